@@ -1,0 +1,42 @@
+"""polars_ppdm: privacy-preserving data mining inside Polars lazy queries and DuckDB SQL.
+
+``import polars_ppdm as ppdm`` registers the ``ppdm`` namespaces on ``pl.Expr``,
+``pl.DataFrame`` and ``pl.LazyFrame``.  Free functions are the API; the namespaces are thin
+wrappers over them.
+"""
+
+from polars_ppdm import duckdb
+from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
+from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
+from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
+from polars_ppdm.metrics.rules import rule_scores
+from polars_ppdm.mine import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets, rr_support
+from polars_ppdm.perturb import rr_disguise, rr_disguise_expr
+from polars_ppdm.secret import Secret, new_secret, resolve_secret, secret_from_env
+from polars_ppdm.transactions import read_transactions, transactions_to_onehot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InvalidParameterError",
+    "PPDMError",
+    "PrivacyLeakWarning",
+    "Secret",
+    "SecretError",
+    "association_rules",
+    "duckdb",
+    "new_secret",
+    "pattern_rules",
+    "resolve_secret",
+    "rr_apriori",
+    "rr_disguise",
+    "rr_disguise_expr",
+    "rr_epsilon",
+    "rr_frequent_itemsets",
+    "rr_p_from_epsilon",
+    "rr_support",
+    "rule_scores",
+    "secret_from_env",
+    "transactions_to_onehot",
+    "read_transactions",
+]

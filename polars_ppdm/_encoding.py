@@ -1,0 +1,173 @@
+"""The bridge between Polars Series and kernel arrays: row keys and category codes.
+
+Every front-end (Polars expressions, DuckDB Arrow UDFs, the DuckDB bulk path) turns its
+columns into Polars Series (zero-copy from Arrow) and calls these helpers, so the same
+input gives the same kernel arrays whatever the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.prf import fnv1a_64
+
+__all__ = ["Domain", "row_keys"]
+
+
+def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = None) -> np.ndarray:
+    """64-bit row keys of a key column.
+
+    Integers give their 64-bit two's-complement pattern; strings their FNV-1a 64-bit hash
+    over UTF-8 bytes (:func:`polars_ppdm.kernels.prf.fnv1a_64`).  A null key is an error
+    where a row needs a draw (``required_rows``, default all rows): it has no identity.
+    """
+    dtype = keys.dtype
+    nulls = keys.is_null().to_numpy()
+    if required_rows is not None:
+        nulls = nulls & required_rows
+    if nulls.any():
+        msg = (
+            f"The key column {keys.name!r} of {func} has {int(nulls.sum())} null value(s) in "
+            "rows that need a random draw; every such row needs a key."
+        )
+        raise InvalidParameterError(msg)
+    if dtype.is_integer():
+        if dtype == pl.UInt64:
+            return keys.fill_null(0).to_numpy()
+        return keys.cast(pl.Int64).fill_null(0).to_numpy().view(np.uint64)
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        arr = keys.cast(pl.String).fill_null("").to_arrow()
+        arr = pa.concat_arrays(arr.chunks) if isinstance(arr, pa.ChunkedArray) else arr
+        arr = arr.cast(pa.large_string())
+        _, offsets_buf, data_buf = arr.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+        return fnv1a_64(offsets, data)
+    msg = (
+        f"The key column {keys.name!r} of {func} must be an integer or string column. "
+        f"Got dtype {dtype} instead."
+    )
+    raise InvalidParameterError(msg)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The public category domain of a column: what randomized response may output.
+
+    The domain comes from the dtype (Boolean, Enum) or from the user, never from the
+    values present in the data: a category that no row has would then never be produced,
+    so the output would reveal which categories occur (a rare diagnosis, say), and two
+    batches or partitions could see different domains and disguise differently.
+    """
+
+    dtype: pl.DataType
+    categories: tuple[Any, ...]
+    binary_int: bool = False
+
+    @property
+    def k(self) -> int:
+        return len(self.categories)
+
+    @classmethod
+    def of(
+        cls, dtype: pl.DataType, categories: Sequence[Any] | None, *, func: str, column: str
+    ) -> Domain:
+        where = f"{func} (column {column!r})"
+        if categories is not None:
+            cats = tuple(categories)
+            if len(cats) < 2 or len(set(cats)) != len(cats):
+                msg = (
+                    f"The 'categories' parameter of {where} must list two or more distinct "
+                    f"values. Got {list(cats)!r} instead."
+                )
+                raise InvalidParameterError(msg)
+            if isinstance(dtype, pl.Enum) and tuple(dtype.categories.to_list()) != cats:
+                msg = (
+                    f"The 'categories' parameter of {where} must match the Enum's categories "
+                    f"{dtype.categories.to_list()} (or be omitted). Got {list(cats)!r} instead."
+                )
+                raise InvalidParameterError(msg)
+            if dtype == pl.Boolean and set(cats) != {False, True}:
+                msg = f"A Boolean column has the categories [False, True]; {where} got {list(cats)!r}."
+                raise InvalidParameterError(msg)
+            if dtype == pl.Boolean:
+                return cls(dtype, (False, True))
+            if not (dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean) or isinstance(dtype, pl.Enum)):
+                cls._bad_dtype(dtype, where)
+            return cls(dtype, cats)
+        if dtype == pl.Boolean:
+            return cls(dtype, (False, True))
+        if isinstance(dtype, pl.Enum):
+            return cls(dtype, tuple(dtype.categories.to_list()))
+        if dtype.is_integer():
+            return cls(dtype, (0, 1), binary_int=True)
+        if dtype in (pl.String, pl.Categorical):
+            msg = (
+                f"The 'categories' parameter of {where} is required for a {dtype} column: "
+                "the domain of a randomized response must be public, never read off the "
+                "data (or cast the column to pl.Enum). Got None instead."
+            )
+            raise InvalidParameterError(msg)
+        cls._bad_dtype(dtype, where)
+        raise AssertionError  # unreachable
+
+    @staticmethod
+    def _bad_dtype(dtype: pl.DataType, where: str) -> None:
+        msg = (
+            f"{where} accepts Boolean, 0/1 integer, Enum, Categorical or String columns. "
+            f"Got dtype {dtype} instead."
+        )
+        raise InvalidParameterError(msg)
+
+    def encode(self, values: pl.Series, *, func: str) -> tuple[np.ndarray, np.ndarray]:
+        """Codes in [0, k) (0 where null) and the validity mask."""
+        valid = values.is_not_null().to_numpy()
+        if self.dtype == pl.Boolean:
+            return values.fill_null(False).cast(pl.Int64).to_numpy(), valid
+        if isinstance(self.dtype, pl.Enum):
+            return values.to_physical().fill_null(0).cast(pl.Int64).to_numpy(), valid
+        if self.binary_int:
+            bad = values.filter(values.is_not_null() & ~values.is_in([0, 1]))
+            if len(bad):
+                msg = (
+                    f"The column {values.name!r} of {func} is binary (an integer column with no "
+                    "'categories') and must hold only 0 and 1. Got "
+                    f"{bad.unique().sort().head(5).to_list()} instead; pass categories=[...] "
+                    "for a k-ary integer column."
+                )
+                raise InvalidParameterError(msg)
+            return values.fill_null(0).cast(pl.Int64).to_numpy(), valid
+        source = values.cast(pl.String) if self.dtype == pl.Categorical else values
+        lookup = pl.Series("categories", list(self.categories))
+        if source.dtype != lookup.dtype:
+            lookup = lookup.cast(source.dtype)
+        outside = source.filter(source.is_not_null() & ~source.is_in(lookup.implode()))
+        if len(outside):
+            msg = (
+                f"The column {values.name!r} of {func} holds values outside its 'categories' "
+                f"{list(self.categories)}: {outside.unique().head(5).to_list()}."
+            )
+            raise InvalidParameterError(msg)
+        codes = source.replace_strict(lookup, pl.int_range(len(lookup), eager=True), default=0, return_dtype=pl.Int64)
+        return codes.fill_null(0).to_numpy(), valid
+
+    def decode(self, codes: np.ndarray, valid: np.ndarray, *, name: str) -> pl.Series:
+        """Series of the original dtype from codes, with nulls where ``valid`` is False."""
+        mask = ~valid if not valid.all() else None
+        if self.dtype == pl.Boolean:
+            out = pl.from_arrow(pa.array(codes.astype(bool), mask=mask))
+        elif self.binary_int:
+            out = pl.from_arrow(pa.array(codes, mask=mask)).cast(self.dtype)
+        else:
+            idx = pl.from_arrow(pa.array(codes.astype(np.uint32), mask=mask))
+            out = pl.Series(list(self.categories)).gather(idx)
+            if out.dtype != self.dtype:
+                out = out.cast(self.dtype)
+        return out.alias(name)

@@ -1,0 +1,32 @@
+"""Frame plumbing shared by the operations: DataFrame in, DataFrame out; lazy stays lazy."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import polars as pl
+
+from polars_ppdm.exceptions import InvalidParameterError
+
+__all__ = ["Frame", "as_lazy", "like", "schema_of"]
+
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def schema_of(frame: pl.DataFrame | pl.LazyFrame, func: str) -> pl.Schema:
+    """The frame's schema (resolving a lazy plan), or a clear error for a non-frame."""
+    if isinstance(frame, pl.LazyFrame):
+        return frame.collect_schema()
+    if isinstance(frame, pl.DataFrame):
+        return frame.schema
+    msg = f"{func} takes a polars DataFrame or LazyFrame. Got {type(frame).__name__} instead."
+    raise InvalidParameterError(msg)
+
+
+def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    return frame if isinstance(frame, pl.LazyFrame) else frame.lazy()
+
+
+def like(original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame):
+    """``result`` as the same kind of frame as ``original`` (collect for a DataFrame)."""
+    return result if isinstance(original, pl.LazyFrame) else result.collect()

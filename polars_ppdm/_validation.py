@@ -1,0 +1,117 @@
+"""Parameter checks shared by every operation.
+
+Messages follow one form: "The 'p' parameter of rr_disguise must be <allowed>. Got
+<received> instead."
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.rr import keep_from_epsilon
+
+__all__ = [
+    "check_choice",
+    "check_columns",
+    "check_fraction",
+    "check_p_or_epsilon",
+    "keep_probability",
+    "per_column",
+]
+
+
+def _fail(name: str, func: str, allowed: str, got: Any) -> None:
+    msg = f"The {name!r} parameter of {func} must be {allowed}. Got {got!r} instead."
+    raise InvalidParameterError(msg)
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[str], func: str) -> str:
+    """``value`` must be one of ``allowed``."""
+    if value not in allowed:
+        _fail(name, func, "one of " + ", ".join(repr(a) for a in allowed), value)
+    return value
+
+
+def check_fraction(name: str, value: Any, func: str, *, low_open: bool = False) -> float:
+    """A real number in [0, 1] (or (0, 1] with ``low_open``)."""
+    interval = "(0, 1]" if low_open else "[0, 1]"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _fail(name, func, f"a float in {interval}", value)
+    value = float(value)
+    if math.isnan(value) or value > 1 or value < 0 or (low_open and value == 0):
+        _fail(name, func, f"a float in {interval}", value)
+    return value
+
+
+def check_p_or_epsilon(p: Any, epsilon: Any, func: str, *, column: str | None = None) -> None:
+    """Exactly one of ``p`` (in [0, 1]) and ``epsilon`` (> 0), before k is known."""
+    where = f" (column {column!r})" if column is not None else ""
+    if (p is None) == (epsilon is None):
+        msg = f"{func}{where} needs exactly one of 'p' and 'epsilon'. Got p={p!r}, epsilon={epsilon!r}."
+        raise InvalidParameterError(msg)
+    if epsilon is not None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
+            _fail("epsilon", func + where, "a float > 0", epsilon)
+    else:
+        check_fraction("p", p, func + where)
+
+
+def keep_probability(
+    p: Any, epsilon: Any, k: int, func: str, *, column: str | None = None
+) -> float:
+    """Resolve ``p=`` or ``epsilon=`` into the probability of keeping the true value.
+
+    ``epsilon`` is the local-DP parameter: ``p = e^eps / (e^eps + k - 1)``.  p = 1/k is
+    refused: every output is then equally likely whatever the input, so the frequencies
+    cannot be recovered (the disguise matrix is singular).
+    """
+    where = f" (column {column!r})" if column is not None else ""
+    check_p_or_epsilon(p, epsilon, func, column=column)
+    if epsilon is not None:
+        return keep_from_epsilon(epsilon, k)
+    p = check_fraction("p", p, func + where)
+    if math.isclose(p, 1.0 / k, rel_tol=0.0, abs_tol=1e-12):
+        _fail(
+            "p",
+            func + where,
+            f"a float in [0, 1] other than 1/k = {1.0 / k:.6g} (with k = {k} categories "
+            "the disguise cannot be inverted)",
+            p,
+        )
+    return p
+
+
+def check_columns(
+    columns: str | Iterable[str], available: Sequence[str], func: str, name: str = "columns"
+) -> list[str]:
+    """A non-empty list of distinct, existing column names."""
+    cols = [columns] if isinstance(columns, str) else list(columns)
+    if not cols:
+        _fail(name, func, "one or more column names", cols)
+    for c in cols:
+        if not isinstance(c, str):
+            _fail(name, func, "column names (str)", c)
+    if len(set(cols)) != len(cols):
+        _fail(name, func, "distinct column names", cols)
+    missing = [c for c in cols if c not in available]
+    if missing:
+        _fail(name, func, f"columns of the frame {list(available)}", missing)
+    return cols
+
+
+def per_column(name: str, value: Any, columns: Sequence[str], func: str) -> dict[str, Any]:
+    """Spread a scalar, a mapping or a sequence over ``columns``."""
+    if isinstance(value, Mapping):
+        missing = [c for c in columns if c not in value]
+        extra = [c for c in value if c not in columns]
+        if missing or extra:
+            _fail(name, func, f"a value or a mapping with exactly the keys {list(columns)}", dict(value))
+        return {c: value[c] for c in columns}
+    if isinstance(value, list | tuple):
+        if len(value) != len(columns):
+            _fail(name, func, f"a value or a sequence of {len(columns)} values", value)
+        return dict(zip(columns, value, strict=True))
+    return {c: value for c in columns}

@@ -1,0 +1,1 @@
+"""Pure NumPy kernels: no polars or duckdb import here."""

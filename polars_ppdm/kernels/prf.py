@@ -1,0 +1,273 @@
+"""Keyed pseudo-random function: AES over (stream, row key) blocks.
+
+Every random draw of the library is a pure function of ``(secret, stream, key)``:
+
+* ``secret`` -- 16 or 32 bytes, the AES-128 / AES-256 key;
+* ``stream`` -- a 64-bit label of the use (method, column, round), from :func:`stream_id`;
+* ``key`` -- the 64-bit row key (a primary key, a hashed string key or the row position).
+
+The 16-byte plaintext block is ``stream || key``, both little-endian uint64; the AES
+ciphertext gives two 64-bit words ``w0, w1`` per row.  AES under a secret key is a
+pseudo-random permutation, so the words are unpredictable to anyone without the secret,
+even one who knows the true values of many rows (which a non-cryptographic mixer with a
+guessable seed is not).  Because a draw depends on nothing but its own block, results do
+not depend on batch sizes, partitioning or row order: every engine calls these functions.
+
+Derived draws (all exact functions of the words, documented so other engines can match):
+
+* uniform double in [0, 1): ``(w0 >> 11) * 2**-53``;
+* Bernoulli(p): ``uniform < p``, computed without floats as ``w0 < ceil(p * 2**53) << 11``;
+* uniform choice among m values: ``floor(((w1 >> 11) * 2**-53) * m)``.
+
+This module is pure NumPy plus pyca/cryptography; it knows nothing of dataframes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+__all__ = [
+    "CHUNK_ROWS",
+    "bernoulli",
+    "bernoulli_threshold",
+    "encrypt_blocks",
+    "fnv1a_64",
+    "prf_words",
+    "stream_id",
+    "uniform",
+]
+
+#: Rows per chunk: 64k blocks = 1 MiB of plaintext, small enough to stay in cache.
+CHUNK_ROWS = 1 << 16
+
+_TWO_POW_53 = float(1 << 53)
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def stream_id(label: str) -> int:
+    """Map a stream label to the 64-bit stream word of the PRF block.
+
+    The first 8 bytes (little-endian) of SHA-256 over ``b"polars_ppdm/stream/" + label``.
+    Version-stable: the same label gives the same word in every release and engine.
+
+    Examples
+    --------
+    >>> stream_id("smoker") == stream_id("smoker")
+    True
+    >>> stream_id("smoker") != stream_id("age")
+    True
+    """
+    digest = hashlib.sha256(b"polars_ppdm/stream/" + label.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def fnv1a_64(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """FNV-1a 64-bit hash of variable-length byte strings, vectorised.
+
+    The documented, version-stable reduction of string keys to 64-bit row keys:
+    ``h = 0xcbf29ce484222325; for byte in utf8: h = (h ^ byte) * 0x100000001b3 mod 2**64``.
+    Collisions are not a secrecy problem (the result only selects an AES input block) but
+    two distinct strings with the same hash share their draws, like two rows of one key;
+    for n distinct keys that happens with probability about n**2 / 2**65.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        n + 1 start offsets into ``data`` (Arrow layout).
+    data : numpy.ndarray
+        The concatenated UTF-8 bytes, uint8.
+
+    Returns
+    -------
+    numpy.ndarray
+        n uint64 hashes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = np.frombuffer(b"afoobar", dtype=np.uint8)
+    >>> [hex(h) for h in fnv1a_64(np.array([0, 1, 7]), data)]
+    ['0xaf63dc4c8601ec8c', '0x85944171f73967e8']
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    data = np.asarray(data, dtype=np.uint8)
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    n = len(lengths)
+    hashes = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    if n == 0:
+        return hashes
+    # Longest strings first: at byte position j the strings still active are a prefix,
+    # so the total work is the number of bytes, not n times the longest string.
+    order = np.argsort(-lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    sorted_starts = starts[order]
+    work = hashes[order]
+    max_len = int(sorted_lengths[0])
+    active = n
+    for j in range(max_len):
+        while active > 0 and sorted_lengths[active - 1] <= j:
+            active -= 1
+        byte = data[sorted_starts[:active] + j].astype(np.uint64)
+        np.bitwise_xor(work[:active], byte, out=work[:active])
+        np.multiply(work[:active], _FNV_PRIME, out=work[:active])
+    hashes[order] = work
+    return hashes
+
+
+def _encryptor(secret: bytes):
+    if len(secret) not in (16, 32):
+        msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {len(secret)} bytes."
+        raise ValueError(msg)
+    return Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+
+
+class _BlockBuffers:
+    """Plaintext and ciphertext buffers for one call, reused across its chunks.
+
+    The stream word of every plaintext block is written once; each chunk copies only its
+    keys into the key half, then encrypts with ``update_into`` (no allocation per chunk).
+    """
+
+    def __init__(self, stream: int, rows: int) -> None:
+        self.plain = np.empty((rows, 2), dtype="<u8")
+        self.plain[:, 0] = np.uint64(stream)
+        # update_into needs len(data) + block_size - 1 bytes of room.
+        self._cipher_raw = np.empty(rows * 16 + 15, dtype=np.uint8)
+        self.cipher = self._cipher_raw[: rows * 16].view("<u8").reshape(rows, 2)
+
+    def encrypt(self, encryptor, keys: np.ndarray) -> np.ndarray:
+        m = len(keys)
+        self.plain[:m, 1] = keys
+        encryptor.update_into(
+            memoryview(self.plain[:m]).cast("B"), memoryview(self._cipher_raw[: m * 16 + 15])
+        )
+        return self.cipher[:m]
+
+
+def _chunks(n: int):
+    for start in range(0, n, CHUNK_ROWS):
+        yield start, min(start + CHUNK_ROWS, n)
+
+
+def _as_keys(keys: np.ndarray) -> np.ndarray:
+    keys = np.asarray(keys)
+    if keys.dtype == np.uint64:
+        return keys
+    if keys.dtype.kind == "i":
+        # Two's-complement bit pattern: -1 and 2**64 - 1 are the same key.
+        return keys.astype(np.int64, copy=False).view(np.uint64)
+    if keys.dtype.kind == "u":
+        return keys.astype(np.uint64)
+    msg = f"Row keys must be an integer array. Got dtype {keys.dtype} instead."
+    raise TypeError(msg)
+
+
+def encrypt_blocks(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
+    """The raw PRF: AES(secret, stream || key) for every key, as an (n, 2) uint64 array.
+
+    Parameters
+    ----------
+    secret : bytes
+        16 or 32 bytes.
+    stream : int
+        The 64-bit stream word (see :func:`stream_id`).
+    keys : numpy.ndarray
+        Integer row keys; signed values are taken as their 64-bit two's complement.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = encrypt_blocks(bytes(16), 0, np.array([0, 1], dtype=np.uint64))
+    >>> w.shape, w.dtype.kind
+    ((2, 2), 'u')
+    """
+    keys = _as_keys(keys)
+    n = len(keys)
+    out = np.empty((n, 2), dtype="<u8")
+    if n == 0:
+        return out
+    enc = _encryptor(secret)
+    buffers = _BlockBuffers(stream, min(n, CHUNK_ROWS))
+    for start, stop in _chunks(n):
+        out[start:stop] = buffers.encrypt(enc, keys[start:stop])
+    return out
+
+
+def prf_words(secret: bytes, stream: int, keys: np.ndarray, consume) -> None:
+    """Drive the PRF chunk by chunk: ``consume(start, stop, words)`` for each chunk.
+
+    ``words`` is an (m, 2) uint64 view of reused memory, valid only during the call;
+    kernels write what they derive from it straight into their own outputs, so a whole
+    batch never holds more than one chunk of ciphertext.
+    """
+    keys = _as_keys(keys)
+    n = len(keys)
+    if n == 0:
+        return
+    enc = _encryptor(secret)
+    buffers = _BlockBuffers(stream, min(n, CHUNK_ROWS))
+    for start, stop in _chunks(n):
+        consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+
+
+def bernoulli_threshold(p: float) -> int | None:
+    """The word threshold T with ``w0 < T`` iff ``(w0 >> 11) * 2**-53 < p``; None if p >= 1."""
+    if p >= 1.0:
+        return None
+    return math.ceil(p * _TWO_POW_53) << 11
+
+
+def uniform(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
+    """Uniform doubles in [0, 1) from word 0: ``(w0 >> 11) * 2**-53``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = uniform(bytes(16), stream_id("demo"), np.arange(1000))
+    >>> bool(((u >= 0) & (u < 1)).all())
+    True
+    """
+    keys = _as_keys(keys)
+    out = np.empty(len(keys), dtype=np.float64)
+
+    def consume(start, stop, words):
+        np.multiply(words[:, 0] >> np.uint64(11), 1.0 / _TWO_POW_53, out=out[start:stop])
+
+    prf_words(secret, stream, keys, consume)
+    return out
+
+
+def bernoulli(secret: bytes, stream: int, keys: np.ndarray, p: float) -> np.ndarray:
+    """Bernoulli(p) booleans: True with probability p, i.e. ``uniform(...) < p``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = bernoulli(bytes(16), stream_id("demo"), np.arange(100_000), 0.25)
+    >>> abs(b.mean() - 0.25) < 0.01
+    True
+    """
+    keys = _as_keys(keys)
+    out = np.empty(len(keys), dtype=bool)
+    threshold = bernoulli_threshold(p)
+    if threshold is None:
+        out[:] = True
+        return out
+
+    def consume(start, stop, words):
+        np.less(words[:, 0], np.uint64(threshold), out=out[start:stop])
+
+    prf_words(secret, stream, keys, consume)
+    return out
+
+
+def choice_index(words1: np.ndarray, m: int) -> np.ndarray:
+    """Uniform index in [0, m) from word 1: ``floor(((w1 >> 11) * 2**-53) * m)``."""
+    u = (words1 >> np.uint64(11)).astype(np.float64) * (1.0 / _TWO_POW_53)
+    return np.floor(u * m).astype(np.int64)

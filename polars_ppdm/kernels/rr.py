@@ -1,0 +1,231 @@
+"""Randomized response: the disguise and the unbiased estimators, in NumPy.
+
+Disguise (k-ary generalised randomized response, Warner 1965; MASK for binary
+attributes): a value is kept with probability p, otherwise replaced by one of the other
+k - 1 categories uniformly.  For k = 2 that is the related-question model of Du & Zhan
+(KDD 2003): keep with probability p, else negate.
+
+Estimation: the observed category frequencies are ``lambda = M pi`` with
+``M = p I + (1 - p)/(k - 1) (J - I)``; several attributes disguised independently give
+``M_1 (x) ... (x) M_m`` (Kronecker).  We invert axis by axis on the count tensor, never a
+(k^m x k^m) matrix.  Whole-record disguise (one coin per record, negate every binary
+attribute) gives the pattern/complement pair system
+``P*(E) = p P(E) + (1-p) P(E')``.
+
+Standard errors are for the estimand "frequency in this table" (the randomness is the
+disguise only): for any unbiased linear estimate ``theta = a . lambda_hat`` of
+``sum_c w_c pi_c`` with 0/1 weights w, ``Var = ((a*a) . lambda - theta) / n``.  Derivation: row i contributes the
+one-hot observation e_Y with ``E[e_Y] = M e_x``; summing ``a^T Cov(e_Y) a`` over rows
+gives ``(a*a)^T M pi - sum_c w_c^2 pi_c``, and ``w^2 = w``, ``M pi = lambda``.
+
+References
+----------
+Wen Han, *Randomization methods for privacy-preserving data mining*, master's thesis,
+Zhejiang University, 2006, chapter 5 (paper 003 of this project).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polars_ppdm.kernels.prf import bernoulli_threshold, choice_index, prf_words
+
+__all__ = [
+    "disguise_codes",
+    "estimate_patterns",
+    "inverse_rr_matrix",
+    "keep_from_epsilon",
+    "rr_matrix",
+    "subset_coefficients",
+    "whole_record_estimate",
+]
+
+
+def keep_from_epsilon(epsilon: float, k: int) -> float:
+    """Keep probability of k-ary RR at local-DP epsilon: ``e^eps / (e^eps + k - 1)``."""
+    if np.isinf(epsilon):
+        return 1.0
+    return float(np.exp(epsilon) / (np.exp(epsilon) + k - 1))
+
+
+def rr_matrix(p: float, k: int) -> np.ndarray:
+    """The k x k disguise matrix ``M[observed, true]``.
+
+    Examples
+    --------
+    >>> rr_matrix(0.8, 2).tolist()
+    [[0.8, 0.19999999999999996], [0.19999999999999996, 0.8]]
+    """
+    off = (1.0 - p) / (k - 1)
+    return np.full((k, k), off) + (p - off) * np.eye(k)
+
+
+def inverse_rr_matrix(p: float, k: int) -> np.ndarray:
+    """Closed-form inverse of :func:`rr_matrix` (requires p != 1/k).
+
+    ``M = a I + b J`` with ``a = p - (1-p)/(k-1)``, ``b = (1-p)/(k-1)``, so
+    ``M^-1 = (I - b/(a + k b) J) / a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bool(np.allclose(inverse_rr_matrix(0.7, 3) @ rr_matrix(0.7, 3), np.eye(3)))
+    True
+    """
+    b = (1.0 - p) / (k - 1)
+    a = p - b
+    return (np.eye(k) - (b / (a + k * b)) * np.ones((k, k))) / a
+
+
+def disguise_codes(
+    codes: np.ndarray,
+    k: int,
+    p: float,
+    secret: bytes,
+    stream: int,
+    keys: np.ndarray,
+) -> np.ndarray:
+    """Disguise integer category codes in [0, k) with k-ary randomized response.
+
+    Row i keeps its code when its Bernoulli(p) draw (word 0) says so; otherwise it takes
+    ``j`` or ``j + 1`` with ``j = choice(k - 1)`` from word 1, skipping its own code, so
+    the k - 1 other categories are equally likely.  For k = 2 this is a flip.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polars_ppdm.kernels.prf import stream_id
+    >>> codes = np.zeros(100_000, dtype=np.int64)
+    >>> out = disguise_codes(codes, 2, 0.9, bytes(16), stream_id("x"), np.arange(100_000))
+    >>> abs(out.mean() - 0.1) < 0.005
+    True
+    """
+    codes = np.asarray(codes)
+    out = np.empty_like(codes)
+    threshold = bernoulli_threshold(p)
+    if threshold is None:
+        out[:] = codes
+        return out
+    t = np.uint64(threshold)
+
+    if k == 2:
+
+        def consume(start, stop, words):
+            lie = words[:, 0] >= t
+            np.bitwise_xor(codes[start:stop], lie, out=out[start:stop], casting="unsafe")
+
+    else:
+
+        def consume(start, stop, words):
+            lie = words[:, 0] >= t
+            own = codes[start:stop]
+            other = choice_index(words[:, 1], k - 1)
+            other += other >= own
+            out[start:stop] = np.where(lie, other, own)
+
+    prf_words(secret, stream, keys, consume)
+    return out
+
+
+def _apply_along(tensor: np.ndarray, matrix: np.ndarray, axis: int) -> np.ndarray:
+    moved = np.moveaxis(tensor, axis, 0)
+    shape = moved.shape
+    result = matrix @ moved.reshape(shape[0], -1)
+    return np.moveaxis(result.reshape(shape), 0, axis)
+
+
+def estimate_patterns(
+    counts: np.ndarray, ps: list[float], ks: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Estimated true pattern frequencies and standard errors, per-attribute disguise.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Observed count tensor of shape ``(k_1, ..., k_m)``.
+    ps, ks : list
+        Keep probability and number of categories of each axis.
+
+    Returns
+    -------
+    frequency, std_error : numpy.ndarray
+        Tensors of the same shape.  ``frequency`` sums to 1; entries may be negative
+        (the estimator is unbiased, not constrained).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> f, se = estimate_patterns(np.array([20.0, 80.0]), [0.8], [2])
+    >>> np.round(f, 6).tolist()
+    [0.0, 1.0]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    n = counts.sum()
+    if n == 0:
+        nan = np.full(counts.shape, np.nan)
+        return nan, nan.copy()
+    observed = counts / n
+    freq = observed
+    squared = observed
+    for axis, (p, k) in enumerate(zip(ps, ks, strict=True)):
+        inverse = inverse_rr_matrix(p, k)
+        freq = _apply_along(freq, inverse, axis)
+        squared = _apply_along(squared, inverse * inverse, axis)
+    variance = np.clip((squared - freq) / n, 0.0, None)
+    return freq, np.sqrt(variance)
+
+
+def subset_coefficients(ps: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Weights of the observed subset supports in a per-attribute itemset estimate.
+
+    With ``alpha_j = -(1-p_j)/(2p_j-1)`` and ``beta_j = 1/(2p_j-1)`` the support of an
+    itemset S is ``sum_{T subset S} prod_{S\\T} alpha prod_T beta * f(T)`` where f(T) is
+    the observed share of rows having every item of T (f(empty) = 1); the second moment
+    used by the standard error has ``alpha^2`` and ``beta^2 + 2 alpha beta``.
+
+    Returns the two weight vectors over the 2^s subsets, indexed by bitmask (bit j set
+    when item j of S is in T).
+    """
+    s = len(ps)
+    mean_w = np.ones(1 << s)
+    square_w = np.ones(1 << s)
+    masks = np.arange(1 << s)
+    for j, p in enumerate(ps):
+        alpha = -(1.0 - p) / (2.0 * p - 1.0)
+        beta = 1.0 / (2.0 * p - 1.0)
+        has = (masks >> j) & 1 == 1
+        mean_w *= np.where(has, beta, alpha)
+        square_w *= np.where(has, beta * beta + 2.0 * alpha * beta, alpha * alpha)
+    return mean_w, square_w
+
+
+def whole_record_estimate(
+    share_pattern: np.ndarray, share_complement: np.ndarray, p: float, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``P*(E) = p P(E) + (1-p) P(E')`` for P(E), with its standard error.
+
+    Parameters
+    ----------
+    share_pattern, share_complement : numpy.ndarray
+        Observed shares of rows matching the pattern E and its complement E'.
+    p : float
+        Probability that a record was sent unchanged.
+    n : int
+        Number of records.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> est, se = whole_record_estimate(np.array([0.62]), np.array([0.38]), 0.8, 100)
+    >>> round(float(est[0]), 6)
+    0.7
+    """
+    share_pattern = np.asarray(share_pattern, dtype=np.float64)
+    share_complement = np.asarray(share_complement, dtype=np.float64)
+    a = p / (2.0 * p - 1.0)
+    b = -(1.0 - p) / (2.0 * p - 1.0)
+    estimate = a * share_pattern + b * share_complement
+    if n == 0:
+        return np.full_like(estimate, np.nan), np.full_like(estimate, np.nan)
+    variance = (a * a * share_pattern + b * b * share_complement - estimate) / n
+    return estimate, np.sqrt(np.clip(variance, 0.0, None))

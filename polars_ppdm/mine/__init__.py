@@ -1,0 +1,6 @@
+"""Miners: corrected statistics from perturbed data."""
+
+from polars_ppdm.mine.apriori import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets
+from polars_ppdm.mine.rr_support import rr_support
+
+__all__ = ["association_rules", "pattern_rules", "rr_apriori", "rr_frequent_itemsets", "rr_support"]

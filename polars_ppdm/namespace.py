@@ -1,0 +1,88 @@
+"""The ``ppdm`` namespaces on ``pl.Expr``, ``pl.DataFrame`` and ``pl.LazyFrame``.
+
+Explicit, thin wrappers: each method delegates to the free function of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from polars_ppdm.mine.rr_support import rr_support
+from polars_ppdm.perturb.rr import rr_disguise, rr_disguise_expr
+from polars_ppdm.secret import SeedLike
+
+__all__ = ["PPDMExprNamespace", "PPDMFrameNamespace", "PPDMLazyFrameNamespace"]
+
+
+@pl.api.register_expr_namespace("ppdm")
+class PPDMExprNamespace:
+    """``pl.col(...).ppdm``: column perturbations."""
+
+    def __init__(self, expr: pl.Expr) -> None:
+        self._expr = expr
+
+    def rr_disguise(
+        self,
+        *,
+        p: float | None = None,
+        epsilon: float | None = None,
+        seed: SeedLike = None,
+        key: str | pl.Expr | None = None,
+        categories: Sequence[Any] | None = None,
+        stream: str | None = None,
+    ) -> pl.Expr:
+        """Randomized response on this column; see :func:`polars_ppdm.rr_disguise_expr`."""
+        return rr_disguise_expr(
+            self._expr, p=p, epsilon=epsilon, seed=seed, key=key, categories=categories, stream=stream
+        )
+
+
+class _FrameMethods:
+    """Methods shared by the DataFrame and LazyFrame namespaces (same type out as in)."""
+
+    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
+        self._frame = frame
+
+    def rr_disguise(
+        self,
+        columns: str | Sequence[str],
+        *,
+        p: Any = None,
+        epsilon: Any = None,
+        mode: str = "per_attribute",
+        seed: SeedLike = None,
+        key: str | None = None,
+        categories: Any = None,
+    ):
+        """Randomized response on columns; see :func:`polars_ppdm.rr_disguise`."""
+        return rr_disguise(
+            self._frame, columns, p=p, epsilon=epsilon, mode=mode, seed=seed, key=key, categories=categories
+        )
+
+    def rr_support(
+        self,
+        columns: str | Sequence[str],
+        *,
+        p: Any = None,
+        epsilon: Any = None,
+        mode: str = "per_attribute",
+        categories: Any = None,
+        itemsets: Sequence[Sequence[str]] | None = None,
+    ):
+        """Corrected pattern frequencies or itemset supports; see :func:`polars_ppdm.rr_support`."""
+        return rr_support(
+            self._frame, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, itemsets=itemsets
+        )
+
+
+@pl.api.register_dataframe_namespace("ppdm")
+class PPDMFrameNamespace(_FrameMethods):
+    """``df.ppdm``: frame perturbations and miners (DataFrame in, DataFrame out)."""
+
+
+@pl.api.register_lazyframe_namespace("ppdm")
+class PPDMLazyFrameNamespace(_FrameMethods):
+    """``lf.ppdm``: frame perturbations and miners (LazyFrame in, LazyFrame out)."""

@@ -1,0 +1,188 @@
+"""The secret behind every keyed random draw.
+
+A secret is 128 or 256 random bits: the AES key of the keyed PRF (see
+:mod:`polars_ppdm.kernels.prf`).  Whoever holds it can recompute every coin and undo the
+disguise, so it is handled like a password: never printed, logged or written into an
+output.  ``repr`` shows a fingerprint only.
+
+Accepted forms of ``seed=`` everywhere in the library:
+
+* ``None`` -- a fresh secret from the OS (``os.urandom``); results are not reproducible;
+* a :class:`Secret`;
+* ``bytes`` of length 16 or 32;
+* a hex string of 32 or 64 hex digits;
+* ``"env:NAME"`` -- the hex secret held in environment variable ``NAME`` (for jobs: the
+  secret then never appears in code, SQL text or logs);
+* an ``int`` (or a string of decimal digits) -- **guessable**, for tests and examples
+  only: an attacker can try every small integer.  It is stretched with SHA-256 into a
+  128-bit key, which does not make it any harder to guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import string
+from typing import Union
+
+from polars_ppdm.exceptions import SecretError
+
+__all__ = ["Secret", "SeedLike", "new_secret", "resolve_secret", "secret_from_env"]
+
+_HEX = set(string.hexdigits)
+
+
+class Secret:
+    """A 128- or 256-bit secret key for the keyed randomness.
+
+    Examples
+    --------
+    >>> s = Secret.from_int(42)
+    >>> s
+    Secret(fingerprint='...')
+    >>> s == Secret.from_int(42)
+    True
+    """
+
+    __slots__ = ("_key", "guessable")
+
+    def __init__(self, key: bytes, *, guessable: bool = False) -> None:
+        if not isinstance(key, bytes | bytearray) or len(key) not in (16, 32):
+            got = f"{len(key)} bytes" if isinstance(key, bytes | bytearray) else type(key).__name__
+            msg = f"A secret must be 16 or 32 bytes (128 or 256 bits). Got {got} instead."
+            raise SecretError(msg)
+        self._key = bytes(key)
+        self.guessable = guessable
+
+    @classmethod
+    def from_hex(cls, text: str) -> Secret:
+        """A secret from 32 or 64 hex digits."""
+        text = text.strip()
+        if len(text) not in (32, 64) or not set(text) <= _HEX:
+            msg = (
+                "A hex secret must be 32 or 64 hex digits (128 or 256 bits). "
+                f"Got a string of {len(text)} characters instead."
+            )
+            raise SecretError(msg)
+        return cls(bytes.fromhex(text))
+
+    @classmethod
+    def from_int(cls, seed: int) -> Secret:
+        """A reproducible secret from an integer.  Guessable: for tests and examples only."""
+        digest = hashlib.sha256(b"polars_ppdm/int-seed/" + str(int(seed)).encode()).digest()
+        return cls(digest[:16], guessable=True)
+
+    @classmethod
+    def generate(cls, bits: int = 256) -> Secret:
+        """A fresh secret from the operating system's random source."""
+        if bits not in (128, 256):
+            msg = f"The 'bits' parameter of Secret.generate must be 128 or 256. Got {bits!r} instead."
+            raise SecretError(msg)
+        return cls(os.urandom(bits // 8))
+
+    @property
+    def key(self) -> bytes:
+        """The raw key bytes (for the kernels; do not log them)."""
+        return self._key
+
+    def fingerprint(self) -> str:
+        """Eight hex digits identifying the secret without revealing it (for manifests)."""
+        return hashlib.sha256(b"polars_ppdm/fingerprint/" + self._key).hexdigest()[:8]
+
+    def reveal_hex(self) -> str:
+        """The secret as hex, e.g. to store it in a vault.  Treat the result as a password."""
+        return self._key.hex()
+
+    def __repr__(self) -> str:
+        return f"Secret(fingerprint='{self.fingerprint()}')"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._key == self._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __reduce__(self):
+        # Picklable so that process pools and Spark workers can receive it.
+        return (Secret, (self._key,), {"guessable": self.guessable})
+
+    def __setstate__(self, state) -> None:
+        self.guessable = state["guessable"]
+
+
+SeedLike = Union[Secret, bytes, str, int, None]
+
+
+def new_secret(bits: int = 256) -> str:
+    """Make a new random secret and return it as hex, to store in a vault or env variable.
+
+    Examples
+    --------
+    >>> len(new_secret())
+    64
+    >>> len(new_secret(128))
+    32
+    """
+    return Secret.generate(bits).reveal_hex()
+
+
+def secret_from_env(name: str = "PPDM_SECRET") -> Secret:
+    """Read a hex secret from the environment variable ``name``.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["DOC_SECRET"] = "00" * 16
+    >>> secret_from_env("DOC_SECRET") == Secret(bytes(16))
+    True
+    """
+    value = os.environ.get(name)
+    if value is None:
+        msg = f"The environment variable {name!r} holding the secret is not set."
+        raise SecretError(msg)
+    try:
+        return Secret.from_hex(value)
+    except SecretError as err:
+        msg = f"The environment variable {name!r} does not hold a hex secret: {err}"
+        raise SecretError(msg) from None
+
+
+def resolve_secret(seed: SeedLike) -> Secret:
+    """Turn any accepted ``seed=`` value into a :class:`Secret` (see the module docs).
+
+    Examples
+    --------
+    >>> resolve_secret(7) == resolve_secret("7")
+    True
+    >>> resolve_secret("ab" * 16) == Secret(bytes.fromhex("ab" * 16))
+    True
+    """
+    if seed is None:
+        return Secret.generate(128)
+    if isinstance(seed, Secret):
+        return seed
+    if isinstance(seed, bool):
+        msg = f"The 'seed' parameter must be a secret, hex string, bytes or int. Got {seed!r} instead."
+        raise SecretError(msg)
+    if isinstance(seed, int):
+        return Secret.from_int(seed)
+    if isinstance(seed, bytes | bytearray):
+        return Secret(bytes(seed))
+    if isinstance(seed, str):
+        text = seed.strip()
+        if text.startswith("env:"):
+            return secret_from_env(text[4:])
+        if len(text) in (32, 64) and set(text) <= _HEX:
+            return Secret.from_hex(text)
+        if text.lstrip("-").isdigit():
+            return Secret.from_int(int(text))
+        msg = (
+            "The 'seed' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME' or "
+            f"a decimal integer. Got a string of {len(text)} characters instead."
+        )
+        raise SecretError(msg)
+    msg = (
+        "The 'seed' parameter must be a Secret, bytes, a hex string, 'env:NAME', an int or "
+        f"None. Got {type(seed).__name__} instead."
+    )
+    raise SecretError(msg)

@@ -1,0 +1,96 @@
+"""Market-basket transactions to one-hot frames (one Boolean column per item)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from polars_ppdm.exceptions import InvalidParameterError
+
+__all__ = ["read_transactions", "transactions_to_onehot"]
+
+
+def read_transactions(source: str | PathLike | Iterable[str], *, sep: str | None = None) -> pl.DataFrame:
+    """Read transactions, one per line, into a frame with a list column ``items``.
+
+    Parameters
+    ----------
+    source : path or iterable of str
+        A file (groceries: comma-separated; FIMI ``.dat``: space-separated) or lines.
+    sep : str, optional
+        Item separator; None splits on whitespace.  Empty items are ignored; a line with
+        no items is an empty transaction (kept: it counts in every support).
+
+    Examples
+    --------
+    >>> read_transactions(["milk,bread", "bread", ""], sep=",")["items"].to_list()
+    [['milk', 'bread'], ['bread'], []]
+    """
+    if isinstance(source, str | PathLike):
+        with Path(source).open(encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    else:
+        lines = [line.rstrip("\r\n") for line in source]
+    baskets = [[item.strip() for item in line.split(sep) if item.strip()] for line in lines]
+    return pl.DataFrame({"items": baskets}, schema={"items": pl.List(pl.String)})
+
+
+def transactions_to_onehot(
+    transactions: pl.DataFrame | pl.Series,
+    column: str = "items",
+    *,
+    items: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """One Boolean column per item: True where the transaction holds the item.
+
+    Parameters
+    ----------
+    transactions : polars.DataFrame or polars.Series
+        A list column of item names (a frame's ``column``, or a Series).
+    items : sequence of str, optional
+        The item columns, in this order.  Default: every item seen, sorted.  An item of
+        the data missing from ``items`` is an error (nothing is dropped silently).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per transaction, in order; duplicates within a transaction count once.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> t = pl.Series("items", [["milk", "bread"], ["bread"], []])
+    >>> transactions_to_onehot(t).rows()
+    [(True, True), (True, False), (False, False)]
+    """
+    series = transactions[column] if isinstance(transactions, pl.DataFrame) else transactions
+    if not isinstance(series.dtype, pl.List):
+        msg = f"transactions_to_onehot needs a list column of items. Got dtype {series.dtype} instead."
+        raise InvalidParameterError(msg)
+    if series.null_count():
+        msg = f"transactions_to_onehot: {series.null_count()} transaction(s) are null; use [] for an empty basket."
+        raise InvalidParameterError(msg)
+    arrow = series.cast(pl.List(pl.String)).to_arrow()
+    flat = pl.Series(pa.concat_arrays([chunk.flatten() for chunk in arrow.chunks]) if isinstance(arrow, pa.ChunkedArray) else arrow.flatten(), dtype=pl.String)
+    rows = np.repeat(np.arange(len(series)), series.list.len().to_numpy())
+    if flat.null_count():
+        msg = "transactions_to_onehot: some transactions hold null items."
+        raise InvalidParameterError(msg)
+    names = sorted(flat.unique().to_list()) if items is None else list(items)
+    if len(set(names)) != len(names):
+        msg = f"The 'items' parameter of transactions_to_onehot must be distinct names. Got {names!r} instead."
+        raise InvalidParameterError(msg)
+    lookup = pl.Series(names, dtype=pl.String)
+    unknown = flat.filter(~flat.is_in(lookup.implode())).unique()
+    if len(unknown):
+        msg = f"transactions_to_onehot: items {unknown.head(5).to_list()} are not in 'items'."
+        raise InvalidParameterError(msg)
+    index = flat.replace_strict(lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64).to_numpy()
+    matrix = np.zeros((len(names), len(series)), dtype=bool)
+    matrix[index, rows] = True
+    return pl.DataFrame({name: matrix[j] for j, name in enumerate(names)}, schema={n: pl.Boolean for n in names})
