@@ -109,7 +109,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     >>> con = ppdm.duckdb.register(duckdb.connect())
     >>> con.sql("SELECT ppdm_rr_disguise(x, 1.0, '42', i) AS y FROM (VALUES (true, 1), (false, 2)) t(x, i)").fetchall()
     [(True,), (False,)]
-    >>> round(con.sql("SELECT ppdm_rr_epsilon(0.75)").fetchone()[0], 4)
+    >>> round(con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchone()[0], 4)
     1.0986
     """
     T = duckdb.sqltypes
@@ -183,11 +183,11 @@ def rr_disguise_batches(
     >>> con = duckdb.connect()
     >>> query = "SELECT i AS id, i % 2 = 0 AS x FROM range(10) t(i)"
     >>> reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=1.0, seed=1, key="id")
-    >>> con.sql("SELECT count(*) FROM reader").fetchone()
-    (10,)
+    >>> con.from_arrow(reader).aggregate("count(*) AS n, sum(x::INT) AS xs").fetchall()
+    [(10, 5)]
     """
     secret = resolve_secret(seed)  # once, so every batch shares a seed=None secret
-    reader = con.cursor().sql(query).fetch_record_batch(batch_rows)
+    reader = con.cursor().sql(query).to_arrow_reader(batch_rows)
 
     def disguise(batch: pa.RecordBatch | pa.Table, offset: int) -> pa.Table:
         frame = pl.from_arrow(batch)

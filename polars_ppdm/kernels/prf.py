@@ -250,7 +250,7 @@ def bernoulli(secret: bytes, stream: int, keys: np.ndarray, p: float) -> np.ndar
     --------
     >>> import numpy as np
     >>> b = bernoulli(bytes(16), stream_id("demo"), np.arange(100_000), 0.25)
-    >>> abs(b.mean() - 0.25) < 0.01
+    >>> bool(abs(b.mean() - 0.25) < 0.01)
     True
     """
     keys = _as_keys(keys)

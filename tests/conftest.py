@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The shared real data sets (../shared/data); tests skip when it is absent."""
+    if not DATA.is_dir():
+        pytest.skip(f"shared data folder {DATA} is absent")
+    return DATA
