@@ -19,91 +19,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import Domain
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_choice, check_columns, keep_probability, per_column
+from polars_ppdm._design import RRDesign
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole_record_estimate
 
-__all__ = ["RRDesign", "rr_support"]
-
-_MODES = ("per_attribute", "whole_record")
-
-
-class RRDesign:
-    """How a set of columns was disguised: domains and keep probabilities, validated.
-
-    Built from a frame's schema and the ``p``/``epsilon``/``mode``/``categories``
-    arguments shared by the miners.
-    """
-
-    def __init__(
-        self,
-        schema: pl.Schema,
-        columns: str | Sequence[str],
-        *,
-        p: Any,
-        epsilon: Any,
-        mode: str,
-        categories: Any,
-        func: str,
-        name: str = "columns",
-    ) -> None:
-        self.func = func
-        self.columns = check_columns(columns, list(schema), func, name=name)
-        self.mode = check_choice("mode", mode, _MODES, func)
-        cats = (
-            per_column("categories", categories, self.columns, func)
-            if isinstance(categories, dict)
-            else {c: categories for c in self.columns}
-        )
-        self.domains = {c: Domain.of(schema[c], cats[c], func=func, column=c) for c in self.columns}
-        ps = per_column("p", p, self.columns, func)
-        eps = per_column("epsilon", epsilon, self.columns, func)
-        self.p = {
-            c: keep_probability(ps[c], eps[c], self.domains[c].k, func, column=c) for c in self.columns
-        }
-        if self.mode == "whole_record":
-            wide = [c for c in self.columns if self.domains[c].k != 2]
-            if wide:
-                msg = f"mode='whole_record' of {func} needs binary columns; {wide} are k-ary. Use mode='per_attribute'."
-                raise InvalidParameterError(msg)
-            if len(set(self.p.values())) > 1:
-                msg = f"mode='whole_record' of {func} has one coin per record, so one 'p'. Got {self.p} instead."
-                raise InvalidParameterError(msg)
-
-    def require_binary(self) -> None:
-        wide = [c for c in self.columns if self.domains[c].k != 2]
-        if wide:
-            msg = f"Itemset supports in {self.func} need binary (Boolean or 0/1) columns; {wide} are k-ary."
-            raise InvalidParameterError(msg)
-
-    def truthy(self, column: str) -> pl.Expr:
-        """The "item present" expression of a binary column."""
-        if self.domains[column].dtype == pl.Boolean:
-            return pl.col(column)
-        return pl.col(column) == 1
-
-    def checks(self) -> list[pl.Expr]:
-        """Aggregates counting nulls and non-binary values, to fail loudly on bad rows."""
-        out = [pl.col(c).null_count().alias(f"__nulls_{i}") for i, c in enumerate(self.columns)]
-        for i, c in enumerate(self.columns):
-            if self.domains[c].binary_int:
-                out.append((~pl.col(c).is_in([0, 1])).fill_null(False).sum().alias(f"__bad_{i}"))
-        return out
-
-    def raise_on_checks(self, row: dict[str, Any]) -> None:
-        for i, c in enumerate(self.columns):
-            if row.get(f"__nulls_{i}", 0):
-                msg = (
-                    f"The column {c!r} of {self.func} has {row[f'__nulls_{i}']} null value(s); "
-                    "nulls carry no disguised answer, so drop or fill them first."
-                )
-                raise InvalidParameterError(msg)
-            if row.get(f"__bad_{i}", 0):
-                msg = f"The column {c!r} of {self.func} is binary and must hold only 0 and 1; {row[f'__bad_{i}']} value(s) are outside."
-                raise InvalidParameterError(msg)
-
+__all__ = ["itemset_aggregates", "itemset_estimates", "rr_support"]
 
 def _pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     cols = design.columns

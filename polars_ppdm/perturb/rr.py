@@ -10,6 +10,7 @@ J. R. Haritsa, "Maintaining data privacy in association rule mining" (MASK), VLD
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,15 +19,14 @@ import polars as pl
 
 from polars_ppdm._encoding import Domain, row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_p_or_epsilon, keep_probability, per_column
+from polars_ppdm._design import RRDesign
+from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import bernoulli, stream_id
 from polars_ppdm.kernels.rr import disguise_codes
 from polars_ppdm.secret import SeedLike, resolve_secret
 
-__all__ = ["MODES", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
-
-MODES = ("per_attribute", "whole_record")
+__all__ = ["disguise_series", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
 _KEY_FIELD = "__ppdm_key"
 
 
@@ -154,14 +154,9 @@ def rr_disguise_expr(
     )
 
 
-def _negate_where(values: pl.Series, truthful: pl.Series, *, func: str) -> pl.Series:
-    domain = Domain.of(values.dtype, None, func=func, column=values.name)
-    if domain.k != 2:
-        msg = (
-            f"mode='whole_record' of {func} negates binary columns; column {values.name!r} "
-            f"has {domain.k} categories. Use mode='per_attribute' for k-ary columns."
-        )
-        raise InvalidParameterError(msg)
+def _negate_where(pair: pl.Series, *, domain: Domain, func: str) -> pl.Series:
+    """Negate a binary column where the record's coin says lie."""
+    values, truthful = pair.struct.unnest().get_columns()
     codes, valid = domain.encode(values, func=func)
     lie = ~truthful.to_numpy()
     return domain.decode(np.bitwise_xor(codes, lie), valid, name=values.name)
@@ -223,38 +218,28 @@ def rr_disguise(
     """
     func = "rr_disguise"
     schema = schema_of(frame, func)
-    cols = check_columns(columns, list(schema), func)
-    check_choice("mode", mode, MODES, func)
+    # Every parameter is checked here, before any data is read.
+    design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
     if key is not None:
         check_columns([key], list(schema), func, name="key")
-    cats = per_column("categories", categories, cols, func) if isinstance(categories, dict) else {c: categories for c in cols}
-    ps = per_column("p", p, cols, func)
-    epsilons = per_column("epsilon", epsilon, cols, func)
     secret = resolve_secret(seed)
-    for c in cols:  # fail before any data is read
-        domain = Domain.of(schema[c], cats[c], func=func, column=c)
-        keep_probability(ps[c], epsilons[c], domain.k, func, column=c)
-    lazy = as_lazy(frame)
+    cols = design.columns
     if mode == "per_attribute":
         exprs = [
-            rr_disguise_expr(pl.col(c), p=ps[c], epsilon=epsilons[c], seed=secret, key=key, categories=cats[c])
+            rr_disguise_expr(pl.col(c), p=design.p[c], seed=secret, key=key, categories=design.domains[c].categories)
             for c in cols
         ]
-        return like(frame, lazy.with_columns(exprs))
-    if len({ps[c] for c in cols}) > 1 or len({epsilons[c] for c in cols}) > 1:
-        msg = f"mode='whole_record' of {func} uses one coin per record, so one 'p' (or 'epsilon'). Got {p!r} / {epsilon!r} instead."
-        raise InvalidParameterError(msg)
-    keep = keep_probability(ps[cols[0]], epsilons[cols[0]], 2, func)
-    coin = _whole_record_coin(secret.key, whole_record_stream(cols), keep, key)
+        return like(frame, as_lazy(frame).with_columns(exprs))
+    coin = _whole_record_coin(secret.key, whole_record_stream(cols), design.p[cols[0]], key)
     negated = [
         pl.struct(pl.col(c), coin).map_batches(
-            lambda s: _negate_where(s.struct.unnest().to_series(0), s.struct.unnest().to_series(1), func=func),
+            functools.partial(_negate_where, domain=design.domains[c], func=func),
             return_dtype=pl.dtype_of(c),
             is_elementwise=True,
         )
         for c in cols
     ]
-    return like(frame, lazy.with_columns(negated))
+    return like(frame, as_lazy(frame).with_columns(negated))
 
 
 def _whole_record_coin(secret: bytes, stream: str, keep: float, key: str | None) -> pl.Expr:

@@ -1,0 +1,224 @@
+"""rr_disguise on Polars: dtypes, nulls, modes, and a clear error for every bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal, assert_series_equal
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+
+N = 20_000
+
+
+@pytest.fixture
+def frame() -> pl.DataFrame:
+    rng = np.random.default_rng(11)
+    return pl.DataFrame(
+        {
+            "id": np.arange(N),
+            "flag": rng.random(N) < 0.3,
+            "bit": (rng.random(N) < 0.6).astype(np.int8),
+            "colour": rng.choice(["red", "green", "blue"], N),
+        }
+    )
+
+
+def flip_share(before: pl.Series, after: pl.Series) -> float:
+    return float((before != after).mean())
+
+
+def within_5_se(share: float, expected: float, n: int) -> bool:
+    return abs(share - expected) <= 5 * math.sqrt(expected * (1 - expected) / n)
+
+
+def test_binary_columns_flip_with_probability_1_minus_p(frame):
+    out = frame.with_columns(
+        pl.col("flag").ppdm.rr_disguise(p=0.8, seed=1, key="id"),
+        pl.col("bit").ppdm.rr_disguise(p=0.7, seed=1, key="id"),
+    )
+    assert out.schema == frame.schema
+    assert within_5_se(flip_share(frame["flag"], out["flag"]), 0.2, N)
+    assert within_5_se(flip_share(frame["bit"], out["bit"]), 0.3, N)
+    assert set(out["bit"].unique().to_list()) <= {0, 1}
+
+
+def test_default_stream_is_the_column_name_so_columns_get_independent_coins(frame):
+    both = frame.with_columns(pl.col("flag").alias("flag2")).with_columns(
+        pl.col("flag").ppdm.rr_disguise(p=0.5001, seed=1, key="id"),
+        pl.col("flag2").ppdm.rr_disguise(p=0.5001, seed=1, key="id"),
+    )
+    agree = float((both["flag"] == both["flag2"]).mean())
+    assert within_5_se(agree, 0.5, N)  # independent coins agree half the time
+    same = frame.select(
+        pl.col("flag").ppdm.rr_disguise(p=0.6, seed=1, key="id"),
+        pl.col("flag").ppdm.rr_disguise(p=0.6, seed=1, key="id", stream="flag").alias("explicit"),
+    )
+    assert same["flag"].equals(same["explicit"].alias("flag"))
+
+
+def test_kary_string_enum_and_categorical_share_the_draws(frame):
+    cats = ["red", "green", "blue"]
+    enum = pl.Enum(cats)
+    out = frame.select(
+        pl.col("colour").ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats),
+        pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, seed=2, key="id").alias("as_enum"),
+        pl.col("colour").cast(pl.Categorical).ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats, stream="colour").alias("as_cat"),
+    )
+    assert dict(out.schema) == {"colour": pl.String, "as_enum": enum, "as_cat": pl.Categorical}
+    assert out["colour"].equals(out["as_enum"].cast(pl.String).alias("colour"))
+    assert out["colour"].equals(out["as_cat"].cast(pl.String).alias("colour"))
+    changed = frame["colour"] != out["colour"]
+    assert within_5_se(float(changed.mean()), 0.4, N)
+    # A lie is uniform over the two other colours.
+    lies = frame.filter(changed.to_numpy() & (frame["colour"] == "red").to_numpy())
+    lied_to = out.filter(changed.to_numpy() & (frame["colour"] == "red").to_numpy())["colour"]
+    assert within_5_se(float((lied_to == "green").mean()), 0.5, len(lies))
+
+
+def test_nulls_stay_null_and_rows_keep_order(frame):
+    with_nulls = frame.with_columns(
+        pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("flag")).alias("flag"),
+        pl.when(pl.col("id") % 5 == 0).then(None).otherwise(pl.col("colour")).alias("colour"),
+    )
+    out = ppdm.rr_disguise(with_nulls, ["flag", "colour"], p=0.9, seed=3, key="id", categories={"flag": None, "colour": ["red", "green", "blue"]})
+    assert_series_equal(out["flag"].is_null(), with_nulls["flag"].is_null())
+    assert_series_equal(out["colour"].is_null(), with_nulls["colour"].is_null())
+    assert_series_equal(out["id"], with_nulls["id"])
+
+
+def test_frame_in_frame_out_lazy_stays_lazy(frame):
+    lazy = ppdm.rr_disguise(frame.lazy(), "flag", p=0.9, seed=4, key="id")
+    assert isinstance(lazy, pl.LazyFrame)
+    eager = ppdm.rr_disguise(frame, "flag", p=0.9, seed=4, key="id")
+    assert isinstance(eager, pl.DataFrame)
+    assert_frame_equal(lazy.collect(), eager)
+    assert_frame_equal(frame.ppdm.rr_disguise("flag", p=0.9, seed=4, key="id"), eager)
+    assert_frame_equal(frame.lazy().ppdm.rr_disguise("flag", p=0.9, seed=4, key="id").collect(), eager)
+
+
+def test_frame_per_attribute_equals_the_expressions(frame):
+    exprs = frame.with_columns(
+        pl.col("flag").ppdm.rr_disguise(p=0.9, seed=5, key="id"),
+        pl.col("bit").ppdm.rr_disguise(p=0.7, seed=5, key="id"),
+    )
+    framewise = ppdm.rr_disguise(frame, ["flag", "bit"], p={"flag": 0.9, "bit": 0.7}, seed=5, key="id")
+    assert_frame_equal(exprs, framewise)
+
+
+def test_whole_record_negates_every_column_of_a_lying_row(frame):
+    out = ppdm.rr_disguise(frame, ["flag", "bit"], p=0.75, mode="whole_record", seed=6, key="id")
+    flag_flipped = (frame["flag"] != out["flag"]).to_numpy()
+    bit_flipped = (frame["bit"] != out["bit"]).to_numpy()
+    assert np.array_equal(flag_flipped, bit_flipped)
+    assert within_5_se(float(flag_flipped.mean()), 0.25, N)
+
+
+def test_whole_record_refuses_kary_columns(frame):
+    with pytest.raises(InvalidParameterError, match="binary"):
+        ppdm.rr_disguise(frame, ["flag", "colour"], p=0.8, mode="whole_record", seed=1, categories={"flag": None, "colour": ["red", "green", "blue"]}).shape
+
+
+def test_p_one_is_identity_and_p_zero_negates(frame):
+    same = ppdm.rr_disguise(frame, ["flag", "bit"], p=1.0, seed=1)
+    assert_frame_equal(same, frame)
+    negated = ppdm.rr_disguise(frame, ["flag"], p=0.0, seed=1)
+    assert_series_equal(negated["flag"], ~frame["flag"])
+
+
+def test_epsilon_sets_p():
+    assert math.isclose(ppdm.rr_p_from_epsilon(math.log(4)), 0.8)
+    df = pl.DataFrame({"x": [True, False] * 5000})
+    a = df.select(pl.col("x").ppdm.rr_disguise(epsilon=math.log(4), seed=9))
+    b = df.select(pl.col("x").ppdm.rr_disguise(p=0.8, seed=9))
+    assert_frame_equal(a, b)
+    assert math.isclose(ppdm.rr_epsilon(0.8), math.log(4))
+    assert math.isclose(ppdm.rr_epsilon(0.6, k=3), math.log(0.6 * 2 / 0.4))
+
+
+def test_string_keys_and_row_position_keys():
+    df = pl.DataFrame({"email": ["a@x", "b@x", "c@x", "a@x"] * 500, "x": [True, False, True, True] * 500})
+    out = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key="email"))
+    # Same key and same value: the same coin, so the same answer.
+    first = out.filter(pl.col("email") == "a@x")["x"].unique()
+    assert first.len() == 1
+    by_position = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1))
+    explicit = df.with_row_index("pos").with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key=pl.col("pos").cast(pl.UInt64))).drop("pos")
+    assert_frame_equal(by_position, explicit)
+
+
+def test_no_seed_draws_a_fresh_secret_each_time(frame):
+    a = ppdm.rr_disguise(frame, "flag", p=0.5001)
+    b = ppdm.rr_disguise(frame, "flag", p=0.5001)
+    assert not a.equals(b)
+
+
+def test_empty_frame_returns_empty():
+    empty = pl.DataFrame({"id": [], "x": []}, schema={"id": pl.Int64, "x": pl.Boolean})
+    out = ppdm.rr_disguise(empty, "x", p=0.8, seed=1, key="id")
+    assert out.shape == (0, 2) and out.schema == empty.schema
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"p": 1.5}, r"'p' parameter of rr_disguise \(column 'flag'\) must be a float in \[0, 1\]. Got 1.5"),
+        ({"p": -0.1}, r"'p' parameter"),
+        ({"p": 0.5}, r"other than 1/k = 0.5"),
+        ({"p": float("nan")}, r"'p' parameter"),
+        ({"epsilon": 0.0}, r"'epsilon' parameter of rr_disguise \(column 'flag'\) must be a float > 0. Got 0.0"),
+        ({"epsilon": -1.0}, r"'epsilon'"),
+        ({"p": 0.8, "epsilon": 1.0}, r"exactly one of 'p' and 'epsilon'"),
+        ({}, r"exactly one of 'p' and 'epsilon'"),
+        ({"p": 0.8, "mode": "row"}, r"'mode' parameter of rr_disguise must be one of 'per_attribute', 'whole_record'. Got 'row'"),
+        ({"p": 0.8, "key": "nope"}, r"'key' parameter of rr_disguise must be columns of the frame"),
+    ],
+)
+def test_bad_parameters_are_refused_before_any_data_is_read(frame, kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.rr_disguise(frame.lazy(), ["flag"], **{"seed": 1, **kwargs})
+
+
+def test_p_one_over_k_for_kary(frame):
+    with pytest.raises(InvalidParameterError, match=r"1/k = 0.333333"):
+        ppdm.rr_disguise(frame, "colour", p=1 / 3, seed=1, categories=["red", "green", "blue"])
+
+
+@pytest.mark.parametrize("columns", [[], "missing", ["flag", "flag"]])
+def test_bad_columns(frame, columns):
+    with pytest.raises(InvalidParameterError, match="'columns' parameter of rr_disguise"):
+        ppdm.rr_disguise(frame, columns, p=0.8, seed=1)
+
+
+def test_values_outside_zero_one_in_a_binary_column():
+    df = pl.DataFrame({"x": [0, 1, 2, 1]})
+    with pytest.raises(InvalidParameterError, match=r"must hold only 0 and 1. Got \[2\]"):
+        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1))
+    with pytest.raises(InvalidParameterError, match="must hold only 0 and 1"):
+        ppdm.rr_disguise(df, "x", p=0.8, mode="whole_record", seed=1)
+
+
+def test_string_column_needs_public_categories(frame):
+    with pytest.raises(InvalidParameterError, match="'categories' parameter of rr_disguise .* is required"):
+        ppdm.rr_disguise(frame, "colour", p=0.8, seed=1)
+    with pytest.raises(InvalidParameterError, match=r"outside its 'categories'"):
+        ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green"])
+
+
+def test_unsupported_dtypes_and_null_keys():
+    with pytest.raises(InvalidParameterError, match="Got dtype Float64"):
+        pl.DataFrame({"x": [0.5]}).with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1))
+    df = pl.DataFrame({"k": [1, None], "x": [True, False]})
+    with pytest.raises(InvalidParameterError, match="null value"):
+        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k"))
+    with pytest.raises(InvalidParameterError, match="integer or string"):
+        pl.DataFrame({"k": [1.0], "x": [True]}).with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k"))
+
+
+def test_not_a_frame():
+    with pytest.raises(InvalidParameterError, match="DataFrame or LazyFrame. Got dict"):
+        ppdm.rr_disguise({"x": [1]}, "x", p=0.8)
