@@ -142,7 +142,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 def rr_disguise_batches(
     con: duckdb.DuckDBPyConnection,
-    query: str,
+    query: str | duckdb.DuckDBPyRelation,
     columns: str | Sequence[str],
     *,
     p: Any = None,
@@ -164,8 +164,11 @@ def rr_disguise_batches(
     con : duckdb.DuckDBPyConnection
         The connection; the query runs on a cursor of it, so ``con`` itself stays free to
         consume the result.
-    query : str
-        E.g. ``"SELECT * FROM survey"``.
+    query : str or duckdb.DuckDBPyRelation
+        E.g. ``"SELECT * FROM survey"``, run on a cursor of ``con`` (so it sees tables,
+        not the connection-local views of ``con.register``).  A relation is read as it
+        is; then consume the reader elsewhere than on its own connection (pyarrow,
+        Polars, or a cursor), as DuckDB allows one open result per connection.
     columns, p, epsilon, mode, seed, key, categories
         As :func:`polars_ppdm.rr_disguise`.
     batch_rows : int
@@ -187,7 +190,8 @@ def rr_disguise_batches(
     [(10, 5)]
     """
     secret = resolve_secret(seed)  # once, so every batch shares a seed=None secret
-    reader = con.cursor().sql(query).to_arrow_reader(batch_rows)
+    relation = con.cursor().sql(query) if isinstance(query, str) else query
+    reader = relation.to_arrow_reader(batch_rows)
 
     def disguise(batch: pa.RecordBatch | pa.Table, offset: int) -> pa.Table:
         frame = pl.from_arrow(batch)
