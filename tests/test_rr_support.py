@@ -1,0 +1,168 @@
+"""Corrected supports: the thesis's worked example, unbiasedness and honest standard errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+
+REPLICATES = 200
+N = 3000
+
+
+def test_table_5_2_rule_confidences():
+    """Paper 003, Table 5.2: P(000..111) for (A, B, C) and the six rules of {A, B, C}."""
+    bits = [(i >> 2 & 1, i >> 1 & 1, i & 1) for i in range(8)]
+    patterns = pl.DataFrame(
+        {
+            "A": [b[0] for b in bits],
+            "B": [b[1] for b in bits],
+            "C": [b[2] for b in bits],
+            "frequency": [0.11, 0.13, 0.06, 0.17, 0.08, 0.10, 0.14, 0.21],
+        }
+    )
+    rules = ppdm.pattern_rules(patterns, ["A", "B", "C"], min_confidence=0.0)
+    full = {
+        (tuple(a), tuple(c)): round(conf * 100)
+        for a, c, _, conf in rules.filter(pl.col("antecedent").list.len() + pl.col("consequent").list.len() == 3).rows()
+    }
+    assert full == {
+        (("A", "B"), ("C",)): 60,
+        (("A", "C"), ("B",)): 68,
+        (("B", "C"), ("A",)): 55,
+        (("A",), ("B", "C")): 40,
+        (("B",), ("A", "C")): 36,
+        (("C",), ("A", "B")): 34,
+    }
+    kept = ppdm.pattern_rules(patterns, ["A", "B", "C"], min_confidence=0.5)
+    three = kept.filter(pl.col("antecedent").list.len() + pl.col("consequent").list.len() == 3)
+    assert sorted((tuple(a), tuple(c)) for a, c in three.select("antecedent", "consequent").rows()) == [
+        (("A", "B"), ("C",)),
+        (("A", "C"), ("B",)),
+        (("B", "C"), ("A",)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def truth_frame() -> pl.DataFrame:
+    rng = np.random.default_rng(5)
+    a = rng.random(N) < 0.4
+    b = a ^ (rng.random(N) < 0.2)
+    c = rng.random(N) < np.where(b, 0.7, 0.3)
+    colour = np.where(a, rng.choice(["red", "green", "blue"], N, p=[0.6, 0.3, 0.1]), rng.choice(["red", "green", "blue"], N))
+    return pl.DataFrame({"id": np.arange(N), "a": a, "b": b.astype(np.int64), "c": c, "colour": colour})
+
+
+def check_unbiased_with_honest_se(estimates: np.ndarray, errors: np.ndarray, truth: np.ndarray) -> None:
+    """Mean within 4 standard errors of the truth; reported SE within 15% of the spread."""
+    spread = estimates.std(axis=0, ddof=1)
+    assert np.all(np.abs(estimates.mean(axis=0) - truth) <= 4 * spread / np.sqrt(len(estimates))), (
+        estimates.mean(axis=0),
+        truth,
+    )
+    assert np.all(np.abs(errors.mean(axis=0) / spread - 1) <= 0.15), (errors.mean(axis=0), spread)
+
+
+CASES = {
+    "binary_per_attribute": dict(columns=["a", "b", "c"], p=[0.9, 0.75, 0.8], mode="per_attribute", categories=None),
+    "kary_per_attribute": dict(
+        columns=["a", "colour"], p=[0.85, 0.7], mode="per_attribute", categories={"a": None, "colour": ["red", "green", "blue"]}
+    ),
+    "binary_whole_record": dict(columns=["a", "b", "c"], p=0.8, mode="whole_record", categories=None),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_patterns_unbiased_over_200_seeds(truth_frame, case):
+    spec = CASES[case]
+    truth = ppdm.rr_support(truth_frame, spec["columns"], p=1.0, categories=spec["categories"])["frequency"].to_numpy()
+    estimates, errors = [], []
+    for seed in range(REPLICATES):
+        disguised = ppdm.rr_disguise(
+            truth_frame, spec["columns"], p=spec["p"], mode=spec["mode"], seed=seed, key="id", categories=spec["categories"]
+        )
+        out = ppdm.rr_support(disguised.lazy(), spec["columns"], p=spec["p"], mode=spec["mode"], categories=spec["categories"]).collect()
+        estimates.append(out["frequency"].to_numpy())
+        errors.append(out["std_error"].to_numpy())
+    check_unbiased_with_honest_se(np.array(estimates), np.array(errors), truth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["per_attribute", "whole_record"])
+def test_itemset_supports_unbiased_over_200_seeds(truth_frame, mode):
+    itemsets = [["a"], ["a", "b"], ["a", "b", "c"], ["b", "c"]]
+    truth = ppdm.rr_support(truth_frame, ["a", "b", "c"], p=1.0, itemsets=itemsets)["support"].to_numpy()
+    estimates, errors = [], []
+    for seed in range(REPLICATES):
+        disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=0.8, mode=mode, seed=seed, key="id")
+        out = ppdm.rr_support(disguised, ["a", "b", "c"], p=0.8, mode=mode, itemsets=itemsets)
+        estimates.append(out["support"].to_numpy())
+        errors.append(out["std_error"].to_numpy())
+    check_unbiased_with_honest_se(np.array(estimates), np.array(errors), truth)
+
+
+def test_itemsets_agree_with_marginals_of_the_patterns(truth_frame):
+    disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=[0.9, 0.8, 0.7], seed=1, key="id")
+    patterns = ppdm.rr_support(disguised, ["a", "b", "c"], p=[0.9, 0.8, 0.7])
+    from_patterns = patterns.filter(pl.col("a") & (pl.col("b") == 1))["frequency"].sum()
+    itemset = ppdm.rr_support(disguised, ["a", "b", "c"], p=[0.9, 0.8, 0.7], itemsets=[["b", "a"]])
+    assert itemset["itemset"].to_list() == [["a", "b"]]
+    assert np.isclose(itemset["support"][0], from_patterns)
+    assert np.isclose(patterns["frequency"].sum(), 1.0)
+
+
+def test_full_grid_and_lazy_result(truth_frame):
+    sparse = truth_frame.filter(pl.col("colour") != "blue")
+    out = ppdm.rr_support(sparse.lazy(), ["colour"], p=0.9, categories=["red", "green", "blue"])
+    assert isinstance(out, pl.LazyFrame)
+    got = out.collect()
+    assert got["colour"].to_list() == ["red", "green", "blue"]
+    assert got.filter(pl.col("colour") == "blue")["observed"].item() == 0
+    assert got.schema["observed"] == pl.Int64
+
+
+def test_epsilon_instead_of_p(truth_frame):
+    a = ppdm.rr_support(truth_frame, ["a"], epsilon=np.log(4.0))
+    b = ppdm.rr_support(truth_frame, ["a"], p=0.8)
+    assert np.allclose(a["frequency"].to_numpy(), b["frequency"].to_numpy())
+
+
+def test_empty_frame_gives_empty_result():
+    empty = pl.DataFrame(schema={"a": pl.Boolean, "b": pl.Boolean})
+    assert ppdm.rr_support(empty, ["a", "b"], p=0.8).shape == (0, 5)
+    assert ppdm.rr_support(empty, ["a", "b"], p=0.8, itemsets=[["a"]]).shape == (0, 3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"p": 0.5}, "other than 1/k"),
+        ({"p": 1.2}, r"must be a float in \[0, 1\]"),
+        ({"epsilon": -1.0}, "must be a float > 0"),
+        ({"p": 0.8, "mode": "rows"}, "'mode' parameter of rr_support"),
+        ({"p": [0.8, 0.9], "mode": "whole_record"}, "one 'p'"),
+        ({"p": 0.8, "itemsets": [["a", "zzz"]]}, "'itemsets' parameter"),
+        ({"p": 0.8, "itemsets": [[]]}, "'itemsets' parameter"),
+    ],
+)
+def test_bad_parameters(kwargs, message):
+    df = pl.DataFrame({"a": [True, False], "b": [1, 0]})
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.rr_support(df, ["a", "b"], **kwargs)
+
+
+def test_bad_values_fail_loudly():
+    with pytest.raises(InvalidParameterError, match="null"):
+        ppdm.rr_support(pl.DataFrame({"a": [True, None]}), ["a"], p=0.8)
+    with pytest.raises(InvalidParameterError, match="only 0 and 1"):
+        ppdm.rr_support(pl.DataFrame({"a": [0, 3]}), ["a"], p=0.8)
+    with pytest.raises(InvalidParameterError, match="only 0 and 1"):
+        ppdm.rr_support(pl.DataFrame({"a": [0, 3]}), ["a"], p=0.8, itemsets=[["a"]])
+    with pytest.raises(InvalidParameterError, match="null"):
+        ppdm.rr_support(pl.DataFrame({"a": [True, None]}), ["a"], p=0.8, itemsets=[["a"]])
+    with pytest.raises(InvalidParameterError, match="binary"):
+        ppdm.rr_support(pl.DataFrame({"a": ["x", "y"]}), ["a"], p=0.8, categories=["x", "y", "z"], itemsets=[["a"]])
