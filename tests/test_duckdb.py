@@ -1,0 +1,116 @@
+"""DuckDB front-end: UDF errors, the sql/ macros against Python, and plain DuckDB with no Python."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+
+SQL = Path(__file__).resolve().parents[1] / "sql"
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    return ppdm.duckdb.register(duckdb.connect())
+
+
+@pytest.fixture(scope="module")
+def disguised() -> pl.DataFrame:
+    rng = np.random.default_rng(2)
+    n = 5000
+    a = rng.random(n) < 0.4
+    df = pl.DataFrame({"a": a, "b": a ^ (rng.random(n) < 0.3), "c": rng.random(n) < 0.6})
+    return ppdm.rr_disguise(df, ["a", "b", "c"], p=[0.9, 0.8, 0.7], seed=3)
+
+
+def pattern_counts(con, frame: pl.DataFrame) -> None:
+    con.execute("CREATE OR REPLACE TABLE d AS SELECT * FROM frame")
+    con.execute("CREATE OR REPLACE TABLE counts AS SELECT concat(a::INT, b::INT, c::INT) AS pattern, count(*) AS n FROM d GROUP BY ALL")
+
+
+def test_every_sql_file_has_a_name_header_and_is_packaged():
+    files = sorted(SQL.glob("*.sql"))
+    assert files and [f.name for f in ppdm.duckdb.sql_files()] == [f.name for f in files]
+    for f in files:
+        first = f.read_text(encoding="utf-8").splitlines()[:2]
+        assert first[0] == f"-- name: ppdm_{f.stem}", f
+        assert first[1].startswith("-- ")
+
+
+def test_pattern_macro_matches_python_per_attribute(con, disguised):
+    pattern_counts(con, disguised)
+    sql = con.sql("SELECT * FROM ppdm_rr_support_patterns(counts, [0.9, 0.8, 0.7])").pl()
+    py = ppdm.rr_support(disguised, ["a", "b", "c"], p=[0.9, 0.8, 0.7])
+    assert sql["pattern"].to_list() == [f"{i:03b}" for i in range(8)]
+    assert sql["observed"].to_list() == py["observed"].to_list()
+    assert np.allclose(sql["frequency"].to_numpy(), py["frequency"].to_numpy())
+    assert np.allclose(sql["std_error"].to_numpy(), py["std_error"].to_numpy())
+
+
+def test_whole_record_macro_matches_python(con, disguised):
+    pattern_counts(con, disguised)
+    sql = con.sql("SELECT * FROM ppdm_rr_support_whole_record(counts, 0.8)").pl()
+    py = ppdm.rr_support(disguised, ["a", "b", "c"], p=0.8, mode="whole_record")
+    assert np.allclose(sql["frequency"].to_numpy(), py["frequency"].to_numpy())
+    assert np.allclose(sql["std_error"].to_numpy(), py["std_error"].to_numpy())
+
+
+def test_scalar_macros(con):
+    eps, p_back, share = con.execute(
+        "SELECT ppdm_rr_epsilon(0.8), ppdm_rr_p_from_epsilon(ppdm_rr_epsilon(0.8, k := 3), k := 3), ppdm_rr_correct_share(0.26, 0.8)"
+    ).fetchone()
+    assert np.isclose(eps, ppdm.rr_epsilon(0.8))
+    assert np.isclose(p_back, 0.8)
+    assert np.isclose(share, 0.1)
+    for bad in ("ppdm_rr_epsilon(1.5)", "ppdm_rr_p_from_epsilon(0)", "ppdm_rr_correct_share(0.3, 0.5)"):
+        with pytest.raises(duckdb.InvalidInputException, match="must be"):
+            con.execute(f"SELECT {bad}").fetchall()
+    con.execute("CREATE TABLE c1 AS SELECT '0' AS pattern, 3 AS n")
+    with pytest.raises(duckdb.InvalidInputException, match="not 0.5"):
+        con.execute("SELECT * FROM ppdm_rr_support_patterns(c1, [0.5])").fetchall()
+
+
+def test_udf_errors_name_the_problem(con):
+    con.execute("CREATE TABLE t AS SELECT i AS id, i % 2 = 0 AS x, ['a', 'b', 'z'][i % 3 + 1] AS c FROM range(10) r(i)")
+    with pytest.raises(duckdb.InvalidInputException, match="other than 1/k"):
+        con.execute("SELECT ppdm_rr_disguise(x, 0.5, '1', id) FROM t").fetchall()
+    with pytest.raises(duckdb.InvalidInputException, match=r"must be a float in \[0, 1\]"):
+        con.execute("SELECT ppdm_rr_disguise(x, 1.5, '1', id) FROM t").fetchall()
+    with pytest.raises(duckdb.InvalidInputException, match="outside its 'categories'"):
+        con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id) FROM t").fetchall()
+    with pytest.raises(duckdb.InvalidInputException, match="null value"):
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT) FROM t").fetchall()
+    with pytest.raises(duckdb.InvalidInputException, match="'seed' parameter"):
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id) FROM t").fetchall()
+    nulls = con.execute("SELECT ppdm_rr_disguise(NULL::BOOLEAN, 0.8, '1', id) FROM t").fetchall()
+    assert nulls == [(None,)] * 10
+
+
+def duckdb_shell() -> str | None:
+    """The duckdb command-line shell: the test extra installs it beside this Python."""
+    beside = Path(sys.executable).parent / "duckdb"
+    return str(beside) if beside.exists() else shutil.which("duckdb")
+
+
+@pytest.mark.skipif(duckdb_shell() is None, reason="the duckdb command-line shell is not installed")
+def test_sql_macros_run_in_plain_duckdb_without_python(tmp_path):
+    script = tmp_path / "check.sql"
+    reads = "\n".join(f".read {f}" for f in sorted(SQL.glob("*.sql")))
+    script.write_text(
+        reads
+        + "\nCREATE TABLE c AS SELECT * FROM (VALUES ('00', 30), ('01', 20), ('10', 10), ('11', 40)) t(pattern, n);"
+        + "\n.mode csv\nSELECT pattern, round(frequency, 6) AS f FROM ppdm_rr_support_patterns(c, [0.9, 0.8]);"
+        + "\nSELECT round(ppdm_rr_epsilon(0.75), 6) AS eps;\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([duckdb_shell(), "-batch", "-init", str(script), "-c", "SELECT 1 AS done"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "00,0.375" in done.stdout and "11,0.541667" in done.stdout and "1.098612" in done.stdout
