@@ -1,0 +1,73 @@
+"""The secret: accepted forms, never shown, clear errors."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import SecretError
+from polars_ppdm.secret import Secret, resolve_secret
+
+HEX = "00112233445566778899aabbccddeeff"
+
+
+def test_repr_and_str_show_a_fingerprint_only():
+    secret = Secret.from_hex(HEX)
+    for text in (repr(secret), str(secret), f"{secret}", f"{secret!r}"):
+        assert HEX not in text and "fingerprint" in text
+    assert len(secret.fingerprint()) == 8
+
+
+def test_forms_resolve_to_the_same_key(monkeypatch):
+    monkeypatch.setenv("PPDM_T", HEX)
+    expected = Secret(bytes.fromhex(HEX))
+    assert resolve_secret(HEX) == expected
+    assert resolve_secret(HEX.upper()) == expected
+    assert resolve_secret(bytes.fromhex(HEX)) == expected
+    assert resolve_secret("env:PPDM_T") == expected
+    assert ppdm.secret_from_env("PPDM_T") == expected
+    assert resolve_secret(expected) is expected
+
+
+def test_int_seeds_are_reproducible_and_flagged_guessable():
+    assert resolve_secret(5) == resolve_secret(5) == resolve_secret("5")
+    assert resolve_secret(5) != resolve_secret(6)
+    assert resolve_secret(5).guessable and not Secret.from_hex(HEX).guessable
+
+
+def test_no_seed_draws_from_the_os():
+    assert resolve_secret(None) != resolve_secret(None)
+    assert len(ppdm.new_secret()) == 64 and len(ppdm.new_secret(128)) == 32
+
+
+def test_pickles_for_worker_processes():
+    secret = resolve_secret(3)
+    again = pickle.loads(pickle.dumps(secret))
+    assert again == secret and again.guessable
+
+
+@pytest.mark.parametrize(
+    ("seed", "message"),
+    [
+        (b"short", "16 or 32 bytes"),
+        ("abc", "32 or 64 hex digits"),
+        ("zz" * 16, "32 or 64 hex digits"),
+        (1.5, "Got float"),
+        (True, "Got True"),
+        ("env:PPDM_SURELY_UNSET_VARIABLE", "is not set"),
+    ],
+)
+def test_bad_secrets(seed, message):
+    with pytest.raises(SecretError, match=message):
+        resolve_secret(seed)
+
+
+def test_env_variable_with_a_bad_secret_does_not_echo_it(monkeypatch):
+    monkeypatch.setenv("PPDM_BAD", "not-hex-at-all-but-private")
+    with pytest.raises(SecretError) as info:
+        ppdm.secret_from_env("PPDM_BAD")
+    assert "not-hex-at-all-but-private" not in str(info.value)
+    with pytest.raises(SecretError, match="must be 128 or 256"):
+        Secret.generate(64)
