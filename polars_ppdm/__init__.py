@@ -27,6 +27,7 @@ __all__ = [
     "duckdb",
     "new_secret",
     "pattern_rules",
+    "read_transactions",
     "resolve_secret",
     "rr_apriori",
     "rr_disguise",
@@ -38,5 +39,4 @@ __all__ = [
     "rule_scores",
     "secret_from_env",
     "transactions_to_onehot",
-    "read_transactions",
 ]

@@ -50,9 +50,7 @@ class RRDesign:
         self.domains = {c: Domain.of(schema[c], cats[c], func=func, column=c) for c in self.columns}
         ps = per_column("p", p, self.columns, func)
         eps = per_column("epsilon", epsilon, self.columns, func)
-        self.p = {
-            c: keep_probability(ps[c], eps[c], self.domains[c].k, func, column=c) for c in self.columns
-        }
+        self.p = {c: keep_probability(ps[c], eps[c], self.domains[c].k, func, column=c) for c in self.columns}
         if self.mode == "whole_record":
             wide = [c for c in self.columns if self.domains[c].k != 2]
             if wide:

@@ -59,9 +59,7 @@ def check_p_or_epsilon(p: Any, epsilon: Any, func: str, *, column: str | None = 
         check_fraction("p", p, func + where)
 
 
-def keep_probability(
-    p: Any, epsilon: Any, k: int, func: str, *, column: str | None = None
-) -> float:
+def keep_probability(p: Any, epsilon: Any, k: int, func: str, *, column: str | None = None) -> float:
     """Resolve ``p=`` or ``epsilon=`` into the probability of keeping the true value.
 
     ``epsilon`` is the local-DP parameter: ``p = e^eps / (e^eps + k - 1)``.  p = 1/k is

@@ -196,9 +196,18 @@ def rr_disguise_batches(
     def disguise(batch: pa.RecordBatch | pa.Table, offset: int) -> pa.Table:
         frame = pl.from_arrow(batch)
         if key is None:
-            frame = frame.with_columns(pl.int_range(offset, offset + frame.height, dtype=pl.UInt64).alias(_POSITION))
+            frame = frame.with_columns(
+                pl.int_range(offset, offset + frame.height, dtype=pl.UInt64).alias(_POSITION)
+            )
         out = rr_disguise(
-            frame, columns, p=p, epsilon=epsilon, mode=mode, seed=secret, key=key or _POSITION, categories=categories
+            frame,
+            columns,
+            p=p,
+            epsilon=epsilon,
+            mode=mode,
+            seed=secret,
+            key=key or _POSITION,
+            categories=categories,
         )
         return (out.drop(_POSITION) if key is None else out).to_arrow()
 

@@ -76,21 +76,32 @@ def transactions_to_onehot(
         msg = f"transactions_to_onehot: {series.null_count()} transaction(s) are null; use [] for an empty basket."
         raise InvalidParameterError(msg)
     arrow = series.cast(pl.List(pl.String)).to_arrow()
-    flat = pl.Series(pa.concat_arrays([chunk.flatten() for chunk in arrow.chunks]) if isinstance(arrow, pa.ChunkedArray) else arrow.flatten(), dtype=pl.String)
+    flat = pl.Series(
+        pa.concat_arrays([chunk.flatten() for chunk in arrow.chunks])
+        if isinstance(arrow, pa.ChunkedArray)
+        else arrow.flatten(),
+        dtype=pl.String,
+    )
     rows = np.repeat(np.arange(len(series)), series.list.len().to_numpy())
     if flat.null_count():
         msg = "transactions_to_onehot: some transactions hold null items."
         raise InvalidParameterError(msg)
     names = sorted(flat.unique().to_list()) if items is None else list(items)
     if len(set(names)) != len(names):
-        msg = f"The 'items' parameter of transactions_to_onehot must be distinct names. Got {names!r} instead."
+        msg = (
+            f"The 'items' parameter of transactions_to_onehot must be distinct names. Got {names!r} instead."
+        )
         raise InvalidParameterError(msg)
     lookup = pl.Series(names, dtype=pl.String)
     unknown = flat.filter(~flat.is_in(lookup.implode())).unique()
     if len(unknown):
         msg = f"transactions_to_onehot: items {unknown.head(5).to_list()} are not in 'items'."
         raise InvalidParameterError(msg)
-    index = flat.replace_strict(lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64).to_numpy()
+    index = flat.replace_strict(
+        lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64
+    ).to_numpy()
     matrix = np.zeros((len(names), len(series)), dtype=bool)
     matrix[index, rows] = True
-    return pl.DataFrame({name: matrix[j] for j, name in enumerate(names)}, schema={n: pl.Boolean for n in names})
+    return pl.DataFrame(
+        {name: matrix[j] for j, name in enumerate(names)}, schema={n: pl.Boolean for n in names}
+    )

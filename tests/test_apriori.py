@@ -43,7 +43,9 @@ def test_plain_apriori_equals_brute_force(baskets):
 
 
 def test_rules_are_every_split_of_frequent_itemsets(baskets):
-    rules = ppdm.rr_apriori(baskets, baskets.columns, p=1.0, min_support=0.1, min_confidence=0.5, max_length=3)
+    rules = ppdm.rr_apriori(
+        baskets, baskets.columns, p=1.0, min_support=0.1, min_confidence=0.5, max_length=3
+    )
     frequent = brute_force_frequent(baskets, 0.1, 3)
     expected = set()
     for itemset, both in frequent.items():
@@ -62,7 +64,9 @@ def test_max_length_limits_itemsets(baskets):
 
 def test_whole_record_mode_mines_the_planted_rule(baskets):
     disguised = ppdm.rr_disguise(baskets, baskets.columns, p=0.85, mode="whole_record", seed=4)
-    rules = ppdm.rr_apriori(disguised, baskets.columns, p=0.85, mode="whole_record", min_support=0.15, min_confidence=0.6)
+    rules = ppdm.rr_apriori(
+        disguised, baskets.columns, p=0.85, mode="whole_record", min_support=0.15, min_confidence=0.6
+    )
     assert (["i0"], ["i1"]) in [tuple(r) for r in rules.select("antecedent", "consequent").rows()]
 
 
@@ -89,7 +93,13 @@ def test_bad_items_and_empty_frames(baskets):
     with pytest.raises(InvalidParameterError, match="empty frame"):
         ppdm.rr_apriori(baskets.clear(), baskets.columns, p=0.9, min_support=0.1, min_confidence=0.5)
     with pytest.raises(InvalidParameterError, match="binary"):
-        ppdm.rr_apriori(pl.DataFrame({"e": pl.Series(["a"], dtype=pl.Enum(["a", "b", "c"]))}), ["e"], p=0.9, min_support=0.1, min_confidence=0.5)
+        ppdm.rr_apriori(
+            pl.DataFrame({"e": pl.Series(["a"], dtype=pl.Enum(["a", "b", "c"]))}),
+            ["e"],
+            p=0.9,
+            min_support=0.1,
+            min_confidence=0.5,
+        )
 
 
 def test_transactions_round_trip(tmp_path):
@@ -99,7 +109,12 @@ def test_transactions_round_trip(tmp_path):
     assert tx["items"].to_list() == [["milk", "bread"], ["bread"], [], ["beer", "milk", "milk"]]
     onehot = ppdm.transactions_to_onehot(tx)
     assert onehot.columns == ["beer", "bread", "milk"]
-    assert onehot.rows() == [(False, True, True), (False, True, False), (False, False, False), (True, False, True)]
+    assert onehot.rows() == [
+        (False, True, True),
+        (False, True, False),
+        (False, False, False),
+        (True, False, True),
+    ]
     fimi = ppdm.read_transactions(["1 2 3", "2  3"])
     assert fimi["items"].to_list() == [["1", "2", "3"], ["2", "3"]]
     with pytest.raises(InvalidParameterError, match="not in 'items'"):

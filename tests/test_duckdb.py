@@ -33,7 +33,9 @@ def disguised() -> pl.DataFrame:
 
 def pattern_counts(con, frame: pl.DataFrame) -> None:
     con.execute("CREATE OR REPLACE TABLE d AS SELECT * FROM frame")
-    con.execute("CREATE OR REPLACE TABLE counts AS SELECT concat(a::INT, b::INT, c::INT) AS pattern, count(*) AS n FROM d GROUP BY ALL")
+    con.execute(
+        "CREATE OR REPLACE TABLE counts AS SELECT concat(a::INT, b::INT, c::INT) AS pattern, count(*) AS n FROM d GROUP BY ALL"
+    )
 
 
 def test_every_sql_file_has_a_name_header_and_is_packaged():
@@ -79,7 +81,9 @@ def test_scalar_macros(con):
 
 
 def test_udf_errors_name_the_problem(con):
-    con.execute("CREATE TABLE t AS SELECT i AS id, i % 2 = 0 AS x, ['a', 'b', 'z'][i % 3 + 1] AS c FROM range(10) r(i)")
+    con.execute(
+        "CREATE TABLE t AS SELECT i AS id, i % 2 = 0 AS x, ['a', 'b', 'z'][i % 3 + 1] AS c FROM range(10) r(i)"
+    )
     with pytest.raises(duckdb.InvalidInputException, match="other than 1/k"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.5, '1', id) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match=r"must be a float in \[0, 1\]"):
@@ -111,6 +115,12 @@ def test_sql_macros_run_in_plain_duckdb_without_python(tmp_path):
         + "\nSELECT round(ppdm_rr_epsilon(0.75), 6) AS eps;\n",
         encoding="utf-8",
     )
-    done = subprocess.run([duckdb_shell(), "-batch", "-init", str(script), "-c", "SELECT 1 AS done"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [duckdb_shell(), "-batch", "-init", str(script), "-c", "SELECT 1 AS done"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert "00,0.375" in done.stdout and "11,0.541667" in done.stdout and "1.098612" in done.stdout

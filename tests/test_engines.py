@@ -57,8 +57,14 @@ def test_eager_lazy_streaming_duckdb_udf_and_bulk_agree(frame, key):
     assert_frame_equal(udf.sort("id"), eager.sort("id"))
 
     reader = ppdm.duckdb.rr_disguise_batches(
-        con, "SELECT * FROM t", ["x", "c"], p={"x": 0.8, "c": 0.6}, seed=SECRET, key=key,
-        categories={"x": None, "c": CATS}, batch_rows=10_000,
+        con,
+        "SELECT * FROM t",
+        ["x", "c"],
+        p={"x": 0.8, "c": 0.6},
+        seed=SECRET,
+        key=key,
+        categories={"x": None, "c": CATS},
+        batch_rows=10_000,
     )
     bulk = pl.from_arrow(reader.read_all()).select(eager.columns)
     assert_frame_equal(bulk.sort("id"), eager.sort("id"))
@@ -67,15 +73,18 @@ def test_eager_lazy_streaming_duckdb_udf_and_bulk_agree(frame, key):
 def test_batches_of_any_size_and_order_give_the_same_rows(frame):
     expected = frame.select(polars_exprs("id")).sort("id")
     shuffled = frame.sample(fraction=1.0, shuffle=True, seed=3)
-    pieces = [shuffled.slice(0, 1), shuffled.slice(1, 4_999), shuffled.slice(5_000, 100_000), shuffled.slice(105_000)]
+    pieces = [
+        shuffled.slice(0, 1),
+        shuffled.slice(1, 4_999),
+        shuffled.slice(5_000, 100_000),
+        shuffled.slice(105_000),
+    ]
     rechunked = pl.concat(pieces, rechunk=False)
     assert rechunked.n_chunks() > 1
     for source in (shuffled, rechunked):
         got = source.lazy().select(polars_exprs("id")).collect(engine="streaming").sort("id")
         assert_frame_equal(got, expected)
-    via_parquet_batches = pl.concat(
-        [piece.select(polars_exprs("id")) for piece in pieces]
-    ).sort("id")
+    via_parquet_batches = pl.concat([piece.select(polars_exprs("id")) for piece in pieces]).sort("id")
     assert_frame_equal(via_parquet_batches, expected)
 
 
@@ -84,7 +93,13 @@ def test_row_position_key_matches_duckdb_bulk_path(frame):
     con = duckdb.connect()
     con.register("t", frame.select("x", "y").to_arrow())  # a view: pass a relation
     reader = ppdm.duckdb.rr_disguise_batches(
-        con, con.sql("SELECT * FROM t"), ["x", "y"], p=0.9, mode="whole_record", seed=SECRET, batch_rows=30_000
+        con,
+        con.sql("SELECT * FROM t"),
+        ["x", "y"],
+        p=0.9,
+        mode="whole_record",
+        seed=SECRET,
+        batch_rows=30_000,
     )
     assert_frame_equal(pl.from_arrow(reader.read_all()), eager)
 
@@ -100,7 +115,13 @@ def test_streaming_sink_round_trip(frame, tmp_path):
 def test_secret_forms_agree(frame, monkeypatch):
     monkeypatch.setenv("PPDM_TEST_SECRET", SECRET)
     small = frame.head(1000).select("id", "x")
-    forms = [SECRET, bytes.fromhex(SECRET), ppdm.Secret.from_hex(SECRET), "env:PPDM_TEST_SECRET", ppdm.secret_from_env("PPDM_TEST_SECRET")]
+    forms = [
+        SECRET,
+        bytes.fromhex(SECRET),
+        ppdm.Secret.from_hex(SECRET),
+        "env:PPDM_TEST_SECRET",
+        ppdm.secret_from_env("PPDM_TEST_SECRET"),
+    ]
     outs = [small.select(pl.col("x").ppdm.rr_disguise(p=0.7, seed=f, key="id")) for f in forms]
     for out in outs[1:]:
         assert_frame_equal(out, outs[0])

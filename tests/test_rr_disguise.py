@@ -67,7 +67,10 @@ def test_kary_string_enum_and_categorical_share_the_draws(frame):
     out = frame.select(
         pl.col("colour").ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats),
         pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, seed=2, key="id").alias("as_enum"),
-        pl.col("colour").cast(pl.Categorical).ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats, stream="colour").alias("as_cat"),
+        pl.col("colour")
+        .cast(pl.Categorical)
+        .ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats, stream="colour")
+        .alias("as_cat"),
     )
     assert dict(out.schema) == {"colour": pl.String, "as_enum": enum, "as_cat": pl.Categorical}
     assert out["colour"].equals(out["as_enum"].cast(pl.String).alias("colour"))
@@ -85,7 +88,14 @@ def test_nulls_stay_null_and_rows_keep_order(frame):
         pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("flag")).alias("flag"),
         pl.when(pl.col("id") % 5 == 0).then(None).otherwise(pl.col("colour")).alias("colour"),
     )
-    out = ppdm.rr_disguise(with_nulls, ["flag", "colour"], p=0.9, seed=3, key="id", categories={"flag": None, "colour": ["red", "green", "blue"]})
+    out = ppdm.rr_disguise(
+        with_nulls,
+        ["flag", "colour"],
+        p=0.9,
+        seed=3,
+        key="id",
+        categories={"flag": None, "colour": ["red", "green", "blue"]},
+    )
     assert_series_equal(out["flag"].is_null(), with_nulls["flag"].is_null())
     assert_series_equal(out["colour"].is_null(), with_nulls["colour"].is_null())
     assert_series_equal(out["id"], with_nulls["id"])
@@ -120,7 +130,14 @@ def test_whole_record_negates_every_column_of_a_lying_row(frame):
 
 def test_whole_record_refuses_kary_columns(frame):
     with pytest.raises(InvalidParameterError, match="binary"):
-        ppdm.rr_disguise(frame, ["flag", "colour"], p=0.8, mode="whole_record", seed=1, categories={"flag": None, "colour": ["red", "green", "blue"]}).shape
+        ppdm.rr_disguise(
+            frame,
+            ["flag", "colour"],
+            p=0.8,
+            mode="whole_record",
+            seed=1,
+            categories={"flag": None, "colour": ["red", "green", "blue"]},
+        ).shape
 
 
 def test_p_one_is_identity_and_p_zero_negates(frame):
@@ -147,7 +164,11 @@ def test_string_keys_and_row_position_keys():
     first = out.filter(pl.col("email") == "a@x")["x"].unique()
     assert first.len() == 1
     by_position = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1))
-    explicit = df.with_row_index("pos").with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key=pl.col("pos").cast(pl.UInt64))).drop("pos")
+    explicit = (
+        df.with_row_index("pos")
+        .with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key=pl.col("pos").cast(pl.UInt64)))
+        .drop("pos")
+    )
     assert_frame_equal(by_position, explicit)
 
 
@@ -170,11 +191,17 @@ def test_empty_frame_returns_empty():
         ({"p": -0.1}, r"'p' parameter"),
         ({"p": 0.5}, r"other than 1/k = 0.5"),
         ({"p": float("nan")}, r"'p' parameter"),
-        ({"epsilon": 0.0}, r"'epsilon' parameter of rr_disguise \(column 'flag'\) must be a float > 0. Got 0.0"),
+        (
+            {"epsilon": 0.0},
+            r"'epsilon' parameter of rr_disguise \(column 'flag'\) must be a float > 0. Got 0.0",
+        ),
         ({"epsilon": -1.0}, r"'epsilon'"),
         ({"p": 0.8, "epsilon": 1.0}, r"exactly one of 'p' and 'epsilon'"),
         ({}, r"exactly one of 'p' and 'epsilon'"),
-        ({"p": 0.8, "mode": "row"}, r"'mode' parameter of rr_disguise must be one of 'per_attribute', 'whole_record'. Got 'row'"),
+        (
+            {"p": 0.8, "mode": "row"},
+            r"'mode' parameter of rr_disguise must be one of 'per_attribute', 'whole_record'. Got 'row'",
+        ),
         ({"p": 0.8, "key": "nope"}, r"'key' parameter of rr_disguise must be columns of the frame"),
     ],
 )
@@ -216,7 +243,9 @@ def test_unsupported_dtypes_and_null_keys():
     with pytest.raises(InvalidParameterError, match="null value"):
         df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k"))
     with pytest.raises(InvalidParameterError, match="integer or string"):
-        pl.DataFrame({"k": [1.0], "x": [True]}).with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k"))
+        pl.DataFrame({"k": [1.0], "x": [True]}).with_columns(
+            pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k")
+        )
 
 
 def test_not_a_frame():

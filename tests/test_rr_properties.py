@@ -7,19 +7,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-import polars_ppdm as ppdm
-
 CATS = ["a", "b", "c", "d", "e"]
 
 columns = st.one_of(
-    st.lists(st.one_of(st.none(), st.booleans()), max_size=300).map(lambda v: pl.Series("x", v, dtype=pl.Boolean)),
-    st.lists(st.one_of(st.none(), st.integers(0, 1)), max_size=300).map(lambda v: pl.Series("x", v, dtype=pl.Int32)),
-    st.lists(st.one_of(st.none(), st.sampled_from(CATS)), max_size=300).map(lambda v: pl.Series("x", v, dtype=pl.Enum(CATS))),
+    st.lists(st.one_of(st.none(), st.booleans()), max_size=300).map(
+        lambda v: pl.Series("x", v, dtype=pl.Boolean)
+    ),
+    st.lists(st.one_of(st.none(), st.integers(0, 1)), max_size=300).map(
+        lambda v: pl.Series("x", v, dtype=pl.Int32)
+    ),
+    st.lists(st.one_of(st.none(), st.sampled_from(CATS)), max_size=300).map(
+        lambda v: pl.Series("x", v, dtype=pl.Enum(CATS))
+    ),
 )
 
 
 @settings(max_examples=60, deadline=None)
-@given(column=columns, p=st.floats(0.0, 1.0).filter(lambda p: p not in (0.5, 0.2)), seed=st.integers(0, 2**32))
+@given(
+    column=columns, p=st.floats(0.0, 1.0).filter(lambda p: p not in (0.5, 0.2)), seed=st.integers(0, 2**32)
+)
 def test_disguise_keeps_shape_nulls_dtype_and_domain(column, p, seed):
     frame = pl.DataFrame([column]).with_row_index("id")
     expr = pl.col("x").ppdm.rr_disguise(p=p, seed=seed, key="id")

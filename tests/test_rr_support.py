@@ -27,7 +27,9 @@ def test_table_5_2_rule_confidences():
     rules = ppdm.pattern_rules(patterns, ["A", "B", "C"], min_confidence=0.0)
     full = {
         (tuple(a), tuple(c)): round(conf * 100)
-        for a, c, _, conf in rules.filter(pl.col("antecedent").list.len() + pl.col("consequent").list.len() == 3).rows()
+        for a, c, _, conf in rules.filter(
+            pl.col("antecedent").list.len() + pl.col("consequent").list.len() == 3
+        ).rows()
     }
     assert full == {
         (("A", "B"), ("C",)): 60,
@@ -52,7 +54,9 @@ def truth_frame() -> pl.DataFrame:
     a = rng.random(N) < 0.4
     b = a ^ (rng.random(N) < 0.2)
     c = rng.random(N) < np.where(b, 0.7, 0.3)
-    colour = np.where(a, rng.choice(["red", "green", "blue"], N, p=[0.6, 0.3, 0.1]), rng.choice(["red", "green", "blue"], N))
+    colour = np.where(
+        a, rng.choice(["red", "green", "blue"], N, p=[0.6, 0.3, 0.1]), rng.choice(["red", "green", "blue"], N)
+    )
     return pl.DataFrame({"id": np.arange(N), "a": a, "b": b.astype(np.int64), "c": c, "colour": colour})
 
 
@@ -67,9 +71,14 @@ def check_unbiased_with_honest_se(estimates: np.ndarray, errors: np.ndarray, tru
 
 
 CASES = {
-    "binary_per_attribute": dict(columns=["a", "b", "c"], p=[0.9, 0.75, 0.8], mode="per_attribute", categories=None),
+    "binary_per_attribute": dict(
+        columns=["a", "b", "c"], p=[0.9, 0.75, 0.8], mode="per_attribute", categories=None
+    ),
     "kary_per_attribute": dict(
-        columns=["a", "colour"], p=[0.85, 0.7], mode="per_attribute", categories={"a": None, "colour": ["red", "green", "blue"]}
+        columns=["a", "colour"],
+        p=[0.85, 0.7],
+        mode="per_attribute",
+        categories={"a": None, "colour": ["red", "green", "blue"]},
     ),
     "binary_whole_record": dict(columns=["a", "b", "c"], p=0.8, mode="whole_record", categories=None),
 }
@@ -79,13 +88,23 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_patterns_unbiased_over_200_seeds(truth_frame, case):
     spec = CASES[case]
-    truth = ppdm.rr_support(truth_frame, spec["columns"], p=1.0, categories=spec["categories"])["frequency"].to_numpy()
+    truth = ppdm.rr_support(truth_frame, spec["columns"], p=1.0, categories=spec["categories"])[
+        "frequency"
+    ].to_numpy()
     estimates, errors = [], []
     for seed in range(REPLICATES):
         disguised = ppdm.rr_disguise(
-            truth_frame, spec["columns"], p=spec["p"], mode=spec["mode"], seed=seed, key="id", categories=spec["categories"]
+            truth_frame,
+            spec["columns"],
+            p=spec["p"],
+            mode=spec["mode"],
+            seed=seed,
+            key="id",
+            categories=spec["categories"],
         )
-        out = ppdm.rr_support(disguised.lazy(), spec["columns"], p=spec["p"], mode=spec["mode"], categories=spec["categories"]).collect()
+        out = ppdm.rr_support(
+            disguised.lazy(), spec["columns"], p=spec["p"], mode=spec["mode"], categories=spec["categories"]
+        ).collect()
         estimates.append(out["frequency"].to_numpy())
         errors.append(out["std_error"].to_numpy())
     check_unbiased_with_honest_se(np.array(estimates), np.array(errors), truth)
@@ -165,4 +184,6 @@ def test_bad_values_fail_loudly():
     with pytest.raises(InvalidParameterError, match="null"):
         ppdm.rr_support(pl.DataFrame({"a": [True, None]}), ["a"], p=0.8, itemsets=[["a"]])
     with pytest.raises(InvalidParameterError, match="binary"):
-        ppdm.rr_support(pl.DataFrame({"a": ["x", "y"]}), ["a"], p=0.8, categories=["x", "y", "z"], itemsets=[["a"]])
+        ppdm.rr_support(
+            pl.DataFrame({"a": ["x", "y"]}), ["a"], p=0.8, categories=["x", "y", "z"], itemsets=[["a"]]
+        )

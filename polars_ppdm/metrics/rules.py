@@ -8,7 +8,9 @@ __all__ = ["rule_scores"]
 
 
 def _rule_set(rules: pl.DataFrame) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
-    return {(tuple(sorted(a)), tuple(sorted(c))) for a, c in rules.select("antecedent", "consequent").iter_rows()}
+    return {
+        (tuple(sorted(a)), tuple(sorted(c))) for a, c in rules.select("antecedent", "consequent").iter_rows()
+    }
 
 
 def rule_scores(found: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:
@@ -30,4 +32,10 @@ def rule_scores(found: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:
     precision = hits / len(found_set) if found_set else 1.0
     recall = hits / len(true_set) if true_set else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "found": len(found_set), "true": len(true_set)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "found": len(found_set),
+        "true": len(true_set),
+    }

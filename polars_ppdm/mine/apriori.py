@@ -46,7 +46,9 @@ _RULES_SCHEMA = {
 
 
 def _check_max_length(max_length: Any, func: str) -> int | None:
-    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1
+    ):
         msg = f"The 'max_length' parameter of {func} must be an int >= 1 or None. Got {max_length!r} instead."
         raise InvalidParameterError(msg)
     return max_length
@@ -125,7 +127,9 @@ def association_rules(
                     consequent = tuple(i for i in itemset if i not in antecedent)
                     rows.append((list(antecedent), list(consequent), both, confidence))
     rules = pl.DataFrame(rows, schema=_RULES_SCHEMA, orient="row")
-    return rules.sort(["confidence", "support", "antecedent", "consequent"], descending=[True, True, False, False])
+    return rules.sort(
+        ["confidence", "support", "antecedent", "consequent"], descending=[True, True, False, False]
+    )
 
 
 def _itemsets_frame(frequent: dict[Itemset, tuple[float, float]]) -> pl.DataFrame:
@@ -139,7 +143,9 @@ def _rr_frequent(
     frame, items, *, p, epsilon, mode, min_support, max_length, func
 ) -> dict[Itemset, tuple[float, float]]:
     schema = schema_of(frame, func)
-    design = RRDesign(schema, items, p=p, epsilon=epsilon, mode=mode, categories=None, func=func, name="items")
+    design = RRDesign(
+        schema, items, p=p, epsilon=epsilon, mode=mode, categories=None, func=func, name="items"
+    )
     design.require_binary()
     min_support = check_fraction("min_support", min_support, func)
     max_length = _check_max_length(max_length, func)
@@ -198,7 +204,14 @@ def rr_frequent_itemsets(
     """
     func = "rr_frequent_itemsets"
     frequent = _rr_frequent(
-        frame, items, p=p, epsilon=epsilon, mode=mode, min_support=min_support, max_length=max_length, func=func
+        frame,
+        items,
+        p=p,
+        epsilon=epsilon,
+        mode=mode,
+        min_support=min_support,
+        max_length=max_length,
+        func=func,
     )
     return _itemsets_frame(frequent)
 
@@ -241,7 +254,14 @@ def rr_apriori(
     func = "rr_apriori"
     min_confidence = check_fraction("min_confidence", min_confidence, func)
     frequent = _rr_frequent(
-        frame, items, p=p, epsilon=epsilon, mode=mode, min_support=min_support, max_length=max_length, func=func
+        frame,
+        items,
+        p=p,
+        epsilon=epsilon,
+        mode=mode,
+        min_support=min_support,
+        max_length=max_length,
+        func=func,
     )
     return association_rules(frequent, min_confidence=min_confidence)
 
@@ -271,7 +291,16 @@ def pattern_rules(
     cols = check_columns(items, patterns.columns, func, name="items")
     check_columns([frequency], patterns.columns, func, name="frequency")
     min_support = check_fraction("min_support", min_support, func)
-    design = RRDesign(patterns.schema, cols, p=1.0, epsilon=None, mode="per_attribute", categories=None, func=func, name="items")
+    design = RRDesign(
+        patterns.schema,
+        cols,
+        p=1.0,
+        epsilon=None,
+        mode="per_attribute",
+        categories=None,
+        func=func,
+        name="items",
+    )
     design.require_binary()
 
     def support_of(candidates: list[Itemset]) -> list[tuple[float, float]]:

@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._design import RRDesign
+from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole_record_estimate
 
 __all__ = ["itemset_aggregates", "itemset_estimates", "rr_support"]
+
 
 def _pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     cols = design.columns

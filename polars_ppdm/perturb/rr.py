@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_ppdm._design import RRDesign
 from polars_ppdm._encoding import Domain, row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._design import RRDesign
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import bernoulli, stream_id
@@ -130,7 +130,7 @@ def rr_disguise_expr(
     if stream is None:
         try:
             stream = expr.meta.output_name()
-        except Exception:  # noqa: BLE001 -- polars raises several types here
+        except Exception:
             msg = "rr_disguise cannot name the stream of an expression without an output name; pass stream='...'."
             raise InvalidParameterError(msg) from None
     secret = resolve_secret(seed).key

@@ -13,7 +13,10 @@ from polars_ppdm.kernels import prf
 PLAINTEXT = bytes.fromhex("00112233445566778899aabbccddeeff")
 FIPS_197 = [
     (bytes.fromhex("000102030405060708090a0b0c0d0e0f"), "69c4e0d86a7b0430d8cdb78070b4c55a"),
-    (bytes.fromhex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"), "8ea2b7ca516745bfeafc49904b496089"),
+    (
+        bytes.fromhex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"),
+        "8ea2b7ca516745bfeafc49904b496089",
+    ),
 ]
 
 
@@ -28,7 +31,9 @@ def test_kernel_is_aes_fips_197(secret, ciphertext):
 def test_chunking_does_not_change_the_draws():
     keys = np.arange(3 * prf.CHUNK_ROWS + 17, dtype=np.uint64)
     whole = prf.encrypt_blocks(bytes(16), 5, keys)
-    pieces = np.concatenate([prf.encrypt_blocks(bytes(16), 5, keys[i : i + 1000]) for i in range(0, len(keys), 1000)])
+    pieces = np.concatenate(
+        [prf.encrypt_blocks(bytes(16), 5, keys[i : i + 1000]) for i in range(0, len(keys), 1000)]
+    )
     assert np.array_equal(whole, pieces)
     shuffled = np.random.default_rng(0).permutation(len(keys))
     assert np.array_equal(prf.encrypt_blocks(bytes(16), 5, keys[shuffled]), whole[shuffled])

@@ -22,7 +22,9 @@ def test_axis_by_axis_inverse_equals_dense_kronecker_oracle():
     ks, ps = [2, 3, 2, 4], [0.9, 0.6, 0.3, 0.55]
     counts = rng.integers(0, 50, size=ks).astype(float)
     freq, se = rr.estimate_patterns(counts, ps, ks)
-    dense_inverse = functools.reduce(np.kron, [rr.inverse_rr_matrix(p, k) for p, k in zip(ps, ks, strict=True)])
+    dense_inverse = functools.reduce(
+        np.kron, [rr.inverse_rr_matrix(p, k) for p, k in zip(ps, ks, strict=True)]
+    )
     observed = counts.reshape(-1) / counts.sum()
     assert np.allclose(freq.reshape(-1), dense_inverse @ observed)
     variance = ((dense_inverse**2) @ observed - dense_inverse @ observed) / counts.sum()
