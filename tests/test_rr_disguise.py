@@ -137,7 +137,7 @@ def test_whole_record_refuses_kary_columns(frame):
             mode="whole_record",
             seed=1,
             categories={"flag": None, "colour": ["red", "green", "blue"]},
-        ).shape
+        )
 
 
 def test_p_one_is_identity_and_p_zero_negates(frame):
