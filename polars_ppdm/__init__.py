@@ -5,7 +5,7 @@
 wrappers over them.
 """
 
-from polars_ppdm import duckdb
+from polars_ppdm import datasets, duckdb
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
@@ -24,6 +24,7 @@ __all__ = [
     "Secret",
     "SecretError",
     "association_rules",
+    "datasets",
     "duckdb",
     "new_secret",
     "pattern_rules",

@@ -76,9 +76,7 @@ class Domain:
         return len(self.categories)
 
     @classmethod
-    def of(
-        cls, dtype: pl.DataType, categories: Sequence[Any] | None, *, func: str, column: str
-    ) -> Domain:
+    def of(cls, dtype: pl.DataType, categories: Sequence[Any] | None, *, func: str, column: str) -> Domain:
         where = f"{func} (column {column!r})"
         if categories is not None:
             cats = tuple(categories)
@@ -99,7 +97,11 @@ class Domain:
                 raise InvalidParameterError(msg)
             if dtype == pl.Boolean:
                 return cls(dtype, (False, True))
-            if not (dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean) or isinstance(dtype, pl.Enum)):
+            if not (
+                dtype.is_integer()
+                or dtype in (pl.String, pl.Categorical, pl.Boolean)
+                or isinstance(dtype, pl.Enum)
+            ):
                 cls._bad_dtype(dtype, where)
             return cls(dtype, cats)
         if dtype == pl.Boolean:
@@ -155,7 +157,9 @@ class Domain:
                 f"{list(self.categories)}: {outside.unique().head(5).to_list()}."
             )
             raise InvalidParameterError(msg)
-        codes = source.replace_strict(lookup, pl.int_range(len(lookup), eager=True), default=0, return_dtype=pl.Int64)
+        codes = source.replace_strict(
+            lookup, pl.int_range(len(lookup), eager=True), default=0, return_dtype=pl.Int64
+        )
         return codes.fill_null(0).to_numpy(), valid
 
     def decode(self, codes: np.ndarray, valid: np.ndarray, *, name: str) -> pl.Series:

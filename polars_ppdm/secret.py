@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import string
-from typing import Union
 
 from polars_ppdm.exceptions import SecretError
 
@@ -110,7 +109,7 @@ class Secret:
         self.guessable = state["guessable"]
 
 
-SeedLike = Union[Secret, bytes, str, int, None]
+SeedLike = Secret | bytes | str | int | None
 
 
 def new_secret(bits: int = 256) -> str:

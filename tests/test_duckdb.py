@@ -76,7 +76,7 @@ def test_scalar_macros(con):
         with pytest.raises(duckdb.InvalidInputException, match="must be"):
             con.execute(f"SELECT {bad}").fetchall()
     con.execute("CREATE TABLE c1 AS SELECT '0' AS pattern, 3 AS n")
-    with pytest.raises(duckdb.InvalidInputException, match="not 0.5"):
+    with pytest.raises(duckdb.InvalidInputException, match=r"not 0\.5"):
         con.execute("SELECT * FROM ppdm_rr_support_patterns(c1, [0.5])").fetchall()
 
 

@@ -230,7 +230,7 @@ def test_values_outside_zero_one_in_a_binary_column():
 
 
 def test_string_column_needs_public_categories(frame):
-    with pytest.raises(InvalidParameterError, match="'categories' parameter of rr_disguise .* is required"):
+    with pytest.raises(InvalidParameterError, match=r"'categories' parameter of rr_disguise .* is required"):
         ppdm.rr_disguise(frame, "colour", p=0.8, seed=1)
     with pytest.raises(InvalidParameterError, match=r"outside its 'categories'"):
         ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green"])
@@ -249,5 +249,5 @@ def test_unsupported_dtypes_and_null_keys():
 
 
 def test_not_a_frame():
-    with pytest.raises(InvalidParameterError, match="DataFrame or LazyFrame. Got dict"):
+    with pytest.raises(InvalidParameterError, match=r"DataFrame or LazyFrame\. Got dict"):
         ppdm.rr_disguise({"x": [1]}, "x", p=0.8)

@@ -134,9 +134,7 @@ def _apply_along(tensor: np.ndarray, matrix: np.ndarray, axis: int) -> np.ndarra
     return np.moveaxis(result.reshape(shape), 0, axis)
 
 
-def estimate_patterns(
-    counts: np.ndarray, ps: list[float], ks: list[int]
-) -> tuple[np.ndarray, np.ndarray]:
+def estimate_patterns(counts: np.ndarray, ps: list[float], ks: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Estimated true pattern frequencies and standard errors, per-attribute disguise.
 
     Parameters

@@ -226,7 +226,9 @@ def rr_disguise(
     cols = design.columns
     if mode == "per_attribute":
         exprs = [
-            rr_disguise_expr(pl.col(c), p=design.p[c], seed=secret, key=key, categories=design.domains[c].categories)
+            rr_disguise_expr(
+                pl.col(c), p=design.p[c], seed=secret, key=key, categories=design.domains[c].categories
+            )
             for c in cols
         ]
         return like(frame, as_lazy(frame).with_columns(exprs))
@@ -245,8 +247,14 @@ def rr_disguise(
 def _whole_record_coin(secret: bytes, stream: str, keep: float, key: str | None) -> pl.Expr:
     """Boolean expression: True where the record is sent truthfully."""
     word = stream_id(stream)
-    return key_expr(key).map_batches(
-        lambda k: pl.Series("__ppdm_truthful", bernoulli(secret, word, row_keys(k, func="rr_disguise"), keep)),
-        return_dtype=pl.Boolean,
-        is_elementwise=True,
-    ).alias("__ppdm_truthful")
+    return (
+        key_expr(key)
+        .map_batches(
+            lambda k: pl.Series(
+                "__ppdm_truthful", bernoulli(secret, word, row_keys(k, func="rr_disguise"), keep)
+            ),
+            return_dtype=pl.Boolean,
+            is_elementwise=True,
+        )
+        .alias("__ppdm_truthful")
+    )

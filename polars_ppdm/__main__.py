@@ -1,0 +1,5 @@
+import sys
+
+from polars_ppdm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,124 @@
+"""Basket data for the demo, the notebook and the tests: the real groceries set or a generated one.
+
+The real set (Hahsler et al.'s *Groceries*, 9,835 baskets, 169 items) lives in the shared
+data folder beside the project and is never copied into it.  When that folder is absent,
+:func:`generated_baskets` gives a set with the same shape of problem: a few dozen items of
+skewed popularity and planted associations, so rules exist to be found.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.prf import stream_id, uniform
+from polars_ppdm.secret import Secret
+from polars_ppdm.transactions import read_transactions, transactions_to_onehot
+
+__all__ = ["find_shared_data", "generated_baskets", "groceries"]
+
+# Item name, base popularity, and the shopper profile (0-3, or None) that favours it.
+_ITEMS: tuple[tuple[str, float, int | None], ...] = (
+    ("whole milk", 0.22, 0),
+    ("other vegetables", 0.17, 1),
+    ("rolls/buns", 0.16, 0),
+    ("soda", 0.15, 2),
+    ("yogurt", 0.12, 1),
+    ("bottled water", 0.10, 2),
+    ("root vegetables", 0.09, 1),
+    ("tropical fruit", 0.09, 1),
+    ("shopping bags", 0.08, None),
+    ("sausage", 0.08, 3),
+    ("pastry", 0.07, 0),
+    ("citrus fruit", 0.07, 1),
+    ("bottled beer", 0.07, 2),
+    ("newspapers", 0.06, None),
+    ("canned beer", 0.06, 2),
+    ("pip fruit", 0.06, 1),
+    ("fruit/vegetable juice", 0.05, 2),
+    ("whipped/sour cream", 0.05, 3),
+    ("brown bread", 0.05, 0),
+    ("domestic eggs", 0.05, 3),
+    ("frankfurter", 0.05, 3),
+    ("margarine", 0.05, 0),
+    ("coffee", 0.04, None),
+    ("pork", 0.04, 3),
+    ("butter", 0.04, 0),
+    ("curd", 0.04, 1),
+    ("beef", 0.04, 3),
+    ("napkins", 0.04, None),
+    ("chocolate", 0.04, 2),
+    ("frozen vegetables", 0.04, 3),
+)
+_PROFILE_SHARE = (0.30, 0.30, 0.25, 0.15)
+_PROFILE_BOOST = 0.25
+
+
+def find_shared_data(name: str = "groceries.csv") -> Path | None:
+    """The path of a shared data file, or None when no shared data folder is found.
+
+    Looked for in ``$PPDM_DATA``, then ``../shared/data`` from the working directory, then
+    beside the project checkout (``<repo>/../shared/data``).
+    """
+    here = Path(__file__).resolve().parents[2]
+    candidates = [Path(os.environ["PPDM_DATA"])] if os.environ.get("PPDM_DATA") else []
+    candidates += [Path.cwd().parent / "shared" / "data", here / "shared" / "data"]
+    for folder in candidates:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def groceries(path: str | os.PathLike | None = None) -> pl.DataFrame:
+    """The groceries baskets as a one-hot frame (one Boolean column per item, sorted).
+
+    Parameters
+    ----------
+    path : path, optional
+        The ``groceries.csv`` file; by default found by :func:`find_shared_data`.
+
+    Raises
+    ------
+    FileNotFoundError
+        When no file is given and the shared data folder is absent.
+    """
+    path = find_shared_data("groceries.csv") if path is None else Path(path)
+    if path is None:
+        msg = "groceries.csv not found: set PPDM_DATA to the shared data folder or pass its path."
+        raise FileNotFoundError(msg)
+    return transactions_to_onehot(read_transactions(path, sep=","))
+
+
+def generated_baskets(n: int = 10_000, *, seed: int = 0) -> pl.DataFrame:
+    """Synthetic baskets: 30 grocery items, skewed popularity, four shopper profiles.
+
+    Each basket belongs to one profile (shares 30/30/25/15%); an item is bought with its
+    base probability, plus 0.25 when the basket's profile favours it, so items of one
+    profile co-occur and association rules exist.  Draws come from the keyed PRF under a
+    public, guessable secret derived from ``seed``: this is test data, not a release.
+
+    Examples
+    --------
+    >>> baskets = generated_baskets(1000)
+    >>> baskets.shape
+    (1000, 30)
+    >>> generated_baskets(1000).equals(baskets)
+    True
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        msg = f"The 'n' parameter of generated_baskets must be an int >= 1. Got {n!r} instead."
+        raise InvalidParameterError(msg)
+    secret = Secret.from_int(seed).key
+    rows = np.arange(n, dtype=np.uint64)
+    profile = np.searchsorted(
+        np.cumsum(_PROFILE_SHARE), uniform(secret, stream_id("generated_baskets/profile"), rows), side="right"
+    )
+    columns = {}
+    for name, base, favoured_by in _ITEMS:
+        chance = base + _PROFILE_BOOST * (profile == favoured_by)
+        columns[name] = uniform(secret, stream_id("generated_baskets/" + name), rows) < chance
+    return pl.DataFrame(columns)
