@@ -27,23 +27,28 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
     Integers give their 64-bit two's-complement pattern; strings their FNV-1a 64-bit hash
     over UTF-8 bytes (:func:`polars_ppdm.kernels.prf.fnv1a_64`).  A null key is an error
     where a row needs a draw (``required_rows``, default all rows): it has no identity.
+    Checks cost nothing when the key column has no nulls (its null count is metadata).
     """
     dtype = keys.dtype
-    nulls = keys.is_null().to_numpy()
-    if required_rows is not None:
-        nulls = nulls & required_rows
-    if nulls.any():
-        msg = (
-            f"The key column {keys.name!r} of {func} has {int(nulls.sum())} null value(s) in "
-            "rows that need a random draw; every such row needs a key."
-        )
-        raise InvalidParameterError(msg)
+    if keys.null_count():
+        nulls = keys.is_null().to_numpy()
+        if required_rows is not None:
+            nulls &= required_rows
+        if nulls.any():
+            msg = (
+                f"The key column {keys.name!r} of {func} has {int(nulls.sum())} null value(s) in "
+                "rows that need a random draw; every such row needs a key."
+            )
+            raise InvalidParameterError(msg)
+    # Null keys of rows that need no draw (null values) hash as 0 / "": any word will do.
     if dtype.is_integer():
+        keys = keys.fill_null(0) if keys.null_count() else keys
         if dtype == pl.UInt64:
-            return keys.fill_null(0).to_numpy()
-        return keys.cast(pl.Int64).fill_null(0).to_numpy().view(np.uint64)
+            return keys.to_numpy()
+        return keys.cast(pl.Int64).to_numpy().view(np.uint64)
     if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
-        arr = keys.cast(pl.String).fill_null("").to_arrow()
+        keys = keys.cast(pl.String)
+        arr = (keys.fill_null("") if keys.null_count() else keys).to_arrow()
         arr = pa.concat_arrays(arr.chunks) if isinstance(arr, pa.ChunkedArray) else arr
         arr = arr.cast(pa.large_string())
         _, offsets_buf, data_buf = arr.buffers()
@@ -128,16 +133,23 @@ class Domain:
         )
         raise InvalidParameterError(msg)
 
-    def encode(self, values: pl.Series, *, func: str) -> tuple[np.ndarray, np.ndarray]:
-        """Codes in [0, k) (0 where null) and the validity mask."""
-        valid = values.is_not_null().to_numpy()
+    def encode(self, values: pl.Series, *, func: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """Codes in [0, k) (0 where null) and the validity mask (None when nothing is null).
+
+        Binary columns keep a narrow dtype (bool, or the column's own integers) so the
+        hot path of :func:`rr_disguise` never widens a column to 64 bits.
+        """
+        valid = values.is_not_null().to_numpy() if values.null_count() else None
+        if valid is not None and (self.dtype == pl.Boolean or self.binary_int):
+            values = values.fill_null(False if self.dtype == pl.Boolean else 0)
         if self.dtype == pl.Boolean:
-            return values.fill_null(False).cast(pl.Int64).to_numpy(), valid
+            return values.to_numpy(), valid
         if isinstance(self.dtype, pl.Enum):
             return values.to_physical().fill_null(0).cast(pl.Int64).to_numpy(), valid
         if self.binary_int:
-            bad = values.filter(values.is_not_null() & ~values.is_in([0, 1]))
-            if len(bad):
+            low, high = values.min(), values.max()
+            if low is not None and (low < 0 or high > 1):
+                bad = values.filter(values.is_not_null() & ~values.is_in([0, 1]))
                 msg = (
                     f"The column {values.name!r} of {func} is binary (an integer column with no "
                     "'categories') and must hold only 0 and 1. Got "
@@ -145,7 +157,7 @@ class Domain:
                     "for a k-ary integer column."
                 )
                 raise InvalidParameterError(msg)
-            return values.fill_null(0).cast(pl.Int64).to_numpy(), valid
+            return values.to_numpy(), valid
         source = values.cast(pl.String) if self.dtype == pl.Categorical else values
         lookup = pl.Series("categories", list(self.categories))
         if source.dtype != lookup.dtype:
@@ -162,16 +174,16 @@ class Domain:
         )
         return codes.fill_null(0).to_numpy(), valid
 
-    def decode(self, codes: np.ndarray, valid: np.ndarray, *, name: str) -> pl.Series:
+    def decode(self, codes: np.ndarray, valid: np.ndarray | None, *, name: str) -> pl.Series:
         """Series of the original dtype from codes, with nulls where ``valid`` is False."""
-        mask = ~valid if not valid.all() else None
-        if self.dtype == pl.Boolean:
-            out = pl.from_arrow(pa.array(codes.astype(bool), mask=mask))
-        elif self.binary_int:
-            out = pl.from_arrow(pa.array(codes, mask=mask)).cast(self.dtype)
-        else:
-            idx = pl.from_arrow(pa.array(codes.astype(np.uint32), mask=mask))
-            out = pl.Series(list(self.categories)).gather(idx)
-            if out.dtype != self.dtype:
-                out = out.cast(self.dtype)
+        if self.dtype == pl.Boolean or self.binary_int:
+            values = codes.astype(bool, copy=False) if self.dtype == pl.Boolean else codes
+            if valid is None or valid.all():
+                return pl.Series(name, values, dtype=self.dtype)
+            return pl.from_arrow(pa.array(values, mask=~valid)).cast(self.dtype).alias(name)
+        mask = None if valid is None or valid.all() else ~valid
+        idx = pl.from_arrow(pa.array(codes.astype(np.uint32), mask=mask))
+        out = pl.Series(list(self.categories)).gather(idx)
+        if out.dtype != self.dtype:
+            out = out.cast(self.dtype)
         return out.alias(name)

@@ -251,3 +251,35 @@ def test_unsupported_dtypes_and_null_keys():
 def test_not_a_frame():
     with pytest.raises(InvalidParameterError, match=r"DataFrame or LazyFrame\. Got dict"):
         ppdm.rr_disguise({"x": [1]}, "x", p=0.8)
+
+
+@pytest.mark.parametrize("offset", [0, 3, 8, 13])
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_boolean_bitmap_path_equals_the_code_path(offset, with_nulls):
+    """The packed-bit fast path for Boolean columns gives the bits of the general kernel,
+    also on slices that start mid-byte and with nulls."""
+    from polars_ppdm.kernels.prf import stream_id
+    from polars_ppdm.kernels.rr import disguise_codes
+
+    n = 70_000 + offset  # more than one PRF chunk
+    rng = np.random.default_rng(offset)
+    values = rng.random(n) < 0.4
+    mask = rng.random(n) < 0.1 if with_nulls else np.zeros(n, dtype=bool)
+    series = pl.Series("x", [None if m else bool(v) for v, m in zip(values, mask, strict=True)])
+    keys = pl.Series("id", np.arange(n) * 7 - 5)
+    sliced, sliced_keys = series.slice(offset), keys.slice(offset)
+    out = pl.DataFrame({"x": sliced, "id": sliced_keys}).select(
+        pl.col("x").ppdm.rr_disguise(p=0.7, seed=3, key="id")
+    )["x"]
+    expected = disguise_codes(
+        values[offset:],
+        2,
+        0.7,
+        ppdm.resolve_secret(3).key,
+        stream_id("x"),
+        (np.arange(n) * 7 - 5)[offset:],
+    )
+    assert out.null_count() == mask[offset:].sum()
+    np.testing.assert_array_equal(out.is_null().to_numpy(), mask[offset:])
+    valid = ~mask[offset:]
+    np.testing.assert_array_equal(out.to_numpy()[valid].astype(bool), expected[valid])

@@ -24,6 +24,7 @@ This module is pure NumPy plus pyca/cryptography; it knows nothing of dataframes
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 
@@ -128,18 +129,26 @@ def _encryptor(secret: bytes):
 
 
 class _BlockBuffers:
-    """Plaintext and ciphertext buffers for one call, reused across its chunks.
+    """Plaintext and ciphertext buffers of one chunk, reused across chunks and calls.
 
-    The stream word of every plaintext block is written once; each chunk copies only its
-    keys into the key half, then encrypts with ``update_into`` (no allocation per chunk).
+    The stream word of the plaintext blocks is rewritten only when the stream changes;
+    each chunk copies only its keys into the key half, then encrypts with ``update_into``
+    (no allocation per chunk).  A ``consume`` callback must not call the PRF again: it
+    would overwrite the words it is reading.
     """
 
-    def __init__(self, stream: int, rows: int) -> None:
+    def __init__(self, rows: int) -> None:
         self.plain = np.empty((rows, 2), dtype="<u8")
-        self.plain[:, 0] = np.uint64(stream)
+        self.stream: int | None = None
         # update_into needs len(data) + block_size - 1 bytes of room.
         self._cipher_raw = np.empty(rows * 16 + 15, dtype=np.uint8)
         self.cipher = self._cipher_raw[: rows * 16].view("<u8").reshape(rows, 2)
+
+    def for_stream(self, stream: int) -> _BlockBuffers:
+        if stream != self.stream:
+            self.plain[:, 0] = np.uint64(stream)
+            self.stream = stream
+        return self
 
     def encrypt(self, encryptor, keys: np.ndarray) -> np.ndarray:
         m = len(keys)
@@ -148,6 +157,25 @@ class _BlockBuffers:
             memoryview(self.plain[:m]).cast("B"), memoryview(self._cipher_raw[: m * 16 + 15])
         )
         return self.cipher[:m]
+
+
+# Idle buffers, shared by all threads: one per concurrent call at most.  Not thread-local
+# storage: Polars calls kernels from its own threads, whose Python thread state (and so
+# any threading.local) lives only for one call, and fresh pages per batch cost more than
+# the encryption.  list.pop and list.append are atomic.
+_idle_buffers: list[_BlockBuffers] = []
+
+
+@contextlib.contextmanager
+def _borrow_buffers(stream: int):
+    try:
+        buffers = _idle_buffers.pop()
+    except IndexError:
+        buffers = _BlockBuffers(CHUNK_ROWS)
+    try:
+        yield buffers.for_stream(stream)
+    finally:
+        _idle_buffers.append(buffers)
 
 
 def _chunks(n: int):
@@ -193,9 +221,9 @@ def encrypt_blocks(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
     if n == 0:
         return out
     enc = _encryptor(secret)
-    buffers = _BlockBuffers(stream, min(n, CHUNK_ROWS))
-    for start, stop in _chunks(n):
-        out[start:stop] = buffers.encrypt(enc, keys[start:stop])
+    with _borrow_buffers(stream) as buffers:
+        for start, stop in _chunks(n):
+            out[start:stop] = buffers.encrypt(enc, keys[start:stop])
     return out
 
 
@@ -211,9 +239,9 @@ def prf_words(secret: bytes, stream: int, keys: np.ndarray, consume) -> None:
     if n == 0:
         return
     enc = _encryptor(secret)
-    buffers = _BlockBuffers(stream, min(n, CHUNK_ROWS))
-    for start, stop in _chunks(n):
-        consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+    with _borrow_buffers(stream) as buffers:
+        for start, stop in _chunks(n):
+            consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
 
 
 def bernoulli_threshold(p: float) -> int | None:

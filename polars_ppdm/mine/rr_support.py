@@ -34,7 +34,7 @@ def _pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
         if grouped[c].null_count():
             msg = f"The column {c!r} of {design.func} has null values; nulls carry no disguised answer, so drop or fill them first."
             raise InvalidParameterError(msg)
-    codes = [design.domains[c].encode(grouped[c], func=design.func)[0] for c in cols]
+    codes = [design.domains[c].encode(grouped[c], func=design.func)[0].astype(np.intp) for c in cols]
     counts = np.zeros(shape, dtype=np.float64)
     if len(grouped):
         np.add.at(counts, tuple(codes), grouped["observed"].to_numpy())
