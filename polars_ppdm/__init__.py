@@ -5,7 +5,7 @@
 wrappers over them.
 """
 
-from polars_ppdm import datasets, duckdb
+from polars_ppdm import datasets
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
@@ -16,6 +16,17 @@ from polars_ppdm.secret import Secret, new_secret, resolve_secret, secret_from_e
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ``ppdm.duckdb`` imports DuckDB on first use: a Polars-only job neither waits for
+    # it nor carries its ~13 MB.
+    if name == "duckdb":
+        import importlib
+
+        return importlib.import_module("polars_ppdm.duckdb")
+    msg = f"module 'polars_ppdm' has no attribute {name!r}"
+    raise AttributeError(msg)
 
 __all__ = [
     "InvalidParameterError",

@@ -251,7 +251,8 @@ def rr_disguise_batches(
     def batches():
         offset = 0
         for batch in reader:
-            yield from disguise(batch, offset).cast(out_schema).to_batches()
+            table = disguise(batch, offset)
+            yield from (table if table.schema == out_schema else table.cast(out_schema)).to_batches()
             offset += batch.num_rows
 
     return pa.RecordBatchReader.from_batches(out_schema, batches())
