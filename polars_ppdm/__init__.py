@@ -28,6 +28,7 @@ def __getattr__(name: str):
     msg = f"module 'polars_ppdm' has no attribute {name!r}"
     raise AttributeError(msg)
 
+
 __all__ = [
     "InvalidParameterError",
     "PPDMError",

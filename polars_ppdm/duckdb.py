@@ -64,8 +64,6 @@ def _constant(arr: pa.Array | pa.ChunkedArray, name: str, func: str) -> Any:
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if len(arr) == 0:
-        return None
     first = arr[0]
     if arr.null_count == 0 and (len(arr) == 1 or _all_equal(arr, first)):
         return first.as_py()
@@ -107,6 +105,8 @@ def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
 
 
 def _disguise_arrow(func, x, categories, p, seed, key, stream) -> pa.Array:
+    if len(x) == 0:
+        return pa.array([], type=x.type)
     out = disguise_series(
         _series(x, "x"),
         _series(key, "key"),
