@@ -11,7 +11,9 @@ to a baseline measured in the same run:
   array, and :func:`polars_ppdm.kernels.rr.disguise_bits` on packed bits (what the Polars
   path runs for a Boolean column); the bar uses the faster of the two;
 * **AES alone**: the block encryption inside that kernel with a no-op consumer (the
-  floor of any AES-based disguise; informational).
+  floor of any AES-based disguise; informational);
+* **AES to uniform doubles, then flip**: the pipeline DESIGN.md measured at ~6 ns/row
+  (informational: the kernel skips the doubles and compares the words directly).
 
 Bars (issue 2): Polars streaming <= 2.0x numpy and <= 1.3x the AES kernel; DuckDB bulk
 path <= 2.5x numpy; scalar DuckDB UDF reported in ns per row; peak RSS of
@@ -34,7 +36,7 @@ import numpy as np
 import polars as pl
 
 import polars_ppdm as ppdm
-from polars_ppdm.kernels.prf import prf_words, stream_id
+from polars_ppdm.kernels.prf import prf_words, stream_id, uniform
 from polars_ppdm.kernels.rr import disguise_bits, disguise_codes
 
 P = 0.9
@@ -155,6 +157,9 @@ def main() -> None:
     timings["numpy flip"] = best_seconds(lambda: x ^ (np.random.default_rng(1).random(n) >= P), args.repeats)
     timings["AES alone"] = best_seconds(
         lambda: prf_words(secret, stream, ids, lambda start, stop, words: None), args.repeats
+    )
+    timings["AES to uniform doubles, then flip (DESIGN.md)"] = best_seconds(
+        lambda: x ^ (uniform(secret, stream, ids) >= P), args.repeats
     )
     timings["AES kernel, numpy bool array"] = best_seconds(
         lambda: disguise_codes(x, 2, P, secret, stream, ids), args.repeats
