@@ -11,7 +11,7 @@ from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets, rr_support
-from polars_ppdm.perturb import rr_disguise, rr_disguise_expr
+from polars_ppdm.perturb import ecdf_resample, rr_disguise, rr_disguise_expr
 from polars_ppdm.secret import Secret, new_secret, resolve_secret, secret_from_env
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 
@@ -38,6 +38,7 @@ __all__ = [
     "association_rules",
     "datasets",
     "duckdb",
+    "ecdf_resample",
     "new_secret",
     "pattern_rules",
     "read_transactions",

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from polars_ppdm.mine.rr_support import rr_support
+from polars_ppdm.perturb.ecdf import ecdf_resample
 from polars_ppdm.perturb.rr import rr_disguise, rr_disguise_expr
 from polars_ppdm.secret import SeedLike
 
@@ -76,6 +77,19 @@ class _FrameMethods:
         return rr_support(
             self._frame, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, itemsets=itemsets
         )
+
+    def ecdf_resample(
+        self,
+        columns: str | Sequence[str],
+        *,
+        bins: Any = 100,
+        seed: SeedLike = None,
+        key: str | None = None,
+        link: str = "rank",
+        shuffle: bool = False,
+    ):
+        """ECDF resampling with rank re-linking; see :func:`polars_ppdm.ecdf_resample`."""
+        return ecdf_resample(self._frame, columns, bins=bins, seed=seed, key=key, link=link, shuffle=shuffle)
 
 
 @pl.api.register_dataframe_namespace("ppdm")

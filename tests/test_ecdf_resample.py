@@ -1,0 +1,189 @@
+"""ECDF resampling with rank re-linking (paper 000): the worked example, the distribution
+drawn from, rank preservation, engines, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.ecdf import draw_sample, rank_order, relink, smoothed_cdf
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.perturb.ecdf import ecdf_stream
+
+SECRET = ppdm.resolve_secret(2012).key
+
+
+def test_paper_worked_example_with_the_generated_values_injected():
+    x1, x2, label = np.array([2.0, 6, 3, 9, 7]), np.array([4.0, 7, 1, 6, 8]), np.array([0, 1, 1, 0, 0])
+    y1, y2 = np.array([1.0, 2, 8, 7, 5]), np.array([3.0, 4, 6, 9, 5])
+    col1, drawn1 = relink(rank_order(x1, SECRET, 1, np.arange(5)), y1)
+    col2, _ = relink(rank_order(x2, SECRET, 2, np.arange(5)), y2)
+    published = np.argsort(drawn1, kind="stable")  # the paper lists rows in Y1's draw order
+    assert col1[published].tolist() == [1, 2, 8, 7, 5]
+    assert col2[published].tolist() == [4, 3, 5, 9, 6]
+    assert label[published].tolist() == [0, 1, 0, 0, 1]
+
+
+def test_frame_function_applies_the_kernels_column_by_column():
+    df = pl.DataFrame({"x1": [2, 6, 3, 9, 7], "x2": [4.0, 7, 1, 6, 8], "label": [0, 1, 1, 0, 0]})
+    out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=3, seed=2012, shuffle=True)
+    for column in ("x1", "x2"):
+        values = df[column].cast(pl.Float64).to_numpy()
+        cuts, cdf = smoothed_cdf(values, 3)
+        sample = draw_sample(SECRET, stream_id(ecdf_stream(column)), 5, cuts, cdf)
+        released, drawn = relink(rank_order(values, SECRET, 0, np.arange(5)), sample)
+        if column == "x1":
+            order = np.argsort(drawn, kind="stable")
+        assert out[column].to_list() == released[order].tolist()
+    assert out["label"].to_list() == df["label"].to_numpy()[order].tolist()
+
+
+def _ks_statistic(sample: np.ndarray, cuts: np.ndarray, cdf: np.ndarray) -> float:
+    """sup |F_n - F| for the smoothed ECDF, whose only jump is the point mass at cuts[0]."""
+    y = np.sort(sample)
+    n = len(y)
+    at = np.interp(y, cuts, cdf)  # F(y); equals cdf[0] at the minimum
+    before = np.where(y == cuts[0], 0.0, at)  # F(y-): 0 just below the point mass
+    i = np.arange(1, n + 1)
+    return float(max((i / n - at).max(), (before - (i - 1) / n).max()))
+
+
+DISTRIBUTIONS = {
+    "normal": lambda rng, n: rng.normal(50, 10, n),
+    "lognormal (skewed)": lambda rng, n: rng.lognormal(0, 1, n),
+    "exponential (skewed)": lambda rng, n: rng.exponential(3, n),
+    "poisson (discrete)": lambda rng, n: rng.poisson(4, n).astype(float),
+    "bimodal": lambda rng, n: np.where(rng.random(n) < 0.3, rng.normal(0, 1, n), rng.normal(6, 1, n)),
+}
+
+
+@pytest.mark.parametrize("name", DISTRIBUTIONS)
+def test_released_column_follows_the_smoothed_ecdf(name):
+    """Kolmogorov-Smirnov against the ECDF drawn from, at the 1% level (1.628 / sqrt(n))."""
+    n, bins = 20_000, 50
+    values = DISTRIBUTIONS[name](np.random.default_rng(7), n)
+    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=bins, seed=11)
+    cuts, cdf = smoothed_cdf(values, bins)
+    assert _ks_statistic(out["x"].to_numpy(), cuts, cdf) <= 1.628 / np.sqrt(n)
+
+
+def test_continuous_values_are_all_new_except_draws_on_the_point_mass():
+    """Only the minimum can come back (the paper's point mass); any other match is a bug."""
+    n = 50_000
+    values = np.random.default_rng(3).gamma(2.0, 2.0, n)
+    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=100, seed=5)["x"].to_numpy()
+    repeated = np.isin(out, values)
+    assert (out[repeated] == values.min()).all()
+    # Draws on the point mass: Binomial(n, F(x_0)) with F(x_0) = 1 / (smoothed total).
+    _, cdf = smoothed_cdf(values, 100)
+    mean = n * cdf[0]
+    assert abs(repeated.sum() - mean) <= 5 * np.sqrt(mean) + 1
+
+
+def test_rank_link_keeps_every_rank_and_none_does_not():
+    rng = np.random.default_rng(1)
+    df = pl.DataFrame(
+        {"a": rng.normal(size=5000), "b": rng.exponential(size=5000), "y": rng.integers(0, 2, 5000)}
+    )
+    out = ppdm.ecdf_resample(df, ["a", "b"], bins=40, seed=9)
+    for column in ("a", "b"):
+        order = np.argsort(df[column].to_numpy())
+        assert (np.diff(out[column].to_numpy()[order]) >= 0).all()  # monotone in the original
+        spearman = np.corrcoef(df[column].rank().to_numpy(), out[column].rank().to_numpy())[0, 1]
+        assert spearman > 0.99999
+    independent = ppdm.ecdf_resample(df, ["a", "b"], bins=40, seed=9, link="none")
+    assert abs(np.corrcoef(df["a"].to_numpy(), independent["a"].to_numpy())[0, 1]) < 5 / np.sqrt(5000)
+    assert independent["y"].equals(df["y"])
+
+
+def test_ties_are_broken_by_the_keyed_randomness_not_by_position():
+    df = pl.DataFrame({"id": [10, 11, 12, 13, 14, 15], "x": [1.0, 1.0, 1.0, 2.0, 5.0, 5.0]})
+    out = ppdm.ecdf_resample(df, "x", bins=4, seed=3, key="id")
+    reversed_in = ppdm.ecdf_resample(df.reverse(), "x", bins=4, seed=3, key="id")
+    # The same row (by key) gets the same value whatever the input order.
+    assert_frame_equal(out.sort("id"), reversed_in.sort("id"))
+    released = out["x"].to_numpy()
+    assert released[:3].max() <= released[3] <= released[4:].min()
+
+
+def test_nulls_stay_null_and_are_left_out_of_the_ecdf():
+    df = pl.DataFrame({"x": [3.0, None, 1.0, 8.0, None, 4.0], "k": list("abcdef")})
+    out = ppdm.ecdf_resample(df, "x", bins=3, seed=1)
+    assert out["x"].is_null().to_list() == df["x"].is_null().to_list()
+    cuts, cdf = smoothed_cdf(np.array([3.0, 1.0, 8.0, 4.0]), 3)
+    sample = draw_sample(ppdm.resolve_secret(1).key, stream_id("ecdf_resample/x"), 4, cuts, cdf)
+    assert sorted(out["x"].drop_nulls().to_list()) == sorted(sample.tolist())
+    assert out["k"].equals(df["k"])
+
+
+@pytest.mark.parametrize("link", ["rank", "none"])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_eager_lazy_and_streaming_agree_bit_for_bit(link, shuffle):
+    rng = np.random.default_rng(4)
+    n = 30_000
+    df = pl.DataFrame(
+        {
+            "id": [f"person-{i}" for i in rng.permutation(n)],
+            "income": rng.lognormal(10, 1, n),
+            "age": rng.integers(18, 90, n),
+            "label": rng.integers(0, 3, n),
+        }
+    ).with_columns(pl.when(pl.int_range(pl.len()) % 97 == 0).then(None).otherwise(pl.col("age")).alias("age"))
+    kwargs = dict(bins={"income": 60, "age": 20}, seed="0" * 31 + "1", key="id", link=link, shuffle=shuffle)
+    eager = ppdm.ecdf_resample(df, ["income", "age"], **kwargs)
+    lazy = df.lazy().ppdm.ecdf_resample(["income", "age"], **kwargs)
+    assert isinstance(lazy, pl.LazyFrame)
+    assert_frame_equal(lazy.collect(engine="in-memory"), eager)
+    assert_frame_equal(lazy.collect(engine="streaming"), eager)
+    assert_frame_equal(df.ppdm.ecdf_resample(["income", "age"], **kwargs), eager)
+    assert eager.schema == {"id": pl.String, "income": pl.Float64, "age": pl.Float64, "label": pl.Int64}
+
+
+def test_shuffle_moves_whole_rows():
+    df = pl.DataFrame({"x": np.random.default_rng(2).normal(size=200), "row": range(200)})
+    out = ppdm.ecdf_resample(df, "x", bins=10, seed=8, shuffle=True)
+    assert sorted(out["row"].to_list()) == list(range(200))
+    assert out["row"].to_list() != list(range(200))
+    kept = ppdm.ecdf_resample(df, "x", bins=10, seed=8)
+    assert_frame_equal(out.sort("row"), kept)
+
+
+@pytest.mark.parametrize(
+    ("frame", "kwargs", "message"),
+    [
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "nope"}, "'columns' parameter of ecdf_resample"),
+        (pl.DataFrame({"x": ["a", "b"]}), {"columns": "x"}, "must be numeric"),
+        (pl.DataFrame({"x": [True, False]}), {"columns": "x"}, "must be numeric"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": 1}, "'bins' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": 2.5}, "'bins' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": {"y": 3}}, "'bins' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "link": "sorted"}, "'link' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "shuffle": 1}, "'shuffle' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "key": "id"}, "'key' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": []}, "'columns' parameter"),
+    ],
+)
+def test_bad_parameters_are_refused_when_the_plan_is_built(frame, kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.ecdf_resample(frame.lazy(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([1.0, float("nan"), 3.0], "NaN or infinite"),
+        ([1.0, float("inf"), 3.0], "NaN or infinite"),
+        ([4.0, 4.0, 4.0], "is constant"),
+        ([None, None, 2.0], "at least 2 non-null values"),
+        ([5.0], "at least 2 non-null values"),
+        ([], "at least 2 non-null values"),
+    ],
+)
+def test_bad_data_is_a_clear_error(values, message):
+    df = pl.DataFrame({"x": values}, schema={"x": pl.Float64})
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.ecdf_resample(df, "x", bins=3, seed=1)
