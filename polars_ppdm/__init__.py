@@ -5,7 +5,7 @@
 wrappers over them.
 """
 
-from polars_ppdm import datasets
+from polars_ppdm import audit, datasets
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
@@ -36,6 +36,7 @@ __all__ = [
     "Secret",
     "SecretError",
     "association_rules",
+    "audit",
     "datasets",
     "duckdb",
     "ecdf_resample",

@@ -1,5 +1,15 @@
 """Attacks and privacy measures: what each method does and does not protect."""
 
+from polars_ppdm.audit.information import mutual_information, privacy_q
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
+from polars_ppdm.audit.linkage import rank_linkage
+from polars_ppdm.audit.noise_comparison import compare_to_additive_noise
 
-__all__ = ["rr_epsilon", "rr_p_from_epsilon"]
+__all__ = [
+    "compare_to_additive_noise",
+    "mutual_information",
+    "privacy_q",
+    "rank_linkage",
+    "rr_epsilon",
+    "rr_p_from_epsilon",
+]
