@@ -19,7 +19,7 @@ from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.secret import Secret
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 
-__all__ = ["find_shared_data", "generated_baskets", "groceries"]
+__all__ = ["AGRAWAL_ATTRIBUTES", "agrawal", "find_shared_data", "generated_baskets", "groceries"]
 
 # Item name, base popularity, and the shopper profile (0-3, or None) that favours it.
 _ITEMS: tuple[tuple[str, float, int | None], ...] = (
@@ -122,3 +122,121 @@ def generated_baskets(n: int = 10_000, *, seed: int = 0) -> pl.DataFrame:
         chance = base + _PROFILE_BOOST * (profile == favoured_by)
         columns[name] = uniform(secret, stream_id("generated_baskets/" + name), rows) < chance
     return pl.DataFrame(columns)
+
+
+AGRAWAL_ATTRIBUTES = ("salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan")
+
+
+def _between(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    return (low <= x) & (x <= high)
+
+
+def _agrawal_group_a(function: int, a: dict[str, np.ndarray]) -> np.ndarray:
+    """Functions 1-5 of Agrawal, Imielinski & Swami (1993), as published."""
+    age, salary, elevel, loan = a["age"], a["salary"], a["elevel"], a["loan"]
+    young, middle, old = age < 40, (40 <= age) & (age < 60), age >= 60
+    if function == 1:
+        return young | old
+    if function == 2:
+        return (
+            (young & _between(salary, 50_000, 100_000))
+            | (middle & _between(salary, 75_000, 125_000))
+            | (old & _between(salary, 25_000, 75_000))
+        )
+    if function == 3:
+        return (young & (elevel <= 1)) | (middle & _between(elevel, 1, 3)) | (old & (elevel >= 2))
+    if function == 4:
+        return (
+            (
+                young
+                & np.where(elevel <= 1, _between(salary, 25_000, 75_000), _between(salary, 50_000, 100_000))
+            )
+            | (
+                middle
+                & np.where(
+                    _between(elevel, 1, 3),
+                    _between(salary, 50_000, 100_000),
+                    _between(salary, 75_000, 125_000),
+                )
+            )
+            | (
+                old
+                & np.where(elevel >= 2, _between(salary, 50_000, 100_000), _between(salary, 25_000, 75_000))
+            )
+        )
+    # Function 5 tests the loan in every branch (river's version tests salary in some).
+    return (
+        (
+            young
+            & np.where(
+                _between(salary, 50_000, 100_000),
+                _between(loan, 100_000, 300_000),
+                _between(loan, 200_000, 400_000),
+            )
+        )
+        | (
+            middle
+            & np.where(
+                _between(salary, 75_000, 125_000),
+                _between(loan, 200_000, 400_000),
+                _between(loan, 300_000, 500_000),
+            )
+        )
+        | (
+            old
+            & np.where(
+                _between(salary, 25_000, 75_000),
+                _between(loan, 300_000, 500_000),
+                _between(loan, 100_000, 300_000),
+            )
+        )
+    )
+
+
+def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
+    """Agrawal et al.'s synthetic people table with the class of functions 1-5 (``group_a``).
+
+    Attributes as in the 1993 paper: salary uniform in [20k, 150k]; commission 0 when
+    salary >= 75k, else uniform in [10k, 75k]; age, an integer in [20, 80]; elevel in
+    0..4; car in 1..20; zipcode in 0..8; hvalue uniform in [0.5, 1.5) x (9 - zipcode) x
+    100k; hyears in 1..30; loan uniform in [0, 500k].  No attribute noise.  Draws come
+    from the keyed PRF under a public, guessable secret derived from ``seed``.
+
+    References
+    ----------
+    R. Agrawal, T. Imielinski, A. Swami, "Database mining: a performance perspective",
+    IEEE TKDE 5(6), 1993; used by paper 000 for its Table 1.
+
+    Examples
+    --------
+    >>> people = agrawal(1000, 1, seed=3)
+    >>> people.columns[-1], people.height
+    ('group_a', 1000)
+    >>> bool(((people["age"] < 40) | (people["age"] >= 60) == people["group_a"]).all())
+    True
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        msg = f"The 'n' parameter of agrawal must be an int >= 1. Got {n!r} instead."
+        raise InvalidParameterError(msg)
+    if function not in (1, 2, 3, 4, 5):
+        msg = f"The 'function' parameter of agrawal must be one of 1, 2, 3, 4, 5. Got {function!r} instead."
+        raise InvalidParameterError(msg)
+    secret = Secret.from_int(seed).key
+    rows = np.arange(n, dtype=np.uint64)
+
+    def u(name: str) -> np.ndarray:
+        return uniform(secret, stream_id("agrawal/" + name), rows)
+
+    def integer(name: str, low: int, high: int) -> np.ndarray:
+        return low + np.floor(u(name) * (high - low + 1)).astype(np.int64)
+
+    a: dict[str, np.ndarray] = {"salary": 20_000 + 130_000 * u("salary")}
+    a["commission"] = np.where(a["salary"] >= 75_000, 0.0, 10_000 + 65_000 * u("commission"))
+    a["age"] = integer("age", 20, 80)
+    a["elevel"] = integer("elevel", 0, 4)
+    a["car"] = integer("car", 1, 20)
+    a["zipcode"] = integer("zipcode", 0, 8)
+    a["hvalue"] = (9 - a["zipcode"]) * 100_000 * (0.5 + u("hvalue"))
+    a["hyears"] = integer("hyears", 1, 30)
+    a["loan"] = 500_000 * u("loan")
+    return pl.DataFrame({**a, "group_a": _agrawal_group_a(function, a)})
