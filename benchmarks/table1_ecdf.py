@@ -116,7 +116,7 @@ def main() -> None:
         base = {
             name: accuracy(makers[name](), train, test) for name in ("decision tree", "nearest neighbour")
         }
-        for s in range(args.secrets):
+        for _ in range(args.secrets):
             resampled = ppdm.ecdf_resample(train, NUMERIC, bins=args.bins, seed=ppdm.new_secret())
             for name in base:
                 spread.append(
