@@ -8,7 +8,9 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -17,7 +19,7 @@ from polars_ppdm._encoding import row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, per_column
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.ecdf import draw_sample, rank_order, relink, smoothed_cdf
+from polars_ppdm.kernels.ecdf import draw_sample, relink, smoothed_cdf, sorted_sample, tie_words
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SeedLike, resolve_secret
 
@@ -63,6 +65,17 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
         )
         raise InvalidParameterError(msg)
     return values, valid
+
+
+def _rank_order(values: np.ndarray, secret: bytes, row_key: np.ndarray, tie_stream: int) -> np.ndarray:
+    """:func:`polars_ppdm.kernels.ecdf.rank_order`, sorted by Polars (several times faster
+    than numpy's argsort on floats): values ascending, ties by their keyed PRF word."""
+    order = pl.Series(values).arg_sort().to_numpy()
+    ordered = values[order]
+    if not (ordered[1:] == ordered[:-1]).any():
+        return order
+    ties = tie_words(secret, tie_stream, row_key)
+    return pl.DataFrame({"v": values, "t": ties}).select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
@@ -158,29 +171,37 @@ def ecdf_resample(
     secret = resolve_secret(seed).key
     out_schema = {name: (pl.Float64 if name in cols else dtype) for name, dtype in schema.items()}
 
+    def resample_column(df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool):
+        values, valid = _finite_values(df[c])
+        if values[0] == values.min() == values.max():
+            msg = f"The column {c!r} of {_FUNC} is constant ({values[0]!r}): its ECDF is that value, and releasing it hides nothing."
+            raise InvalidParameterError(msg)
+        stream = stream_id(ecdf_stream(c))
+        if link == "none":
+            cuts, cdf = smoothed_cdf(values, bins_of[c])
+            sample = draw_sample(secret, stream, len(values), cuts, cdf)
+            return _with_nulls(sample, valid, c), np.arange(len(values))
+        row_key = keys if valid is None else keys[valid]
+        order = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"))
+        cuts, cdf = smoothed_cdf(values[order], bins_of[c], presorted=True)
+        if with_draws:  # the paper's row order needs the draw index of each value
+            sample, drawn = relink(order, draw_sample(secret, stream, len(values), cuts, cdf))
+        else:
+            sample, drawn = np.empty(len(values)), None
+            sample[order] = sorted_sample(secret, stream, len(values), cuts, cdf)
+        return _with_nulls(sample, valid, c), drawn
+
     def resample(df: pl.DataFrame) -> pl.DataFrame:
         keys = row_keys(df[key], func=_FUNC) if key is not None else np.arange(df.height, dtype=np.uint64)
-        released, first_draws = {}, None
-        for c in cols:
-            values, valid = _finite_values(df[c])
-            if values.min() == values.max():
-                msg = f"The column {c!r} of {_FUNC} is constant ({values[0]!r}): its ECDF is that value, and releasing it hides nothing."
-                raise InvalidParameterError(msg)
-            cuts, cdf = smoothed_cdf(values, bins_of[c])
-            sample = draw_sample(secret, stream_id(ecdf_stream(c)), len(values), cuts, cdf)
-            if link == "rank":
-                row_key = keys if valid is None else keys[valid]
-                order = rank_order(values, secret, stream_id(ecdf_stream(c) + "/ties"), row_key)
-                sample, drawn = relink(order, sample)
-            else:
-                drawn = np.arange(len(values))
-            released[c] = _with_nulls(sample, valid, c)
-            if first_draws is None:
-                first_draws = _with_nulls(drawn.astype(np.float64), valid, "__draw")
-        out = df.with_columns(released.values())
+        # Columns are independent; sorting and AES release the GIL, so threads overlap.
+        with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as pool:
+            jobs = [pool.submit(resample_column, df, c, keys, shuffle and i == 0) for i, c in enumerate(cols)]
+            results = [job.result() for job in jobs]
+        out = df.with_columns(series for series, _ in results)
         if shuffle:
-            out = out.with_columns(first_draws).sort("__draw", nulls_last=True, maintain_order=True)
-            out = out.drop("__draw")
+            _, valid = _finite_values(df[cols[0]])
+            draws = _with_nulls(results[0][1].astype(np.float64), valid, "__draw")
+            out = out.with_columns(draws).sort("__draw", nulls_last=True, maintain_order=True).drop("__draw")
         return out
 
     return like(frame, as_lazy(frame).map_batches(resample, schema=out_schema))
