@@ -6,6 +6,10 @@
   response (cast 0/1 integers with ``x::BOOLEAN``);
 * ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, seed, key [, stream := ''])``
   -- k-ary randomized response over a public domain;
+* ``ppdm_uniform(seed, stream VARCHAR, key BIGINT) -> DOUBLE`` and
+  ``ppdm_prf_word(seed, stream, key) -> UBIGINT``: the keyed randomness itself (uniform
+  in [0, 1), and the first 64-bit word of the PRF block), for macros such as
+  ``ppdm_ecdf_resample``;
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns;
 * every macro of ``sql/`` (deterministic: corrections, epsilons).
@@ -38,7 +42,8 @@ import pyarrow.compute as pc
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.ecdf import tie_words
+from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise
 from polars_ppdm.secret import Secret, SeedLike, resolve_secret
 
@@ -129,6 +134,27 @@ def _rr_kary_udf(x, categories, p, seed, key, stream):
     return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, seed, key, stream)
 
 
+def _uniform_udf(seed, stream, key):
+    if len(key) == 0:
+        return pa.array([], type=pa.float64())
+    secret, label = (
+        _secret(str(_constant(seed, "seed", "ppdm_uniform"))),
+        _constant(stream, "stream", "ppdm_uniform"),
+    )
+    return pa.array(uniform(secret.key, stream_id(label), row_keys(_series(key, "key"), func="ppdm_uniform")))
+
+
+def _prf_word_udf(seed, stream, key):
+    if len(key) == 0:
+        return pa.array([], type=pa.uint64())
+    secret, label = (
+        _secret(str(_constant(seed, "seed", "ppdm_prf_word"))),
+        _constant(stream, "stream", "ppdm_prf_word"),
+    )
+    keys = row_keys(_series(key, "key"), func="ppdm_prf_word")
+    return pa.array(tie_words(secret.key, stream_id(label), keys))
+
+
 def _key_udf(s):
     return pa.array(row_keys(_series(s, "s"), func="ppdm_key").view("int64"))
 
@@ -162,6 +188,9 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         T.VARCHAR,
         **common,
     )
+    keyed = [T.VARCHAR, T.VARCHAR, T.BIGINT]
+    con.create_function("ppdm_uniform", _uniform_udf, keyed, T.DOUBLE, type="arrow", side_effects=False)
+    con.create_function("ppdm_prf_word", _prf_word_udf, keyed, T.UBIGINT, type="arrow", side_effects=False)
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type="arrow", null_handling="special")
     con.execute(
         "CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p, seed, key, stream := '') AS "

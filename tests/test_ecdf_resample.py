@@ -143,6 +143,54 @@ def test_eager_lazy_and_streaming_agree_bit_for_bit(link, shuffle):
     assert eager.schema == {"id": pl.String, "income": pl.Float64, "age": pl.Float64, "label": pl.Int64}
 
 
+def test_duckdb_macro_matches_polars_bit_for_bit():
+    duckdb = pytest.importorskip("duckdb")
+    rng = np.random.default_rng(5)
+    n = 5_000
+    df = pl.DataFrame(
+        {
+            "id": rng.permutation(n) * 3 - 7_000,
+            "email": [f"p{i}@example.org" for i in range(n)],
+            "income": rng.lognormal(10, 1, n),
+            "age": rng.integers(18, 90, n),  # many ties: broken by the keyed words
+        }
+    ).with_columns(pl.when(pl.col("id") % 13 == 0).then(None).otherwise(pl.col("age")).alias("age"))
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute("CREATE TABLE t AS SELECT *, ppdm_key(email) AS email_key FROM df")
+    seed = "ab" * 16
+    con.execute(f"CREATE TEMP TABLE step1 AS FROM ppdm_ecdf_resample('t', 'income', 'id', 60, '{seed}')")
+    sql = con.sql(f"FROM ppdm_ecdf_resample('step1', 'age', 'id', 20, '{seed}')").pl()
+    assert sql.columns == ["id", "email", "email_key", "income", "age"]  # the resampled column last
+    polars = ppdm.ecdf_resample(df, ["income", "age"], bins={"income": 60, "age": 20}, seed=seed, key="id")
+    assert_frame_equal(sql.sort("id").select(polars.columns), polars.sort("id"))
+    # A string key: DuckDB hashes it with ppdm_key, Polars does the same internally.
+    by_email = con.sql(f"FROM ppdm_ecdf_resample('t', 'age', 'email_key', 20, '{seed}')").pl()
+    expected = ppdm.ecdf_resample(df, "age", bins=20, seed=seed, key="email")
+    assert_frame_equal(by_email.sort("id").select(expected.columns), expected.sort("id"))
+
+
+@pytest.mark.parametrize(
+    ("column", "bins", "message"),
+    [
+        ("nope", 10, "empty set of columns"),
+        ("c", 10, "column c is constant"),
+        ("nan", 10, "NaN or infinite"),
+        ("s", 10, "must be numeric, got VARCHAR"),
+        ("x", 1, "bins must be an integer >= 2, got 1"),
+        ("one", 10, "at least 2 non-null values, got 1"),
+    ],
+)
+def test_duckdb_macro_bad_input(column, bins, message):
+    duckdb = pytest.importorskip("duckdb")
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute(
+        "CREATE TABLE t AS SELECT i AS id, i * 1.0 AS x, 1.0 AS c, 'a' AS s, "
+        "CASE WHEN i = 3 THEN 'nan'::DOUBLE ELSE i END AS nan, CASE WHEN i = 0 THEN 1 END AS one FROM range(10) r(i)"
+    )
+    with pytest.raises(duckdb.Error, match=message):
+        con.sql(f"FROM ppdm_ecdf_resample('t', '{column}', 'id', {bins}, '1')").fetchall()
+
+
 def test_shuffle_moves_whole_rows():
     df = pl.DataFrame({"x": np.random.default_rng(2).normal(size=200), "row": range(200)})
     out = ppdm.ecdf_resample(df, "x", bins=10, seed=8, shuffle=True)
