@@ -235,3 +235,15 @@ def test_bad_data_is_a_clear_error(values, message):
     df = pl.DataFrame({"x": values}, schema={"x": pl.Float64})
     with pytest.raises(InvalidParameterError, match=message):
         ppdm.ecdf_resample(df, "x", bins=3, seed=1)
+
+
+def test_integer_sort_keys_order_floats_like_numpy():
+    from polars_ppdm.perturb.ecdf import _order_bits
+
+    rng = np.random.default_rng(9)
+    values = np.concatenate(
+        [rng.normal(0, 1e6, 5000), rng.normal(0, 1e-300, 100), [0.0, -0.0, 1e308, -1e308, 5e-324, -5e-324]]
+    )
+    keys = _order_bits(values)
+    assert (np.sort(values) == values[np.argsort(keys, kind="stable")]).all()
+    assert _order_bits(np.array([-0.0]))[0] == _order_bits(np.array([0.0]))[0]  # equal values tie

@@ -19,14 +19,15 @@ from polars_ppdm._encoding import row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, per_column
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.ecdf import draw_sample, relink, smoothed_cdf, sorted_sample, tie_words
-from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.ecdf import draw_sample, relink, sample_from_sorted_uniforms, smoothed_cdf, tie_words
+from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.secret import SeedLike, resolve_secret
 
 __all__ = ["ecdf_resample", "ecdf_stream"]
 
 _FUNC = "ecdf_resample"
 LINKS = ("rank", "none")
+_MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
 def ecdf_stream(column: str) -> str:
@@ -67,15 +68,34 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
     return values, valid
 
 
-def _rank_order(values: np.ndarray, secret: bytes, row_key: np.ndarray, tie_stream: int) -> np.ndarray:
-    """:func:`polars_ppdm.kernels.ecdf.rank_order`, sorted by Polars (several times faster
-    than numpy's argsort on floats): values ascending, ties by their keyed PRF word."""
-    order = pl.Series(values).arg_sort().to_numpy()
-    ordered = values[order]
-    if not (ordered[1:] == ordered[:-1]).any():
-        return order
-    ties = tie_words(secret, tie_stream, row_key)
-    return pl.DataFrame({"v": values, "t": ties}).select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
+def _order_bits(values: np.ndarray) -> np.ndarray:
+    """Int64 keys in the order of the float values (-0.0 counted as 0.0): Polars sorts
+    integers faster than floats."""
+    bits = (values + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
+    return bits ^ ((bits >> 63) & _MAGNITUDE)  # negatives: magnitude reversed
+
+
+def _rank_order(
+    values: np.ndarray, secret: bytes, row_key: np.ndarray, tie_stream: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`polars_ppdm.kernels.ecdf.rank_order` by Polars (several times faster than
+    numpy's argsort): values ascending, ties by their keyed PRF word.  Also returns the
+    values in that order."""
+    bits = _order_bits(values)
+    order = pl.Series(bits).arg_sort().to_numpy()
+    ordered = bits[order]
+    if (ordered[1:] == ordered[:-1]).any():
+        ties = tie_words(secret, tie_stream, row_key)
+        order = pl.DataFrame({"v": bits, "t": ties}).select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
+    # Tie-breaking reorders only equal values, so ``ordered`` stands; and the key map is its
+    # own inverse, which beats gathering the floats a second time.
+    return order, (ordered ^ ((ordered >> 63) & _MAGNITUDE)).view(np.float64)
+
+
+def _sorted_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """:func:`polars_ppdm.kernels.ecdf.sorted_sample`, the uniforms sorted by Polars."""
+    u = pl.Series(uniform(secret, stream, np.arange(n, dtype=np.uint64))).sort().to_numpy()
+    return sample_from_sorted_uniforms(u, cuts, cdf)
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
@@ -182,13 +202,13 @@ def ecdf_resample(
             sample = draw_sample(secret, stream, len(values), cuts, cdf)
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
-        order = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"))
-        cuts, cdf = smoothed_cdf(values[order], bins_of[c], presorted=True)
+        order, ordered = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"))
+        cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
         if with_draws:  # the paper's row order needs the draw index of each value
             sample, drawn = relink(order, draw_sample(secret, stream, len(values), cuts, cdf))
         else:
             sample, drawn = np.empty(len(values)), None
-            sample[order] = sorted_sample(secret, stream, len(values), cuts, cdf)
+            sample[order] = _sorted_sample(secret, stream, len(values), cuts, cdf)
         return _with_nulls(sample, valid, c), drawn
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
