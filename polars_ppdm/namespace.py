@@ -87,9 +87,19 @@ class _FrameMethods:
         key: str | None = None,
         link: str = "rank",
         shuffle: bool = False,
+        round_integers: bool = False,
     ):
         """ECDF resampling with rank re-linking; see :func:`polars_ppdm.ecdf_resample`."""
-        return ecdf_resample(self._frame, columns, bins=bins, seed=seed, key=key, link=link, shuffle=shuffle)
+        return ecdf_resample(
+            self._frame,
+            columns,
+            bins=bins,
+            seed=seed,
+            key=key,
+            link=link,
+            shuffle=shuffle,
+            round_integers=round_integers,
+        )
 
 
 @pl.api.register_dataframe_namespace("ppdm")

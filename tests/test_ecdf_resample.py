@@ -247,3 +247,18 @@ def test_integer_sort_keys_order_floats_like_numpy():
     keys = _order_bits(values)
     assert (np.sort(values) == values[np.argsort(keys, kind="stable")]).all()
     assert _order_bits(np.array([-0.0]))[0] == _order_bits(np.array([0.0]))[0]  # equal values tie
+
+
+def test_round_integers_keeps_integer_dtypes_and_ranks():
+    rng = np.random.default_rng(10)
+    df = pl.DataFrame({"age": rng.integers(18, 90, 3000), "income": rng.lognormal(10, 1, 3000)})
+    out = ppdm.ecdf_resample(df, ["age", "income"], bins=40, seed=3, round_integers=True)
+    assert out.schema == {"age": pl.Int64, "income": pl.Float64}
+    plain = ppdm.ecdf_resample(df, ["age", "income"], bins=40, seed=3)
+    assert (out["age"] == plain["age"].round().cast(pl.Int64)).all()
+    assert out["income"].equals(plain["income"])
+    assert out["age"].min() >= 18 and out["age"].max() <= 89
+    lazy = df.lazy().ppdm.ecdf_resample(["age", "income"], bins=40, seed=3, round_integers=True)
+    assert lazy.collect_schema() == out.schema and lazy.collect().equals(out)
+    with pytest.raises(InvalidParameterError, match="'round_integers'"):
+        ppdm.ecdf_resample(df, "age", seed=3, round_integers="yes")
