@@ -8,7 +8,14 @@ wrappers over them.
 from polars_ppdm import audit, datasets
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
-from polars_ppdm.exceptions import InvalidParameterError, PPDMError, PrivacyLeakWarning, SecretError
+from polars_ppdm.dp import BudgetAccountant, DPKMeansResult, dp_histogram, dp_kmeans, dp_quadtree
+from polars_ppdm.exceptions import (
+    BudgetExceededError,
+    InvalidParameterError,
+    PPDMError,
+    PrivacyLeakWarning,
+    SecretError,
+)
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets, rr_support
 from polars_ppdm.perturb import ecdf_resample, rr_disguise, rr_disguise_expr
@@ -30,6 +37,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
+    "DPKMeansResult",
     "InvalidParameterError",
     "PPDMError",
     "PrivacyLeakWarning",
@@ -38,6 +48,9 @@ __all__ = [
     "association_rules",
     "audit",
     "datasets",
+    "dp_histogram",
+    "dp_kmeans",
+    "dp_quadtree",
     "duckdb",
     "ecdf_resample",
     "new_secret",

@@ -10,6 +10,8 @@
   ``ppdm_prf_word(seed, stream, key) -> UBIGINT``: the keyed randomness itself (uniform
   in [0, 1), and the first 64-bit word of the PRF block), for macros such as
   ``ppdm_ecdf_resample``;
+* ``ppdm_discrete_laplace(seed, stream, key, scale DOUBLE) -> BIGINT``: two-sided
+  geometric noise of ``scale = sensitivity / epsilon`` (``ppdm_dp_histogram``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns;
 * every macro of ``sql/`` (deterministic: corrections, epsilons).
@@ -42,6 +44,7 @@ import pyarrow.compute as pc
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.ecdf import tie_words
 from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise
@@ -155,6 +158,19 @@ def _prf_word_udf(seed, stream, key):
     return pa.array(tie_words(secret.key, stream_id(label), keys))
 
 
+def _discrete_laplace_udf(seed, stream, key, scale):
+    if len(key) == 0:
+        return pa.array([], type=pa.int64())
+    func = "ppdm_discrete_laplace"
+    secret, label = _secret(str(_constant(seed, "seed", func))), _constant(stream, "stream", func)
+    scale = _constant(scale, "scale", func)
+    if not (isinstance(scale, float) and 0 < scale < float("inf")):
+        msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."
+        raise InvalidParameterError(msg)
+    keys = row_keys(_series(key, "key"), func=func)
+    return pa.array(discrete_laplace(secret.key, stream_id(label), keys, scale))
+
+
 def _key_udf(s):
     return pa.array(row_keys(_series(s, "s"), func="ppdm_key").view("int64"))
 
@@ -191,6 +207,14 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     keyed = [T.VARCHAR, T.VARCHAR, T.BIGINT]
     con.create_function("ppdm_uniform", _uniform_udf, keyed, T.DOUBLE, type="arrow", side_effects=False)
     con.create_function("ppdm_prf_word", _prf_word_udf, keyed, T.UBIGINT, type="arrow", side_effects=False)
+    con.create_function(
+        "ppdm_discrete_laplace",
+        _discrete_laplace_udf,
+        [*keyed, T.DOUBLE],
+        T.BIGINT,
+        type="arrow",
+        side_effects=False,
+    )
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type="arrow", null_handling="special")
     con.execute(
         "CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p, seed, key, stream := '') AS "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidParameterError", "PPDMError", "PrivacyLeakWarning", "SecretError"]
+__all__ = ["BudgetExceededError", "InvalidParameterError", "PPDMError", "PrivacyLeakWarning", "SecretError"]
 
 
 class PPDMError(Exception):
@@ -23,3 +23,10 @@ class SecretError(PPDMError, ValueError):
 
 class PrivacyLeakWarning(UserWarning):
     """The call does something that leaks information the user may not expect."""
+
+
+class BudgetExceededError(PPDMError):
+    """A release would spend more privacy budget than its accountant has left.
+
+    Raised before anything is computed or released.
+    """

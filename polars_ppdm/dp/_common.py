@@ -1,0 +1,179 @@
+"""What every differentially private release shares: public bounds, the privacy unit,
+the budget, and the keyed noise streams."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm._encoding import row_keys
+from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.kernels.prf import prf_words, stream_id
+
+__all__ = [
+    "DATA_BOUNDS",
+    "bound_contributions",
+    "charge",
+    "check_bounds",
+    "check_max_contributions",
+    "check_numeric",
+    "private_points",
+]
+
+DATA_BOUNDS = "data"
+_CONTRIBUTION_STREAM = "dp/contributions"
+_WORD = "__ppdm_unit_word"
+
+
+def check_bounds(
+    bounds: Any, columns: Sequence[str], func: str, frame: pl.LazyFrame
+) -> dict[str, tuple[float, float]]:
+    """Public bounds per column: a mapping, one (low, high) pair per column in order, or
+    a single pair for a single column.  ``"data"`` reads them off the data, with a
+    :class:`PrivacyLeakWarning`: the data's own min and max are not public."""
+    if isinstance(bounds, str) and bounds == DATA_BOUNDS:
+        warnings.warn(
+            f"{func}: bounds='data' reads the min and max off the private data; they are released "
+            "in the result (the grid) and are not covered by epsilon. Pass public bounds.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        row = frame.select(pl.min(c).alias(f"lo_{c}") for c in columns).collect().row(0)
+        high = frame.select(pl.max(c).alias(f"hi_{c}") for c in columns).collect().row(0)
+        bounds = {c: (lo, hi) for c, lo, hi in zip(columns, row, high, strict=True)}
+    if bounds is None:
+        msg = (
+            f"The 'bounds' parameter of {func} is required: public (low, high) per column, e.g. "
+            f"{{{columns[0]!r}: (0, 100)}}. (bounds='data' reads them off the data, which leaks.)"
+        )
+        raise InvalidParameterError(msg)
+    if isinstance(bounds, Mapping):
+        missing = [c for c in columns if c not in bounds]
+        if missing:
+            msg = f"The 'bounds' parameter of {func} has no (low, high) for column(s) {missing}. Got {dict(bounds)!r}."
+            raise InvalidParameterError(msg)
+        pairs = [bounds[c] for c in columns]
+    elif len(columns) == 1 and len(bounds) == 2 and not isinstance(bounds[0], Sequence):
+        pairs = [bounds]
+    else:
+        pairs = list(bounds)
+        if len(pairs) != len(columns):
+            msg = f"The 'bounds' parameter of {func} needs one (low, high) per column ({len(columns)}). Got {bounds!r}."
+            raise InvalidParameterError(msg)
+    out = {}
+    for c, pair in zip(columns, pairs, strict=True):
+        try:
+            low, high = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            msg = f"The 'bounds' parameter of {func} (column {c!r}) must be a (low, high) pair of numbers. Got {pair!r} instead."
+            raise InvalidParameterError(msg) from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            msg = f"The 'bounds' parameter of {func} (column {c!r}) must be finite with low < high. Got {pair!r} instead."
+            raise InvalidParameterError(msg)
+        out[c] = (low, high)
+    return out
+
+
+def check_max_contributions(max_contributions: Any, key: str | None, func: str) -> int:
+    if (
+        isinstance(max_contributions, bool)
+        or not isinstance(max_contributions, int | np.integer)
+        or max_contributions < 1
+    ):
+        msg = f"The 'max_contributions' parameter of {func} must be an int >= 1. Got {max_contributions!r} instead."
+        raise InvalidParameterError(msg)
+    if key is None and max_contributions != 1:
+        msg = (
+            f"{func}: max_contributions={max_contributions} needs key= (the column naming the person); "
+            "without a key each row is its own privacy unit."
+        )
+        raise InvalidParameterError(msg)
+    return int(max_contributions)
+
+
+def _row_words(secret: bytes) -> callable:
+    stream = stream_id(_CONTRIBUTION_STREAM)
+
+    def words(positions: pl.Series) -> pl.Series:
+        out = np.empty(len(positions), dtype=np.uint64)
+
+        def consume(start, stop, block):
+            out[start:stop] = block[:, 0]
+
+        prf_words(secret, stream, positions.to_numpy().astype(np.uint64), consume)
+        return pl.Series(out)
+
+    return words
+
+
+def bound_contributions(
+    frame: pl.LazyFrame, key: str | None, max_contributions: int, secret: bytes, func: str
+) -> pl.LazyFrame:
+    """Keep at most ``max_contributions`` rows per privacy unit (the ``key`` value).
+
+    The rows kept are those with the smallest keyed PRF words of their row position,
+    so a re-run with the same secret over the same input keeps the same rows.
+    """
+    if key is None:
+        return frame
+    schema = frame.collect_schema()
+    if key not in schema:
+        msg = f"The 'key' parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
+        raise InvalidParameterError(msg)
+    if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):
+        row_keys(pl.Series(key, [], dtype=schema[key]), func=func)  # raises the dtype error
+    word = pl.int_range(pl.len(), dtype=pl.UInt64).map_batches(_row_words(secret), return_dtype=pl.UInt64)
+    # The words first, as a column: inside over() the function would run once per unit.
+    return (
+        frame.with_columns(word.alias(_WORD))
+        .filter(pl.col(_WORD).rank("ordinal").over(key) <= max_contributions)
+        .drop(_WORD)
+    )
+
+
+def charge(accountant: BudgetAccountant | None, epsilon: float, release: str, func: str) -> None:
+    """Spend ``epsilon`` on the accountant (if any) before anything is computed."""
+    if accountant is None:
+        return
+    if not isinstance(accountant, BudgetAccountant):
+        msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
+        raise InvalidParameterError(msg)
+    accountant.spend(epsilon, release)
+
+
+def private_points(
+    frame: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
+    *,
+    key: str | None,
+    max_contributions: int,
+    secret: bytes,
+    func: str,
+) -> np.ndarray:
+    """The (n, d) float64 points of ``columns`` after contribution bounding; nulls, NaN
+    and an empty table are refused (an empty release is refused, not noised)."""
+    lazy = bound_contributions(
+        frame if isinstance(frame, pl.LazyFrame) else frame.lazy(), key, max_contributions, secret, func
+    )
+    points = lazy.select(pl.col(c).cast(pl.Float64) for c in columns).collect().to_numpy()
+    if len(points) == 0:
+        msg = f"{func} got an empty table: there is nothing to release."
+        raise InvalidParameterError(msg)
+    if not np.isfinite(points).all() if points.size else False:
+        bad = int((~np.isfinite(points)).any(axis=1).sum())
+        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released)."
+        raise InvalidParameterError(msg)
+    return np.ascontiguousarray(points)
+
+
+def check_numeric(schema: pl.Schema, columns: Sequence[str], func: str) -> None:
+    for c in columns:
+        if not schema[c].is_numeric():
+            msg = f"The column {c!r} of {func} must be numeric. Got dtype {schema[c]} instead."
+            raise InvalidParameterError(msg)

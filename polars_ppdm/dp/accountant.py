@@ -1,0 +1,140 @@
+"""The privacy-budget accountant: sequential and parallel composition.
+
+Every differentially private release of polars_ppdm takes ``accountant=``; it asks the
+accountant for its epsilon *before* it computes anything, so an over-budget release is
+refused with :class:`~polars_ppdm.exceptions.BudgetExceededError` and nothing leaves.
+
+* Sequential composition (the default): releases over the same data add up.
+* Parallel composition (``with accountant.parallel("..."):``): releases over disjoint
+  parts of the data (one per region, one per month, ...) cost the largest of them.  The
+  disjointness is the caller's promise; the accountant cannot check it.
+
+References
+----------
+McSherry, "Privacy integrated queries", SIGMOD 2009 (sequential and parallel
+composition).  Zhang, Cheng, DPQT k-means (paper 004).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
+
+__all__ = ["BudgetAccountant", "check_epsilon"]
+
+# Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit.
+_SLACK = 1e-12
+
+
+def check_epsilon(epsilon: object, func: str, name: str = "epsilon") -> float:
+    """A finite float > 0."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (0 < epsilon < math.inf):
+        msg = f"The {name!r} parameter of {func} must be a finite float > 0. Got {epsilon!r} instead."
+        raise InvalidParameterError(msg)
+    return float(epsilon)
+
+
+@dataclass
+class _Group:
+    label: str
+    releases: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def cost(self) -> float:
+        return max((eps for _, eps in self.releases), default=0.0)
+
+
+class BudgetAccountant:
+    """A total epsilon, spent release by release; refuses to overspend.
+
+    Parameters
+    ----------
+    epsilon : float
+        The total budget, > 0.
+
+    Examples
+    --------
+    >>> acc = BudgetAccountant(1.0)
+    >>> acc.spend(0.4, "histogram of age")
+    >>> with acc.parallel("one count per region"):
+    ...     acc.spend(0.5, "north")
+    ...     acc.spend(0.5, "south")
+    >>> round(acc.spent, 6), round(acc.remaining, 6)
+    (0.9, 0.1)
+    >>> acc.spend(0.2, "one more")
+    Traceback (most recent call last):
+    ...
+    polars_ppdm.exceptions.BudgetExceededError: 'one more' needs epsilon 0.2 but the accountant has 0.1 left of 1 (spent 0.9); nothing was released.
+    """
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = check_epsilon(epsilon, "BudgetAccountant")
+        self._entries: list[tuple[str, float, str]] = []  # (release, epsilon, composition)
+        self._group: _Group | None = None
+        self._spent_before_group = 0.0
+
+    @property
+    def spent(self) -> float:
+        """Epsilon spent so far (an open parallel group counts its largest release)."""
+        return self._spent_before_group + (self._group.cost if self._group else 0.0)
+
+    @property
+    def remaining(self) -> float:
+        return max(self.epsilon - self.spent, 0.0)
+
+    @property
+    def ledger(self) -> pl.DataFrame:
+        """Every release: its label, its epsilon and how it composed."""
+        rows = list(self._entries)
+        if self._group is not None:
+            rows += [(name, eps, f"parallel: {self._group.label}") for name, eps in self._group.releases]
+        return pl.DataFrame(
+            rows, schema={"release": pl.String, "epsilon": pl.Float64, "composition": pl.String}, orient="row"
+        )
+
+    def check(self, epsilon: float, release: str) -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon``."""
+        epsilon = check_epsilon(epsilon, release)
+        after = (
+            self._spent_before_group + max(self._group.cost, epsilon) if self._group else self.spent + epsilon
+        )
+        if after > self.epsilon * (1 + _SLACK):
+            msg = (
+                f"{release!r} needs epsilon {epsilon:g} but the accountant has {self.remaining:g} left of "
+                f"{self.epsilon:g} (spent {self.spent:g}); nothing was released."
+            )
+            raise BudgetExceededError(msg)
+
+    def spend(self, epsilon: float, release: str) -> None:
+        """Record ``epsilon`` for ``release``, or refuse it (see :meth:`check`)."""
+        self.check(epsilon, release)
+        if self._group is not None:
+            self._group.releases.append((release, float(epsilon)))
+        else:
+            self._entries.append((release, float(epsilon), "sequential"))
+            self._spent_before_group += float(epsilon)
+
+    @contextlib.contextmanager
+    def parallel(self, label: str) -> Iterator[BudgetAccountant]:
+        """Releases inside the block touch disjoint data: together they cost their maximum."""
+        if self._group is not None:
+            msg = "BudgetAccountant.parallel blocks do not nest; close the open one first."
+            raise InvalidParameterError(msg)
+        self._group = _Group(label)
+        try:
+            yield self
+        finally:
+            group, self._group = self._group, None
+            self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
+            self._spent_before_group += group.cost
+
+    def __repr__(self) -> str:
+        return (
+            f"BudgetAccountant(epsilon={self.epsilon:g}, spent={self.spent:g}, releases={len(self.ledger)})"
+        )

@@ -1,0 +1,321 @@
+"""Differential privacy (paper 004): mechanisms, the privacy unit, histograms, the
+quadtree, k-means, the accountant, engines and bad input."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.kernels.dp_noise import discrete_laplace, discrete_laplace_variance, laplace
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.quadtree import build_quadtree
+from polars_ppdm.metrics import f_measure, nicv
+
+SECRET = ppdm.resolve_secret(2004).key
+
+
+def assert_ratio_within_e_eps(a: np.ndarray, b: np.ndarray, epsilon: float, min_count: int = 400) -> float:
+    """Every output value seen at least ``min_count`` times in both samples has
+    ``P_a / P_b`` and ``P_b / P_a`` within ``e^eps`` times five standard errors of the
+    log ratio; returns the largest log ratio seen (for a tightness check)."""
+    values, in_a = np.unique(a, return_counts=True)
+    in_b = np.array([(b == v).sum() for v in values])
+    keep = (in_a >= min_count) & (in_b >= min_count)
+    assert keep.sum() >= 4, "too few outputs with enough mass to compare"
+    pa, pb = in_a[keep] / len(a), in_b[keep] / len(b)
+    log_ratio = np.abs(np.log(pa / pb))
+    se = np.sqrt((1 - pa) / (len(a) * pa) + (1 - pb) / (len(b) * pb))
+    assert (log_ratio <= epsilon + 5 * se).all(), (log_ratio - epsilon - 5 * se).max()
+    return float(log_ratio.max())
+
+
+def test_discrete_laplace_is_epsilon_dp_for_a_shift_of_the_sensitivity():
+    eps, sensitivity, n = 0.7, 3, 400_000
+    noise = discrete_laplace(SECRET, stream_id("t/a"), np.arange(n), sensitivity / eps)
+    other = discrete_laplace(SECRET, stream_id("t/b"), np.arange(n), sensitivity / eps)
+    worst = assert_ratio_within_e_eps(10 + noise, 10 + sensitivity + other, eps)
+    assert worst > 0.8 * eps  # tight: the mechanism spends what it claims
+
+
+def test_laplace_is_epsilon_dp_for_a_shift_of_the_sensitivity():
+    eps, sensitivity, n = 0.5, 2.0, 400_000
+    a = laplace(SECRET, stream_id("t/c"), np.arange(n), sensitivity / eps)
+    b = sensitivity + laplace(SECRET, stream_id("t/d"), np.arange(n), sensitivity / eps)
+    assert_ratio_within_e_eps(np.floor(a), np.floor(b), eps)
+
+
+def test_noise_variance_matches_the_theory_within_ten_percent():
+    scale = 4.0
+    noise = discrete_laplace(SECRET, stream_id("t/e"), np.arange(200_000), scale)
+    assert abs(noise.var() / discrete_laplace_variance(scale) - 1) < 0.10
+    assert abs(noise.mean()) < 5 * math.sqrt(discrete_laplace_variance(scale) / 200_000)
+    real = laplace(SECRET, stream_id("t/f"), np.arange(200_000), scale)
+    assert abs(real.var() / (2 * scale**2) - 1) < 0.10
+    counts = ppdm.dp_histogram(
+        pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, seed=5
+    )["count"].to_numpy()
+    assert abs(counts[1:].var() / discrete_laplace_variance(4.0) - 1) < 0.10
+
+
+def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
+    """Per bin, D and D' = D plus one person with 5 rows, of which c = 3 are kept: the
+    output distributions of every bin stay within e^eps (bins are independent draws)."""
+    bins, eps, c = 20_000, 1.0, 3
+    base = pl.DataFrame({"x": np.repeat(np.arange(bins) + 0.5, 4), "person": np.arange(4 * bins)})
+    extra = pl.DataFrame(
+        {"x": np.repeat(np.arange(bins) + 0.5, 5), "person": np.repeat(-np.arange(1, bins + 1), 5)}
+    )
+    kwargs = dict(bounds=(0, bins), bins=bins, epsilon=eps, key="person", max_contributions=c)
+    a = ppdm.dp_histogram(base, "x", seed=1, **kwargs)["count"].to_numpy()
+    b = ppdm.dp_histogram(pl.concat([base, extra]), "x", seed=2, **kwargs)["count"].to_numpy()
+    assert_ratio_within_e_eps(a, b, eps, min_count=300)
+    # Without the bound, the person's 5 rows shift each bin by 5 > c: a larger ratio.
+    unbounded = ppdm.dp_histogram(
+        pl.concat([base, extra]), "x", bounds=(0, bins), bins=bins, epsilon=eps, seed=2
+    )
+    assert (unbounded["count"].mean() - b.mean()) == pytest.approx(2, abs=0.1)
+
+
+def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
+    df = pl.DataFrame({"x": np.arange(100.0) % 10, "person": np.arange(100) % 7})
+    a = ppdm.dp_histogram(
+        df, "x", bounds=(0, 10), bins=10, epsilon=50.0, seed=3, key="person", max_contributions=2
+    )
+    b = ppdm.dp_histogram(
+        df.lazy(), "x", bounds=(0, 10), bins=10, epsilon=50.0, seed=3, key="person", max_contributions=2
+    )
+    assert_frame_equal(a, b.collect())
+    assert abs(a["count"].sum() - 14) <= 3  # 7 persons x 2 rows, nearly noiseless
+
+
+def test_histogram_grid_is_complete_and_row_major_in_d_dimensions():
+    df = pl.DataFrame({"a": [0.1, 0.9, 0.9], "b": [5.0, 5.0, 95.0], "c": [1, 2, 3]})
+    out = ppdm.dp_histogram(
+        df,
+        ["a", "b", "c"],
+        bounds={"a": (0, 1), "b": (0, 100), "c": (0, 4)},
+        bins=[2, 4, 2],
+        epsilon=1e6,
+        seed=1,
+    )
+    assert out.height == 16
+    assert out.select("a_bin", "b_bin", "c_bin").rows()[:3] == [(0, 0, 0), (0, 0, 1), (0, 1, 0)]
+    nonzero = out.filter(pl.col("count") != 0).select("a_bin", "b_bin", "c_bin", "count").rows()
+    assert nonzero == [(0, 0, 0, 1), (1, 0, 1, 1), (1, 3, 1, 1)]
+
+
+def test_points_outside_the_bounds_count_in_the_edge_bins():
+    df = pl.DataFrame({"x": [-50.0, 0.5, 7.0, 1e9, float("inf")]})
+    out = ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1e6, seed=1)
+    assert out["count"].to_list() == [2, 0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_histogram_eager_lazy_streaming_and_duckdb_agree(engine):
+    duckdb = pytest.importorskip("duckdb")
+    rng = np.random.default_rng(1)
+    df = pl.DataFrame({"age": rng.normal(45, 15, 50_000)})
+    kwargs = dict(bounds=(0, 100), bins=25, epsilon=0.3, seed="cd" * 16)
+    eager = ppdm.dp_histogram(df, "age", **kwargs)
+    lazy = ppdm.dp_histogram(df.lazy(), "age", **kwargs)
+    assert isinstance(lazy, pl.LazyFrame)
+    assert_frame_equal(lazy.collect(engine=engine), eager)
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute("CREATE TABLE people AS SELECT * FROM df")
+    sql = con.sql(f"FROM ppdm_dp_histogram('people', 'age', 0, 100, 25, 0.3, '{'cd' * 16}')").pl()
+    assert_frame_equal(sql, eager.rename({"age_bin": "bin", "age_low": "low", "age_high": "high"}))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6])
+def test_quadtree_leaves_tile_the_box_and_count_every_point(d):
+    points = np.random.default_rng(d).normal(0.5, 0.15, (20_000, d))
+    frame = pl.DataFrame({f"v{i}": points[:, i] for i in range(d)})
+    leaves = ppdm.dp_quadtree(frame, frame.columns, bounds=[(0, 1)] * d, epsilon=1e6, seed=d, n=20_000)
+    volume = np.ones(leaves.height)
+    for c in frame.columns:
+        volume *= (leaves[f"{c}_high"] - leaves[f"{c}_low"]).to_numpy()
+        assert (
+            (leaves[f"{c}_centre"] > leaves[f"{c}_low"]) & (leaves[f"{c}_centre"] < leaves[f"{c}_high"])
+        ).all()
+    assert volume.sum() == pytest.approx(1.0)
+    assert leaves["count"].sum() == 20_000  # epsilon 1e6: no noise left
+    assert leaves["level"].max() == max(1, round(math.log(20_000) / d))
+
+
+def test_quadtree_noise_has_the_documented_scales():
+    """Split counts: scale c * maxH / (gamma eps); leaf counts: c / ((1 - gamma) eps)."""
+    pts = np.random.default_rng(0).random((3000, 2))
+    common = dict(max_height=3, threshold=1e9, secret=SECRET, label="t")  # the root is the only split
+    exact = build_quadtree(pts, np.zeros(2), np.ones(2), level_scale=1e-9, leaf_scale=1e-9, **common)
+    noisy = build_quadtree(pts, np.zeros(2), np.ones(2), level_scale=1e-9, leaf_scale=2.5, **common)
+    expected = discrete_laplace(SECRET, stream_id("t/leaves/level0"), np.zeros(1, dtype=np.uint64), 2.5)
+    assert noisy.count[0] - exact.count[0] == expected[0]
+    df = pl.DataFrame({"x": pts[:, 0], "y": pts[:, 1]})
+    with pytest.raises(InvalidParameterError, match="'gamma'"):
+        ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, gamma=1.0)
+
+
+def test_quadtree_root_count_is_dp_over_many_secrets():
+    """A one-node tree (height 0) releases one noisy count: D vs D' with one more row."""
+    eps, runs = 1.0, 3000
+    small = pl.DataFrame({"x": [0.5] * 20})
+    big = pl.DataFrame({"x": [0.5] * 21})
+    kwargs = dict(bounds=(0, 1), epsilon=eps, max_height=0, threshold=0)
+    a = np.array([ppdm.dp_quadtree(small, "x", seed=s, **kwargs)["count"][0] for s in range(runs)])
+    b = np.array([ppdm.dp_quadtree(big, "x", seed=runs + s, **kwargs)["count"][0] for s in range(runs)])
+    assert_ratio_within_e_eps(a, b, eps, min_count=60)
+
+
+def blobs(n_per: int = 3000, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[-6.0, -6], [6, -6], [0, 6]])
+    points = np.concatenate([rng.normal(c, 0.8, (n_per, 2)) for c in centres])
+    labels = np.repeat(np.arange(3), n_per)
+    return pl.DataFrame({"x": points[:, 0], "y": points[:, 1]}), points, labels
+
+
+@pytest.mark.parametrize("method", ["quadtree", "lloyd", "grid"])
+def test_dp_kmeans_finds_well_separated_clusters(method):
+    df, points, labels = blobs()
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=3, epsilon=2.0, bounds=[(-10, 10)] * 2, method=method, seed=11)
+    assert fit.centres.columns == ["x", "y"] and fit.centres.height == 3
+    clusters = ppdm.metrics.assign(points, fit.to_numpy())
+    assert f_measure(labels, clusters) > 0.95
+    assert nicv(points, fit.to_numpy()) < 3 * 2 * 0.8**2
+    assert fit.epsilon == (2.0 * (1 - 2**-5) if method == "lloyd" else 2.0)
+
+
+def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
+    df, points, _ = blobs()
+    scores = {
+        m: np.mean(
+            [
+                nicv(
+                    points,
+                    ppdm.dp_kmeans(
+                        df, ["x", "y"], k=3, epsilon=0.1, bounds=[(-10, 10)] * 2, method=m, seed=s
+                    ).to_numpy(),
+                )
+                for s in range(5)
+            ]
+        )
+        for m in ("quadtree", "lloyd")
+    }
+    assert scores["quadtree"] < 0.5 * scores["lloyd"]
+
+
+def test_accountant_refuses_before_anything_is_read():
+    acc = ppdm.BudgetAccountant(1.0)
+    df, _, _ = blobs(100)
+    ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.6, seed=1, accountant=acc)
+
+    def explode(_frame):
+        msg = "the data was read"
+        raise AssertionError(msg)
+
+    untouchable = df.lazy().map_batches(explode, schema=df.schema)
+    for release in (
+        lambda: ppdm.dp_histogram(untouchable, "x", bounds=(-10, 10), epsilon=0.6, accountant=acc),
+        lambda: ppdm.dp_quadtree(
+            untouchable, ["x", "y"], bounds=[(-10, 10)] * 2, epsilon=0.6, accountant=acc
+        ),
+        lambda: ppdm.dp_kmeans(
+            untouchable, ["x", "y"], k=2, bounds=[(-10, 10)] * 2, epsilon=0.6, accountant=acc
+        ),
+    ):
+        with pytest.raises(BudgetExceededError, match="nothing was released"):
+            release()
+    assert acc.spent == pytest.approx(0.6)
+    assert acc.ledger["release"].to_list() == ["dp_histogram(x)"]
+
+
+def test_accountant_parallel_composition_costs_the_maximum():
+    acc = ppdm.BudgetAccountant(1.0)
+    df, _, _ = blobs(100)
+    with acc.parallel("x and y are disjoint halves, for the test"):
+        ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.7, seed=1, accountant=acc)
+        ppdm.dp_histogram(df, "y", bounds=(-10, 10), epsilon=0.5, seed=1, accountant=acc)
+    assert acc.spent == pytest.approx(0.7)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.31, "too much")
+    acc.spend(0.3, "exactly the rest")
+    assert acc.remaining == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=0), "'epsilon'"),
+        (lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=-1.0), "'epsilon'"),
+        (
+            lambda df: ppdm.dp_histogram(df, "x", epsilon=1.0),
+            "'bounds' parameter of dp_histogram is required",
+        ),
+        (lambda df: ppdm.dp_histogram(df, "x", bounds=(1, 0), epsilon=1.0), "low < high"),
+        (
+            lambda df: ppdm.dp_histogram(df, ["x", "y"], bounds={"x": (0, 1)}, epsilon=1.0),
+            "no \\(low, high\\)",
+        ),
+        (lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=0, epsilon=1.0), "'bins'"),
+        (lambda df: ppdm.dp_histogram(df, "s", bounds=(0, 1), epsilon=1.0), "must be numeric"),
+        (
+            lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1.0, max_contributions=2),
+            "needs key=",
+        ),
+        (lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1.0, key="nope"), "names no column"),
+        (
+            lambda df: ppdm.dp_kmeans(df, ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1.0, method="dbscan"),
+            "'method'",
+        ),
+        (lambda df: ppdm.dp_kmeans(df, ["x", "y"], k=0, bounds=[(0, 1)] * 2, epsilon=1.0), "'k'"),
+        (
+            lambda df: ppdm.dp_kmeans(df, ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1.0, gamma=0),
+            "'gamma'",
+        ),
+        (
+            lambda df: ppdm.dp_kmeans(df, ["x", "y"], k=500, bounds=[(0, 1)] * 2, epsilon=1.0, seed=1),
+            "larger than the number of buckets",
+        ),
+        (
+            lambda df: ppdm.dp_kmeans(df.head(0), ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1.0),
+            "empty table",
+        ),
+        (
+            lambda df: ppdm.dp_quadtree(df.head(0), ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0),
+            "empty table",
+        ),
+        (
+            lambda df: ppdm.dp_quadtree(df, ["x", "n"], bounds=[(0, 1)] * 2, epsilon=1.0),
+            "null, NaN or infinite",
+        ),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, message):
+    df = pl.DataFrame(
+        {"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.6], "s": ["a", "b", "c"], "n": [0.1, None, 0.3]}
+    )
+    with pytest.raises(InvalidParameterError, match=message):
+        call(df)
+
+
+def test_histogram_refuses_nulls_and_nan_when_collected():
+    df = pl.DataFrame({"x": [0.1, float("nan")]})
+    with pytest.raises(InvalidParameterError, match="null or NaN"):
+        ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1.0)
+
+
+def test_bounds_from_the_data_warn():
+    df = pl.DataFrame({"x": [0.1, 0.5, 0.9]})
+    with pytest.warns(PrivacyLeakWarning, match="not covered by epsilon"):
+        out = ppdm.dp_histogram(df, "x", bounds="data", bins=2, epsilon=1.0, seed=1)
+    assert out["x_low"][0] == 0.1 and out["x_high"][1] == 0.9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, seed=1)
