@@ -27,10 +27,12 @@ def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return frame if isinstance(frame, pl.LazyFrame) else frame.lazy()
 
 
-def like(original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame):
+def like(original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame, *, engine: str = "in-memory"):
     """``result`` as the same kind of frame as ``original`` (collect for a DataFrame).
 
-    An eager frame is already in memory, so its plan runs on the in-memory engine: one
-    call per column instead of one per ~100k-row morsel (same bits either way).
+    An eager frame is already in memory, so a plan of per-row kernels runs on the
+    in-memory engine by default: one call per column instead of one per ~100k-row
+    morsel (same bits either way).  Aggregations pass ``engine="streaming"``, which
+    groups twice as fast here.
     """
-    return result if isinstance(original, pl.LazyFrame) else result.collect(engine="in-memory")
+    return result if isinstance(original, pl.LazyFrame) else result.collect(engine=engine)

@@ -36,10 +36,9 @@ def histogram_stream(columns: Sequence[str]) -> str:
 def bin_index(column: str, low: float, high: float, bins: int) -> pl.Expr:
     """The bin of each value, computed arithmetically: ``floor((x - low) / width)``,
     clipped into ``[0, bins - 1]`` (values outside the bounds count in the edge bins);
-    null stays null and NaN gives -1 (refused later)."""
-    x = pl.col(column).cast(pl.Float64)
-    index = ((x - low) * (bins / (high - low))).floor().clip(0, bins - 1)
-    return pl.when(x.is_nan()).then(-1).otherwise(index).cast(pl.Int64)
+    null and NaN give null (refused later)."""
+    index = ((pl.col(column).cast(pl.Float64) - low) * (bins / (high - low))).floor().clip(0, bins - 1)
+    return index.cast(pl.Int64, strict=False)  # NaN -> null
 
 
 def _check_bins(bins, columns: list[str]) -> dict[str, int]:
@@ -130,7 +129,7 @@ def dp_histogram(
     secret = resolve_secret(seed).key
     lazy = bound_contributions(as_lazy(frame), key, contributions, secret, _FUNC)
     result = histogram_query(lazy, cols, bounds_of, bins_of, contributions / epsilon, secret)
-    return like(frame, result)
+    return like(frame, result, engine="streaming")
 
 
 def histogram_query(
@@ -146,20 +145,22 @@ def histogram_query(
     for c in reversed(cols):  # the last column varies fastest (row-major)
         strides[c] = total
         total *= bins_of[c]
-    flat = pl.sum_horizontal(bin_index(c, *bounds_of[c], bins_of[c]) * strides[c] for c in cols)
-    any_bad = pl.any_horizontal(pl.col(c).is_null() | pl.col(c).cast(pl.Float64).is_nan() for c in cols)
-    counts = lazy.group_by(pl.when(any_bad).then(-1).otherwise(flat).alias(_BIN)).agg(pl.len().alias("count"))
+    terms = [bin_index(c, *bounds_of[c], bins_of[c]) * strides[c] for c in cols]
+    flat = terms[0]
+    for term in terms[1:]:
+        flat = flat + term  # '+' keeps nulls (sum_horizontal would skip them)
+    counts = lazy.group_by(flat.alias(_BIN)).agg(pl.len().alias("count"))
     stream = stream_id(histogram_stream(cols))
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
-        if (grid[_BIN] == -1).any():
+        if grid[_BIN].null_count():
             msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first (nothing was released)."
             raise InvalidParameterError(msg)
         noise = discrete_laplace(secret, stream, grid[_BIN].to_numpy().astype(np.uint64), scale)
         return grid.with_columns(pl.col("count") + pl.Series(noise))
 
     grid = pl.LazyFrame({_BIN: pl.int_range(total, dtype=pl.Int64, eager=True)})
-    bad = counts.filter(pl.col(_BIN) == -1)
+    bad = counts.filter(pl.col(_BIN).is_null())
     joined = (
         pl.concat(
             [
