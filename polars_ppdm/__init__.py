@@ -18,7 +18,16 @@ from polars_ppdm.exceptions import (
 )
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets, rr_support
-from polars_ppdm.perturb import ecdf_resample, rr_disguise, rr_disguise_expr
+from polars_ppdm.perturb import (
+    SpiralKey,
+    apply_spiral_key,
+    ecdf_resample,
+    invert_spiral_key,
+    rr_disguise,
+    rr_disguise_expr,
+    spiral,
+    spiral_key,
+)
 from polars_ppdm.secret import Secret, new_secret, resolve_secret, secret_from_env
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 
@@ -45,6 +54,8 @@ __all__ = [
     "PrivacyLeakWarning",
     "Secret",
     "SecretError",
+    "SpiralKey",
+    "apply_spiral_key",
     "association_rules",
     "audit",
     "datasets",
@@ -53,6 +64,7 @@ __all__ = [
     "dp_quadtree",
     "duckdb",
     "ecdf_resample",
+    "invert_spiral_key",
     "new_secret",
     "pattern_rules",
     "read_transactions",
@@ -66,5 +78,7 @@ __all__ = [
     "rr_support",
     "rule_scores",
     "secret_from_env",
+    "spiral",
+    "spiral_key",
     "transactions_to_onehot",
 ]

@@ -13,6 +13,7 @@ import polars as pl
 from polars_ppdm.mine.rr_support import rr_support
 from polars_ppdm.perturb.ecdf import ecdf_resample
 from polars_ppdm.perturb.rr import rr_disguise, rr_disguise_expr
+from polars_ppdm.perturb.spiral import spiral
 from polars_ppdm.secret import SeedLike
 
 __all__ = ["PPDMExprNamespace", "PPDMFrameNamespace", "PPDMLazyFrameNamespace"]
@@ -99,6 +100,31 @@ class _FrameMethods:
             link=link,
             shuffle=shuffle,
             round_integers=round_integers,
+        )
+
+    def spiral(
+        self,
+        columns: Sequence[str],
+        *,
+        rounds: int = 7,
+        scale: Any = (0.1, 5.0),
+        angle: tuple[float, float] = (0.01 * 3.141592653589793, 0.5 * 3.141592653589793),
+        eps: float | None = None,
+        bounds: Any = None,
+        seed: SeedLike = None,
+        return_key: bool = False,
+    ):
+        """Log-spiral perturbation; see :func:`polars_ppdm.spiral`."""
+        return spiral(
+            self._frame,
+            columns,
+            rounds=rounds,
+            scale=scale,
+            angle=angle,
+            eps=eps,
+            bounds=bounds,
+            seed=seed,
+            return_key=return_key,
         )
 
 

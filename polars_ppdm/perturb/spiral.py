@@ -1,0 +1,296 @@
+"""Log-spiral perturbation for clustering (LSDP, paper 002) on Polars frames.
+
+References
+----------
+Huang et al., "LSDP: logarithmic-spiral data perturbation for privacy-preserving
+clustering", Chinese Journal of Computers, 2012 (paper 002).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._validation import check_columns
+from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.kernels.spiral import compose, draw_rounds
+from polars_ppdm.secret import SeedLike, resolve_secret
+
+__all__ = ["SpiralKey", "apply_spiral_key", "invert_spiral_key", "spiral", "spiral_key"]
+
+_FUNC = "spiral"
+_FORMAT = "polars_ppdm.spiral_key/1"
+
+
+@dataclass(frozen=True, repr=False)
+class SpiralKey:
+    """The composed transform ``x -> A x + b`` (``A = scale * Q``) of a spiral run.
+
+    A secret: anyone holding it undoes the perturbation (:meth:`invert`).  Its ``repr``
+    shows only the columns and the scale; :meth:`to_json` writes it all -- store that as
+    you store the seed.
+    """
+
+    columns: tuple[str, ...]
+    matrix: np.ndarray
+    offset: np.ndarray
+    scale: float
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """Rows of ``x`` (n_rows, n_columns) through the transform, one matrix product."""
+        return _affine(np.asarray(x, dtype=np.float64), self.matrix, self.offset)
+
+    def invert(self, y: np.ndarray) -> np.ndarray:
+        """The original rows: ``x = Q^T (y - b) / s`` (``A^-1 = A^T / s^2``)."""
+        inverse = self.matrix.T / self.scale**2
+        return _affine(np.asarray(y, dtype=np.float64) - self.offset, inverse, np.zeros(len(self.columns)))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": _FORMAT,
+                "columns": list(self.columns),
+                "matrix": self.matrix.tolist(),
+                "offset": self.offset.tolist(),
+                "scale": self.scale,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SpiralKey:
+        data = json.loads(text)
+        if data.get("format") != _FORMAT:
+            msg = f"Not a spiral key (format {data.get('format')!r}; expected {_FORMAT!r})."
+            raise InvalidParameterError(msg)
+        return cls(
+            tuple(data["columns"]), np.array(data["matrix"]), np.array(data["offset"]), float(data["scale"])
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> SpiralKey:
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+    def __repr__(self) -> str:
+        return f"SpiralKey(columns={list(self.columns)}, scale={self.scale:.6g}, matrix=<secret>)"
+
+
+def _affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    # Column by column in a fixed order, not BLAS: the same bits for any batch size, so
+    # eager, lazy and streaming agree (a GEMM's blocking depends on the shape).
+    out = np.empty_like(x)
+    for i in range(matrix.shape[0]):
+        acc = np.full(len(x), offset[i])
+        for j in range(matrix.shape[1]):
+            acc += matrix[i, j] * x[:, j]
+        out[:, i] = acc
+    return out
+
+
+def _range(name: str, value, *, positive: bool) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        msg = f"The {name!r} parameter of {_FUNC} must be a (low, high) pair. Got {value!r} instead."
+        raise InvalidParameterError(msg) from None
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high or (positive and low <= 0):
+        allowed = "0 < low <= high" if positive else "low <= high"
+        msg = f"The {name!r} parameter of {_FUNC} must be finite with {allowed}. Got {value!r} instead."
+        raise InvalidParameterError(msg)
+    return low, high
+
+
+def spiral_key(
+    columns: Sequence[str],
+    *,
+    bounds: Mapping[str, tuple[float, float]],
+    rounds: int = 7,
+    scale: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
+    eps: float | None = None,
+    seed: SeedLike = None,
+) -> SpiralKey:
+    """Draw the rounds (keyed PRF) and compose them into one :class:`SpiralKey`.
+
+    Parameters are those of :func:`spiral`; ``bounds`` is required here.
+
+    Examples
+    --------
+    >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 10) for c in "abc"}, rounds=3, seed=1)
+    >>> key
+    SpiralKey(columns=['a', 'b', 'c'], scale=24.1026, matrix=<secret>)
+    >>> x = np.array([[1.0, 2, 3], [4, 5, 6]])
+    >>> bool(np.allclose(key.invert(key.apply(x)), x))
+    True
+    """
+    cols = list(columns)
+    if len(cols) < 2:
+        msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
+        raise InvalidParameterError(msg)
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 1:
+        msg = f"The 'rounds' parameter of {_FUNC} must be an int >= 1. Got {rounds!r} instead."
+        raise InvalidParameterError(msg)
+    angle = _range("angle", angle, positive=False)
+    if eps is not None:
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
+            msg = f"The 'eps' parameter of {_FUNC} must be a finite float (k = e^(eps * dtheta)). Got {eps!r} instead."
+            raise InvalidParameterError(msg)
+        scales = None
+    elif isinstance(scale, list):  # one k per round; a tuple is a range
+        scales = [float(k) for k in scale]
+        if len(scales) != rounds or not all(k > 0 and math.isfinite(k) for k in scales):
+            msg = f"The 'scale' parameter of {_FUNC}, as a list, needs one k > 0 per round ({rounds}). Got {scale!r} instead."
+            raise InvalidParameterError(msg)
+    else:
+        scales = _range("scale", scale, positive=True)
+    lows = np.array([float(bounds[c][0]) for c in cols])
+    highs = np.array([float(bounds[c][1]) for c in cols])
+    drawn = draw_rounds(
+        resolve_secret(seed).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=eps
+    )
+    A, b, s = compose(drawn, len(cols))
+    return SpiralKey(tuple(cols), A, b, s)
+
+
+def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndarray, func: str) -> Frame:
+    schema = schema_of(frame, func)
+    cols = check_columns(list(key.columns), list(schema.names()), func)
+    for c in cols:
+        if not schema[c].is_numeric():
+            msg = f"The column {c!r} of {func} must be numeric. Got dtype {schema[c]} instead."
+            raise InvalidParameterError(msg)
+    x = {c: pl.col(c).cast(pl.Float64) for c in cols}
+
+    def refuse_non_finite(bad: pl.Series) -> pl.Series:
+        if bad.any():
+            msg = f"The columns {cols} of {func} hold NaN or infinite values; replace them or make them null."
+            raise InvalidParameterError(msg)
+        return bad
+
+    bad = pl.any_horizontal(x[c].is_nan() | x[c].is_infinite() for c in cols)
+    checked = bad.map_batches(refuse_non_finite, return_dtype=pl.Boolean, is_elementwise=True)
+    moved = []
+    # Plain Polars arithmetic, one fixed order of terms: it streams, runs in parallel and
+    # gives the same bits for any batch size.  A null anywhere in a row nulls the row's
+    # every spiral column (the rotation mixes them; a made-up value would be silent).
+    for i, c in enumerate(cols):
+        expr = pl.lit(float(offset[i]))
+        for j, source in enumerate(cols):
+            expr = expr + float(matrix[i, j]) * x[source]
+        moved.append((pl.when(checked).then(None).otherwise(expr) if i == 0 else expr).alias(c))
+    return like(frame, as_lazy(frame).with_columns(moved), engine="streaming")
+
+
+def apply_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
+    """Apply a key's transform to its columns (other columns untouched, row order kept)."""
+    return _transform(frame, key, key.matrix, key.offset, "apply_spiral_key")
+
+
+def invert_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
+    """Undo :func:`apply_spiral_key`: the data owner's way back to the original values."""
+    inverse = key.matrix.T / key.scale**2
+    return _transform(frame, key, inverse, -inverse @ key.offset, "invert_spiral_key")
+
+
+def spiral(
+    frame: Frame,
+    columns: Sequence[str],
+    *,
+    rounds: int = 7,
+    scale: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
+    eps: float | None = None,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    seed: SeedLike = None,
+    return_key: bool = False,
+):
+    """Log-spiral perturbation: t rounds of random block rotations and scalings.
+
+    Each round splits the columns at random into groups of 2 and 3, moves each group
+    along a log spiral about a random centre (``A' = O + k R(dtheta)(A - O)``; in 3-D
+    about a random axis) with one scale k for the round.  The rounds compose into one
+    similarity transform, applied with one pass over the data.  Every pairwise distance
+    is multiplied by the product of the k's, so clusterings (k-means, and DBSCAN with
+    its eps scaled by that product) are preserved.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        Returned as the same type (lazy stays lazy; the transform streams).
+    columns : sequence of str
+        At least 2 numeric columns; they come back as Float64.  A row with a null in any
+        of them comes back null in all of them (a rotation mixes them).  NaN and
+        infinities are refused.
+    rounds : int
+        t >= 1 (paper: 7 on Breast Cancer, 4 on Image Segmentation).
+    scale : (low, high) tuple, or a list with one k per round
+        The range of each round's k, > 0 (paper: (0.1, 5) and (1, 10)).
+    angle : (low, high)
+        The range of dtheta in radians (paper: (0.01 pi, 0.5 pi) and (0.1 pi, pi)).
+    eps : float, optional
+        The spiral parameter instead of ``scale``: each round draws one dtheta for all
+        its groups and uses ``k = e^(eps * dtheta)``.
+    bounds : mapping column -> (low, high), or "data"
+        Public bounds inside which the centres are drawn.  ``"data"`` or None reads them
+        off the data, with a :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.
+    seed : Secret, bytes, hex str, 'env:NAME', int or None
+        The secret the rounds are drawn from.
+    return_key : bool
+        Also return the :class:`SpiralKey` (a secret: it undoes the perturbation).
+
+    Returns
+    -------
+    frame, or (frame, SpiralKey) with ``return_key``
+
+    Notes
+    -----
+    Many rounds look like many secrets, but they compose into one affine map with
+    n^2 + n unknowns: an attacker who knows n + 1 original rows and their released rows
+    solves for it and undoes every other row (:func:`polars_ppdm.audit.known_io_attack`).
+    More rounds do not help against this.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> df = pl.DataFrame({"a": [1.0, 2, 3], "b": [0.0, 5, 1], "label": ["x", "y", "x"]})
+    >>> out, key = ppdm.spiral(df, ["a", "b"], rounds=3, bounds={"a": (0, 5), "b": (0, 5)}, seed=1, return_key=True)
+    >>> out["label"].to_list(), out.height
+    (['x', 'y', 'x'], 3)
+    >>> ppdm.invert_spiral_key(out, key).select("a", "b").to_numpy().round(9).tolist()
+    [[1.0, 0.0], [2.0, 5.0], [3.0, 1.0]]
+    """
+    schema = schema_of(frame, _FUNC)
+    cols = check_columns(columns, list(schema.names()), _FUNC)
+    for c in cols:
+        if not schema[c].is_numeric():
+            msg = f"The column {c!r} of {_FUNC} must be numeric. Got dtype {schema[c]} instead."
+            raise InvalidParameterError(msg)
+    if bounds is None or (isinstance(bounds, str) and bounds == "data"):
+        warnings.warn(
+            f"{_FUNC}: no public bounds; the centres are drawn inside the data's own min and max, "
+            "which the centres then reflect. Pass bounds= from what is public about the columns.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+        lazy = as_lazy(frame)
+        lo = lazy.select(pl.col(c).min() for c in cols).collect().row(0)
+        hi = lazy.select(pl.col(c).max() for c in cols).collect().row(0)
+        bounds = {c: (a, b) for c, a, b in zip(cols, lo, hi, strict=True)}
+    missing = [c for c in cols if c not in bounds]
+    if missing:
+        msg = f"The 'bounds' parameter of {_FUNC} has no (low, high) for {missing}. Got {dict(bounds)!r}."
+        raise InvalidParameterError(msg)
+    key = spiral_key(cols, bounds=bounds, rounds=rounds, scale=scale, angle=angle, eps=eps, seed=seed)
+    out = apply_spiral_key(frame, key)
+    return (out, key) if return_key else out

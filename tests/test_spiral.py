@@ -1,0 +1,120 @@
+"""Log-spiral perturbation (paper 002): the distance theorem, the key, the known-I/O
+attack, engines and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.kernels.spiral import compose, draw_rounds
+
+
+def pairwise(x: np.ndarray) -> np.ndarray:
+    return np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=-1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 20), t=st.integers(1, 10), seed=st.integers(0, 2**32))
+def test_every_distance_is_multiplied_by_the_product_of_the_ks(n, t, seed):
+    cols = [f"c{i}" for i in range(n)]
+    key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=t, seed=seed)
+    x = np.random.default_rng(seed).uniform(0, 10, (30, n))
+    before, after = pairwise(x), pairwise(key.apply(x))
+    off = ~np.eye(len(x), dtype=bool)
+    assert np.abs(after[off] / (key.scale * before[off]) - 1).max() <= 1e-9
+    rounds = draw_rounds(
+        ppdm.resolve_secret(seed).key,
+        np.zeros(n),
+        np.full(n, 10.0),
+        t,
+        scales=(0.1, 5.0),
+        angle=(0.1, 1.0),
+        eps=None,
+    )
+    assert compose(rounds, n)[2] == pytest.approx(math.prod(r.k for r in rounds))
+    for r in rounds:  # the groups partition the columns into 2s and 3s
+        assert sorted(i for g in r.groups for i in g) == list(range(n))
+        assert {len(g) for g in r.groups} <= {2, 3}
+
+
+def test_key_round_trip_and_json(tmp_path):
+    cols = list("abcdefg")
+    key = ppdm.spiral_key(cols, bounds={c: (-5, 5) for c in cols}, rounds=7, seed=3)
+    x = np.random.default_rng(1).normal(0, 3, (500, 7))
+    assert np.abs(key.invert(key.apply(x)) - x).max() <= 1e-9 * np.abs(x).max()
+    key.save(tmp_path / "key.json")
+    loaded = ppdm.SpiralKey.load(tmp_path / "key.json")
+    assert (loaded.apply(x) == key.apply(x)).all()
+    assert "secret" in repr(key) and str(key.matrix[0, 0])[:6] not in repr(key)
+
+
+def test_eps_gives_k_from_the_spiral_parameter():
+    rounds = draw_rounds(bytes(16), np.zeros(4), np.ones(4), 3, scales=None, angle=(0.2, 0.9), eps=0.5)
+    for r in rounds:
+        assert len(set(r.angles)) == 1 and r.k == pytest.approx(math.exp(0.5 * r.angles[0]))
+
+
+def test_known_io_attack_recovers_every_other_row():
+    cols = [f"c{i}" for i in range(8)]
+    x = np.random.default_rng(2).uniform(0, 10, (1000, 8))
+    frame = pl.DataFrame(x, schema=cols)
+    released, _key = ppdm.spiral(
+        frame, cols, rounds=7, bounds={c: (0, 10) for c in cols}, seed=9, return_key=True
+    )
+    y = released.to_numpy()
+    attack = ppdm.audit.known_io_attack(x[:9], y[:9])  # n + 1 = 9 known pairs
+    rmse = np.sqrt(((attack.reconstruct(y[9:]) - x[9:]) ** 2).mean())
+    assert rmse < 1e-6
+
+
+def test_eager_lazy_and_streaming_agree_and_other_columns_stay():
+    rng = np.random.default_rng(4)
+    df = pl.DataFrame(
+        {
+            "id": np.arange(300_000),
+            "a": rng.normal(size=300_000),
+            "b": rng.normal(size=300_000),
+            "c": rng.integers(0, 9, 300_000),
+        }
+    )
+    kwargs = dict(rounds=4, bounds={c: (-3, 9) for c in "abc"}, seed="ef" * 16)
+    eager = ppdm.spiral(df, ["a", "b", "c"], **kwargs)
+    lazy = df.lazy().ppdm.spiral(["a", "b", "c"], **kwargs)
+    assert isinstance(lazy, pl.LazyFrame)
+    assert_frame_equal(lazy.collect(engine="streaming"), eager)
+    assert_frame_equal(lazy.collect(engine="in-memory"), eager)
+    assert eager["id"].equals(df["id"]) and eager.schema["c"] == pl.Float64
+
+
+def test_nulls_null_the_whole_row_and_bad_input_is_refused():
+    df = pl.DataFrame(
+        {"a": [1.0, None, 3.0], "b": [1.0, 2.0, 3.0], "s": ["x", "y", "z"], "nan": [1.0, float("nan"), 2.0]}
+    )
+    out = ppdm.spiral(df, ["a", "b"], rounds=2, bounds={"a": (0, 5), "b": (0, 5)}, seed=1)
+    assert out["a"].null_count() == 1 and out["b"].null_count() == 1 and out["b"][1] is None
+    bounds = {c: (0, 5) for c in ["a", "b", "s", "nan"]}
+    cases = [
+        (dict(columns=["a"]), "at least 2 columns"),
+        (dict(columns=["a", "s"]), "must be numeric"),
+        (dict(columns=["b", "nan"]), "NaN or infinite"),
+        (dict(columns=["a", "b"], rounds=0), "'rounds'"),
+        (dict(columns=["a", "b"], scale=(0.0, 2.0)), "'scale'"),
+        (dict(columns=["a", "b"], scale=(-1.0, 2.0)), "'scale'"),
+        (dict(columns=["a", "b"], angle=(1.0, 0.5)), "'angle'"),
+        (dict(columns=["a", "b"], rounds=2, scale=[1.0]), "one k > 0 per round"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(InvalidParameterError, match=message):
+            ppdm.spiral(df, bounds=bounds, seed=1, **kwargs)
+    with pytest.warns(PrivacyLeakWarning, match="no public bounds"):
+        ppdm.spiral(df, ["b", "a"], rounds=1, seed=1)
+    with pytest.raises(InvalidParameterError, match="n \\+ 1 = 3"):
+        ppdm.audit.known_io_attack(np.ones((2, 2)), np.ones((2, 2)))
