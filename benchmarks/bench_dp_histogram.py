@@ -8,22 +8,13 @@ run, best of ``--repeats``; the ratio is printed with the issue's bar (<= 1.5x).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import polars as pl
+from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm.dp.histogram import bin_index
-
-
-def best_seconds(run, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ import argparse
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import polars as pl
+from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 
@@ -28,15 +28,6 @@ def table(rows: int, columns: int) -> pl.DataFrame:
         lambda n: rng.exponential(size=n),
     ]
     return pl.DataFrame({f"c{i}": makers[i % 3](rows) for i in range(columns)})
-
-
-def best_seconds(run, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def peak_memory(rows: int, columns: int) -> tuple[float, float]:

@@ -28,12 +28,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import polars as pl
+from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm.kernels.prf import prf_words, stream_id, uniform
@@ -41,15 +41,6 @@ from polars_ppdm.kernels.rr import disguise_bits, disguise_codes
 
 P = 0.9
 SECRET = ppdm.Secret.generate(128)
-
-
-def best_seconds(run, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def peak_rss_mb(source: Path, target: Path, disguise: bool) -> tuple[float, float, int]:

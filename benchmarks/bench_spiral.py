@@ -8,21 +8,12 @@ Polars frame (``to_numpy`` included), as a user's numpy version would.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import polars as pl
+from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
-
-
-def best_seconds(run, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "check_choice",
     "check_columns",
     "check_fraction",
+    "check_numeric",
     "check_p_or_epsilon",
     "keep_probability",
     "per_column",
@@ -113,3 +114,11 @@ def per_column(name: str, value: Any, columns: Sequence[str], func: str) -> dict
             _fail(name, func, f"a value or a sequence of {len(columns)} values", value)
         return dict(zip(columns, value, strict=True))
     return {c: value for c in columns}
+
+
+def check_numeric(schema, columns: Sequence[str], func: str) -> None:
+    """Every column of ``columns`` has an integer or float dtype in ``schema``."""
+    for c in columns:
+        if not schema[c].is_numeric():
+            msg = f"The column {c!r} of {func} must be numeric (integer or float). Got dtype {schema[c]} instead."
+            raise InvalidParameterError(msg)

@@ -22,7 +22,6 @@ __all__ = [
     "charge",
     "check_bounds",
     "check_max_contributions",
-    "check_numeric",
     "private_points",
 ]
 
@@ -170,10 +169,3 @@ def private_points(
         msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released)."
         raise InvalidParameterError(msg)
     return np.ascontiguousarray(points)
-
-
-def check_numeric(schema: pl.Schema, columns: Sequence[str], func: str) -> None:
-    for c in columns:
-        if not schema[c].is_numeric():
-            msg = f"The column {c!r} of {func} must be numeric. Got dtype {schema[c]} instead."
-            raise InvalidParameterError(msg)

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, per_column
+from polars_ppdm._validation import check_columns, check_numeric, per_column
 from polars_ppdm.dp._common import bound_contributions, charge, check_bounds, check_max_contributions
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
@@ -117,10 +117,7 @@ def dp_histogram(
     """
     schema = schema_of(frame, _FUNC)
     cols = check_columns(columns, list(schema.names()), _FUNC)
-    for c in cols:
-        if not schema[c].is_numeric():
-            msg = f"The column {c!r} of {_FUNC} must be numeric. Got dtype {schema[c]} instead."
-            raise InvalidParameterError(msg)
+    check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     bins_of = _check_bins(bins, cols)
     contributions = check_max_contributions(max_contributions, key, _FUNC)

@@ -15,12 +15,11 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns
+from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.dp._common import (
     charge,
     check_bounds,
     check_max_contributions,
-    check_numeric,
     private_points,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon

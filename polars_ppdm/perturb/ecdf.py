@@ -17,7 +17,7 @@ import polars as pl
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_choice, check_columns, per_column
+from polars_ppdm._validation import check_choice, check_columns, check_numeric, per_column
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import draw_sample, relink, sample_from_sorted_uniforms, smoothed_cdf, tie_words
 from polars_ppdm.kernels.prf import stream_id, uniform
@@ -188,10 +188,7 @@ def ecdf_resample(
     """
     schema = schema_of(frame, _FUNC)
     cols = check_columns(columns, list(schema.names()), _FUNC)
-    for c in cols:
-        if not schema[c].is_numeric():
-            msg = f"The column {c!r} of {_FUNC} must be numeric (integer or float). Got dtype {schema[c]} instead."
-            raise InvalidParameterError(msg)
+    check_numeric(schema, cols, _FUNC)
     bins_of = _check_bins(bins, cols)
     check_choice("link", link, LINKS, _FUNC)
     if not isinstance(shuffle, bool):

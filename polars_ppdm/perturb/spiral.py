@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns
+from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 from polars_ppdm.kernels.spiral import compose, draw_rounds
 from polars_ppdm.secret import SeedLike, resolve_secret
@@ -165,10 +165,7 @@ def spiral_key(
 def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndarray, func: str) -> Frame:
     schema = schema_of(frame, func)
     cols = check_columns(list(key.columns), list(schema.names()), func)
-    for c in cols:
-        if not schema[c].is_numeric():
-            msg = f"The column {c!r} of {func} must be numeric. Got dtype {schema[c]} instead."
-            raise InvalidParameterError(msg)
+    check_numeric(schema, cols, func)
     x = {c: pl.col(c).cast(pl.Float64) for c in cols}
 
     def refuse_non_finite(bad: pl.Series) -> pl.Series:
@@ -272,10 +269,7 @@ def spiral(
     """
     schema = schema_of(frame, _FUNC)
     cols = check_columns(columns, list(schema.names()), _FUNC)
-    for c in cols:
-        if not schema[c].is_numeric():
-            msg = f"The column {c!r} of {_FUNC} must be numeric. Got dtype {schema[c]} instead."
-            raise InvalidParameterError(msg)
+    check_numeric(schema, cols, _FUNC)
     if bounds is None or (isinstance(bounds, str) and bounds == "data"):
         warnings.warn(
             f"{_FUNC}: no public bounds; the centres are drawn inside the data's own min and max, "
