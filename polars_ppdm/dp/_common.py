@@ -164,7 +164,7 @@ def private_points(
     if len(points) == 0:
         msg = f"{func} got an empty table: there is nothing to release."
         raise InvalidParameterError(msg)
-    if not np.isfinite(points).all() if points.size else False:
+    if not np.isfinite(points).all():
         bad = int((~np.isfinite(points)).any(axis=1).sum())
         msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released)."
         raise InvalidParameterError(msg)

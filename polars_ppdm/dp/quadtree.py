@@ -89,10 +89,10 @@ def plan_tree(
         raise InvalidParameterError(msg)
     if max_height is None:
         max_height = max(1, round(math.log(n) / d))
-    max_height = min(int(max_height), 62 // d)
-    if isinstance(max_height, bool) or max_height < 0:
+    elif isinstance(max_height, bool) or not isinstance(max_height, int | np.integer) or max_height < 0:
         msg = f"The 'max_height' parameter of {func} must be an int >= 0. Got {max_height!r} instead."
         raise InvalidParameterError(msg)
+    max_height = min(int(max_height), 62 // d)  # Z-order codes of d * height bits in an int64
     if threshold is None:
         threshold = n / 1000
     rest = epsilon - epsilon_n
