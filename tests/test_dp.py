@@ -313,7 +313,7 @@ def test_histogram_refuses_nulls_and_nan_when_collected():
 
 def test_bounds_from_the_data_warn():
     df = pl.DataFrame({"x": [0.1, 0.5, 0.9]})
-    with pytest.warns(PrivacyLeakWarning, match="not covered by epsilon"):
+    with pytest.warns(PrivacyLeakWarning, match="not public"):
         out = ppdm.dp_histogram(df, "x", bounds="data", bins=2, epsilon=1.0, seed=1)
     assert out["x_low"][0] == 0.1 and out["x_high"][1] == 0.9
     with warnings.catch_warnings():

@@ -114,7 +114,37 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
     for kwargs, message in cases:
         with pytest.raises(InvalidParameterError, match=message):
             ppdm.spiral(df, bounds=bounds, seed=1, **kwargs)
-    with pytest.warns(PrivacyLeakWarning, match="no public bounds"):
+    with pytest.warns(PrivacyLeakWarning, match="not public"):
         ppdm.spiral(df, ["b", "a"], rounds=1, seed=1)
     with pytest.raises(InvalidParameterError, match="n \\+ 1 = 3"):
         ppdm.audit.known_io_attack(np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_seeds_bounds_json_and_eps_are_checked():
+    cols = ["a", "b", "c"]
+    bounds = {c: (0, 1) for c in cols}
+    same = ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=5)
+    assert (same.matrix == ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=5).matrix).all()
+    assert not np.allclose(same.matrix, ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=6).matrix)
+    again = ppdm.SpiralKey.from_json(same.to_json())
+    assert (
+        (again.matrix == same.matrix).all()
+        and (again.offset == same.offset).all()
+        and again.scale == same.scale
+    )
+    assert "scale=<secret>" in repr(same)
+    for bad, message in [
+        ({"a": (1, 0), "b": (0, 1), "c": (0, 1)}, "low < high"),
+        ({"a": (0, float("nan")), "b": (0, 1), "c": (0, 1)}, "low < high"),
+        ({"a": (0, 1)}, "no \\(low, high\\)"),
+        ({"a": "x", "b": (0, 1), "c": (0, 1)}, "pair of numbers"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=message):
+            ppdm.spiral_key(cols, bounds=bad, rounds=2, seed=1)
+    with pytest.raises(InvalidParameterError, match="'eps'"):
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, eps=1e6, seed=1)
+    with pytest.raises(InvalidParameterError, match="Not a spiral key"):
+        ppdm.SpiralKey.from_json('{"format": "other"}')
+    empty = pl.DataFrame({"a": [None, None], "b": [1.0, 2.0]}, schema={"a": pl.Float64, "b": pl.Float64})
+    with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
+        ppdm.spiral(empty, ["a", "b"], rounds=1, seed=1)

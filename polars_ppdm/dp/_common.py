@@ -3,17 +3,16 @@ the budget, and the keyed noise streams."""
 
 from __future__ import annotations
 
-import math
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import row_keys
 from polars_ppdm.dp.accountant import BudgetAccountant
-from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import prf_words, stream_id
 
 __all__ = [
@@ -25,58 +24,8 @@ __all__ = [
     "private_points",
 ]
 
-DATA_BOUNDS = "data"
 _CONTRIBUTION_STREAM = "dp/contributions"
 _WORD = "__ppdm_unit_word"
-
-
-def check_bounds(
-    bounds: Any, columns: Sequence[str], func: str, frame: pl.LazyFrame
-) -> dict[str, tuple[float, float]]:
-    """Public bounds per column: a mapping, one (low, high) pair per column in order, or
-    a single pair for a single column.  ``"data"`` reads them off the data, with a
-    :class:`PrivacyLeakWarning`: the data's own min and max are not public."""
-    if isinstance(bounds, str) and bounds == DATA_BOUNDS:
-        warnings.warn(
-            f"{func}: bounds='data' reads the min and max off the private data; they are released "
-            "in the result (the grid) and are not covered by epsilon. Pass public bounds.",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
-        row = frame.select(pl.min(c).alias(f"lo_{c}") for c in columns).collect().row(0)
-        high = frame.select(pl.max(c).alias(f"hi_{c}") for c in columns).collect().row(0)
-        bounds = {c: (lo, hi) for c, lo, hi in zip(columns, row, high, strict=True)}
-    if bounds is None:
-        msg = (
-            f"The 'bounds' parameter of {func} is required: public (low, high) per column, e.g. "
-            f"{{{columns[0]!r}: (0, 100)}}. (bounds='data' reads them off the data, which leaks.)"
-        )
-        raise InvalidParameterError(msg)
-    if isinstance(bounds, Mapping):
-        missing = [c for c in columns if c not in bounds]
-        if missing:
-            msg = f"The 'bounds' parameter of {func} has no (low, high) for column(s) {missing}. Got {dict(bounds)!r}."
-            raise InvalidParameterError(msg)
-        pairs = [bounds[c] for c in columns]
-    elif len(columns) == 1 and len(bounds) == 2 and not isinstance(bounds[0], Sequence):
-        pairs = [bounds]
-    else:
-        pairs = list(bounds)
-        if len(pairs) != len(columns):
-            msg = f"The 'bounds' parameter of {func} needs one (low, high) per column ({len(columns)}). Got {bounds!r}."
-            raise InvalidParameterError(msg)
-    out = {}
-    for c, pair in zip(columns, pairs, strict=True):
-        try:
-            low, high = (float(v) for v in pair)
-        except (TypeError, ValueError):
-            msg = f"The 'bounds' parameter of {func} (column {c!r}) must be a (low, high) pair of numbers. Got {pair!r} instead."
-            raise InvalidParameterError(msg) from None
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            msg = f"The 'bounds' parameter of {func} (column {c!r}) must be finite with low < high. Got {pair!r} instead."
-            raise InvalidParameterError(msg)
-        out[c] = (low, high)
-    return out
 
 
 def check_max_contributions(max_contributions: Any, key: str | None, func: str) -> int:

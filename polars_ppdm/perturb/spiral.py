@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
-from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.spiral import compose, draw_rounds
 from polars_ppdm.secret import SeedLike, resolve_secret
 
@@ -82,7 +82,8 @@ class SpiralKey:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
     def __repr__(self) -> str:
-        return f"SpiralKey(columns={list(self.columns)}, scale={self.scale:.6g}, matrix=<secret>)"
+        # The scale is secret too: released distances divided by it are the true ones.
+        return f"SpiralKey(columns={list(self.columns)}, scale=<secret>, matrix=<secret>)"
 
 
 def _affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -128,7 +129,7 @@ def spiral_key(
     --------
     >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 10) for c in "abc"}, rounds=3, seed=1)
     >>> key
-    SpiralKey(columns=['a', 'b', 'c'], scale=24.1026, matrix=<secret>)
+    SpiralKey(columns=['a', 'b', 'c'], scale=<secret>, matrix=<secret>)
     >>> x = np.array([[1.0, 2, 3], [4, 5, 6]])
     >>> bool(np.allclose(key.invert(key.apply(x)), x))
     True
@@ -142,8 +143,15 @@ def spiral_key(
         raise InvalidParameterError(msg)
     angle = _range("angle", angle, positive=False)
     if eps is not None:
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
-            msg = f"The 'eps' parameter of {_FUNC} must be a finite float (k = e^(eps * dtheta)). Got {eps!r} instead."
+        if (
+            isinstance(eps, bool)
+            or not isinstance(eps, int | float)
+            or not abs(eps) * max(map(abs, angle)) < 700
+        ):
+            msg = (
+                f"The 'eps' parameter of {_FUNC} must be a finite float with |eps * dtheta| < 700 "
+                f"(k = e^(eps * dtheta) must be a finite double). Got {eps!r} instead."
+            )
             raise InvalidParameterError(msg)
         scales = None
     elif isinstance(scale, list):  # one k per round; a tuple is a range
@@ -153,8 +161,9 @@ def spiral_key(
             raise InvalidParameterError(msg)
     else:
         scales = _range("scale", scale, positive=True)
-    lows = np.array([float(bounds[c][0]) for c in cols])
-    highs = np.array([float(bounds[c][1]) for c in cols])
+    checked = check_bounds(bounds, cols, _FUNC, None)
+    lows = np.array([checked[c][0] for c in cols])
+    highs = np.array([checked[c][1] for c in cols])
     drawn = draw_rounds(
         resolve_secret(seed).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=eps
     )
@@ -238,8 +247,9 @@ def spiral(
         The spiral parameter instead of ``scale``: each round draws one dtheta for all
         its groups and uses ``k = e^(eps * dtheta)``.
     bounds : mapping column -> (low, high), or "data"
-        Public bounds inside which the centres are drawn.  ``"data"`` or None reads them
-        off the data, with a :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.
+        Public bounds inside which the centres are drawn: a mapping, or one pair per
+        column.  ``"data"`` or None reads them off the data, with a
+        :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.
     seed : Secret, bytes, hex str, 'env:NAME', int or None
         The secret the rounds are drawn from.
     return_key : bool
@@ -270,21 +280,8 @@ def spiral(
     schema = schema_of(frame, _FUNC)
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
-    if bounds is None or (isinstance(bounds, str) and bounds == "data"):
-        warnings.warn(
-            f"{_FUNC}: no public bounds; the centres are drawn inside the data's own min and max, "
-            "which the centres then reflect. Pass bounds= from what is public about the columns.",
-            PrivacyLeakWarning,
-            stacklevel=2,
-        )
-        lazy = as_lazy(frame)
-        lo = lazy.select(pl.col(c).min() for c in cols).collect().row(0)
-        hi = lazy.select(pl.col(c).max() for c in cols).collect().row(0)
-        bounds = {c: (a, b) for c, a, b in zip(cols, lo, hi, strict=True)}
-    missing = [c for c in cols if c not in bounds]
-    if missing:
-        msg = f"The 'bounds' parameter of {_FUNC} has no (low, high) for {missing}. Got {dict(bounds)!r}."
-        raise InvalidParameterError(msg)
+    # Centres are drawn inside the bounds; read off the data, they leak its extremes.
+    bounds = check_bounds(DATA_BOUNDS if bounds is None else bounds, cols, _FUNC, as_lazy(frame))
     key = spiral_key(cols, bounds=bounds, rounds=rounds, scale=scale, angle=angle, eps=eps, seed=seed)
     out = apply_spiral_key(frame, key)
     return (out, key) if return_key else out
