@@ -19,7 +19,44 @@ from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.secret import Secret
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 
-__all__ = ["AGRAWAL_ATTRIBUTES", "agrawal", "find_shared_data", "generated_baskets", "groceries"]
+__all__ = [
+    "AGRAWAL_ATTRIBUTES",
+    "BREAST_CANCER_ATTRIBUTES",
+    "SEGMENT_ATTRIBUTES",
+    "agrawal",
+    "breast_cancer",
+    "find_shared_data",
+    "generated_baskets",
+    "groceries",
+    "image_segmentation",
+    "normalise",
+]
+
+# Paper 002 uses 8 attributes of Breast Cancer Wisconsin (Diagnostic) and 9 of Image
+# Segmentation without naming them; these are ours: the first eight "mean" measurements,
+# and the nine colour and intensity means (the pixel position and line densities are not
+# measurements of the region).
+BREAST_CANCER_ATTRIBUTES = (
+    "mean radius",
+    "mean texture",
+    "mean perimeter",
+    "mean area",
+    "mean smoothness",
+    "mean compactness",
+    "mean concavity",
+    "mean concave points",
+)
+SEGMENT_ATTRIBUTES = (
+    "intensity-mean",
+    "rawred-mean",
+    "rawblue-mean",
+    "rawgreen-mean",
+    "exred-mean",
+    "exblue-mean",
+    "exgreen-mean",
+    "value-mean",
+    "saturation-mean",
+)
 
 # Item name, base popularity, and the shopper profile (0-3, or None) that favours it.
 _ITEMS: tuple[tuple[str, float, int | None], ...] = (
@@ -240,3 +277,45 @@ def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
     a["hyears"] = integer("hyears", 1, 30)
     a["loan"] = 500_000 * u("loan")
     return pl.DataFrame({**a, "group_a": _agrawal_group_a(function, a)})
+
+
+def normalise(frame: pl.DataFrame, columns, low: float = 0.0, high: float = 10.0) -> pl.DataFrame:
+    """Min-max scale ``columns`` to [low, high] (paper 002 normalises to [0, 10])."""
+    return frame.with_columns(
+        (low + (pl.col(c) - pl.col(c).min()) / (pl.col(c).max() - pl.col(c).min()) * (high - low)).alias(c)
+        for c in columns
+    )
+
+
+def breast_cancer() -> pl.DataFrame:
+    """Breast Cancer Wisconsin (Diagnostic), 569 rows: the attributes of
+    :data:`BREAST_CANCER_ATTRIBUTES` and ``diagnosis`` (0 malignant, 1 benign).
+
+    Needs scikit-learn (the ``eval`` extra), which ships the data.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    names = list(data.feature_names)
+    frame = pl.DataFrame({a: data.data[:, names.index(a)] for a in BREAST_CANCER_ATTRIBUTES})
+    return frame.with_columns(pl.Series("diagnosis", data.target))
+
+
+def image_segmentation() -> pl.DataFrame:
+    """Image Segmentation (UCI), 2,310 rows and 19 attributes plus ``category``.
+
+    Read from the file river ships (``river/datasets/segment.csv.zip``; the ``eval``
+    extra installs river), without importing river.
+    """
+    import importlib.util
+    import io
+    import zipfile
+
+    spec = importlib.util.find_spec("river")
+    if spec is None or spec.origin is None:
+        msg = "image_segmentation() reads the file river ships: pip install 'polars_ppdm[eval]'"
+        raise ImportError(msg)
+    path = Path(spec.origin).parent / "datasets" / "segment.csv.zip"
+    with zipfile.ZipFile(path) as archive:
+        member = archive.namelist()[0]
+        return pl.read_csv(io.BytesIO(archive.read(member)))

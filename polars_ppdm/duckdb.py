@@ -16,6 +16,8 @@
   one Polars applies to string key columns;
 * every macro of ``sql/`` (deterministic: corrections, epsilons).
 
+:func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
+
 ``seed`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
 in SQL text or logs) or decimal digits (a guessable integer seed, for tests).  ``key`` is
 a BIGINT row key and is required: DuckDB has no stable row position in a parallel scan.
@@ -48,9 +50,10 @@ from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.ecdf import tie_words
 from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise
+from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import Secret, SeedLike, resolve_secret
 
-__all__ = ["register", "rr_disguise_batches", "sql_files"]
+__all__ = ["register", "register_spiral_key", "rr_disguise_batches", "spiral_macro_sql", "sql_files"]
 
 _POSITION = "__ppdm_position"
 
@@ -224,6 +227,60 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     )
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
+    return con
+
+
+def _double(value: float) -> str:
+    # 17 significant digits with an exponent: DuckDB reads it as a DOUBLE (not a DECIMAL)
+    # and rounds it back to exactly this float.
+    return f"{float(value):.17e}::DOUBLE"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def spiral_macro_sql(key: SpiralKey, name: str = "ppdm_spiral") -> str:
+    """The SQL of a table macro ``name(tbl)`` applying a :class:`~polars_ppdm.SpiralKey`.
+
+    Pure SQL with the matrix as constants: ``SELECT * REPLACE (...)`` with, per column,
+    ``b_i + A_i0 * x_0 + A_i1 * x_1 + ...`` in the order Polars adds them, so the values
+    are the same bits.  The SQL text *is* the key: anyone who reads the macro (e.g. in
+    ``duckdb_functions()``) can undo the perturbation; use it on connections the data
+    owner controls.
+    """
+    cols = list(key.columns)
+    x = {c: f"{_identifier(c)}::DOUBLE" for c in cols}
+    checks = " OR ".join(f"isnan({x[c]}) OR isinf({x[c]})" for c in cols)
+    moved = []
+    for i, c in enumerate(cols):
+        terms = [_double(key.offset[i])] + [
+            f"{_double(key.matrix[i, j])} * {x[src]}" for j, src in enumerate(cols)
+        ]
+        expr = "(" + " + ".join(terms) + ")"
+        if i == 0:  # refuse NaN and infinities, as Polars does
+            expr = f"CASE WHEN {checks} THEN error('{name}: NaN or infinite values; replace them or make them null') ELSE {expr} END"
+        moved.append(f"{expr} AS {_identifier(c)}")
+    return f"CREATE OR REPLACE MACRO {_identifier(name)}(tbl) AS TABLE SELECT * REPLACE ({', '.join(moved)}) FROM query_table(tbl);"
+
+
+def register_spiral_key(
+    con: duckdb.DuckDBPyConnection, key: SpiralKey, name: str = "ppdm_spiral"
+) -> duckdb.DuckDBPyConnection:
+    """Register ``name(tbl)``: the table with the key's columns moved (see :func:`spiral_macro_sql`).
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> df = pl.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0], "id": [1, 2]})
+    >>> key = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 5), "b": (0, 5)}, rounds=3, seed=1)
+    >>> con = ppdm.duckdb.register_spiral_key(duckdb.connect(), key, "perturb")
+    >>> con.sql("FROM perturb('df') ORDER BY id").pl().equals(ppdm.apply_spiral_key(df, key))
+    True
+    """
+    con.execute(spiral_macro_sql(key, name))
     return con
 
 

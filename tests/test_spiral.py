@@ -148,3 +148,23 @@ def test_seeds_bounds_json_and_eps_are_checked():
     empty = pl.DataFrame({"a": [None, None], "b": [1.0, 2.0]}, schema={"a": pl.Float64, "b": pl.Float64})
     with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
         ppdm.spiral(empty, ["a", "b"], rounds=1, seed=1)
+
+
+def test_duckdb_macro_matches_polars_bit_for_bit():
+    duckdb = pytest.importorskip("duckdb")
+    rng = np.random.default_rng(8)
+    cols = ["x 1", "y", "z", "w", 'q"uote']
+    df = pl.DataFrame({c: rng.normal(0, 5, 20_000) for c in cols}).with_columns(
+        pl.int_range(pl.len()).alias("id"),
+        pl.when(pl.int_range(pl.len()) % 17 == 0).then(None).otherwise(pl.col("y")).alias("y"),
+    )
+    key = ppdm.spiral_key(cols, bounds={c: (-10, 10) for c in cols}, rounds=6, seed=12)
+    con = ppdm.duckdb.register_spiral_key(duckdb.connect(), key, "perturb")
+    con.execute("CREATE TABLE t AS SELECT * FROM df")
+    sql = con.sql("FROM perturb('t') ORDER BY id").pl()
+    assert_frame_equal(sql, ppdm.apply_spiral_key(df, key))
+    con.execute(
+        'CREATE TABLE bad AS SELECT \'nan\'::DOUBLE AS "x 1", 1.0 AS y, 1.0 AS z, 1.0 AS w, 1.0 AS "q""uote"'
+    )
+    with pytest.raises(duckdb.Error, match="NaN or infinite"):
+        con.sql("FROM perturb('bad')").fetchall()
