@@ -319,3 +319,10 @@ def test_bounds_from_the_data_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, seed=1)
+
+
+def test_tiny_epsilon_still_gives_k_centres_inside_the_bounds():
+    df, _, _ = blobs(300)
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, seed=4)
+    centres = fit.to_numpy()
+    assert centres.shape == (8, 2) and np.isfinite(centres).all() and (np.abs(centres) <= 10).all()

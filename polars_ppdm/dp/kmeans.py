@@ -66,14 +66,15 @@ class DPKMeansResult:
 
 
 def _fit_buckets(centres: np.ndarray, counts: np.ndarray, k: int, secret: bytes, label: str) -> np.ndarray:
-    weights = np.maximum(counts, 0).astype(np.float64)
-    if int((weights > 0).sum()) < k:
+    if len(centres) < k:
         msg = (
-            f"The 'k' parameter of {_FUNC} ({k}) is larger than the number of buckets with a positive "
-            f"noisy count ({int((weights > 0).sum())}); use a smaller k, a larger epsilon or a finer grid."
+            f"The 'k' parameter of {_FUNC} ({k}) is larger than the number of buckets ({len(centres)}); "
+            "use a smaller k, a larger epsilon or a finer grid."
         )
         raise InvalidParameterError(msg)
-    return weighted_kmeans(centres, weights, k, secret=secret, label=label)
+    # Negative noisy counts weigh nothing; with fewer positive buckets than k (tiny
+    # epsilon), the seeding takes the remaining centres from the empty buckets.
+    return weighted_kmeans(centres, np.maximum(counts, 0).astype(np.float64), k, secret=secret, label=label)
 
 
 def _grid_buckets(points, lows, highs, epsilon, contributions, n, secret, label):

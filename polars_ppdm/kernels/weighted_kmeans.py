@@ -32,12 +32,15 @@ def _seed_centres(points, weights, k, secret, label, restart):
     u = uniform(
         secret, stream_id(f"{label}/init"), np.arange(restart * k, (restart + 1) * k, dtype=np.uint64)
     )
-    chosen = [int(np.searchsorted(np.cumsum(weights), u[0] * weights.sum(), side="right"))]
+    first = (
+        np.searchsorted(np.cumsum(weights), u[0] * weights.sum(), side="right") if weights.sum() > 0 else 0
+    )
+    chosen = [int(min(first, len(points) - 1))]
     distance = ((points - points[chosen[0]]) ** 2).sum(axis=1)
     for i in range(1, k):
         mass = weights * distance
-        if mass.sum() <= 0:  # fewer distinct points than k: take any not yet chosen
-            chosen.append(next(j for j in range(len(points)) if j not in chosen))
+        if mass.sum() <= 0:  # fewer weighted points than k: the farthest of the others
+            chosen.append(int(np.argmax(np.where(np.isin(np.arange(len(points)), chosen), -1.0, distance))))
         else:
             chosen.append(int(np.searchsorted(np.cumsum(mass), u[i] * mass.sum(), side="right")))
         distance = np.minimum(distance, ((points - points[chosen[-1]]) ** 2).sum(axis=1))
@@ -55,7 +58,9 @@ def weighted_kmeans(
     iterations: int = 100,
 ) -> np.ndarray:
     """Lloyd's algorithm on weighted points, best of ``restarts`` k-means++ seedings
-    (lowest weighted inertia).  Weights must be >= 0 with at least k positive.
+    (lowest weighted inertia).  Weights must be >= 0 and there must be at least k
+    points; with fewer than k positive weights, the remaining centres start at the
+    farthest zero-weight points and stay there.
 
     Examples
     --------
