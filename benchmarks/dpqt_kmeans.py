@@ -106,7 +106,7 @@ def main() -> None:
     with pl.Config(
         tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3, tbl_hide_dataframe_shape=True
     ):
-        print(f"mean NICV over {args.runs} runs (EUG: NaN where its grid has fewer cells than k)")
+        print(f"mean NICV over {args.runs} runs")
         print(table)
     bars = table.filter(pl.col("epsilon").is_in([0.05, 0.1, 0.5]))
     print("bar DPQT <= 0.5x DPLloyd at eps 0.05/0.1/0.5:", bool((bars["DPQT / DPLloyd"] <= 0.5).all()))

@@ -8,7 +8,8 @@
   epsilon / 2^t (half on counts, half on sums), as paper 004 describes its baseline.
 * ``"grid"`` (EUG k-means; Su, Cao, Li, Bertino, Lin, Wang, "Differentially private
   k-means clustering and a hybrid approach", VLDBJ 2017): a uniform grid of
-  ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis with noisy counts, then the
+  ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (rounded up to a power of two,
+  and to at least k cells in all, so that k centres exist) with noisy counts, then the
   weighted k-means of the quadtree method.
 
 References
@@ -77,9 +78,9 @@ def _fit_buckets(centres: np.ndarray, counts: np.ndarray, k: int, secret: bytes,
     return weighted_kmeans(centres, np.maximum(counts, 0).astype(np.float64), k, secret=secret, label=label)
 
 
-def _grid_buckets(points, lows, highs, epsilon, contributions, n, secret, label):
+def _grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, label):
     d = points.shape[1]
-    side = max(1, math.ceil((n * epsilon / 10) ** (2 / (2 + d))))
+    side = max(1, math.ceil((n * epsilon / 10) ** (2 / (2 + d))), math.ceil(k ** (1 / d)))
     level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
     level = min(level, 62 // d)
     codes = np.sort(morton_codes(points, lows, highs, level))
@@ -227,7 +228,7 @@ def dp_kmeans(
             if n is None:
                 n = noisy_total(points, N_SHARE * epsilon, contributions, secret, label)
                 rest = epsilon * (1 - N_SHARE)
-            bucket_centres, counts = _grid_buckets(points, lows, highs, rest, contributions, n, secret, label)
+            bucket_centres, counts = _grid_buckets(points, lows, highs, int(k), rest, contributions, n, secret, label)
         centres = _fit_buckets(bucket_centres, counts, int(k), secret, label)
         buckets = pl.DataFrame({**{c: bucket_centres[:, a] for a, c in enumerate(cols)}, "count": counts})
     return DPKMeansResult(
