@@ -326,3 +326,16 @@ def test_tiny_epsilon_still_gives_k_centres_inside_the_bounds():
     fit = ppdm.dp_kmeans(df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, seed=4)
     centres = fit.to_numpy()
     assert centres.shape == (8, 2) and np.isfinite(centres).all() and (np.abs(centres) <= 10).all()
+
+
+def test_dplloyd_release_is_dp_over_many_secrets():
+    """One DPLloyd iteration (epsilon / 2 spent) on D and D' = D plus one point: the
+    released centre, binned, stays within e^(epsilon / 2)."""
+    eps, runs = 1.0, 3000
+    small = pl.DataFrame({"x": [0.25] * 40})
+    big = pl.DataFrame({"x": [0.25] * 40 + [1.0]})
+    kwargs = dict(k=1, epsilon=eps, bounds=(0, 1), method="lloyd", iterations=1)
+    a = np.array([ppdm.dp_kmeans(small, "x", seed=s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
+    b = np.array([ppdm.dp_kmeans(big, "x", seed=runs + s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
+    assert ppdm.dp_kmeans(small, "x", seed=0, **kwargs).epsilon == eps / 2
+    assert_ratio_within_e_eps(np.floor(a / 0.02), np.floor(b / 0.02), eps / 2, min_count=100)
