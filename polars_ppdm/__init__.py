@@ -17,9 +17,20 @@ from polars_ppdm.exceptions import (
     SecretError,
 )
 from polars_ppdm.metrics.rules import rule_scores
-from polars_ppdm.mine import association_rules, pattern_rules, rr_apriori, rr_frequent_itemsets, rr_support
+from polars_ppdm.mine import (
+    association_rules,
+    estimate_covariance,
+    pattern_rules,
+    pca_reconstruct,
+    reconstruct_distribution,
+    rr_apriori,
+    rr_frequent_itemsets,
+    rr_support,
+)
 from polars_ppdm.perturb import (
     SpiralKey,
+    add_noise,
+    add_noise_expr,
     apply_spiral_key,
     ecdf_resample,
     invert_spiral_key,
@@ -55,6 +66,8 @@ __all__ = [
     "Secret",
     "SecretError",
     "SpiralKey",
+    "add_noise",
+    "add_noise_expr",
     "apply_spiral_key",
     "association_rules",
     "audit",
@@ -64,10 +77,13 @@ __all__ = [
     "dp_quadtree",
     "duckdb",
     "ecdf_resample",
+    "estimate_covariance",
     "invert_spiral_key",
     "new_secret",
     "pattern_rules",
+    "pca_reconstruct",
     "read_transactions",
+    "reconstruct_distribution",
     "resolve_secret",
     "rr_apriori",
     "rr_disguise",

@@ -12,6 +12,7 @@ import polars as pl
 
 from polars_ppdm.mine.rr_support import rr_support
 from polars_ppdm.perturb.ecdf import ecdf_resample
+from polars_ppdm.perturb.noise import add_noise, add_noise_expr
 from polars_ppdm.perturb.rr import rr_disguise, rr_disguise_expr
 from polars_ppdm.perturb.spiral import spiral
 from polars_ppdm.secret import SeedLike
@@ -40,6 +41,18 @@ class PPDMExprNamespace:
         return rr_disguise_expr(
             self._expr, p=p, epsilon=epsilon, seed=seed, key=key, categories=categories, stream=stream
         )
+
+    def add_noise(
+        self,
+        *,
+        dist: str = "gaussian",
+        scale: float,
+        seed: SeedLike = None,
+        key: str | pl.Expr | None = None,
+        stream: str | None = None,
+    ) -> pl.Expr:
+        """Additive noise on this column; see :func:`polars_ppdm.add_noise_expr`."""
+        return add_noise_expr(self._expr, dist=dist, scale=scale, seed=seed, key=key, stream=stream)
 
 
 class _FrameMethods:
@@ -101,6 +114,18 @@ class _FrameMethods:
             shuffle=shuffle,
             round_integers=round_integers,
         )
+
+    def add_noise(
+        self,
+        columns: str | Sequence[str],
+        *,
+        dist: str = "gaussian",
+        scale: Any,
+        seed: SeedLike = None,
+        key: str | None = None,
+    ):
+        """Additive noise on columns; see :func:`polars_ppdm.add_noise`."""
+        return add_noise(self._frame, columns, dist=dist, scale=scale, seed=seed, key=key)
 
     def spiral(
         self,

@@ -228,7 +228,9 @@ def dp_kmeans(
             if n is None:
                 n = noisy_total(points, N_SHARE * epsilon, contributions, secret, label)
                 rest = epsilon * (1 - N_SHARE)
-            bucket_centres, counts = _grid_buckets(points, lows, highs, int(k), rest, contributions, n, secret, label)
+            bucket_centres, counts = _grid_buckets(
+                points, lows, highs, int(k), rest, contributions, n, secret, label
+            )
         centres = _fit_buckets(bucket_centres, counts, int(k), secret, label)
         buckets = pl.DataFrame({**{c: bucket_centres[:, a] for a, c in enumerate(cols)}, "count": counts})
     return DPKMeansResult(

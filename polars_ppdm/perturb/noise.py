@@ -1,0 +1,146 @@
+"""Additive random perturbation (Agrawal & Srikant 2000; paper 003, chapter 4).
+
+Each value gets ``x + r`` with r uniform on [-scale, scale] or Normal(0, scale^2), drawn
+from the keyed PRF at the row key, so the noise of a row does not depend on batches or
+engines.  The noise distribution is public: the miners (distribution reconstruction,
+covariance, PCA) need it -- and so does an attacker (:func:`polars_ppdm.audit.pca_noise_stripping`).
+
+References
+----------
+Agrawal, Srikant, "Privacy-preserving data mining", SIGMOD 2000.  Wen Han (2006), paper
+003, chapter 4.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm._encoding import row_keys
+from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._validation import check_choice, check_columns, check_numeric
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.perturb.rr import key_expr
+from polars_ppdm.secret import SeedLike, resolve_secret
+
+__all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise"]
+
+DISTRIBUTIONS = ("uniform", "gaussian")
+
+
+def check_noise(dist: object, scale: object, func: str) -> tuple[str, float]:
+    """A known distribution and a finite scale > 0."""
+    check_choice("dist", dist, DISTRIBUTIONS, func)
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not (0 < scale < math.inf):
+        msg = (
+            f"The 'scale' parameter of {func} must be a finite float > 0 (uniform: the half-width a of "
+            f"[-a, a]; gaussian: the standard deviation). Got {scale!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    return str(dist), float(scale)
+
+
+def noise_std(dist: str, scale: float) -> float:
+    """Standard deviation of the noise: ``a / sqrt(3)`` (uniform) or sigma."""
+    return scale / math.sqrt(3.0) if dist == "uniform" else scale
+
+
+def add_noise_expr(
+    expr: pl.Expr,
+    *,
+    dist: str = "gaussian",
+    scale: float,
+    seed: SeedLike = None,
+    key: str | pl.Expr | None = None,
+    stream: str | None = None,
+) -> pl.Expr:
+    """``x + r`` for a numeric expression (Float64 out; nulls stay null, NaN and
+    infinities are refused).
+
+    Parameters
+    ----------
+    expr : polars.Expr
+        A numeric expression.
+    dist : {'gaussian', 'uniform'}
+        The noise distribution (public).
+    scale : float
+        > 0: the standard deviation (gaussian) or the half-width a of [-a, a] (uniform).
+    seed, key
+        As :func:`polars_ppdm.rr_disguise_expr`: the secret and the row key (default the
+        row position); the same key gets the same noise.
+    stream : str, optional
+        Stream label; default ``"add_noise/" + output name``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> df = pl.DataFrame({"id": [1, 2, 3], "income": [10.0, None, 30.0]})
+    >>> out = df.with_columns(pl.col("income").ppdm.add_noise(dist="uniform", scale=1.0, seed=7, key="id"))
+    >>> out["income"].null_count(), bool((out["income"] - df["income"]).abs().max() <= 1.0)
+    (1, True)
+
+    References
+    ----------
+    Agrawal, Srikant, SIGMOD 2000; Wen Han (2006), paper 003, chapter 4.
+    """
+    func = "add_noise"
+    dist, scale = check_noise(dist, scale, func)
+    if stream is None:
+        try:
+            stream = "add_noise/" + expr.meta.output_name()
+        except Exception:
+            msg = (
+                "add_noise cannot name the stream of an expression without an output name; pass stream='...'."
+            )
+            raise InvalidParameterError(msg) from None
+    secret, word = resolve_secret(seed).key, stream_id(stream)
+    draw = uniform_noise if dist == "uniform" else gaussian_noise
+
+    def batch(inputs: Sequence[pl.Series]) -> pl.Series:
+        values, keys = inputs
+        if not values.dtype.is_numeric():
+            msg = f"add_noise needs a numeric column. Got {values.name!r} of dtype {values.dtype} instead."
+            raise InvalidParameterError(msg)
+        x = values.cast(pl.Float64)
+        valid = x.is_not_null()
+        finite = x.filter(valid).to_numpy()
+        if not np.isfinite(finite).all():
+            msg = f"add_noise: the column {values.name!r} holds NaN or infinite values; replace them or make them null."
+            raise InvalidParameterError(msg)
+        noise = draw(secret, word, row_keys(keys, func=func, required_rows=valid.to_numpy()), scale)
+        return (x + pl.Series(noise)).alias(values.name)
+
+    return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.Float64, is_elementwise=True)
+
+
+def add_noise(
+    frame: Frame,
+    columns: str | Sequence[str],
+    *,
+    dist: str = "gaussian",
+    scale: float | Sequence[float],
+    seed: SeedLike = None,
+    key: str | None = None,
+) -> Frame:
+    """:func:`add_noise_expr` on each named column (its own stream each; ``scale`` may
+    be one per column).  DataFrame in, DataFrame out; lazy stays lazy."""
+    func = "add_noise"
+    schema = schema_of(frame, func)
+    cols = check_columns(columns, list(schema.names()), func)
+    check_numeric(schema, cols, func)
+    scales = list(scale) if isinstance(scale, list | tuple) else [scale] * len(cols)
+    if len(scales) != len(cols):
+        msg = f"The 'scale' parameter of {func} needs one value per column ({len(cols)}). Got {scale!r} instead."
+        raise InvalidParameterError(msg)
+    secret = resolve_secret(seed)
+    exprs = [
+        add_noise_expr(pl.col(c), dist=dist, scale=s, seed=secret, key=key).alias(c)
+        for c, s in zip(cols, scales, strict=True)
+    ]
+    return like(frame, as_lazy(frame).with_columns(exprs))

@@ -1,0 +1,124 @@
+"""Additive noise and what can be mined from it (paper 003, chapter 4): the noise, the
+Agrawal-Srikant reconstruction, covariance and PCA-DR."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+
+
+@pytest.mark.parametrize(("dist", "variance"), [("uniform", 3.0**2 / 3), ("gaussian", 3.0**2)])
+def test_noise_has_the_stated_distribution_and_follows_the_key(dist, variance):
+    n = 200_000
+    df = pl.DataFrame({"id": np.arange(n) * 7, "x": np.zeros(n)})
+    out = ppdm.add_noise(df, "x", dist=dist, scale=3.0, seed=4, key="id")
+    r = out["x"].to_numpy()
+    # 5 standard errors of a variance estimate: sd(s^2) ~ sigma^2 sqrt((kurtosis - 1) / n), kurtosis <= 3
+    assert abs(r.var() - variance) < 5 * variance * math.sqrt(2 / n)
+    assert abs(r.mean()) < 5 * math.sqrt(variance / n)
+    if dist == "uniform":
+        assert np.abs(r).max() <= 3.0
+    shuffled = df.sample(fraction=1.0, shuffle=True, seed=1)
+    again = ppdm.add_noise(shuffled, "x", dist=dist, scale=3.0, seed=4, key="id")
+    assert_frame_equal(again.sort("id"), out.sort("id"))
+
+
+def test_engines_and_expression_agree_and_nulls_stay():
+    df = pl.DataFrame({"x": [1.0, None, 3.0] * 50_000, "y": np.arange(150_000)})
+    eager = ppdm.add_noise(df, ["x", "y"], scale=[0.5, 2.0], seed=9)
+    lazy = df.lazy().ppdm.add_noise(["x", "y"], scale=[0.5, 2.0], seed=9)
+    assert_frame_equal(lazy.collect(engine="streaming"), eager)
+    assert_frame_equal(lazy.collect(engine="in-memory"), eager)
+    expr = df.with_columns(pl.col("x").ppdm.add_noise(scale=0.5, seed=9))
+    assert_frame_equal(expr["x"].to_frame(), eager["x"].to_frame())
+    assert eager["x"].null_count() == 50_000 and eager.schema["y"] == pl.Float64
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(scale=0.0), "'scale'"),
+        (dict(scale=-1.0), "'scale'"),
+        (dict(scale=1.0, dist="laplace"), "'dist'"),
+    ],
+)
+def test_bad_noise_parameters(kwargs, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.add_noise(pl.DataFrame({"x": [1.0]}), "x", **kwargs)
+
+
+def test_nan_and_non_numeric_are_refused():
+    with pytest.raises(InvalidParameterError, match="NaN or infinite"):
+        ppdm.add_noise(pl.DataFrame({"x": [1.0, float("nan")]}), "x", scale=1.0)
+    with pytest.raises(InvalidParameterError, match="must be numeric"):
+        ppdm.add_noise(pl.DataFrame({"s": ["a"]}), "s", scale=1.0)
+    with pytest.raises(InvalidParameterError, match="'scale'"):
+        ppdm.reconstruct_distribution(pl.DataFrame({"x": [1.0]}), "x", dist="uniform", scale=0, bounds=(0, 1))
+
+
+def samples(shape: str, n: int, rng) -> np.ndarray:
+    if shape == "bimodal":
+        return np.where(rng.random(n) < 0.4, rng.normal(2.5, 0.6, n), rng.normal(7.0, 0.8, n))
+    if shape == "triangular":
+        return rng.triangular(0, 7, 10, n)
+    return 10 * rng.beta(1.2, 5, n)  # skewed
+
+
+@pytest.mark.parametrize("shape", ["bimodal", "triangular", "skewed"])
+@pytest.mark.parametrize("dist", ["uniform", "gaussian"])
+def test_reconstruction_halves_the_distance_to_the_truth(shape, dist):
+    rng = np.random.default_rng(7)
+    x = np.clip(samples(shape, 100_000, rng), 0, 10)
+    std = x.std()
+    scale = std * math.sqrt(3) if dist == "uniform" else std  # noise std == data std
+    noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist=dist, scale=scale, seed=1)
+    bins = 20
+    estimate = ppdm.reconstruct_distribution(noisy, "x", dist=dist, scale=scale, bins=bins, bounds=(0, 10))
+    truth = np.histogram(x, bins=bins, range=(0, 10))[0] / len(x)
+    raw = np.histogram(np.clip(noisy["x"].to_numpy(), 0, 10), bins=bins, range=(0, 10))[0] / len(x)
+    tv_estimate = 0.5 * np.abs(estimate["frequency"].to_numpy() - truth).sum()
+    tv_raw = 0.5 * np.abs(raw - truth).sum()
+    assert tv_estimate <= 0.5 * tv_raw, (tv_estimate, tv_raw)
+    assert estimate["frequency"].sum() == pytest.approx(1.0)
+    assert estimate["count"].sum() == pytest.approx(len(x))
+
+
+def test_covariance_within_three_standard_errors():
+    rng = np.random.default_rng(3)
+    n, sigma = 200_000, 2.0
+    true = np.array([[4.0, 1.5, -1.0], [1.5, 2.0, 0.3], [-1.0, 0.3, 1.0]])
+    x = rng.multivariate_normal([10, 0, -5], true, n)
+    noisy = ppdm.add_noise(pl.DataFrame(x, schema=["a", "b", "c"]), ["a", "b", "c"], scale=sigma, seed=2)
+    estimate = ppdm.estimate_covariance(noisy, ["a", "b", "c"], noise_sigma=sigma).drop("column").to_numpy()
+    observed = true + sigma**2 * np.eye(3)  # Cov(Y)
+    # Var of a sample covariance of normal data: (S_ii S_jj + S_ij^2) / n
+    se = np.sqrt((np.outer(np.diag(observed), np.diag(observed)) + observed**2) / n)
+    assert (np.abs(estimate - true) <= 3 * se).all(), (estimate - true) / se
+
+
+def test_pca_reconstruction_error_is_sigma_squared_p_over_m():
+    rng = np.random.default_rng(5)
+    n, m, p, sigma = 200_000, 10, 2, 1.0
+    x = rng.normal(0, 6, (n, p)) @ rng.normal(size=(p, m)) + rng.normal(0, 3, m)
+    cols = [f"v{i}" for i in range(m)]
+    noisy = ppdm.add_noise(pl.DataFrame(x, schema=cols), cols, scale=sigma, seed=6)
+    rebuilt = ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma, components=p)
+    mse = float(((rebuilt.to_numpy() - x) ** 2).mean())
+    assert mse == pytest.approx(sigma**2 * p / m, rel=0.10)
+    default = ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma)  # p found from the eigenvalues
+    assert_frame_equal(default, rebuilt)
+    report = ppdm.audit.pca_noise_stripping(pl.DataFrame(x, schema=cols), noisy, cols, noise_sigma=sigma)
+    assert (report["attack_rms"] < report["noise_rms"]).all()  # every column loses noise
+    energy = (report["attack_rms"] ** 2).sum() / (report["noise_rms"] ** 2).sum()
+    assert energy == pytest.approx(p / m, rel=0.10)
+    with pytest.raises(InvalidParameterError, match="'components'"):
+        ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma, components=11)
+    with pytest.raises(InvalidParameterError, match="'noise_sigma'"):
+        ppdm.estimate_covariance(noisy, cols, noise_sigma=-1.0)
