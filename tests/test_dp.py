@@ -280,7 +280,9 @@ def test_accountant_parallel_composition_costs_the_maximum():
             "'gamma'",
         ),
         (
-            lambda df: ppdm.dp_kmeans(df, ["x", "y"], k=500, bounds=[(0, 1)] * 2, epsilon=1.0, seed=1),
+            lambda df: ppdm.dp_kmeans(
+                df, ["x", "y"], k=5, bounds=[(0, 1)] * 2, epsilon=1.0, seed=1, max_height=1
+            ),
             "larger than the number of buckets",
         ),
         (
@@ -339,3 +341,9 @@ def test_dplloyd_release_is_dp_over_many_secrets():
     b = np.array([ppdm.dp_kmeans(big, "x", seed=runs + s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
     assert ppdm.dp_kmeans(small, "x", seed=0, **kwargs).epsilon == eps / 2
     assert_ratio_within_e_eps(np.floor(a / 0.02), np.floor(b / 0.02), eps / 2, min_count=100)
+
+
+def test_the_tree_always_has_k_leaves_for_k_means():
+    df, _, _ = blobs(50)
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, seed=3)
+    assert fit.buckets.height >= 40 and fit.centres.height == 40

@@ -35,7 +35,14 @@ from polars_ppdm.dp._common import (
     private_points,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
-from polars_ppdm.dp.quadtree import N_SHARE, _check_gamma, noisy_total, plan_tree, quadtree_leaves
+from polars_ppdm.dp.quadtree import (
+    N_SHARE,
+    _check_gamma,
+    noisy_total,
+    plan_tree,
+    quadtree_leaves,
+    split_levels_for,
+)
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace, laplace
 from polars_ppdm.kernels.prf import stream_id, uniform
@@ -220,8 +227,12 @@ def dp_kmeans(
                 secret=secret,
                 label=label,
                 func=_FUNC,
+                min_height=split_levels_for(int(k), points.shape[1]),
             )
-            leaves = quadtree_leaves(points, lows, highs, plan, contributions, secret, label)
+            # The top levels always split, so the tree has at least k leaves to fit.
+            leaves = quadtree_leaves(
+                points, lows, highs, plan, contributions, secret, label, min_leaves=int(k)
+            )
             bucket_centres, counts = leaves.centre, leaves.count
         else:
             rest = epsilon

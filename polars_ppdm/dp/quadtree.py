@@ -76,6 +76,7 @@ def plan_tree(
     secret: bytes,
     label: str,
     func: str,
+    min_height: int = 0,
 ) -> TreePlan:
     """The paper's defaults: ``maxH = ln(N) / d`` (at least 1) and ``T = N / 1000``;
     N from ``n`` or from a noisy count bought with ``N_SHARE`` of epsilon."""
@@ -87,8 +88,8 @@ def plan_tree(
     elif n is not None and (isinstance(n, bool) or not isinstance(n, int | float) or not n > 0):
         msg = f"The 'n' parameter of {func} must be a number > 0 (a public estimate of the row count). Got {n!r} instead."
         raise InvalidParameterError(msg)
-    if max_height is None:
-        max_height = max(1, round(math.log(n) / d))
+    if max_height is None:  # the default grows to min_height; a given height is kept
+        max_height = max(1, round(math.log(n) / d), min_height)
     elif isinstance(max_height, bool) or not isinstance(max_height, int | np.integer) or max_height < 0:
         msg = f"The 'max_height' parameter of {func} must be an int >= 0. Got {max_height!r} instead."
         raise InvalidParameterError(msg)
@@ -101,8 +102,18 @@ def plan_tree(
 
 
 def quadtree_leaves(
-    points: np.ndarray, lows, highs, plan: TreePlan, contributions: int, secret: bytes, label: str
+    points: np.ndarray,
+    lows,
+    highs,
+    plan: TreePlan,
+    contributions: int,
+    secret: bytes,
+    label: str,
+    *,
+    min_leaves: int = 1,
 ) -> Leaves:
+    """The tree's leaves; with ``min_leaves``, the top levels split until there are at
+    least that many cells (the height grows to allow it)."""
     level_scale = contributions * plan.max_height / plan.epsilon_levels if plan.max_height else 1.0
     return build_quadtree(
         points,
@@ -114,7 +125,13 @@ def quadtree_leaves(
         leaf_scale=contributions / plan.epsilon_leaves,
         secret=secret,
         label=label,
+        split_levels=split_levels_for(min_leaves, points.shape[1]),
     )
+
+
+def split_levels_for(min_leaves: int, d: int) -> int:
+    """Levels to split unconditionally so that 2^(d * levels) >= min_leaves."""
+    return math.ceil(math.log2(min_leaves) / d) if min_leaves > 1 else 0
 
 
 def leaves_frame(leaves: Leaves, columns: Sequence[str]) -> pl.DataFrame:

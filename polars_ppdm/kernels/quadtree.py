@@ -86,9 +86,12 @@ def build_quadtree(
     leaf_scale: float,
     secret: bytes,
     label: str,
+    split_levels: int = 0,
 ) -> Leaves:
     """Grow the tree level by level; ``level_scale`` / ``leaf_scale`` are the noise
-    scales (sensitivity / epsilon) of the split counts and of the leaf counts.
+    scales (sensitivity / epsilon) of the split counts and of the leaf counts.  The
+    first ``split_levels`` levels split whatever their counts (a rule that reads no
+    data: k-means on the leaves needs at least k of them).
 
     Examples
     --------
@@ -116,7 +119,7 @@ def build_quadtree(
         noisy = _true_counts(at_level, frontier) + discrete_laplace(
             secret, stream_id(f"{label}/level{level}"), frontier.astype(np.uint64), level_scale
         )
-        is_leaf = noisy <= threshold
+        is_leaf = (noisy <= threshold) & (level >= split_levels)
         leaf_levels.append(np.full(int(is_leaf.sum()), level)), leaf_codes.append(frontier[is_leaf])
         frontier = ((frontier[~is_leaf] << d)[:, None] | children[None, :]).ravel()
     levels, codes = np.concatenate(leaf_levels), np.concatenate(leaf_codes)
