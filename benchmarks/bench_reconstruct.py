@@ -11,13 +11,15 @@ import argparse
 
 import numpy as np
 import polars as pl
+from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
-from _timing import best_seconds  # benchmarks/ is the script's own folder
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--bins", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
@@ -28,7 +30,9 @@ def main() -> None:
     values = noisy["x"].to_numpy()
     base = best_seconds(lambda: np.histogram(values, bins=args.bins, range=(0, 100)), args.repeats)
     ours = best_seconds(
-        lambda: ppdm.reconstruct_distribution(noisy, "x", dist="gaussian", scale=15.0, bins=args.bins, bounds=(0, 100)),
+        lambda: ppdm.reconstruct_distribution(
+            noisy, "x", dist="gaussian", scale=15.0, bins=args.bins, bounds=(0, 100)
+        ),
         args.repeats,
     )
     print(f"{args.rows:,} values, {args.bins} intervals, best of {args.repeats}")

@@ -18,13 +18,16 @@ from polars_ppdm.exceptions import (
 )
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import (
+    RRTree,
     association_rules,
     estimate_covariance,
     pattern_rules,
     pca_reconstruct,
     reconstruct_distribution,
+    rr_accuracy,
     rr_apriori,
     rr_frequent_itemsets,
+    rr_id3,
     rr_support,
 )
 from polars_ppdm.perturb import (
@@ -63,6 +66,7 @@ __all__ = [
     "InvalidParameterError",
     "PPDMError",
     "PrivacyLeakWarning",
+    "RRTree",
     "Secret",
     "SecretError",
     "SpiralKey",
@@ -85,11 +89,13 @@ __all__ = [
     "read_transactions",
     "reconstruct_distribution",
     "resolve_secret",
+    "rr_accuracy",
     "rr_apriori",
     "rr_disguise",
     "rr_disguise_expr",
     "rr_epsilon",
     "rr_frequent_itemsets",
+    "rr_id3",
     "rr_p_from_epsilon",
     "rr_support",
     "rule_scores",

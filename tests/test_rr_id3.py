@@ -1,0 +1,102 @@
+"""ID3 on randomized-response data (paper 003, section 5.2): Mushroom and Agrawal data in
+whole-record mode, the complement-based accuracy estimate, k-ary per-attribute mode, and
+bad input."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from rr_id3_accuracy import agrawal_binary, evaluate
+
+
+@pytest.fixture(scope="module")
+def mushroom():
+    path = ppdm.datasets.find_shared_data("mushroom.dat")
+    if path is None:
+        pytest.skip("../shared/data/mushroom.dat is not beside the project")
+    onehot = ppdm.transactions_to_onehot(ppdm.read_transactions(path))
+    return onehot, [c for c in onehot.columns if c not in ("1", "2")], "1"
+
+
+def test_mushroom_whole_record_p08_matches_plain_id3_and_estimates_its_accuracy(mushroom):
+    frame, attributes, label = mushroom
+    result = evaluate(frame, attributes, label, [0.8], secrets=2, seed=2006)
+    assert (result["gap"] >= -3).all(), result
+    assert (result["estimate error"].abs() <= 2).all(), result
+
+
+def test_agrawal_discretised_whole_record_p08():
+    frame, attributes, label = agrawal_binary(1, rows=9_000)
+    result = evaluate(frame, attributes, label, [0.8], secrets=1, seed=2006)
+    assert (result["gap"] >= -3).all(), result
+    assert (result["estimate error"].abs() <= 2).all(), result
+
+
+def test_plain_id3_learns_a_known_rule_and_prints():
+    df = pl.DataFrame({"a": [True, True, False, False] * 50, "b": [True, False] * 100}).with_columns(
+        (pl.col("a") & ~pl.col("b")).alias("y")
+    )
+    tree = ppdm.rr_id3(df, ["a", "b"], "y", p=1.0)
+    assert (tree.predict(df) == df["y"]).all()
+    assert "a = True:" in str(tree) and "-> y = True" in str(tree)
+    assert len(tree.leaves()) == 3
+
+
+def test_per_attribute_mode_handles_k_ary_attributes_and_labels():
+    rng = np.random.default_rng(3)
+    n = 60_000
+    colour = rng.integers(0, 3, n)
+    size = rng.integers(0, 2, n)
+    kind = np.where(colour == 0, 0, np.where(size == 1, 1, 2))
+    domains = {"colour": ["red", "green", "blue"], "size": ["small", "large"], "kind": ["x", "y", "z"]}
+    df = pl.DataFrame(
+        {c: [domains[c][i] for i in v] for c, v in (("colour", colour), ("size", size), ("kind", kind))}
+    )
+    disguised = ppdm.rr_disguise(df, ["colour", "size", "kind"], p=0.8, seed=4, categories=domains)
+    tree = ppdm.rr_id3(disguised, ["colour", "size"], "kind", p=0.8, mode="per_attribute", categories=domains)
+    assert (tree.predict(df) == df["kind"]).mean() == 1.0
+    estimate = ppdm.rr_accuracy(tree, disguised, p=0.8)
+    assert estimate == pytest.approx(1.0, abs=0.03)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(p=0.5), "must not be 0.5"),
+        (dict(p=1.5), "'p'"),
+        (dict(p=0.8, label="nope"), "'label' parameter of rr_id3 names no column"),
+        (dict(p=0.8, attributes=["a", "zz"]), "zz"),
+        (dict(p=0.8, mode="per_row"), "'mode'"),
+        (dict(p=0.8, label="three"), "more than two values"),
+        (dict(p=0.8, attributes=["a", "y"]), "also among the attributes"),
+        (dict(p=0.8, attributes=["s"]), "needs its domain"),
+        (dict(p=0.8, max_depth=-1), "'max_depth'"),
+    ],
+)
+def test_bad_input(kwargs, message):
+    df = pl.DataFrame(
+        {
+            "a": [True, False, True],
+            "y": [True, True, False],
+            "three": pl.Series(["u", "v", "w"], dtype=pl.Enum(["u", "v", "w"])),
+            "s": ["p", "q", "p"],
+        }
+    )
+    args = {"attributes": ["a"], "label": "y"} | kwargs
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.rr_id3(df, args.pop("attributes"), args.pop("label"), **args)
+
+
+def test_nulls_are_refused():
+    df = pl.DataFrame({"a": [True, None], "y": [True, False]})
+    with pytest.raises(InvalidParameterError, match="nulls"):
+        ppdm.rr_id3(df, ["a"], "y", p=0.8)
