@@ -7,9 +7,10 @@ then costs ``intervals x noisy bins``, never rows:
 
 where ``K(b, a)`` is the probability that a value of interval a lands, after noise, in
 noisy bin b.  Stopping rule: the iteration stops as soon as the noisy histogram that the
-estimate predicts fits the observed one (Pearson chi-square below its 95% critical value:
-more iterations would fit sampling noise), or when no interval moves by more than
-``tol``, or after ``max_iter`` iterations.
+estimate predicts fits the observed one as well as sampling noise allows (Pearson
+chi-square at or below its degrees of freedom, its expected value: more iterations would
+fit the sampling noise; the 95% quantile stops too early and blurs modes), or when no
+interval moves by more than ``tol``, or after ``max_iter`` iterations.
 
 References
 ----------
@@ -30,16 +31,10 @@ from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.perturb.noise import check_noise
 
-__all__ = ["chi_square_critical", "reconstruct_distribution", "reconstruct_histogram"]
+__all__ = ["reconstruct_distribution", "reconstruct_histogram", "transition"]
 
 _FUNC = "reconstruct_distribution"
 _SUBPOINTS = 16  # points per interval at which the noise density is averaged
-
-
-def chi_square_critical(df: int, z: float = 1.6448536269514722) -> float:
-    """The 95% quantile of chi-square with ``df`` degrees of freedom (Wilson-Hilferty)."""
-    h = 2.0 / (9.0 * df)
-    return df * (1.0 - h + z * math.sqrt(h)) ** 3
 
 
 def _noise_cdf(dist: str, scale: float, t: np.ndarray) -> np.ndarray:
@@ -67,7 +62,7 @@ def reconstruct_histogram(
     n = counts.sum()
     observed = counts / n
     f = np.full(K.shape[1], 1.0 / K.shape[1])  # start from uniform
-    critical = chi_square_critical(max(int((counts > 0).sum()) - 1, 1))
+    degrees = max(int((counts > 0).sum()) - 1, 1)  # the expected chi-square of a right model
     for iteration in range(1, max_iter + 1):
         predicted = K @ f
         share = np.divide(observed, predicted, out=np.zeros_like(observed), where=predicted > 0)
@@ -78,7 +73,7 @@ def reconstruct_histogram(
         expected = n * (K @ f)
         fit = expected > 0
         chi2 = float((((counts - expected) ** 2)[fit] / expected[fit]).sum())
-        if chi2 <= critical or change < tol:
+        if chi2 <= degrees or change < tol:
             return f, iteration
     return f, max_iter
 
