@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_ppdm._bounds import check_bounds
 from polars_ppdm._frame import as_lazy, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
@@ -131,14 +132,7 @@ def reconstruct_distribution(
     if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
         msg = f"The 'bins' parameter of {_FUNC} must be an int >= 2. Got {bins!r} instead."
         raise InvalidParameterError(msg)
-    try:
-        low, high = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        msg = f"The 'bounds' parameter of {_FUNC} must be a (low, high) pair. Got {bounds!r} instead."
-        raise InvalidParameterError(msg) from None
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        msg = f"The 'bounds' parameter of {_FUNC} must be finite with low < high. Got {bounds!r} instead."
-        raise InvalidParameterError(msg)
+    ((low, high),) = check_bounds(bounds, [col], _FUNC, None).values()
     width = (high - low) / bins
     reach = scale if dist == "uniform" else 4 * scale
     pad = math.ceil(reach / width)
