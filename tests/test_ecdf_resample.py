@@ -262,3 +262,19 @@ def test_round_integers_keeps_integer_dtypes_and_ranks():
     assert lazy.collect_schema() == out.schema and lazy.collect().equals(out)
     with pytest.raises(InvalidParameterError, match="'round_integers'"):
         ppdm.ecdf_resample(df, "age", seed=3, round_integers="yes")
+
+
+@pytest.mark.parametrize("duplicates", [0.0, 0.02, 0.5])
+def test_fast_rank_order_equals_the_kernel_reference(duplicates):
+    from polars_ppdm.perturb.ecdf import _rank_order
+
+    rng = np.random.default_rng(11)
+    n = 300_000
+    values = rng.normal(0, 1, n)
+    values[: n // 100] = values[n // 100 : 2 * (n // 100)] * (1 + 1e-15)  # near-equal: top bits collide
+    copies = int(duplicates * n)
+    values[n - copies :] = values[:copies]  # exact ties, broken by the keyed words
+    keys = rng.permutation(n).astype(np.uint64) * 3
+    order, ordered = _rank_order(values, SECRET, keys, 77)
+    assert (order == rank_order(values, SECRET, 77, keys)).all()
+    assert (ordered == values[order]).all()

@@ -78,17 +78,39 @@ def _order_bits(values: np.ndarray) -> np.ndarray:
 def _rank_order(
     values: np.ndarray, secret: bytes, row_key: np.ndarray, tie_stream: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`polars_ppdm.kernels.ecdf.rank_order` by Polars (several times faster than
-    numpy's argsort): values ascending, ties by their keyed PRF word.  Also returns the
-    values in that order."""
+    """:func:`polars_ppdm.kernels.ecdf.rank_order` by Polars: values ascending, ties by
+    their keyed PRF word.  Also returns the values in that order.
+
+    Fast path: one Polars sort of uint64 words that hold the top bits of each value's
+    order key above its row index (a plain sort is about twice as fast as an arg_sort).
+    Rows whose top bits collide -- equal or nearly equal values -- are then put in exact
+    order (value, tie word) among themselves.  Mostly tied data takes the arg_sort path.
+    """
     bits = _order_bits(values)
-    order = pl.Series(bits).arg_sort().to_numpy()
-    ordered = bits[order]
-    if (ordered[1:] == ordered[:-1]).any():
+    n = len(bits)
+    index_bits = max(1, (n - 1).bit_length())
+    shift = np.uint64(index_bits)
+    unsigned = bits.view(np.uint64) ^ np.uint64(1 << 63)  # signed order -> unsigned order
+    packed = pl.Series(((unsigned >> shift) << shift) | np.arange(n, dtype=np.uint64)).sort().to_numpy()
+    order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
+    prefix = packed >> shift
+    collide = prefix[1:] == prefix[:-1]
+    if not collide.any():
+        ordered = bits[order]
+    elif collide.sum() <= n // 20:
+        in_run = np.zeros(n, dtype=bool)
+        in_run[1:] |= collide
+        in_run[:-1] |= collide
+        at = np.flatnonzero(in_run)
+        run = np.cumsum(np.concatenate(([True], ~collide[at[:-1]] | (np.diff(at) > 1))))
+        rows = order[at]
+        exact = np.lexsort((tie_words(secret, tie_stream, row_key[rows]), bits[rows], run))
+        order[at] = rows[exact]
+        ordered = bits[order]
+    else:
         ties = tie_words(secret, tie_stream, row_key)
         order = pl.DataFrame({"v": bits, "t": ties}).select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
-    # Tie-breaking reorders only equal values, so ``ordered`` stands; and the key map is its
-    # own inverse, which beats gathering the floats a second time.
+        ordered = bits[order]
     return order, (ordered ^ ((ordered >> 63) & _MAGNITUDE)).view(np.float64)
 
 
