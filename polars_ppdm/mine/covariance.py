@@ -151,8 +151,4 @@ def pca_reconstruct(
         for j, source in enumerate(cols):
             expr = expr + float(P[j, i]) * (pl.col(source).cast(pl.Float64) - float(mean[j]))
         exprs.append(expr.alias(c))
-    return like(
-        as_lazy(frame) if isinstance(frame, pl.LazyFrame) else frame,
-        as_lazy(frame).with_columns(exprs),
-        engine="streaming",
-    )
+    return like(frame, as_lazy(frame).with_columns(exprs), engine="streaming")
