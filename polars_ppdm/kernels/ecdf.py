@@ -98,15 +98,17 @@ def sorted_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.
     )
 
 
-def sample_from_sorted_uniforms(u: np.ndarray, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+def sample_from_sorted_uniforms(
+    u: np.ndarray, cuts: np.ndarray, cdf: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`inverse_cdf` of ascending uniforms, interval by interval, bit for bit.
 
     Sorted uniforms fall in runs, one per interval: ``bins + 1`` binary searches find
     the runs, and each run is interpolated in place with its interval's constants --
     the same floating-point operations as :func:`inverse_cdf`, without n-sized
-    temporaries (which cost more than the arithmetic at 10M rows).
+    temporaries (which cost more than the arithmetic at 10M rows); ``out`` may be ``u``.
     """
-    out = np.empty_like(u)
+    out = np.empty_like(u) if out is None else out
     bounds = np.searchsorted(u, cdf, side="left")  # run j: uniforms in [F_{j-1}, F_j)
     out[: bounds[0]] = cuts[0]  # the point mass at the minimum
     for j in range(1, len(cdf)):

@@ -262,8 +262,9 @@ def bernoulli_threshold(p: float) -> int | None:
     return math.ceil(p * _TWO_POW_53) << 11
 
 
-def uniform(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
-    """Uniform doubles in [0, 1) from word 0: ``(w0 >> 11) * 2**-53``.
+def uniform(secret: bytes, stream: int, keys: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Uniform doubles in [0, 1) from word 0: ``(w0 >> 11) * 2**-53`` (into ``out``,
+    a float64 array of len(keys), when given).
 
     Examples
     --------
@@ -273,7 +274,7 @@ def uniform(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
     True
     """
     keys = _as_keys(keys)
-    out = np.empty(len(keys), dtype=np.float64)
+    out = np.empty(len(keys), dtype=np.float64) if out is None else out
 
     def consume(start, stop, words):
         np.multiply(words[:, 0] >> np.uint64(11), 1.0 / _TWO_POW_53, out=out[start:stop])

@@ -9,6 +9,7 @@ Engineering* 2012 (paper 000).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -68,36 +69,66 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
     return values, valid
 
 
-def _order_bits(values: np.ndarray) -> np.ndarray:
+def _order_bits(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Int64 keys in the order of the float values (-0.0 counted as 0.0): Polars sorts
-    integers faster than floats."""
-    bits = (values + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
-    return bits ^ ((bits >> 63) & _MAGNITUDE)  # negatives: magnitude reversed
+    integers faster than floats.  ``out``: an int64 buffer to write them to."""
+    out = np.empty(len(values), dtype=np.int64) if out is None else out
+    bits = out.view(np.float64)
+    np.add(values, 0.0, out=bits)  # + 0.0 turns -0.0 into 0.0
+    bits = out
+    # Negatives: magnitude reversed.  (A temporary of n words; see _Workspace.)
+    np.bitwise_xor(bits, (bits >> 63) & _MAGNITUDE, out=bits)
+    return bits
+
+
+class _Workspace:
+    """Scratch arrays of one worker thread, reused from column to column: in a VM a
+    fresh 80 MB array costs more in page faults than the arithmetic done in it."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.bits = np.empty(n, dtype=np.int64)
+        self.packed = np.empty(n, dtype=np.uint64)
+        self.order = np.empty(n, dtype=np.int64)
+        self.ordered = np.empty(n, dtype=np.int64)
+        self.index = np.arange(n, dtype=np.uint64)
+        self.floats = np.empty(n, dtype=np.float64)
+        self.collide = np.empty(max(n - 1, 0), dtype=bool)
 
 
 def _rank_order(
-    values: np.ndarray, secret: bytes, row_key: np.ndarray, tie_stream: int
+    values: np.ndarray,
+    secret: bytes,
+    row_key: np.ndarray,
+    tie_stream: int,
+    workspace: _Workspace | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`polars_ppdm.kernels.ecdf.rank_order` by Polars: values ascending, ties by
-    their keyed PRF word.  Also returns the values in that order.
+    their keyed PRF word.  Also returns the values in that order (both arrays live in
+    ``workspace`` when one is given: copy them before its next use).
 
     Fast path: one Polars sort of uint64 words that hold the top bits of each value's
     order key above its row index (a plain sort is about twice as fast as an arg_sort).
     Rows whose top bits collide -- equal or nearly equal values -- are then put in exact
     order (value, tie word) among themselves.  Mostly tied data takes the arg_sort path.
     """
-    bits = _order_bits(values)
-    n = len(bits)
+    n = len(values)
+    ws = workspace if workspace is not None and workspace.n == n else _Workspace(n)
+    bits = _order_bits(values, ws.bits)
     index_bits = max(1, (n - 1).bit_length())
     shift = np.uint64(index_bits)
-    unsigned = bits.view(np.uint64) ^ np.uint64(1 << 63)  # signed order -> unsigned order
-    packed = pl.Series(((unsigned >> shift) << shift) | np.arange(n, dtype=np.uint64)).sort().to_numpy()
-    order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
-    prefix = packed >> shift
-    collide = prefix[1:] == prefix[:-1]
-    if not collide.any():
-        ordered = bits[order]
-    elif collide.sum() <= n // 20:
+    packed = ws.packed
+    np.bitwise_xor(bits.view(np.uint64), np.uint64(1 << 63), out=packed)  # signed -> unsigned order
+    np.right_shift(packed, shift, out=packed)
+    np.left_shift(packed, shift, out=packed)
+    np.bitwise_or(packed, ws.index, out=packed)
+    ranked = pl.Series(packed).sort().to_numpy()
+    order = ws.order
+    np.bitwise_and(ranked, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
+    np.right_shift(ranked, shift, out=packed)  # the prefixes, in sorted order
+    collide = np.equal(packed[1:], packed[:-1], out=ws.collide)
+    collisions = int(collide.sum())
+    if collisions and collisions <= n // 20:
         in_run = np.zeros(n, dtype=bool)
         in_run[1:] |= collide
         in_run[:-1] |= collide
@@ -106,18 +137,24 @@ def _rank_order(
         rows = order[at]
         exact = np.lexsort((tie_words(secret, tie_stream, row_key[rows]), bits[rows], run))
         order[at] = rows[exact]
-        ordered = bits[order]
-    else:
+    elif collisions:
         ties = tie_words(secret, tie_stream, row_key)
-        order = pl.DataFrame({"v": bits, "t": ties}).select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
-        ordered = bits[order]
-    return order, (ordered ^ ((ordered >> 63) & _MAGNITUDE)).view(np.float64)
+        frame = pl.DataFrame({"v": bits, "t": ties})
+        order[:] = frame.select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
+    ordered = np.take(bits, order, out=ws.ordered)
+    # The key map is its own inverse: the sorted floats without a second gather.
+    np.bitwise_xor(ordered, (ordered >> 63) & _MAGNITUDE, out=ordered)
+    return order, ordered.view(np.float64)
 
 
-def _sorted_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """:func:`polars_ppdm.kernels.ecdf.sorted_sample`, the uniforms sorted by Polars."""
-    u = pl.Series(uniform(secret, stream, np.arange(n, dtype=np.uint64))).sort().to_numpy()
-    return sample_from_sorted_uniforms(u, cuts, cdf)
+def _sorted_sample(
+    secret: bytes, stream: int, cuts: np.ndarray, cdf: np.ndarray, ws: _Workspace
+) -> np.ndarray:
+    """:func:`polars_ppdm.kernels.ecdf.sorted_sample` of n = ``ws.n`` draws, the uniforms
+    sorted by Polars; the result lives in ``ws.floats``."""
+    drawn = uniform(secret, stream, ws.index, out=ws.floats)
+    u = pl.Series(drawn).sort().to_numpy()  # Polars' own memory: ws.floats is free again
+    return sample_from_sorted_uniforms(u, cuts, cdf, out=ws.floats)
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
@@ -227,6 +264,13 @@ def ecdf_resample(
         name: (rounded.get(name, pl.Float64) if name in cols else dtype) for name, dtype in schema.items()
     }
 
+    local = threading.local()  # the pool's own threads: one workspace each
+
+    def workspace(n: int) -> _Workspace:
+        if getattr(local, "workspace", None) is None or local.workspace.n != n:
+            local.workspace = _Workspace(n)
+        return local.workspace
+
     def resample_column(df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool):
         values, valid = _finite_values(df[c])
         if values[0] == values.min() == values.max():
@@ -238,13 +282,14 @@ def ecdf_resample(
             sample = draw_sample(secret, stream, len(values), cuts, cdf)
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
-        order, ordered = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"))
+        ws = workspace(len(values))
+        order, ordered = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"), ws)
         cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
         if with_draws:  # the paper's row order needs the draw index of each value
             sample, drawn = relink(order, draw_sample(secret, stream, len(values), cuts, cdf))
         else:
             sample, drawn = np.empty(len(values)), None
-            sample[order] = _sorted_sample(secret, stream, len(values), cuts, cdf)
+            sample[order] = _sorted_sample(secret, stream, cuts, cdf, ws)
         return _with_nulls(sample, valid, c), drawn
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
