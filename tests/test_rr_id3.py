@@ -78,7 +78,7 @@ def test_per_attribute_mode_handles_k_ary_attributes_and_labels():
         (dict(p=0.8, mode="per_row"), "'mode'"),
         (dict(p=0.8, label="three"), "more than two values"),
         (dict(p=0.8, attributes=["a", "y"]), "also among the attributes"),
-        (dict(p=0.8, attributes=["s"]), "needs its domain"),
+        (dict(p=0.8, attributes=["s"]), "'categories' parameter of rr_id3 \\(column 's'\\) is required"),
         (dict(p=0.8, max_depth=-1), "'max_depth'"),
     ],
 )
