@@ -19,7 +19,6 @@ Zhang, Cheng, DPQT k-means (paper 004).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,10 +43,8 @@ from polars_ppdm.dp.quadtree import (
     split_levels_for,
 )
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_laplace, laplace
-from polars_ppdm.kernels.prf import stream_id, uniform
-from polars_ppdm.kernels.quadtree import morton_codes
-from polars_ppdm.kernels.weighted_kmeans import nearest, weighted_kmeans
+from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets
+from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SeedLike, resolve_secret
 
 __all__ = ["DPKMeansResult", "dp_kmeans"]
@@ -83,51 +80,6 @@ def _fit_buckets(centres: np.ndarray, counts: np.ndarray, k: int, secret: bytes,
     # Negative noisy counts weigh nothing; with fewer positive buckets than k (tiny
     # epsilon), the seeding takes the remaining centres from the empty buckets.
     return weighted_kmeans(centres, np.maximum(counts, 0).astype(np.float64), k, secret=secret, label=label)
-
-
-def _grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, label):
-    d = points.shape[1]
-    side = max(1, math.ceil((n * epsilon / 10) ** (2 / (2 + d))), math.ceil(k ** (1 / d)))
-    level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
-    level = min(level, 62 // d)
-    codes = np.sort(morton_codes(points, lows, highs, level))
-    cells = np.arange(1 << (d * level), dtype=np.int64)
-    counts = np.searchsorted(codes, cells, side="right") - np.searchsorted(codes, cells, side="left")
-    counts = counts + discrete_laplace(
-        secret, stream_id(label + "/grid"), cells.astype(np.uint64), contributions / epsilon
-    )
-    index = np.zeros((len(cells), d), dtype=np.int64)
-    for bit in range(level):
-        for axis in range(d):
-            index[:, axis] |= ((cells >> (bit * d + (d - 1 - axis))) & 1) << bit
-    width = (highs - lows) / (1 << level)
-    return lows + (index + 0.5) * width, counts
-
-
-def _lloyd(points, lows, highs, k, epsilon, contributions, iterations, secret, label):
-    d = points.shape[1]
-    middle, half = (lows + highs) / 2, (highs - lows) / 2
-    u = uniform(secret, stream_id(label + "/init"), np.arange(k * d, dtype=np.uint64)).reshape(k, d)
-    centres = lows + u * (highs - lows)
-    clipped = np.clip(points, lows, highs) - middle  # centred: each coordinate within +-half
-    sum_sensitivity = contributions * float(half.sum())  # L1 over the d coordinates
-    for t in range(1, iterations + 1):
-        eps_t = epsilon / 2**t
-        index, _ = nearest(points, centres)
-        keys = np.arange(k, dtype=np.uint64)
-        counts = np.bincount(index, minlength=k) + discrete_laplace(
-            secret, stream_id(f"{label}/count{t}"), keys, contributions / (eps_t / 2)
-        )
-        sums = np.stack([np.bincount(index, weights=clipped[:, a], minlength=k) for a in range(d)], axis=1)
-        sums += laplace(
-            secret,
-            stream_id(f"{label}/sum{t}"),
-            np.arange(k * d, dtype=np.uint64),
-            sum_sensitivity / (eps_t / 2),
-        ).reshape(k, d)
-        moved = counts > 0
-        centres[moved] = np.clip(middle + sums[moved] / counts[moved, None], lows, highs)
-    return centres
 
 
 def dp_kmeans(
@@ -213,7 +165,9 @@ def dp_kmeans(
     label = f"dp_kmeans/{method}/" + "\x1f".join(cols)
     buckets = None
     if method == "lloyd":
-        centres = _lloyd(points, lows, highs, int(k), epsilon, contributions, int(iterations), secret, label)
+        centres = dp_lloyd(
+            points, lows, highs, int(k), epsilon, contributions, int(iterations), secret, label
+        )
     else:
         if method == "quadtree":
             plan = plan_tree(
@@ -239,7 +193,7 @@ def dp_kmeans(
             if n is None:
                 n = noisy_total(points, N_SHARE * epsilon, contributions, secret, label)
                 rest = epsilon * (1 - N_SHARE)
-            bucket_centres, counts = _grid_buckets(
+            bucket_centres, counts = grid_buckets(
                 points, lows, highs, int(k), rest, contributions, n, secret, label
             )
         centres = _fit_buckets(bucket_centres, counts, int(k), secret, label)

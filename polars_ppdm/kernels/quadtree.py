@@ -24,7 +24,7 @@ import numpy as np
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 
-__all__ = ["Leaves", "build_quadtree", "morton_codes"]
+__all__ = ["Leaves", "build_quadtree", "cell_index", "count_codes", "morton_codes"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def morton_codes(points: np.ndarray, lows: np.ndarray, highs: np.ndarray, level:
     return code
 
 
-def _cell_index(codes: np.ndarray, level: int, d: int) -> np.ndarray:
+def cell_index(codes: np.ndarray, level: int, d: int) -> np.ndarray:
     """Per-axis cell indices of Z-order codes (the inverse of :func:`morton_codes`)."""
     index = np.zeros((len(codes), d), dtype=np.int64)
     for bit in range(level):
@@ -69,7 +69,8 @@ def _cell_index(codes: np.ndarray, level: int, d: int) -> np.ndarray:
     return index
 
 
-def _true_counts(sorted_codes: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+def count_codes(sorted_codes: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """How many of the (sorted) point codes equal each node code."""
     return np.searchsorted(sorted_codes, nodes, side="right") - np.searchsorted(
         sorted_codes, nodes, side="left"
     )
@@ -116,7 +117,7 @@ def build_quadtree(
             leaf_levels.append(np.full(len(frontier), level)), leaf_codes.append(frontier)
             break
         at_level = finest >> (d * (max_height - level))
-        noisy = _true_counts(at_level, frontier) + discrete_laplace(
+        noisy = count_codes(at_level, frontier) + discrete_laplace(
             secret, stream_id(f"{label}/level{level}"), frontier.astype(np.uint64), level_scale
         )
         is_leaf = (noisy <= threshold) & (level >= split_levels)
@@ -128,12 +129,12 @@ def build_quadtree(
     for level in np.unique(levels).tolist():
         at = levels == level
         nodes = codes[at]
-        true = _true_counts(finest >> (d * (max_height - level)), nodes)
+        true = count_codes(finest >> (d * (max_height - level)), nodes)
         counts[at] = true + discrete_laplace(
             secret, stream_id(f"{label}/leaves/level{level}"), nodes.astype(np.uint64), leaf_scale
         )
         side = 1 << level
-        index = _cell_index(nodes, level, d)
+        index = cell_index(nodes, level, d)
         width = (highs - lows) / side
         low[at] = lows + index * width
         high[at] = np.where(index == side - 1, highs, lows + (index + 1) * width)

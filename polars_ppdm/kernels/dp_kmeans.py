@@ -1,0 +1,69 @@
+"""The DP k-means baselines of paper 004: DPLloyd and EUG's grid buckets (pure NumPy).
+
+References
+----------
+Blum, Dwork, McSherry, Nissim, "Practical privacy: the SuLQ framework", PODS 2005.
+Su, Cao, Li, Bertino, Lin, Wang, "Differentially private k-means clustering and a hybrid
+approach", VLDB Journal 2017.  Zhang, Cheng, DPQT k-means (paper 004).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from polars_ppdm.kernels.dp_noise import discrete_laplace, laplace
+from polars_ppdm.kernels.prf import stream_id, uniform
+from polars_ppdm.kernels.quadtree import cell_index, count_codes, morton_codes
+from polars_ppdm.kernels.weighted_kmeans import nearest
+
+__all__ = ["dp_lloyd", "grid_buckets"]
+
+
+def grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, label):
+    """EUG's buckets: cell centres of a uniform grid and their noisy counts.
+
+    ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (Su et al.), rounded up to a
+    power of two (the quadtree's Z-order cells) and to at least k cells in all.
+    """
+    d = points.shape[1]
+    side = max(1, math.ceil((n * epsilon / 10) ** (2 / (2 + d))), math.ceil(k ** (1 / d)))
+    level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
+    level = min(level, 62 // d)
+    codes = np.sort(morton_codes(points, lows, highs, level))
+    cells = np.arange(1 << (d * level), dtype=np.int64)
+    counts = count_codes(codes, cells) + discrete_laplace(
+        secret, stream_id(label + "/grid"), cells.astype(np.uint64), contributions / epsilon
+    )
+    width = (highs - lows) / (1 << level)
+    return lows + (cell_index(cells, level, d) + 0.5) * width, counts
+
+
+def dp_lloyd(points, lows, highs, k, epsilon, contributions, iterations, secret, label):
+    """DPLloyd (Blum et al.): Lloyd iterations releasing noisy counts and sums per
+    cluster, iteration t spending epsilon / 2^t (half on counts, half on sums); the
+    centres start uniform inside the bounds."""
+    d = points.shape[1]
+    middle, half = (lows + highs) / 2, (highs - lows) / 2
+    u = uniform(secret, stream_id(label + "/init"), np.arange(k * d, dtype=np.uint64)).reshape(k, d)
+    centres = lows + u * (highs - lows)
+    clipped = np.clip(points, lows, highs) - middle  # centred: each coordinate within +-half
+    sum_sensitivity = contributions * float(half.sum())  # L1 over the d coordinates
+    for t in range(1, iterations + 1):
+        eps_t = epsilon / 2**t
+        index, _ = nearest(points, centres)
+        keys = np.arange(k, dtype=np.uint64)
+        counts = np.bincount(index, minlength=k) + discrete_laplace(
+            secret, stream_id(f"{label}/count{t}"), keys, contributions / (eps_t / 2)
+        )
+        sums = np.stack([np.bincount(index, weights=clipped[:, a], minlength=k) for a in range(d)], axis=1)
+        sums += laplace(
+            secret,
+            stream_id(f"{label}/sum{t}"),
+            np.arange(k * d, dtype=np.uint64),
+            sum_sensitivity / (eps_t / 2),
+        ).reshape(k, d)
+        moved = counts > 0
+        centres[moved] = np.clip(middle + sums[moved] / counts[moved, None], lows, highs)
+    return centres
