@@ -24,7 +24,7 @@ import numpy as np
 
 from polars_ppdm.kernels.prf import stream_id, uniform
 
-__all__ = ["Round", "compose", "draw_rounds", "rotation_2d", "rotation_3d"]
+__all__ = ["Round", "affine", "compose", "draw_rounds", "rotation_2d", "rotation_3d"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,16 @@ def compose(rounds: list[Round], n: int) -> tuple[np.ndarray, np.ndarray, float]
         A, b = step @ A, step @ b + (origin - step @ origin)
         s *= rnd.k
     return A, b, s
+
+
+def affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` through ``x -> matrix x + offset``."""
+    # Column by column in a fixed order, not BLAS: the same bits for any batch size, so
+    # eager, lazy and streaming agree (a GEMM's blocking depends on the shape).
+    out = np.empty_like(x)
+    for i in range(matrix.shape[0]):
+        acc = np.full(len(x), offset[i])
+        for j in range(matrix.shape[1]):
+            acc += matrix[i, j] * x[:, j]
+        out[:, i] = acc
+    return out

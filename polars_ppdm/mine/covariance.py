@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
@@ -145,10 +146,5 @@ def pca_reconstruct(
         raise InvalidParameterError(msg)
     Q = principal_axes(cov, int(components))
     P = Q @ Q.T  # the projection, symmetric
-    exprs = []
-    for i, c in enumerate(cols):
-        expr = pl.lit(float(mean[i]))
-        for j, source in enumerate(cols):
-            expr = expr + float(P[j, i]) * (pl.col(source).cast(pl.Float64) - float(mean[j]))
-        exprs.append(expr.alias(c))
+    exprs = affine_exprs(cols, P, mean - P @ mean)  # mean + P (y - mean)
     return like(frame, as_lazy(frame).with_columns(exprs), engine="streaming")

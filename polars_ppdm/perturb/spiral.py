@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_ppdm._affine import affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.spiral import compose, draw_rounds
+from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SeedLike, resolve_secret
 
 __all__ = ["SpiralKey", "apply_spiral_key", "invert_spiral_key", "spiral", "spiral_key"]
@@ -46,12 +47,16 @@ class SpiralKey:
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """Rows of ``x`` (n_rows, n_columns) through the transform, one matrix product."""
-        return _affine(np.asarray(x, dtype=np.float64), self.matrix, self.offset)
+        return affine(np.asarray(x, dtype=np.float64), self.matrix, self.offset)
+
+    def inverse(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(A^-1, -A^-1 b)``: ``A = s Q`` with Q orthogonal, so ``A^-1 = A^T / s^2``."""
+        inverse = self.matrix.T / self.scale**2
+        return inverse, -inverse @ self.offset
 
     def invert(self, y: np.ndarray) -> np.ndarray:
-        """The original rows: ``x = Q^T (y - b) / s`` (``A^-1 = A^T / s^2``)."""
-        inverse = self.matrix.T / self.scale**2
-        return _affine(np.asarray(y, dtype=np.float64) - self.offset, inverse, np.zeros(len(self.columns)))
+        """The original rows behind released ones."""
+        return affine(np.asarray(y, dtype=np.float64), *self.inverse())
 
     def to_json(self) -> str:
         return json.dumps(
@@ -84,18 +89,6 @@ class SpiralKey:
     def __repr__(self) -> str:
         # The scale is secret too: released distances divided by it are the true ones.
         return f"SpiralKey(columns={list(self.columns)}, scale=<secret>, matrix=<secret>)"
-
-
-def _affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
-    # Column by column in a fixed order, not BLAS: the same bits for any batch size, so
-    # eager, lazy and streaming agree (a GEMM's blocking depends on the shape).
-    out = np.empty_like(x)
-    for i in range(matrix.shape[0]):
-        acc = np.full(len(x), offset[i])
-        for j in range(matrix.shape[1]):
-            acc += matrix[i, j] * x[:, j]
-        out[:, i] = acc
-    return out
 
 
 def _range(name: str, value, *, positive: bool) -> tuple[float, float]:
@@ -185,15 +178,8 @@ def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndar
 
     bad = pl.any_horizontal(x[c].is_nan() | x[c].is_infinite() for c in cols)
     checked = bad.map_batches(refuse_non_finite, return_dtype=pl.Boolean, is_elementwise=True)
-    moved = []
-    # Plain Polars arithmetic, one fixed order of terms: it streams, runs in parallel and
-    # gives the same bits for any batch size.  A null anywhere in a row nulls the row's
-    # every spiral column (the rotation mixes them; a made-up value would be silent).
-    for i, c in enumerate(cols):
-        expr = pl.lit(float(offset[i]))
-        for j, source in enumerate(cols):
-            expr = expr + float(matrix[i, j]) * x[source]
-        moved.append((pl.when(checked).then(None).otherwise(expr) if i == 0 else expr).alias(c))
+    moved = affine_exprs(cols, matrix, offset)  # a null in a row nulls its every spiral column
+    moved[0] = pl.when(checked).then(None).otherwise(moved[0]).alias(cols[0])
     return like(frame, as_lazy(frame).with_columns(moved), engine="streaming")
 
 
@@ -204,8 +190,7 @@ def apply_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
 
 def invert_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
     """Undo :func:`apply_spiral_key`: the data owner's way back to the original values."""
-    inverse = key.matrix.T / key.scale**2
-    return _transform(frame, key, inverse, -inverse @ key.offset, "invert_spiral_key")
+    return _transform(frame, key, *key.inverse(), "invert_spiral_key")
 
 
 def spiral(
