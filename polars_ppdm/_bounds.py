@@ -18,11 +18,14 @@ DATA_BOUNDS = "data"
 
 
 def check_bounds(
-    bounds: Any, columns: Sequence[str], func: str, frame: pl.LazyFrame
+    bounds: Any, columns: Sequence[str], func: str, frame: pl.LazyFrame | None
 ) -> dict[str, tuple[float, float]]:
     """Public bounds per column: a mapping, one (low, high) pair per column in order, or
-    a single pair for a single column.  ``"data"`` reads them off the data, with a
+    a single pair for a single column.  ``"data"`` reads them off ``frame``, with a
     :class:`PrivacyLeakWarning`: the data's own min and max are not public."""
+    if isinstance(bounds, str) and bounds == DATA_BOUNDS and frame is None:
+        msg = f"The 'bounds' parameter of {func} must be public (low, high) pairs here (there is no data to read). Got 'data'."
+        raise InvalidParameterError(msg)
     if isinstance(bounds, str) and bounds == DATA_BOUNDS:
         warnings.warn(
             f"{func}: bounds='data' reads the min and max off the private data. They are not "
@@ -30,9 +33,15 @@ def check_bounds(
             PrivacyLeakWarning,
             stacklevel=3,
         )
-        row = frame.select(pl.min(c).alias(f"lo_{c}") for c in columns).collect().row(0)
-        high = frame.select(pl.max(c).alias(f"hi_{c}") for c in columns).collect().row(0)
-        bounds = {c: (lo, hi) for c, lo, hi in zip(columns, row, high, strict=True)}
+        extremes = (
+            frame.select(
+                *(pl.col(c).min().alias(f"lo{i}") for i, c in enumerate(columns)),
+                *(pl.col(c).max().alias(f"hi{i}") for i, c in enumerate(columns)),
+            )
+            .collect()
+            .row(0)
+        )
+        bounds = {c: (extremes[i], extremes[len(columns) + i]) for i, c in enumerate(columns)}
     if bounds is None:
         msg = (
             f"The 'bounds' parameter of {func} is required: public (low, high) per column, e.g. "

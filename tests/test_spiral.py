@@ -168,3 +168,8 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
     )
     with pytest.raises(duckdb.Error, match="NaN or infinite"):
         con.sql("FROM perturb('bad')").fetchall()
+
+
+def test_a_key_needs_public_bounds():
+    with pytest.raises(InvalidParameterError, match="there is no data to read"):
+        ppdm.spiral_key(["a", "b"], bounds="data", rounds=1, seed=1)
