@@ -47,8 +47,7 @@ import pyarrow.compute as pc
 from polars_ppdm._encoding import row_keys
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
-from polars_ppdm.kernels.ecdf import tie_words
-from polars_ppdm.kernels.prf import stream_id, uniform
+from polars_ppdm.kernels.prf import first_words, stream_id, uniform
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise
 from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import Secret, SeedLike, resolve_secret
@@ -158,7 +157,7 @@ def _prf_word_udf(seed, stream, key):
         _constant(stream, "stream", "ppdm_prf_word"),
     )
     keys = row_keys(_series(key, "key"), func="ppdm_prf_word")
-    return pa.array(tie_words(secret.key, stream_id(label), keys))
+    return pa.array(first_words(secret.key, stream_id(label), keys))
 
 
 def _discrete_laplace_udf(seed, stream, key, scale):

@@ -13,7 +13,7 @@ from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import row_keys
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import prf_words, stream_id
+from polars_ppdm.kernels.prf import first_words, stream_id
 
 __all__ = [
     "DATA_BOUNDS",
@@ -45,21 +45,6 @@ def check_max_contributions(max_contributions: Any, key: str | None, func: str) 
     return int(max_contributions)
 
 
-def _row_words(secret: bytes) -> callable:
-    stream = stream_id(_CONTRIBUTION_STREAM)
-
-    def words(positions: pl.Series) -> pl.Series:
-        out = np.empty(len(positions), dtype=np.uint64)
-
-        def consume(start, stop, block):
-            out[start:stop] = block[:, 0]
-
-        prf_words(secret, stream, positions.to_numpy().astype(np.uint64), consume)
-        return pl.Series(out)
-
-    return words
-
-
 def bound_contributions(
     frame: pl.LazyFrame, key: str | None, max_contributions: int, secret: bytes, func: str
 ) -> pl.LazyFrame:
@@ -76,7 +61,10 @@ def bound_contributions(
         raise InvalidParameterError(msg)
     if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):
         row_keys(pl.Series(key, [], dtype=schema[key]), func=func)  # raises the dtype error
-    word = pl.int_range(pl.len(), dtype=pl.UInt64).map_batches(_row_words(secret), return_dtype=pl.UInt64)
+    stream = stream_id(_CONTRIBUTION_STREAM)
+    word = pl.int_range(pl.len(), dtype=pl.UInt64).map_batches(
+        lambda positions: pl.Series(first_words(secret, stream, positions.to_numpy())), return_dtype=pl.UInt64
+    )
     # The words first, as a column: inside over() the function would run once per unit.
     return (
         frame.with_columns(word.alias(_WORD))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polars_ppdm.kernels.prf import prf_words, uniform
+from polars_ppdm.kernels.prf import first_words, uniform
 
 __all__ = [
     "draw_sample",
@@ -144,13 +144,7 @@ def rank_order(values: np.ndarray, secret: bytes, tie_stream: int, row_keys: np.
 
 def tie_words(secret: bytes, stream: int, row_keys: np.ndarray) -> np.ndarray:
     """One PRF word per row key: the order among rows with equal values."""
-    words = np.empty(len(row_keys), dtype=np.uint64)
-
-    def consume(start, stop, block):
-        words[start:stop] = block[:, 0]
-
-    prf_words(secret, stream, row_keys, consume)
-    return words
+    return first_words(secret, stream, row_keys)
 
 
 def relink(order: np.ndarray, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

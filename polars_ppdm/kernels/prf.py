@@ -255,6 +255,18 @@ def prf_words(secret: bytes, stream: int, keys: np.ndarray, consume) -> None:
             consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
 
 
+def first_words(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
+    """Word 0 of the PRF block of every key, as uint64: a keyed random order (ties of
+    the ECDF ranks, the rows a privacy unit keeps) or the DuckDB ``ppdm_prf_word``."""
+    words = np.empty(len(keys), dtype=np.uint64)
+
+    def consume(start, stop, block):
+        words[start:stop] = block[:, 0]
+
+    prf_words(secret, stream, keys, consume)
+    return words
+
+
 def bernoulli_threshold(p: float) -> int | None:
     """The word threshold T with ``w0 < T`` iff ``(w0 >> 11) * 2**-53 < p``; None if p >= 1."""
     if p >= 1.0:
