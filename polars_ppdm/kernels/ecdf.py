@@ -84,7 +84,7 @@ def sorted_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.
     """The generated sample of :func:`draw_sample`, in ascending order.
 
     The inverse CDF is monotone, so sorting the n uniforms sorts the sample (front-ends
-    sort the uniforms with a faster sort and call :func:`sample_from_sorted_uniforms`).
+    sort them in place in a reused buffer and call :func:`sample_from_sorted_uniforms`).
 
     Examples
     --------
