@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import fnv1a_64
@@ -47,6 +46,8 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
             return keys.to_numpy()
         return keys.cast(pl.Int64).to_numpy().view(np.uint64)
     if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        import pyarrow as pa  # here only: ~50 MB of RSS that integer keys never need
+
         keys = keys.cast(pl.String)
         arr = (keys.fill_null("") if keys.null_count() else keys).to_arrow()
         arr = pa.concat_arrays(arr.chunks) if isinstance(arr, pa.ChunkedArray) else arr
@@ -178,12 +179,16 @@ class Domain:
         """Series of the original dtype from codes, with nulls where ``valid`` is False."""
         if self.dtype == pl.Boolean or self.binary_int:
             values = codes.astype(bool, copy=False) if self.dtype == pl.Boolean else codes
-            if valid is None or valid.all():
-                return pl.Series(name, values, dtype=self.dtype)
-            return pl.from_arrow(pa.array(values, mask=~valid)).cast(self.dtype).alias(name)
-        mask = None if valid is None or valid.all() else ~valid
-        idx = pl.from_arrow(pa.array(codes.astype(np.uint32), mask=mask))
+            return _with_nulls(pl.Series(name, values, dtype=self.dtype), valid)
+        idx = _with_nulls(pl.Series(codes.astype(np.uint32, copy=False)), valid)
         out = pl.Series(list(self.categories)).gather(idx)
         if out.dtype != self.dtype:
             out = out.cast(self.dtype)
         return out.alias(name)
+
+
+def _with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
+    """``series`` with nulls where ``valid`` is False (None: no nulls)."""
+    if valid is None or valid.all():
+        return series
+    return series.scatter(np.flatnonzero(~valid), None)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from polars_ppdm.exceptions import InvalidParameterError
 
@@ -75,13 +74,8 @@ def transactions_to_onehot(
     if series.null_count():
         msg = f"transactions_to_onehot: {series.null_count()} transaction(s) are null; use [] for an empty basket."
         raise InvalidParameterError(msg)
-    arrow = series.cast(pl.List(pl.String)).to_arrow()
-    flat = pl.Series(
-        pa.concat_arrays([chunk.flatten() for chunk in arrow.chunks])
-        if isinstance(arrow, pa.ChunkedArray)
-        else arrow.flatten(),
-        dtype=pl.String,
-    )
+    lists = series.cast(pl.List(pl.String))
+    flat = lists.filter(lists.list.len() > 0).explode()  # (explode turns [] into a null)
     rows = np.repeat(np.arange(len(series)), series.list.len().to_numpy())
     if flat.null_count():
         msg = "transactions_to_onehot: some transactions hold null items."

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import polars as pl
@@ -256,8 +258,8 @@ def test_not_a_frame():
 @pytest.mark.parametrize("offset", [0, 3, 8, 13])
 @pytest.mark.parametrize("with_nulls", [False, True])
 def test_boolean_bitmap_path_equals_the_code_path(offset, with_nulls):
-    """The packed-bit fast path for Boolean columns gives the bits of the general kernel,
-    also on slices that start mid-byte and with nulls."""
+    """The Boolean fast path (keep decisions applied by Polars to its bitmap) gives the
+    bits of the general kernel, also on slices that start mid-byte and with nulls."""
     from polars_ppdm.kernels.prf import stream_id
     from polars_ppdm.kernels.rr import disguise_codes
 
@@ -283,3 +285,18 @@ def test_boolean_bitmap_path_equals_the_code_path(offset, with_nulls):
     np.testing.assert_array_equal(out.is_null().to_numpy(), mask[offset:])
     valid = ~mask[offset:]
     np.testing.assert_array_equal(out.to_numpy()[valid].astype(bool), expected[valid])
+
+
+def test_streaming_a_boolean_column_does_not_load_pyarrow():
+    """pyarrow costs ~50 MB of RSS: the package and the Boolean streaming path never
+    import it (the 200 MB bar of scan -> rr_disguise -> sink depends on it); string keys
+    and the DuckDB front-end still use it, on demand."""
+    script = (
+        "import sys, polars as pl, polars_ppdm as ppdm\n"
+        "lf = pl.LazyFrame({'id': range(1000), 'x': [True, None, False, True] * 250})\n"
+        "out = lf.with_columns(pl.col('x').ppdm.rr_disguise(p=0.9, seed=1, key='id')).collect(engine='streaming')\n"
+        "assert out['x'].null_count() == 250\n"
+        "print('pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

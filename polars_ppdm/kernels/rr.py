@@ -31,7 +31,6 @@ import numpy as np
 from polars_ppdm.kernels.prf import bernoulli_threshold, choice_index, prf_words
 
 __all__ = [
-    "disguise_bits",
     "disguise_codes",
     "estimate_patterns",
     "inverse_rr_matrix",
@@ -125,42 +124,6 @@ def disguise_codes(
             out[start:stop] = np.where(lie, other, own)
 
     prf_words(secret, stream, keys, consume)
-    return out
-
-
-def disguise_bits(
-    bits: np.ndarray, n: int, p: float, secret: bytes, stream: int, keys: np.ndarray
-) -> np.ndarray:
-    """Binary randomized response on a packed bitmap: the bits of :func:`disguise_codes`.
-
-    ``bits`` holds n values, eight per byte, least significant bit first (Arrow's Boolean
-    layout).  Row i is flipped exactly when ``disguise_codes`` would flip it, so a Boolean
-    column never has to be unpacked to one byte per value and packed again.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from polars_ppdm.kernels.prf import stream_id
-    >>> values = np.random.default_rng(0).random(1000) < 0.5
-    >>> keys, s = np.arange(1000), stream_id("x")
-    >>> packed = disguise_bits(np.packbits(values, bitorder="little"), 1000, 0.8, bytes(16), s, keys)
-    >>> unpacked = np.unpackbits(packed, count=1000, bitorder="little").astype(bool)
-    >>> bool((unpacked == disguise_codes(values, 2, 0.8, bytes(16), s, keys)).all())
-    True
-    """
-    out = np.array(bits[: (n + 7) // 8], dtype=np.uint8)
-    threshold = bernoulli_threshold(p)
-    if threshold is None:
-        return out
-    t = np.uint64(threshold)
-
-    def consume(start, stop, words):
-        # Chunks start at multiples of CHUNK_ROWS (2**16): whole bytes.
-        packed = np.packbits(words[:, 0] >= t, bitorder="little")
-        first = start // 8
-        np.bitwise_xor(out[first : first + len(packed)], packed, out=out[first : first + len(packed)])
-
-    prf_words(secret, stream, np.asarray(keys)[:n], consume)
     return out
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from polars_ppdm._design import RRDesign
 from polars_ppdm._encoding import Domain, row_keys
@@ -24,7 +23,7 @@ from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import bernoulli, stream_id
-from polars_ppdm.kernels.rr import disguise_bits, disguise_codes
+from polars_ppdm.kernels.rr import disguise_codes
 from polars_ppdm.secret import SeedLike, resolve_secret
 
 __all__ = ["disguise_series", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
@@ -62,9 +61,7 @@ def disguise_series(
     domain = Domain.of(values.dtype, categories, func=func, column=values.name)
     keep = keep_probability(p, epsilon, domain.k, func, column=values.name)
     if values.dtype == pl.Boolean:
-        flipped = _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func)
-        if flipped is not None:
-            return flipped
+        return _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func)
     codes, valid = domain.encode(values, func=func)
     row_key = row_keys(keys, func=func, required_rows=valid)
     out = disguise_codes(codes, domain.k, keep, secret, stream, row_key)
@@ -73,26 +70,17 @@ def disguise_series(
 
 def _disguise_boolean(
     values: pl.Series, keys: pl.Series, *, keep: float, secret: bytes, stream: int, func: str
-) -> pl.Series | None:
-    """Flip the packed bits of a Boolean column in place of unpacking it (the hot path).
+) -> pl.Series:
+    """The hot path for a Boolean column: the kernel draws only the keep decisions and
+    Polars applies them on its bitmaps (``value == kept`` negates where not kept; a null
+    stays null), so the column is never unpacked to one byte per value.
 
-    Null rows keep their validity bit (and a draw they do not use).  None when the Arrow
-    array starts mid-byte; the caller then takes the general path, with the same bits.
+    Same bits as :func:`polars_ppdm.kernels.rr.disguise_codes` (a flip where word 0 is
+    at or above the Bernoulli threshold); null rows get a draw they do not use.
     """
-    array = values.to_arrow()
-    if isinstance(array, pa.ChunkedArray):
-        array = pa.concat_arrays(array.chunks)
-    if array.offset % 8:
-        return None
-    n, first = len(array), array.offset // 8
-    validity, data = array.buffers()
-    valid = None if validity is None or not array.null_count else values.is_not_null().to_numpy()
-    row_key = row_keys(keys, func=func, required_rows=valid)
-    bits = np.frombuffer(data, dtype=np.uint8)[first:]
-    flipped = disguise_bits(bits, n, keep, secret, stream, row_key)
-    buffers = [validity.slice(first) if validity is not None else None, pa.py_buffer(flipped)]
-    out = pa.Array.from_buffers(pa.bool_(), n, buffers, null_count=array.null_count)
-    return pl.Series(values.name, out)
+    valid = values.is_not_null().to_numpy() if values.null_count() else None
+    kept = bernoulli(secret, stream, row_keys(keys, func=func, required_rows=valid), keep)
+    return (values == pl.Series(kept)).alias(values.name)
 
 
 def rr_disguise_expr(
