@@ -134,7 +134,7 @@ def main() -> None:
             _, peak, rows = peak_rss_mb(source, Path(tmp) / "out.parquet", disguise=True)
         assert rows == n
         rss_lines = [
-            f"peak RSS after imports (polars, duckdb, pyarrow, cryptography): {imported:.0f} MB",
+            f"peak RSS after importing polars and polars_ppdm (no pyarrow, no duckdb): {imported:.0f} MB",
             f"peak RSS scan_parquet -> sink_parquet, no disguise: {plain:.0f} MB",
             f"peak RSS scan_parquet -> rr_disguise -> sink_parquet: {peak:.0f} MB ({rows:,} rows out)",
         ]
