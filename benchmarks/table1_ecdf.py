@@ -2,7 +2,12 @@
 
 Run ``python benchmarks/table1_ecdf.py`` (needs the ``eval`` extra: scikit-learn).
 Agrawal et al.'s synthetic people (functions F1-F5, our own generator from the 1993
-definitions: ``polars_ppdm.datasets.agrawal``), 20,000 training and 10,000 test rows.
+definitions: ``polars_ppdm.datasets.agrawal``), 100,000 training and 10,000 test rows
+per function.  The paper runs on the data of its reference [1], Agrawal & Srikant (2000),
+whose experiments train on 100,000 records; the issue asks for at least 20,000.  The
+size matters for the decision tree: the r-th smallest of n fresh draws lands within
+about sqrt(n)/2 ranks of rank r, so the class boundary on a resampled attribute moves
+by ~0.35% of the rows at 20,000 and ~0.16% at 100,000 (``--train 20000`` shows it).
 The six numeric attributes (salary, commission, age, hvalue, hyears, loan) are resampled
 (``bins`` equal-width intervals each, rank re-linking: the paper's method; the integer
 attributes age and hyears come back rounded, ``round_integers=True``, else a tree's
@@ -126,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--train", type=int, default=20_000)
+    parser.add_argument("--train", type=int, default=100_000)
     parser.add_argument("--test", type=int, default=10_000)
     parser.add_argument("--bins", type=int, default=100)
     parser.add_argument("--seed", default=None, help="secret of the resampling (default: fresh from the OS)")
