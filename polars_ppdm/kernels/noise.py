@@ -10,16 +10,9 @@ import math
 
 import numpy as np
 
-from polars_ppdm.kernels.prf import prf_words
+from polars_ppdm.kernels.prf import prf_words, unit_doubles
 
 __all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise"]
-
-_TWO_POW_53 = float(2**53)
-
-
-def _unit(words: np.ndarray) -> np.ndarray:
-    return (words >> np.uint64(11)).astype(np.float64) * (1.0 / _TWO_POW_53)
-
 
 def uniform_noise(secret: bytes, stream: int, keys: np.ndarray, half_width: float) -> np.ndarray:
     """Noise uniform on [-half_width, half_width): ``(2u - 1) * half_width``.
@@ -33,7 +26,7 @@ def uniform_noise(secret: bytes, stream: int, keys: np.ndarray, half_width: floa
     out = np.empty(len(keys), dtype=np.float64)
 
     def consume(start, stop, words):
-        out[start:stop] = (2.0 * _unit(words[:, 0]) - 1.0) * half_width
+        out[start:stop] = (2.0 * unit_doubles(words[:, 0]) - 1.0) * half_width
 
     prf_words(secret, stream, np.asarray(keys), consume)
     return out
@@ -51,8 +44,8 @@ def gaussian_noise(secret: bytes, stream: int, keys: np.ndarray, sigma: float) -
     out = np.empty(len(keys), dtype=np.float64)
 
     def consume(start, stop, words):
-        radius = np.sqrt(-2.0 * np.log1p(-_unit(words[:, 0])))  # 1 - u0 in (0, 1]: finite
-        out[start:stop] = sigma * radius * np.cos(2.0 * math.pi * _unit(words[:, 1]))
+        radius = np.sqrt(-2.0 * np.log1p(-unit_doubles(words[:, 0])))  # 1 - u0 in (0, 1]: finite
+        out[start:stop] = sigma * radius * np.cos(2.0 * math.pi * unit_doubles(words[:, 1]))
 
     prf_words(secret, stream, np.asarray(keys), consume)
     return out

@@ -40,6 +40,7 @@ __all__ = [
     "prf_words",
     "stream_id",
     "uniform",
+    "unit_doubles",
 ]
 
 #: Rows per chunk: 64k blocks = 1 MiB of plaintext, small enough to stay in cache.
@@ -274,6 +275,12 @@ def bernoulli_threshold(p: float) -> int | None:
     return math.ceil(p * _TWO_POW_53) << 11
 
 
+def unit_doubles(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """PRF words to doubles in [0, 1): ``(w >> 11) * 2**-53``, the one conversion behind
+    every uniform draw (53 bits: every value is exact and equally likely)."""
+    return np.multiply(words >> np.uint64(11), 1.0 / _TWO_POW_53, out=out)
+
+
 def uniform(secret: bytes, stream: int, keys: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Uniform doubles in [0, 1) from word 0: ``(w0 >> 11) * 2**-53`` (into ``out``,
     a float64 array of len(keys), when given).
@@ -289,7 +296,7 @@ def uniform(secret: bytes, stream: int, keys: np.ndarray, out: np.ndarray | None
     out = np.empty(len(keys), dtype=np.float64) if out is None else out
 
     def consume(start, stop, words):
-        np.multiply(words[:, 0] >> np.uint64(11), 1.0 / _TWO_POW_53, out=out[start:stop])
+        unit_doubles(words[:, 0], out=out[start:stop])
 
     prf_words(secret, stream, keys, consume)
     return out
@@ -321,5 +328,5 @@ def bernoulli(secret: bytes, stream: int, keys: np.ndarray, p: float) -> np.ndar
 
 def choice_index(words1: np.ndarray, m: int) -> np.ndarray:
     """Uniform index in [0, m) from word 1: ``floor(((w1 >> 11) * 2**-53) * m)``."""
-    u = (words1 >> np.uint64(11)).astype(np.float64) * (1.0 / _TWO_POW_53)
+    u = unit_doubles(words1)
     return np.floor(u * m).astype(np.int64)
