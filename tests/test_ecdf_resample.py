@@ -10,7 +10,15 @@ from polars.testing import assert_frame_equal
 
 import polars_ppdm as ppdm
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.ecdf import draw_sample, rank_order, relink, smoothed_cdf
+from polars_ppdm.kernels.ecdf import (
+    Workspace,
+    draw_sample,
+    order_keys,
+    rank_order,
+    relink,
+    smoothed_cdf,
+    tie_words,
+)
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.perturb.ecdf import ecdf_stream
 
@@ -238,15 +246,13 @@ def test_bad_data_is_a_clear_error(values, message):
 
 
 def test_integer_sort_keys_order_floats_like_numpy():
-    from polars_ppdm.perturb.ecdf import _order_bits
-
     rng = np.random.default_rng(9)
     values = np.concatenate(
         [rng.normal(0, 1e6, 5000), rng.normal(0, 1e-300, 100), [0.0, -0.0, 1e308, -1e308, 5e-324, -5e-324]]
     )
-    keys = _order_bits(values)
+    keys = order_keys(values)
     assert (np.sort(values) == values[np.argsort(keys, kind="stable")]).all()
-    assert _order_bits(np.array([-0.0]))[0] == _order_bits(np.array([0.0]))[0]  # equal values tie
+    assert order_keys(np.array([-0.0]))[0] == order_keys(np.array([0.0]))[0]  # equal values tie
 
 
 def test_round_integers_keeps_integer_dtypes_and_ranks():
@@ -265,9 +271,9 @@ def test_round_integers_keeps_integer_dtypes_and_ranks():
 
 
 @pytest.mark.parametrize("duplicates", [0.0, 0.02, 0.5])
-def test_fast_rank_order_equals_the_kernel_reference(duplicates):
-    from polars_ppdm.perturb.ecdf import _rank_order
-
+def test_rank_order_is_the_lexsort_by_value_then_keyed_tie_word(duplicates):
+    """The packed-word fast path, the patched collision runs (near-equal values whose top
+    bits collide, 2% exact ties) and the mostly-tied path all give the definition."""
     rng = np.random.default_rng(11)
     n = 300_000
     values = rng.normal(0, 1, n)
@@ -275,6 +281,16 @@ def test_fast_rank_order_equals_the_kernel_reference(duplicates):
     copies = int(duplicates * n)
     values[n - copies :] = values[:copies]  # exact ties, broken by the keyed words
     keys = rng.permutation(n).astype(np.uint64) * 3
-    order, ordered = _rank_order(values, SECRET, keys, 77)
-    assert (order == rank_order(values, SECRET, 77, keys)).all()
-    assert (ordered == values[order]).all()
+    definition = np.lexsort((tie_words(SECRET, 77, keys), values))
+    assert (rank_order(values, SECRET, 77, keys) == definition).all()
+    workspace = Workspace(n)
+    assert (rank_order(values, SECRET, 77, keys, workspace) == definition).all()
+    # Repeated row keys give equal tie words: such rows keep their input order.
+    same_key = np.repeat(keys[: n // 4], 4)
+    repeated = np.lexsort((tie_words(SECRET, 77, same_key), values))
+    assert (rank_order(values, SECRET, 77, same_key, workspace) == repeated).all()
+    # Reused workspace, rows in another order: the same rows come out in the same order.
+    shuffled = rng.permutation(n)
+    where = np.argsort(shuffled)  # where each original row went
+    again = rank_order(values[shuffled], SECRET, 77, keys[shuffled], workspace)
+    assert (again == where[definition]).all()

@@ -14,6 +14,7 @@ from polars_ppdm.kernels.prf import prf_words, unit_doubles
 
 __all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise"]
 
+
 def uniform_noise(secret: bytes, stream: int, keys: np.ndarray, half_width: float) -> np.ndarray:
     """Noise uniform on [-half_width, half_width): ``(2u - 1) * half_width``.
 

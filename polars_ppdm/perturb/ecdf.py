@@ -20,15 +20,14 @@ from polars_ppdm._encoding import row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, per_column
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.ecdf import draw_sample, relink, sample_from_sorted_uniforms, smoothed_cdf, tie_words
-from polars_ppdm.kernels.prf import stream_id, uniform
+from polars_ppdm.kernels.ecdf import Workspace, draw_sample, rank_order, relink, smoothed_cdf, sorted_sample
+from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SeedLike, resolve_secret
 
 __all__ = ["ecdf_resample", "ecdf_stream"]
 
 _FUNC = "ecdf_resample"
 LINKS = ("rank", "none")
-_MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
 def ecdf_stream(column: str) -> str:
@@ -67,96 +66,6 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
         )
         raise InvalidParameterError(msg)
     return values, valid
-
-
-def _order_bits(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Int64 keys in the order of the float values (-0.0 counted as 0.0), whose top bits
-    make the sort prefix of :func:`_rank_order`.  ``out``: an int64 buffer to write them to."""
-    out = np.empty(len(values), dtype=np.int64) if out is None else out
-    bits = out.view(np.float64)
-    np.add(values, 0.0, out=bits)  # + 0.0 turns -0.0 into 0.0
-    bits = out
-    # Negatives: magnitude reversed.  (A temporary of n words; see _Workspace.)
-    np.bitwise_xor(bits, (bits >> 63) & _MAGNITUDE, out=bits)
-    return bits
-
-
-class _Workspace:
-    """Scratch arrays of one worker thread, reused from column to column: in a VM a
-    fresh 80 MB array costs more in page faults than the arithmetic done in it."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.bits = np.empty(n, dtype=np.int64)
-        self.packed = np.empty(n, dtype=np.uint64)
-        self.order = np.empty(n, dtype=np.int64)
-        self.ordered = np.empty(n, dtype=np.int64)
-        self.index = np.arange(n, dtype=np.uint64)
-        self.floats = np.empty(n, dtype=np.float64)
-        self.collide = np.empty(max(n - 1, 0), dtype=bool)
-
-
-def _rank_order(
-    values: np.ndarray,
-    secret: bytes,
-    row_key: np.ndarray,
-    tie_stream: int,
-    workspace: _Workspace | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`polars_ppdm.kernels.ecdf.rank_order`, fast: values ascending, ties by
-    their keyed PRF word.  Also returns the values in that order (both arrays live in
-    ``workspace`` when one is given: copy them before its next use).
-
-    Fast path: one in-place sort of uint64 words that hold the top bits of each value's
-    order key above its row index (NumPy's SIMD sort of plain words is several times as
-    fast as any arg_sort).  Rows whose top bits collide -- equal or nearly equal values
-    -- are then put in exact order (value, tie word) among themselves.  Mostly tied data
-    takes Polars' multi-column arg_sort instead.
-    """
-    n = len(values)
-    ws = workspace if workspace is not None and workspace.n == n else _Workspace(n)
-    bits = _order_bits(values, ws.bits)
-    index_bits = max(1, (n - 1).bit_length())
-    shift = np.uint64(index_bits)
-    packed = ws.packed
-    np.bitwise_xor(bits.view(np.uint64), np.uint64(1 << 63), out=packed)  # signed -> unsigned order
-    np.right_shift(packed, shift, out=packed)
-    np.left_shift(packed, shift, out=packed)
-    np.bitwise_or(packed, ws.index, out=packed)
-    packed.sort()  # in place: NumPy's SIMD sort, no n-sized temporary
-    ranked = packed
-    order = ws.order
-    np.bitwise_and(ranked, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
-    np.right_shift(ranked, shift, out=ranked)  # the prefixes, in sorted order
-    collide = np.equal(packed[1:], packed[:-1], out=ws.collide)
-    collisions = int(collide.sum())
-    if collisions and collisions <= n // 20:
-        in_run = np.zeros(n, dtype=bool)
-        in_run[1:] |= collide
-        in_run[:-1] |= collide
-        at = np.flatnonzero(in_run)
-        run = np.cumsum(np.concatenate(([True], ~collide[at[:-1]] | (np.diff(at) > 1))))
-        rows = order[at]
-        exact = np.lexsort((tie_words(secret, tie_stream, row_key[rows]), bits[rows], run))
-        order[at] = rows[exact]
-    elif collisions:
-        ties = tie_words(secret, tie_stream, row_key)
-        frame = pl.DataFrame({"v": bits, "t": ties})
-        order[:] = frame.select(pl.arg_sort_by("v", "t")).to_series().to_numpy()
-    ordered = np.take(bits, order, out=ws.ordered)
-    # The key map is its own inverse: the sorted floats without a second gather.
-    np.bitwise_xor(ordered, (ordered >> 63) & _MAGNITUDE, out=ordered)
-    return order, ordered.view(np.float64)
-
-
-def _sorted_sample(
-    secret: bytes, stream: int, cuts: np.ndarray, cdf: np.ndarray, ws: _Workspace
-) -> np.ndarray:
-    """:func:`polars_ppdm.kernels.ecdf.sorted_sample` of n = ``ws.n`` draws, sorted in
-    place; the result lives in ``ws.floats``."""
-    u = uniform(secret, stream, ws.index, out=ws.floats)
-    u.sort()  # in place (NumPy's SIMD sort)
-    return sample_from_sorted_uniforms(u, cuts, cdf, out=u)
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
@@ -268,9 +177,9 @@ def ecdf_resample(
 
     local = threading.local()  # the pool's own threads: one workspace each
 
-    def workspace(n: int) -> _Workspace:
+    def workspace(n: int) -> Workspace:
         if getattr(local, "workspace", None) is None or local.workspace.n != n:
-            local.workspace = _Workspace(n)
+            local.workspace = Workspace(n)
         return local.workspace
 
     def resample_column(df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool):
@@ -284,14 +193,16 @@ def ecdf_resample(
             sample = draw_sample(secret, stream, len(values), cuts, cdf)
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
-        ws = workspace(len(values))
-        order, ordered = _rank_order(values, secret, row_key, stream_id(ecdf_stream(c) + "/ties"), ws)
+        n, ws = len(values), workspace(len(values))
+        order = rank_order(values, secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws)
+        ordered = np.take(values, order, out=ws.floats)
+        ordered += 0.0  # -0.0 counts as 0.0, as in the ranks
         cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
         if with_draws:  # the paper's row order needs the draw index of each value
-            sample, drawn = relink(order, draw_sample(secret, stream, len(values), cuts, cdf))
+            sample, drawn = relink(order, draw_sample(secret, stream, n, cuts, cdf))
         else:
-            sample, drawn = np.empty(len(values)), None
-            sample[order] = _sorted_sample(secret, stream, cuts, cdf, ws)
+            sample, drawn = np.empty(n), None
+            sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
         return _with_nulls(sample, valid, c), drawn
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
