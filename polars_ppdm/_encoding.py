@@ -17,7 +17,7 @@ import polars as pl
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import fnv1a_64
 
-__all__ = ["Domain", "row_keys"]
+__all__ = ["Domain", "row_keys", "with_nulls"]
 
 
 def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = None) -> np.ndarray:
@@ -179,15 +179,15 @@ class Domain:
         """Series of the original dtype from codes, with nulls where ``valid`` is False."""
         if self.dtype == pl.Boolean or self.binary_int:
             values = codes.astype(bool, copy=False) if self.dtype == pl.Boolean else codes
-            return _with_nulls(pl.Series(name, values, dtype=self.dtype), valid)
-        idx = _with_nulls(pl.Series(codes.astype(np.uint32, copy=False)), valid)
+            return with_nulls(pl.Series(name, values, dtype=self.dtype), valid)
+        idx = with_nulls(pl.Series(codes.astype(np.uint32, copy=False)), valid)
         out = pl.Series(list(self.categories)).gather(idx)
         if out.dtype != self.dtype:
             out = out.cast(self.dtype)
         return out.alias(name)
 
 
-def _with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
+def with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
     """``series`` with nulls where ``valid`` is False (None: no nulls)."""
     if valid is None or valid.all():
         return series

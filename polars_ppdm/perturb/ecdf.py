@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, per_column
 from polars_ppdm.exceptions import InvalidParameterError
@@ -69,11 +69,12 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
+    """Float64 Series of the non-null rows' ``values``, nulls where ``valid`` is False."""
     if valid is None:
         return pl.Series(name, values, dtype=pl.Float64)
     full = np.zeros(len(valid), dtype=np.float64)
     full[valid] = values
-    return pl.Series(name, full, dtype=pl.Float64).scatter(np.flatnonzero(~valid), None)
+    return with_nulls(pl.Series(name, full, dtype=pl.Float64), valid)
 
 
 def ecdf_resample(
