@@ -294,3 +294,20 @@ def test_rank_order_is_the_lexsort_by_value_then_keyed_tie_word(duplicates):
     where = np.argsort(shuffled)  # where each original row went
     again = rank_order(values[shuffled], SECRET, 77, keys[shuffled], workspace)
     assert (again == where[definition]).all()
+
+
+def test_sorted_draws_equal_relink_of_the_drawn_sample_with_a_heavy_point_mass():
+    """The shuffle path's fast kernel against the definition: 30% of the values at the
+    minimum put ~30% of the draws in the point mass, all equal, kept in draw order."""
+    from polars_ppdm.kernels.ecdf import sorted_sample_with_draws
+
+    rng = np.random.default_rng(12)
+    n = 200_000
+    values = np.where(rng.random(n) < 0.3, 0.0, rng.exponential(1.0, n))
+    cuts, cdf = smoothed_cdf(values, 30)
+    order = rank_order(values, SECRET, 5, np.arange(n, dtype=np.uint64))
+    released, drawn = relink(order, draw_sample(SECRET, 9, n, cuts, cdf))
+    sample, draws = sorted_sample_with_draws(SECRET, 9, n, cuts, cdf, Workspace(n))
+    assert (sample == released[order]).all()
+    assert (draws == drawn[order]).all()
+    assert (sample == cuts[0]).mean() > 0.25

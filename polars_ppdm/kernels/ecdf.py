@@ -32,6 +32,7 @@ __all__ = [
     "sample_from_sorted_uniforms",
     "smoothed_cdf",
     "sorted_sample",
+    "sorted_sample_with_draws",
     "tie_words",
 ]
 
@@ -110,6 +111,45 @@ def sorted_sample(
     u = uniform(secret, stream, ws.index, out=ws.floats)
     u.sort()  # in place (NumPy's SIMD sort)
     return sample_from_sorted_uniforms(u, cuts, cdf, out=u)
+
+
+def sorted_sample_with_draws(
+    secret: bytes,
+    stream: int,
+    n: int,
+    cuts: np.ndarray,
+    cdf: np.ndarray,
+    workspace: Workspace | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sorted_sample` and, for each of its values, the index of the draw it came
+    from -- equal values in draw order, so the pair is exactly what :func:`relink` makes
+    of :func:`draw_sample` (the paper's published row order needs the draw indices).
+
+    The draws are ordered by their uniform: a non-negative double's bits sort like its
+    value, so the packed-word sort of :func:`rank_order` applies.  The draw indices live
+    in ``workspace`` when one is given, where :func:`rank_order` puts its result: copy
+    a rank order out of it first.
+
+    Examples
+    --------
+    >>> cuts, cdf = smoothed_cdf(np.random.default_rng(0).gamma(2.0, size=1000), 20)
+    >>> order = np.random.default_rng(1).permutation(1000)
+    >>> sample, drawn = sorted_sample_with_draws(bytes(16), 3, 1000, cuts, cdf)
+    >>> released, draw_index = relink(order, draw_sample(bytes(16), 3, 1000, cuts, cdf))
+    >>> bool((released[order] == sample).all()), bool((draw_index[order] == drawn).all())
+    (True, True)
+    """
+    ws = _workspace_for(workspace, n)
+    u = uniform(secret, stream, ws.index, out=ws.floats)
+    drawn, collide = _sorted_by_prefix(u.view(np.uint64), ws)
+    if collide.any():
+        _exact_within_runs(drawn, collide, lambda rows: (u[rows],))
+    ascending = u[drawn]
+    sample = sample_from_sorted_uniforms(ascending, cuts, cdf, out=ascending)
+    equal = sample[1:] == sample[:-1]
+    if equal.any():  # e.g. the point mass at the minimum: equal values in draw order
+        _exact_within_runs(drawn, equal, lambda rows: (rows,))
+    return sample, drawn
 
 
 def sample_from_sorted_uniforms(

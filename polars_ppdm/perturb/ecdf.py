@@ -20,7 +20,14 @@ from polars_ppdm._encoding import row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, per_column
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.ecdf import Workspace, draw_sample, rank_order, relink, smoothed_cdf, sorted_sample
+from polars_ppdm.kernels.ecdf import (
+    Workspace,
+    draw_sample,
+    rank_order,
+    smoothed_cdf,
+    sorted_sample,
+    sorted_sample_with_draws,
+)
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SeedLike, resolve_secret
 
@@ -199,10 +206,11 @@ def ecdf_resample(
         ordered = np.take(values, order, out=ws.floats)
         ordered += 0.0  # -0.0 counts as 0.0, as in the ranks
         cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
+        sample, drawn = np.empty(n), None
         if with_draws:  # the paper's row order needs the draw index of each value
-            sample, drawn = relink(order, draw_sample(secret, stream, n, cuts, cdf))
+            order, drawn = order.copy(), np.empty(n, dtype=np.int64)
+            sample[order], drawn[order] = sorted_sample_with_draws(secret, stream, n, cuts, cdf, ws)
         else:
-            sample, drawn = np.empty(n), None
             sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
         return _with_nulls(sample, valid, c), drawn
 
