@@ -142,7 +142,9 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="Stochastic Optimizer: Maximum iterations")
     functions = [int(f) for f in args.functions.split(",")]
     table = reproduce(args.train, args.test, args.bins, ppdm.resolve_secret(args.seed), functions)
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=2, tbl_hide_dataframe_shape=True):
+    with pl.Config(
+        tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=2, tbl_hide_dataframe_shape=True
+    ):
         print(table)
     if args.secrets:
         spread = gap_spread(args.train, args.test, args.bins, args.secrets, [f for f in functions if f <= 4])

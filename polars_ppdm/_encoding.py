@@ -188,7 +188,8 @@ class Domain:
 
 
 def with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
-    """``series`` with nulls where ``valid`` is False (None: no nulls)."""
+    """``series`` with nulls where ``valid`` is False (None: no nulls), set in place:
+    pass a Series of your own."""
     if valid is None or valid.all():
         return series
     return series.scatter(np.flatnonzero(~valid), None)

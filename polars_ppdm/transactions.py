@@ -80,6 +80,12 @@ def transactions_to_onehot(
     if flat.null_count():
         msg = "transactions_to_onehot: some transactions hold null items."
         raise InvalidParameterError(msg)
+    if items is None and not len(flat) and len(series):
+        msg = (
+            f"transactions_to_onehot: all {len(series)} transactions are empty, so there are no "
+            "items to make columns of (a frame without columns has no rows); pass items=[...]."
+        )
+        raise InvalidParameterError(msg)
     names = sorted(flat.unique().to_list()) if items is None else list(items)
     if len(set(names)) != len(names):
         msg = (
@@ -91,9 +97,11 @@ def transactions_to_onehot(
     if len(unknown):
         msg = f"transactions_to_onehot: items {unknown.head(5).to_list()} are not in 'items'."
         raise InvalidParameterError(msg)
-    index = flat.replace_strict(
-        lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64
-    ).to_numpy()
+    index = (
+        flat.replace_strict(lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64)
+        .to_numpy()
+        .astype(np.int64, copy=False)
+    )
     matrix = np.zeros((len(names), len(series)), dtype=bool)
     matrix[index, rows] = True
     return pl.DataFrame(

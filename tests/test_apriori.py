@@ -123,6 +123,10 @@ def test_transactions_round_trip(tmp_path):
         ppdm.transactions_to_onehot(pl.Series("items", [["a"], None]))
     with pytest.raises(InvalidParameterError, match="list column"):
         ppdm.transactions_to_onehot(pl.Series("items", ["a"]))
+    empty = pl.Series("items", [[], []], dtype=pl.List(pl.String))
+    assert ppdm.transactions_to_onehot(empty, items=["a"]).rows() == [(False,), (False,)]
+    with pytest.raises(InvalidParameterError, match="all 2 transactions are empty"):
+        ppdm.transactions_to_onehot(empty)
 
 
 @pytest.mark.slow

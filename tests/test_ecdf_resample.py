@@ -285,10 +285,17 @@ def test_rank_order_is_the_lexsort_by_value_then_keyed_tie_word(duplicates):
     assert (rank_order(values, SECRET, 77, keys) == definition).all()
     workspace = Workspace(n)
     assert (rank_order(values, SECRET, 77, keys, workspace) == definition).all()
-    # Repeated row keys give equal tie words: such rows keep their input order.
-    same_key = np.repeat(keys[: n // 4], 4)
+    # A repeated row key gives an equal tie word: equal values with equal keys keep
+    # their input order (the copies of the tied rows get their originals' keys).
+    same_key = keys.copy()
+    same_key[n - copies :] = keys[:copies]
     repeated = np.lexsort((tie_words(SECRET, 77, same_key), values))
-    assert (rank_order(values, SECRET, 77, same_key, workspace) == repeated).all()
+    found = rank_order(values, SECRET, 77, same_key, workspace)
+    assert (found == repeated).all()
+    if copies:
+        position = np.empty(n, dtype=np.int64)
+        position[found] = np.arange(n)
+        assert (position[:copies] + 1 == position[n - copies :]).all()  # original, then its copy
     # Reused workspace, rows in another order: the same rows come out in the same order.
     shuffled = rng.permutation(n)
     where = np.argsort(shuffled)  # where each original row went

@@ -98,7 +98,7 @@ def sorted_sample(
 
     The inverse CDF is monotone, so sorting the n uniforms sorts the sample: one in-place
     sort of the uniforms, then :func:`sample_from_sorted_uniforms`.  With a
-    ``workspace`` (of n rows) no array is allocated and the result lives in it.
+    ``workspace`` of n rows no n-sized array is allocated and the result lives in it.
 
     Examples
     --------
@@ -127,8 +127,8 @@ def sorted_sample_with_draws(
 
     The draws are ordered by their uniform: a non-negative double's bits sort like its
     value, so the packed-word sort of :func:`rank_order` applies.  The draw indices live
-    in ``workspace`` when one is given, where :func:`rank_order` puts its result: copy
-    a rank order out of it first.
+    in ``workspace`` when one of n rows is given, where :func:`rank_order` puts its
+    result: copy a rank order out of it first.
 
     Examples
     --------
@@ -193,8 +193,10 @@ def rank_order(
     """Row indices in ascending order of value; equal values ordered by a keyed PRF word.
 
     Never by position: a tie broken by row order would make the output depend on how
-    the rows arrived, and would tell an attacker the original order.  The result is
-    ``np.lexsort((tie_words(secret, tie_stream, row_keys), values))``, computed faster:
+    the rows arrived, and would tell an attacker the original order (rows with equal
+    keys have equal words: they keep their input order).  For finite float64 ``values``
+    the result is ``np.lexsort((tie_words(secret, tie_stream, row_keys), values))``
+    (integers above 2**53 would tie once converted), computed faster:
     one in-place sort of uint64 words that hold the top bits of each value's
     :func:`order_keys` above its row index (a sort of plain words is several times as
     fast as any arg_sort); rows whose top bits collide -- equal or nearly equal values

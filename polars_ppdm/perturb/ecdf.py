@@ -119,7 +119,8 @@ def ecdf_resample(
     key : str, optional
         Row-key column (integer or string) whose PRF words break ties between equal
         original values; default the row position.  Ties are never broken by position
-        alone, which would leak the input order.
+        alone, which would leak the input order -- except between rows that share both
+        value and key (equal keys give equal words): keep the key unique per row.
     link : {'rank', 'none'}
         ``'rank'`` (the paper): every row keeps its rank in every column, so
         correlations with other columns and the label survive -- and so does the rank:
