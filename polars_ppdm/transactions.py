@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import check_columns
 from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["read_transactions", "transactions_to_onehot"]
@@ -51,6 +52,9 @@ def transactions_to_onehot(
     ----------
     transactions : polars.DataFrame or polars.Series
         A list column of item names (a frame's ``column``, or a Series).
+    column : str, default 'items'
+        The list column of a frame (the column :func:`read_transactions` makes); ignored
+        for a Series.
     items : sequence of str, optional
         The item columns, in this order.  Default: every item seen, sorted.  An item of
         the data missing from ``items`` is an error (nothing is dropped silently).
@@ -67,7 +71,11 @@ def transactions_to_onehot(
     >>> transactions_to_onehot(t).rows()
     [(True, True), (True, False), (False, False)]
     """
-    series = transactions[column] if isinstance(transactions, pl.DataFrame) else transactions
+    if isinstance(transactions, pl.DataFrame):
+        check_columns([column], transactions.columns, "transactions_to_onehot", name="column")
+        series = transactions[column]
+    else:
+        series = transactions
     if not isinstance(series.dtype, pl.List):
         msg = f"transactions_to_onehot needs a list column of items. Got dtype {series.dtype} instead."
         raise InvalidParameterError(msg)
