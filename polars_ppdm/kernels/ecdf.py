@@ -15,6 +15,8 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, uniform
@@ -280,17 +282,36 @@ def order_keys(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 class Workspace:
     """Scratch arrays for one column of n values, reused from column to column: in a VM
-    a fresh 80 MB array costs more in page faults than the arithmetic done in it.  Not
+    a fresh 80 MB array costs more in page faults than the arithmetic done in it.  Each
+    array is made on first use, so a caller pays only for the ones its path needs.  Not
     shared between threads."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.bits = np.empty(n, dtype=np.int64)
-        self.packed = np.empty(n, dtype=np.uint64)
-        self.order = np.empty(n, dtype=np.int64)
-        self.index = np.arange(n, dtype=np.uint64)
-        self.floats = np.empty(n, dtype=np.float64)
-        self.collide = np.empty(max(n - 1, 0), dtype=bool)
+
+    @functools.cached_property
+    def bits(self) -> np.ndarray:
+        return np.empty(self.n, dtype=np.int64)
+
+    @functools.cached_property
+    def packed(self) -> np.ndarray:
+        return np.empty(self.n, dtype=np.uint64)
+
+    @functools.cached_property
+    def order(self) -> np.ndarray:
+        return np.empty(self.n, dtype=np.int64)
+
+    @functools.cached_property
+    def index(self) -> np.ndarray:
+        return np.arange(self.n, dtype=np.uint64)
+
+    @functools.cached_property
+    def floats(self) -> np.ndarray:
+        return np.empty(self.n, dtype=np.float64)
+
+    @functools.cached_property
+    def collide(self) -> np.ndarray:
+        return np.empty(max(self.n - 1, 0), dtype=bool)
 
 
 def _workspace_for(workspace: Workspace | None, n: int) -> Workspace:
