@@ -15,8 +15,6 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, uniform
@@ -280,38 +278,39 @@ def order_keys(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
+class _Scratch:
+    """A Workspace array made on first use, then kept in the instance (whose attribute
+    wins over this non-data descriptor from then on)."""
+
+    def __init__(self, dtype: type, *, make=np.empty, shorter_by: int = 0) -> None:
+        self.dtype, self.make, self.shorter_by = dtype, make, shorter_by
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, workspace: Workspace | None, owner: type):
+        if workspace is None:
+            return self
+        array = self.make(max(workspace.n - self.shorter_by, 0), dtype=self.dtype)
+        workspace.__dict__[self.name] = array
+        return array
+
+
 class Workspace:
     """Scratch arrays for one column of n values, reused from column to column: in a VM
     a fresh 80 MB array costs more in page faults than the arithmetic done in it.  Each
     array is made on first use, so a caller pays only for the ones its path needs.  Not
     shared between threads."""
 
+    bits = _Scratch(np.int64)
+    packed = _Scratch(np.uint64)
+    order = _Scratch(np.int64)
+    index = _Scratch(np.uint64, make=np.arange)  # the row numbers, packed below the tops
+    floats = _Scratch(np.float64)
+    collide = _Scratch(bool, shorter_by=1)  # one flag per pair of neighbours
+
     def __init__(self, n: int) -> None:
         self.n = n
-
-    @functools.cached_property
-    def bits(self) -> np.ndarray:
-        return np.empty(self.n, dtype=np.int64)
-
-    @functools.cached_property
-    def packed(self) -> np.ndarray:
-        return np.empty(self.n, dtype=np.uint64)
-
-    @functools.cached_property
-    def order(self) -> np.ndarray:
-        return np.empty(self.n, dtype=np.int64)
-
-    @functools.cached_property
-    def index(self) -> np.ndarray:
-        return np.arange(self.n, dtype=np.uint64)
-
-    @functools.cached_property
-    def floats(self) -> np.ndarray:
-        return np.empty(self.n, dtype=np.float64)
-
-    @functools.cached_property
-    def collide(self) -> np.ndarray:
-        return np.empty(max(self.n - 1, 0), dtype=bool)
 
 
 def _workspace_for(workspace: Workspace | None, n: int) -> Workspace:
