@@ -86,10 +86,11 @@ class Domain:
         where = f"{func} (column {column!r})"
         if categories is not None:
             cats = tuple(categories)
-            if len(cats) < 2 or len(set(cats)) != len(cats):
+            # None is refused: a null is a missing value, and it stays null, never an output.
+            if len(cats) < 2 or len(set(cats)) != len(cats) or any(c is None for c in cats):
                 msg = (
-                    f"The 'categories' parameter of {where} must list two or more distinct "
-                    f"values. Got {list(cats)!r} instead."
+                    f"The 'categories' parameter of {where} must list two or more distinct, "
+                    f"non-null values. Got {list(cats)!r} instead."
                 )
                 raise InvalidParameterError(msg)
             if isinstance(dtype, pl.Enum) and tuple(dtype.categories.to_list()) != cats:

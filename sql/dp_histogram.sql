@@ -12,11 +12,14 @@
 CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, seed) AS TABLE
 WITH params AS (
     SELECT CASE
-               WHEN low IS NULL OR high IS NULL OR NOT (low < high) OR isinf(low) OR isinf(high)
-                   THEN error('ppdm_dp_histogram: bounds must be finite with low < high')
-               WHEN bins IS NULL OR bins < 1 OR bins <> floor(bins)
+               -- (DuckDB orders NaN above every number, so NaN needs its own test.)
+               WHEN low IS NULL OR high IS NULL OR isnan(low) OR isnan(high) OR NOT (low < high)
+                    OR isinf(low) OR isinf(high)
+                   THEN error('ppdm_dp_histogram: bounds must be finite with low < high, got '
+                              || coalesce(low::VARCHAR, 'NULL') || ', ' || coalesce(high::VARCHAR, 'NULL'))
+               WHEN bins IS NULL OR NOT isfinite(bins::DOUBLE) OR bins < 1 OR bins <> floor(bins)
                    THEN error('ppdm_dp_histogram: bins must be an integer >= 1, got ' || coalesce(bins::VARCHAR, 'NULL'))
-               WHEN epsilon IS NULL OR NOT (epsilon > 0) OR isinf(epsilon)
+               WHEN epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon > 0)
                    THEN error('ppdm_dp_histogram: epsilon must be a finite float > 0, got ' || coalesce(epsilon::VARCHAR, 'NULL'))
                ELSE bins::BIGINT
            END AS b,

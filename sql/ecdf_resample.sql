@@ -14,28 +14,28 @@
 CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, seed) AS TABLE
 WITH base AS (
     SELECT *,
-           TRY_CAST(COLUMNS(lambda c: c = col) AS DOUBLE) AS __x,  -- the type is checked below
-           typeof(COLUMNS(lambda c: c = col)) AS __type,
-           COLUMNS(lambda c: c = key)::BIGINT AS __key
+           TRY_CAST(COLUMNS(lambda c: c = col) AS DOUBLE) AS __ppdm_x,  -- the type is checked below
+           typeof(COLUMNS(lambda c: c = col)) AS __ppdm_type,
+           COLUMNS(lambda c: c = key)::BIGINT AS __ppdm_key
     FROM query_table(tbl)
 ),
 stats AS (
     SELECT CASE
-               WHEN bins IS NULL OR bins < 2 OR bins <> floor(bins)
+               WHEN bins IS NULL OR NOT isfinite(bins::DOUBLE) OR bins < 2 OR bins <> floor(bins)
                    THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || coalesce(bins::VARCHAR, 'NULL'))
-               WHEN NOT regexp_full_match(any_value(__type), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' must be numeric, got ' || any_value(__type))
-               WHEN count(*) FILTER (WHERE isnan(__x) OR isinf(__x)) > 0
+               WHEN NOT regexp_full_match(any_value(__ppdm_type), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('ppdm_ecdf_resample: column ' || col || ' must be numeric, got ' || any_value(__ppdm_type))
+               WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
                    THEN error('ppdm_ecdf_resample: column ' || col || ' holds NaN or infinite values; make them null')
-               WHEN count(__x) < 2
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' needs at least 2 non-null values, got ' || count(__x))
-               WHEN min(__x) = max(__x)
+               WHEN count(__ppdm_x) < 2
+                   THEN error('ppdm_ecdf_resample: column ' || col || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
+               WHEN min(__ppdm_x) = max(__ppdm_x)
                    THEN error('ppdm_ecdf_resample: column ' || col || ' is constant; releasing it hides nothing')
-               WHEN count(*) FILTER (WHERE __x IS NOT NULL AND __key IS NULL) > 0
+               WHEN count(*) FILTER (WHERE __ppdm_x IS NOT NULL AND __ppdm_key IS NULL) > 0
                    THEN error('ppdm_ecdf_resample: the key column ' || key || ' has nulls in rows that need a draw')
                ELSE bins::BIGINT
            END AS b,
-           count(__x) AS n, min(__x) AS lo, max(__x) AS hi
+           count(__ppdm_x) AS n, min(__ppdm_x) AS lo, max(__ppdm_x) AS hi
     FROM base
 ),
 -- Cut points exactly as the kernel computes them: lo + (hi - lo) * (j / b), the last = hi.
@@ -46,11 +46,11 @@ cuts AS (
 -- Each value's interval: the smallest j with value <= cut j, from an arithmetic guess
 -- corrected against the real cut points (rounding can put the guess one off).
 guess AS (
-    SELECT __x, least(greatest(ceil((__x - lo) / (hi - lo) * b), 0), b)::BIGINT AS g
-    FROM base, stats WHERE __x IS NOT NULL
+    SELECT __ppdm_x, least(greatest(ceil((__ppdm_x - lo) / (hi - lo) * b), 0), b)::BIGINT AS g
+    FROM base, stats WHERE __ppdm_x IS NOT NULL
 ),
 located AS (
-    SELECT CASE WHEN __x > c.x THEN g + 1 WHEN g > 0 AND __x <= p.x THEN g - 1 ELSE g END AS j
+    SELECT CASE WHEN __ppdm_x > c.x THEN g + 1 WHEN g > 0 AND __ppdm_x <= p.x THEN g - 1 ELSE g END AS j
     FROM guess
     JOIN cuts c ON c.j = g
     LEFT JOIN cuts p ON p.j = g - 1
@@ -79,15 +79,15 @@ sample AS (
 ),
 ranked_rows AS (
     SELECT *, row_number() OVER (
-        ORDER BY __x, ppdm_prf_word(seed, 'ecdf_resample/' || col || '/ties', __key)
-    ) AS __r
-    FROM base WHERE __x IS NOT NULL
+        ORDER BY __ppdm_x, ppdm_prf_word(seed, 'ecdf_resample/' || col || '/ties', __ppdm_key)
+    ) AS __ppdm_r
+    FROM base WHERE __ppdm_x IS NOT NULL
 ),
 released AS (
-    SELECT r.* EXCLUDE (__r), s.v AS __v FROM ranked_rows r JOIN sample s ON s.r = r.__r
+    SELECT r.* EXCLUDE (__ppdm_r), s.v AS __ppdm_v FROM ranked_rows r JOIN sample s ON s.r = r.__ppdm_r
     UNION ALL BY NAME
-    SELECT *, NULL::DOUBLE AS __v FROM base WHERE __x IS NULL
+    SELECT *, NULL::DOUBLE AS __ppdm_v FROM base WHERE __ppdm_x IS NULL
 )
-SELECT COLUMNS(lambda c: c NOT IN (col, '__x', '__type', '__key', '__v')),
-       CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN NULL ELSE __v END  -- keeps the name col
+SELECT COLUMNS(lambda c: c NOT IN (col, '__ppdm_x', '__ppdm_type', '__ppdm_key', '__ppdm_v')),
+       CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN NULL ELSE __ppdm_v END  -- keeps the name col
 FROM released;

@@ -10,16 +10,21 @@
 -- small k; the Python miner polars_ppdm.rr_support inverts axis by axis for large k.
 CREATE OR REPLACE MACRO ppdm_rr_support_patterns(counts, ps) AS TABLE
 WITH obs AS (
-    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n
+    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
     FROM query_table(counts)
     GROUP BY ALL
 ),
 dims AS (
     SELECT CASE
+               WHEN bool_or(pattern IS NULL OR NOT regexp_full_match(pattern, '[01]+'))
+                   THEN error('ppdm_rr_support_patterns: every pattern must be a string of 0 and 1, got '
+                              || coalesce(any_value(pattern) FILTER (WHERE NOT regexp_full_match(pattern, '[01]+')), 'NULL'))
+               WHEN bool_or(bad_n)
+                   THEN error('ppdm_rr_support_patterns: every count n must be a number >= 0 (no NULL)')
                WHEN min(length(pattern)) <> max(length(pattern)) OR max(length(pattern)) <> len(ps)
                    THEN error('ppdm_rr_support_patterns: every pattern needs one character per entry of ps')
-               WHEN list_count(list_filter(ps, lambda x: x < 0 OR x > 1 OR x = 0.5)) > 0
-                   THEN error('ppdm_rr_support_patterns: every p must be in [0, 1] and not 0.5')
+               WHEN len(list_filter(ps, lambda x: x IS NULL OR isnan(x) OR x < 0 OR x > 1 OR x = 0.5)) > 0
+                   THEN error('ppdm_rr_support_patterns: every p must be in [0, 1] and not 0.5, got ' || ps::VARCHAR)
                ELSE max(length(pattern))
            END AS k,
            sum(n) AS total

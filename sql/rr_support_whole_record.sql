@@ -7,16 +7,21 @@
 -- full grid; the standard error is for the frequency in this table.
 CREATE OR REPLACE MACRO ppdm_rr_support_whole_record(counts, p) AS TABLE
 WITH obs AS (
-    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n
+    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
     FROM query_table(counts)
     GROUP BY ALL
 ),
 dims AS (
     SELECT CASE
+               WHEN bool_or(pattern IS NULL OR NOT regexp_full_match(pattern, '[01]+'))
+                   THEN error('ppdm_rr_support_whole_record: every pattern must be a string of 0 and 1, got '
+                              || coalesce(any_value(pattern) FILTER (WHERE NOT regexp_full_match(pattern, '[01]+')), 'NULL'))
+               WHEN bool_or(bad_n)
+                   THEN error('ppdm_rr_support_whole_record: every count n must be a number >= 0 (no NULL)')
                WHEN min(length(pattern)) <> max(length(pattern))
                    THEN error('ppdm_rr_support_whole_record: every pattern needs the same length')
-               WHEN p < 0 OR p > 1 OR p = 0.5
-                   THEN error('ppdm_rr_support_whole_record: p must be in [0, 1] and not 0.5')
+               WHEN p IS NULL OR isnan(p) OR p < 0 OR p > 1 OR p = 0.5
+                   THEN error('ppdm_rr_support_whole_record: p must be in [0, 1] and not 0.5, got ' || coalesce(p::VARCHAR, 'NULL'))
                ELSE max(length(pattern))
            END AS k,
            sum(n) AS total

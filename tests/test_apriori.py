@@ -123,7 +123,7 @@ def test_transactions_round_trip(tmp_path):
         ppdm.transactions_to_onehot(pl.Series("items", [["a"], None]))
     with pytest.raises(InvalidParameterError, match="list column"):
         ppdm.transactions_to_onehot(pl.Series("items", ["a"]))
-    with pytest.raises(InvalidParameterError, match="'column' parameter .* Got \\['basket'\\]"):
+    with pytest.raises(InvalidParameterError, match=r"'column' parameter .* Got \['basket'\]"):
         ppdm.transactions_to_onehot(tx, "basket")
     empty = pl.Series("items", [[], []], dtype=pl.List(pl.String))
     assert ppdm.transactions_to_onehot(empty, items=["a"]).rows() == [(False,), (False,)]

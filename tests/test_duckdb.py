@@ -124,3 +124,110 @@ def test_sql_macros_run_in_plain_duckdb_without_python(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "00,0.375" in done.stdout and "11,0.541667" in done.stdout and "1.098612" in done.stdout
+
+
+def test_env_secret_is_read_on_every_call(con, monkeypatch):
+    """A job that rotates the secret in its environment gets the new one, not a cached one."""
+    con.execute("CREATE TABLE t AS SELECT i AS id, i % 3 = 0 AS x FROM range(3000) r(i)")
+    query = "SELECT list(ppdm_rr_disguise(x, 0.7, 'env:PPDM_TEST_ROTATE', id, 'x') ORDER BY id) FROM t"
+    frame = con.sql("SELECT * FROM t ORDER BY id").pl()
+    for secret in ("11" * 16, "22" * 16):
+        monkeypatch.setenv("PPDM_TEST_ROTATE", secret)
+        expected = frame.select(pl.col("x").ppdm.rr_disguise(p=0.7, seed=secret, key="id"))["x"].to_list()
+        assert con.execute(query).fetchone()[0] == expected
+    monkeypatch.delenv("PPDM_TEST_ROTATE")
+    with pytest.raises(
+        duckdb.InvalidInputException, match="'PPDM_TEST_ROTATE' holding the secret is not set"
+    ):
+        con.execute(query).fetchall()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT ppdm_uniform(NULL, 's', 1)",
+        "SELECT ppdm_prf_word('1', NULL, 1)",
+        "SELECT ppdm_discrete_laplace('1', 's', 1, NULL)",
+        "SELECT ppdm_uniform('1', 's', NULL)",
+    ],
+)
+def test_keyed_randomness_refuses_nulls(con, sql):
+    # A NULL draw would turn into garbage inside the ECDF and histogram macros.
+    with pytest.raises(duckdb.InvalidInputException, match=r"non-null|null value"):
+        con.execute(sql).fetchall()
+
+
+def test_ppdm_key_passes_nulls_through(con):
+    """The README pattern ppdm_rr_disguise_k(diet, ..., ppdm_key(email)) with a null email and diet."""
+    con.execute(
+        "CREATE TABLE s AS SELECT * FROM (VALUES ('a@x', 'vegan'), (NULL, NULL), ('b@x', 'omnivore')) t(email, diet)"
+    )
+    keys = con.execute("SELECT ppdm_key(email) FROM s").fetchall()
+    assert keys[1] == (None,) and None not in (keys[0][0], keys[2][0])
+    out = con.execute(
+        "SELECT ppdm_rr_disguise_k(diet, ['vegan', 'omnivore'], 1.0, '1', ppdm_key(email), 'diet') FROM s"
+    ).fetchall()
+    assert out == [("vegan",), (None,), ("omnivore",)]
+
+
+def test_kary_udf_with_large_arrow_lists(con):
+    con.execute("SET arrow_large_buffer_size = true")
+    out = con.execute(
+        "SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 1.0, '1', i) FROM (VALUES ('a', 1), ('b', 2)) t(c, i)"
+    ).fetchall()
+    assert out == [("a",), ("b",)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 'nan'::DOUBLE, 5, 0.5, '1')", "bounds must be finite"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 'nan'::DOUBLE, 0.5, '1')", "bins must be an integer"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'nan'::DOUBLE, '1')", "epsilon must be a finite float"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 0.5, NULL)", "'seed' argument"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 3, NULL)", "'seed' argument"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'inf'::DOUBLE, '1')", "bins must be an integer >= 2"),
+        ("FROM ppdm_rr_support_patterns(c, [0.9, NULL])", "every p must be in"),
+        ("FROM ppdm_rr_support_patterns(bad_pattern, [0.9, 0.8])", "string of 0 and 1, got 0a"),
+        ("FROM ppdm_rr_support_patterns(null_count, [0.9, 0.8])", "every count n"),
+        ("FROM ppdm_rr_support_whole_record(c, NULL)", "p must be in .* got NULL"),
+        ("FROM ppdm_rr_support_whole_record(null_count, 0.9)", "every count n"),
+        ("SELECT ppdm_rr_epsilon(0.8, k := 1)", "k must be an integer >= 2"),
+        ("SELECT ppdm_rr_p_from_epsilon(1, k := 0)", "k must be an integer >= 2"),
+        ("SELECT ppdm_rr_p_from_epsilon('nan'::DOUBLE)", "epsilon must be > 0"),
+        ("SELECT ppdm_rr_correct_share(0.3, 'nan'::DOUBLE)", "p must be in"),
+    ],
+)
+def test_macros_refuse_bad_input(con, sql, message):
+    con.execute("CREATE TABLE h AS SELECT i::DOUBLE AS x, i AS id FROM range(50) r(i)")
+    con.execute(
+        "CREATE TABLE c AS SELECT * FROM (VALUES ('00', 5), ('01', 3), ('10', 2), ('11', 9)) t(pattern, n)"
+    )
+    con.execute("CREATE TABLE bad_pattern AS SELECT * FROM (VALUES ('00', 5), ('0a', 3)) t(pattern, n)")
+    con.execute("CREATE TABLE null_count AS SELECT * FROM (VALUES ('00', 5), ('11', NULL)) t(pattern, n)")
+    with pytest.raises(duckdb.InvalidInputException, match=message):
+        con.execute(sql).fetchall()
+
+
+def test_p_from_epsilon_large_epsilon_and_python_agree(con):
+    assert con.execute(
+        "SELECT ppdm_rr_p_from_epsilon(1000), ppdm_rr_p_from_epsilon('inf'::DOUBLE)"
+    ).fetchone() == (1.0, 1.0)
+    assert ppdm.rr_p_from_epsilon(1000.0) == 1.0
+    for epsilon in (0.1, 0.5, float(np.log(3)), 2.0, 7.5):
+        for k in (2, 3, 10):
+            sql = con.execute(f"SELECT ppdm_rr_p_from_epsilon({epsilon!r}::DOUBLE, k := {k})").fetchone()[0]
+            assert sql == ppdm.rr_p_from_epsilon(epsilon, k)  # the same bits: same p, same coins
+
+
+def test_ecdf_macro_keeps_user_columns_with_dunder_names(con):
+    con.execute(
+        "CREATE TABLE u AS SELECT i AS id, i * 1.5 AS x, -i AS __x, 7 AS __key, 'v' AS __v FROM range(40) r(i)"
+    )
+    out = con.sql("FROM ppdm_ecdf_resample('u', 'x', 'id', 5, '1') ORDER BY id").pl()
+    assert out.columns == ["id", "__x", "__key", "__v", "x"]
+    assert out["__x"].to_list() == [-i for i in range(40)] and set(out["__key"]) == {7}
+    expected = ppdm.ecdf_resample(
+        con.sql("SELECT id, x::DOUBLE AS x FROM u ORDER BY id").pl(), "x", bins=5, seed="1", key="id"
+    )
+    assert out["x"].to_list() == expected["x"].to_list()

@@ -26,6 +26,8 @@ Zhejiang University, 2006, chapter 5 (paper 003 of this project).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from polars_ppdm.kernels.prf import bernoulli_threshold, choice_index, prf_words
@@ -42,10 +44,13 @@ __all__ = [
 
 
 def keep_from_epsilon(epsilon: float, k: int) -> float:
-    """Keep probability of k-ary RR at local-DP epsilon: ``e^eps / (e^eps + k - 1)``."""
-    if np.isinf(epsilon):
-        return 1.0
-    return float(np.exp(epsilon) / (np.exp(epsilon) + k - 1))
+    """Keep probability of k-ary RR at local-DP epsilon: ``e^eps / (e^eps + k - 1)``.
+
+    Computed as ``1 / (1 + (k - 1) e^-eps)``, which stays finite for any epsilon (the
+    ratio form overflows to NaN above eps ~ 709), with the C library's ``exp`` that the
+    ``ppdm_rr_p_from_epsilon`` SQL macro uses too.
+    """
+    return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
 
 
 def rr_matrix(p: float, k: int) -> np.ndarray:
