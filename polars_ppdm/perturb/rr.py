@@ -31,13 +31,16 @@ _KEY_FIELD = "__ppdm_key"
 
 
 def key_expr(key: str | pl.Expr | None) -> pl.Expr:
-    """The row-key expression: a named column, an expression, or the row position."""
+    """The row-key expression: a named column, an expression, or the row position.
+
+    A named key keeps its name, which errors about it (null keys, wrong dtype) then show.
+    """
     if key is None:
         return pl.int_range(pl.len(), dtype=pl.UInt64).alias(_KEY_FIELD)
     if isinstance(key, str):
-        return pl.col(key).alias(_KEY_FIELD)
+        return pl.col(key)
     if isinstance(key, pl.Expr):
-        return key.alias(_KEY_FIELD)
+        return key
     msg = f"The 'key' parameter must be a column name, a polars expression or None. Got {type(key).__name__} instead."
     raise InvalidParameterError(msg)
 
