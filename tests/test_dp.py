@@ -297,6 +297,10 @@ def test_accountant_parallel_composition_costs_the_maximum():
             lambda df: ppdm.dp_quadtree(df, ["x", "n"], bounds=[(0, 1)] * 2, epsilon=1.0),
             "null, NaN or infinite",
         ),
+        (  # the noise would overflow int64 counts
+            lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, seed=1),
+            "does not fit 64-bit counts",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(call, message):

@@ -318,3 +318,8 @@ def test_sorted_draws_equal_relink_of_the_drawn_sample_with_a_heavy_point_mass()
     assert (sample == released[order]).all()
     assert (draws == drawn[order]).all()
     assert (sample == cuts[0]).mean() > 0.25
+
+
+def test_range_beyond_float64_is_refused():
+    with pytest.raises(InvalidParameterError, match="spans -1e\\+308 to 1e\\+308, a range beyond float64"):
+        ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, seed=1)

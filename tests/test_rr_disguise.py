@@ -237,7 +237,9 @@ def test_string_column_needs_public_categories(frame):
     with pytest.raises(InvalidParameterError, match=r"outside its 'categories'"):
         ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green"])
     # A null category would turn real values into nulls: a null is missing, never an output.
-    with pytest.raises(InvalidParameterError, match=r"distinct, non-null values. Got \['red', 'green', 'blue', None\]"):
+    with pytest.raises(
+        InvalidParameterError, match=r"distinct, non-null values. Got \['red', 'green', 'blue', None\]"
+    ):
         ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green", "blue", None])
 
 

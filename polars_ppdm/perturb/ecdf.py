@@ -193,8 +193,15 @@ def ecdf_resample(
 
     def resample_column(df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool):
         values, valid = _finite_values(df[c])
-        if values[0] == values.min() == values.max():
+        low, high = float(values.min()), float(values.max())
+        if values[0] == low == high:
             msg = f"The column {c!r} of {_FUNC} is constant ({values[0]!r}): its ECDF is that value, and releasing it hides nothing."
+            raise InvalidParameterError(msg)
+        if not np.isfinite(high - low):
+            msg = (
+                f"The column {c!r} of {_FUNC} spans {low!r} to {high!r}, a range beyond float64 "
+                "(the cut points would be NaN); rescale the column first."
+            )
             raise InvalidParameterError(msg)
         stream = stream_id(ecdf_stream(c))
         if link == "none":
