@@ -3,7 +3,9 @@
 ``register(con)`` adds to a connection:
 
 * ``ppdm_rr_disguise(x BOOLEAN, p, seed, key [, stream := ''])`` -- binary randomized
-  response (cast 0/1 integers with ``x::BOOLEAN``);
+  response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any non-zero true,
+  where the Polars expression refuses values other than 0 and 1, so check
+  ``x IN (0, 1)`` first);
 * ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, seed, key [, stream := ''])``
   -- k-ary randomized response over a public domain;
 * ``ppdm_uniform(seed, stream VARCHAR, key BIGINT) -> DOUBLE`` and
