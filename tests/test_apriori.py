@@ -90,8 +90,19 @@ def test_bad_items_and_empty_frames(baskets):
         ppdm.rr_apriori(baskets, ["i0", "nope"], p=0.9, min_support=0.1, min_confidence=0.5)
     with pytest.raises(InvalidParameterError, match="'items' parameter of rr_apriori"):
         ppdm.rr_apriori(baskets, [], p=0.9, min_support=0.1, min_confidence=0.5)
-    with pytest.raises(InvalidParameterError, match="empty frame"):
-        ppdm.rr_apriori(baskets.clear(), baskets.columns, p=0.9, min_support=0.1, min_confidence=0.5)
+    # No transactions: nothing is frequent, so empty results with their schemas.
+    empty_rules = ppdm.rr_apriori(
+        baskets.clear(), baskets.columns, p=0.9, min_support=0.1, min_confidence=0.5
+    )
+    assert empty_rules.height == 0 and empty_rules.columns == [
+        "antecedent",
+        "consequent",
+        "support",
+        "confidence",
+    ]
+    assert (
+        ppdm.rr_frequent_itemsets(baskets.clear().lazy(), baskets.columns, p=0.9, min_support=0.1).height == 0
+    )
     with pytest.raises(InvalidParameterError, match="binary"):
         ppdm.rr_apriori(
             pl.DataFrame({"e": pl.Series(["a"], dtype=pl.Enum(["a", "b", "c"]))}),
@@ -100,6 +111,17 @@ def test_bad_items_and_empty_frames(baskets):
             min_support=0.1,
             min_confidence=0.5,
         )
+
+
+def test_association_rules_chain_from_frequent_itemsets(baskets):
+    frequent = ppdm.rr_frequent_itemsets(baskets, baskets.columns, p=0.9, min_support=0.05)
+    rules = ppdm.association_rules(frequent, min_confidence=0.3)
+    direct = ppdm.rr_apriori(baskets, baskets.columns, p=0.9, min_support=0.05, min_confidence=0.3)
+    assert rules.height > 0 and rules.equals(direct)
+    with pytest.raises(InvalidParameterError, match="'frequent' parameter of association_rules must be"):
+        ppdm.association_rules(None, min_confidence=0.5)
+    with pytest.raises(InvalidParameterError, match="numeric supports"):
+        ppdm.association_rules({("a",): "0.6"}, min_confidence=0.5)
 
 
 def test_transactions_round_trip(tmp_path):

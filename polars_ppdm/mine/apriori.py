@@ -15,7 +15,7 @@ Wen Han, *Randomization methods for privacy-preserving data mining*, Zhejiang Un
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -100,12 +100,22 @@ def _next_candidates(level: list[Itemset], frequent: set[Itemset]) -> list[Items
 
 
 def association_rules(
-    frequent: dict[Itemset, tuple[float, float]] | dict[Itemset, float], *, min_confidence: float
+    frequent: pl.DataFrame | dict[Itemset, tuple[float, float]] | dict[Itemset, float],
+    *,
+    min_confidence: float,
 ) -> pl.DataFrame:
     """Rules A => B from frequent itemsets: every split of an itemset of size >= 2.
 
     ``confidence = support(A u B) / support(A)``; rules below ``min_confidence`` are
     dropped.  Sorted by confidence, then support, descending.
+
+    Parameters
+    ----------
+    frequent : polars.DataFrame or dict
+        The frame of :func:`rr_frequent_itemsets` (``itemset``, ``support``), or a mapping
+        from item tuples to a support (or a ``(support, std_error)`` pair).
+    min_confidence : float
+        In [0, 1].
 
     Examples
     --------
@@ -113,8 +123,9 @@ def association_rules(
     >>> rules.select("antecedent", "consequent", "confidence").rows()
     [(['b'], ['a'], 0.8)]
     """
-    min_confidence = check_fraction("min_confidence", min_confidence, "association_rules")
-    support = {s: (v[0] if isinstance(v, tuple) else v) for s, v in frequent.items()}
+    func = "association_rules"
+    min_confidence = check_fraction("min_confidence", min_confidence, func)
+    support = _supports(frequent, func)
     rows = []
     for itemset, both in support.items():
         for size in range(1, len(itemset)):
@@ -130,6 +141,31 @@ def association_rules(
     return rules.sort(
         ["confidence", "support", "antecedent", "consequent"], descending=[True, True, False, False]
     )
+
+
+def _supports(frequent: Any, func: str) -> dict[Itemset, float]:
+    """``{item tuple: support}`` from a frequent-itemsets frame or mapping (subsets are
+    looked up with their items in the same relative order, as Apriori makes them)."""
+    if isinstance(frequent, pl.LazyFrame):
+        frequent = frequent.collect()
+    if isinstance(frequent, pl.DataFrame):
+        check_columns(["itemset", "support"], frequent.columns, func, name="frequent")
+        pairs = frequent.select("itemset", "support").iter_rows()
+    elif isinstance(frequent, Mapping):
+        pairs = ((s, v[0] if isinstance(v, tuple) else v) for s, v in frequent.items())
+    else:
+        msg = (
+            f"The 'frequent' parameter of {func} must be the frame of rr_frequent_itemsets or a "
+            f"mapping of item tuples to supports. Got {type(frequent).__name__} instead."
+        )
+        raise InvalidParameterError(msg)
+    support = {}
+    for itemset, value in pairs:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            msg = f"The 'frequent' parameter of {func} must hold numeric supports. Got {value!r} for {itemset!r}."
+            raise InvalidParameterError(msg)
+        support[tuple(itemset)] = float(value)
+    return support
 
 
 def _itemsets_frame(frequent: dict[Itemset, tuple[float, float]]) -> pl.DataFrame:
@@ -154,9 +190,7 @@ def _rr_frequent(
     def support_of(candidates: list[Itemset]) -> list[tuple[float, float]]:
         exprs, names = itemset_aggregates(design, candidates)
         row = lazy.select(exprs).collect().row(0, named=True)
-        if row["__n"] == 0:
-            msg = f"{func} needs at least one row. Got an empty frame."
-            raise InvalidParameterError(msg)
+        # No rows: every support is NaN, so nothing is frequent and the result is empty.
         return itemset_estimates(design, candidates, row, names)
 
     return apriori(design.columns, support_of, min_support=min_support, max_length=max_length)
