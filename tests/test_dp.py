@@ -297,6 +297,22 @@ def test_accountant_parallel_composition_costs_the_maximum():
             lambda df: ppdm.dp_quadtree(df, ["x", "n"], bounds=[(0, 1)] * 2, epsilon=1.0),
             "null, NaN or infinite",
         ),
+        (  # grouped by key, nulls would be one person: rows dropped without a word
+            lambda df: ppdm.dp_histogram(
+                df.with_columns(person=pl.Series([1, None, 2])), "x", bounds=(0, 1), epsilon=1.0, key="person"
+            ),
+            "key column 'person' of dp_histogram has null values",
+        ),
+        (
+            lambda df: ppdm.dp_quadtree(
+                df.with_columns(person=pl.Series([1, None, 2])),
+                ["x", "y"],
+                bounds=[(0, 1)] * 2,
+                epsilon=1.0,
+                key="person",
+            ),
+            "has null values",
+        ),
         (  # the noise would overflow int64 counts
             lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, seed=1),
             "does not fit 64-bit counts",

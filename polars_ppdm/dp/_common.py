@@ -65,9 +65,21 @@ def bound_contributions(
     word = pl.int_range(pl.len(), dtype=pl.UInt64).map_batches(
         lambda positions: pl.Series(first_words(secret, stream, positions.to_numpy())), return_dtype=pl.UInt64
     )
+
+    def no_null_units(keys: pl.Series) -> pl.Series:
+        # over() would make every null one unit: many people bounded as if they were one.
+        if keys.null_count():
+            msg = (
+                f"The key column {key!r} of {func} has null values; every row needs its privacy "
+                "unit. Drop or fill them first (nothing was released)."
+            )
+            raise InvalidParameterError(msg)
+        return keys
+
+    checked = pl.col(key).map_batches(no_null_units, return_dtype=schema[key], is_elementwise=True)
     # The words first, as a column: inside over() the function would run once per unit.
     return (
-        frame.with_columns(word.alias(_WORD))
+        frame.with_columns(checked, word.alias(_WORD))
         .filter(pl.col(_WORD).rank("ordinal").over(key) <= max_contributions)
         .drop(_WORD)
     )
