@@ -52,6 +52,32 @@ def test_engines_and_expression_agree_and_nulls_stay():
 def test_bad_noise_parameters(kwargs, message):
     with pytest.raises(InvalidParameterError, match=message):
         ppdm.add_noise(pl.DataFrame({"x": [1.0]}), "x", **kwargs)
+    with pytest.raises(InvalidParameterError, match="'key' parameter of add_noise"):
+        ppdm.add_noise(pl.DataFrame({"x": [1.0]}), "x", scale=1.0, key="typo")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(max_iter=0), "'max_iter' parameter .* Got 0"),
+        (dict(max_iter=2.5), "'max_iter'"),
+        (dict(tol=float("nan")), "'tol' parameter .* Got nan"),
+        (dict(tol=-1.0), "'tol'"),
+        (dict(bins=1000, scale=100.0), "transition matrix"),
+    ],
+)
+def test_reconstruct_bad_settings(kwargs, message):
+    frame = pl.DataFrame({"x": np.linspace(0, 10, 100)})
+    settings = dict(dist="gaussian", scale=0.5, bins=10, bounds=(0, 10)) | kwargs
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.reconstruct_distribution(frame, "x", **settings)
+
+
+def test_reconstruct_refuses_infinities():
+    # An infinity clipped into the outer noisy bin would be counted as a real value.
+    frame = pl.DataFrame({"x": [1.0, 2.0, float("inf")]})
+    with pytest.raises(InvalidParameterError, match="NaN or infinite"):
+        ppdm.reconstruct_distribution(frame, "x", dist="gaussian", scale=0.5, bins=5, bounds=(0, 10))
 
 
 def test_nan_and_non_numeric_are_refused():

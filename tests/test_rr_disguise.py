@@ -305,3 +305,11 @@ def test_streaming_a_boolean_column_does_not_load_pyarrow():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("columns", [None, 5])
+def test_columns_must_be_names(frame, columns):
+    with pytest.raises(
+        InvalidParameterError, match="'columns' parameter of rr_disguise must be a column name or a list"
+    ):
+        ppdm.rr_disguise(frame, columns, p=0.8, seed=1)

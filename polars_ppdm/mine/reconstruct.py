@@ -27,6 +27,9 @@ from polars_ppdm.perturb.noise import check_noise
 __all__ = ["reconstruct_distribution"]
 
 _FUNC = "reconstruct_distribution"
+# The transition matrix is built from a (noisy bins x bins x 16) array of noise CDFs:
+# 2M cells keep that under 256 MB.
+_MAX_TRANSITION_CELLS = 2_000_000
 
 
 def reconstruct_distribution(
@@ -76,23 +79,36 @@ def reconstruct_distribution(
     [0.0, 0.2, 0.3, 0.0, 0.0, 0.0, 0.0, 0.3, 0.2, 0.0]
     """
     schema = schema_of(frame, _FUNC)
-    (col,) = check_columns([column], list(schema.names()), _FUNC)
+    (col,) = check_columns([column], list(schema.names()), _FUNC, name="column")
     check_numeric(schema, [col], _FUNC)
     dist, scale = check_noise(dist, scale, _FUNC)
     if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
         msg = f"The 'bins' parameter of {_FUNC} must be an int >= 2. Got {bins!r} instead."
+        raise InvalidParameterError(msg)
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol >= 0:
+        msg = f"The 'tol' parameter of {_FUNC} must be a float >= 0. Got {tol!r} instead."
+        raise InvalidParameterError(msg)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        msg = f"The 'max_iter' parameter of {_FUNC} must be an int >= 1. Got {max_iter!r} instead."
         raise InvalidParameterError(msg)
     ((low, high),) = check_bounds(bounds, [col], _FUNC, None).values()
     width = (high - low) / bins
     reach = scale if dist == "uniform" else 4 * scale
     pad = math.ceil(reach / width)
     noisy_bins = bins + 2 * pad
+    if noisy_bins * bins > _MAX_TRANSITION_CELLS:
+        msg = (
+            f"The 'bins' parameter of {_FUNC}: {bins} intervals of width {width:.3g}, against noise "
+            f"reaching {reach:.3g}, make a {noisy_bins:,} x {bins} transition matrix (more than "
+            f"{_MAX_TRANSITION_CELLS:,} cells). Use fewer bins: intervals much narrower than the "
+            "noise cannot be told apart anyway."
+        )
+        raise InvalidParameterError(msg)
     start = low - pad * width
-    index = (
-        ((pl.col(col).cast(pl.Float64) - start) / width)
-        .floor()
-        .clip(0, noisy_bins - 1)
-        .cast(pl.Int64, strict=False)
+    x = pl.col(col).cast(pl.Float64)
+    # Non-finite values get a null bin, refused below with the NaN.
+    index = pl.when(x.is_finite()).then(
+        ((x - start) / width).floor().clip(0, noisy_bins - 1).cast(pl.Int64, strict=False)
     )
     grouped = (
         as_lazy(frame)
@@ -102,7 +118,7 @@ def reconstruct_distribution(
         .collect(engine="streaming")
     )
     if grouped["b"].null_count():
-        msg = f"{_FUNC}: the column {col!r} holds NaN values; drop them or make them null."
+        msg = f"{_FUNC}: the column {col!r} holds NaN or infinite values; drop them or make them null."
         raise InvalidParameterError(msg)
     counts = np.zeros(noisy_bins)
     counts[grouped["b"].to_numpy()] = grouped["n"].to_numpy()

@@ -134,6 +134,8 @@ def add_noise(
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
+    if key is not None:
+        check_columns([key], list(schema.names()), func, name="key")
     scales = list(scale) if isinstance(scale, list | tuple) else [scale] * len(cols)
     if len(scales) != len(cols):
         msg = f"The 'scale' parameter of {func} needs one value per column ({len(cols)}). Got {scale!r} instead."
