@@ -80,6 +80,9 @@ def test_per_attribute_mode_handles_k_ary_attributes_and_labels():
         (dict(p=0.8, attributes=["a", "y"]), "also among the attributes"),
         (dict(p=0.8, attributes=["s"]), "'categories' parameter of rr_id3 \\(column 's'\\) is required"),
         (dict(p=0.8, max_depth=-1), "'max_depth'"),
+        (dict(p=0.8, label_disguised="no"), "'label_disguised' parameter of rr_id3 must be True or False"),
+        (dict(p=0.8, categories=["u", "v"]), "'categories' parameter of rr_id3 must map columns"),
+        (dict(p=0.8, categories={"typo": [0, 1]}), "'categories' parameter of rr_id3 must map columns"),
     ],
 )
 def test_bad_input(kwargs, message):
@@ -100,3 +103,30 @@ def test_nulls_are_refused():
     df = pl.DataFrame({"a": [True, None], "y": [True, False]})
     with pytest.raises(InvalidParameterError, match="nulls"):
         ppdm.rr_id3(df, ["a"], "y", p=0.8)
+
+
+def test_predict_and_accuracy_check_the_frame_they_get():
+    df = pl.DataFrame({"a": [True, True, False, False] * 50, "b": [True, False] * 100}).with_columns(
+        (pl.col("a") & ~pl.col("b")).alias("y")
+    )
+    tree = ppdm.rr_id3(df, ["a", "b"], "y", p=1.0)
+    with pytest.raises(
+        InvalidParameterError, match="column 'a' has dtype Int64; the tree was fitted on Boolean"
+    ):
+        tree.predict(pl.DataFrame({"a": [5, 7], "b": [3, 3]}))  # 5 would pass for True
+    with pytest.raises(InvalidParameterError, match="Got \\['b'\\]"):
+        tree.predict(df.select("a"))
+    with pytest.raises(InvalidParameterError, match="rr_id3 needs at least one row"):
+        ppdm.rr_id3(df.clear(), ["a", "b"], "y", p=0.8)
+    with pytest.raises(InvalidParameterError, match="rr_accuracy needs at least one row"):
+        ppdm.rr_accuracy(tree, df.clear(), p=0.8)
+
+
+def test_a_value_without_a_branch_gets_the_majority_class_of_its_node():
+    from polars_ppdm.mine.rr_id3 import RRTree, _Node
+
+    domain = ppdm._encoding.Domain.of(pl.Boolean, None, func="t", column="a")
+    # The split on 'a' has a child for False only: rows with a = True stop at the root.
+    root = _Node(np.array([1.0, 3.0]), attribute=0, children={0: _Node(np.array([5.0, 1.0]))})
+    tree = RRTree(root, ["a"], "y", {"a": domain, "y": domain}, "whole_record")
+    assert tree.predict(pl.DataFrame({"a": [False, True]})).to_list() == [False, True]

@@ -16,7 +16,7 @@ Machine Learning 1986.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,17 +80,35 @@ class RRTree:
 
     def predict(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.Series:
         """The predicted class of every row (same order), named after the label."""
+        func = "RRTree.predict"
         data = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
-        predicted = self.predict_codes(_codes(data, self.domains, self.attributes, "RRTree.predict"))
+        self.check_schema(data.schema, self.attributes, func)
+        predicted = self.predict_codes(_codes(data, self.domains, self.attributes, func))
         return self.domains[self.label].decode(predicted, None, name=self.label)
+
+    def check_schema(self, schema: pl.Schema, columns: list[str], func: str) -> None:
+        """The columns exist with the dtypes the tree was fitted on (a 5 in an integer
+        column would otherwise pass for True)."""
+        check_columns(columns, list(schema.names()), func)
+        text = (pl.String, pl.Categorical)
+        for c in columns:
+            have, fitted = schema[c], self.domains[c].dtype
+            if not (
+                have == fitted
+                or (have.is_integer() and fitted.is_integer())
+                or (have in text and fitted in text)
+            ):
+                msg = f"{func}: the column {c!r} has dtype {schema[c]}; the tree was fitted on {self.domains[c].dtype}."
+                raise InvalidParameterError(msg)
 
     def predict_codes(self, codes: np.ndarray) -> np.ndarray:
         """Class codes for rows of attribute codes (one column per attribute)."""
         out = np.empty(len(codes), dtype=np.int64)
 
         def walk(node: _Node, rows: np.ndarray) -> None:
+            # Set first: a row whose value has no child keeps this node's majority class.
+            out[rows] = node.prediction
             if node.attribute is None:
-                out[rows] = node.prediction
                 return
             values = codes[rows, node.attribute]
             for v, child in node.children.items():
@@ -157,6 +175,18 @@ def _prepare(frame, attributes, label, p, mode, label_disguised, categories, fun
         msg = f"{func}: the label {label!r} is also among the attributes."
         raise InvalidParameterError(msg)
     check_choice("mode", mode, MODES, func)
+    if not isinstance(label_disguised, bool):
+        msg = f"The 'label_disguised' parameter of {func} must be True or False. Got {label_disguised!r} instead."
+        raise InvalidParameterError(msg)
+    columns = [*attrs, label]
+    if categories is not None and not (
+        isinstance(categories, Mapping) and all(c in columns for c in categories)
+    ):
+        msg = (
+            f"The 'categories' parameter of {func} must map columns of {columns} to their domains. "
+            f"Got {categories!r} instead."
+        )
+        raise InvalidParameterError(msg)
     p = check_fraction("p", p, func)
     if p == 0.5:
         msg = f"The 'p' parameter of {func} must not be 0.5: the disguise then carries no information (2p - 1 = 0). Got 0.5."
@@ -166,8 +196,10 @@ def _prepare(frame, attributes, label, p, mode, label_disguised, categories, fun
         if isinstance(frame, pl.LazyFrame)
         else frame.select([*attrs, label])
     )
+    if data.height == 0:
+        msg = f"{func} needs at least one row. Got an empty frame."
+        raise InvalidParameterError(msg)
     cats = categories or {}
-    columns = [*attrs, label]
     domains = {c: Domain.of(data.schema[c], cats.get(c), func=func, column=c) for c in columns}
     if mode == "whole_record":
         wide = [c for c in (columns if label_disguised else attrs) if domains[c].k != 2]
@@ -300,6 +332,7 @@ def rr_accuracy(
     1.0
     """
     func = "rr_accuracy"
+    tree.check_schema(schema_of(disguised_test, func), [*tree.attributes, tree.label], func)
     categories = {c: list(tree.domains[c].categories) for c in [*tree.attributes, tree.label]}
     _, _, counts, p = _prepare(
         disguised_test, tree.attributes, tree.label, p, tree.mode, label_disguised, categories, func
