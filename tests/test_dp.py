@@ -313,6 +313,10 @@ def test_accountant_parallel_composition_costs_the_maximum():
             ),
             "has null values",
         ),
+        (  # 10^12 cells, each one released: refused before any allocation
+            lambda df: ppdm.dp_histogram(df, ["x", "y", "n"], bounds=(0, 1), bins=10_000, epsilon=1.0),
+            "10000 x 10000 x 10000 = 1,000,000,000,000 cells",
+        ),
         (  # the noise would overflow int64 counts
             lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, seed=1),
             "does not fit 64-bit counts",

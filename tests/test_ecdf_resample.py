@@ -217,6 +217,7 @@ def test_shuffle_moves_whole_rows():
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": 1}, "'bins' parameter"),
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": 2.5}, "'bins' parameter"),
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": {"y": 3}}, "'bins' parameter"),
+        (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "bins": 10**9}, r"in \[2, 10,000,000\]"),
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "link": "sorted"}, "'link' parameter"),
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "shuffle": 1}, "'shuffle' parameter"),
         (pl.DataFrame({"x": [1.0, 2.0]}), {"columns": "x", "key": "id"}, "'key' parameter"),
@@ -323,3 +324,13 @@ def test_sorted_draws_equal_relink_of_the_drawn_sample_with_a_heavy_point_mass()
 def test_range_beyond_float64_is_refused():
     with pytest.raises(InvalidParameterError, match="spans -1e\\+308 to 1e\\+308, a range beyond float64"):
         ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, seed=1)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_empty_frame_gives_an_empty_frame_of_the_output_schema(lazy):
+    df = pl.DataFrame({"id": [1, 2, 3], "x": [1.0, 2.0, 3.0], "age": [20, 30, 40]}).clear()
+    out = ppdm.ecdf_resample(
+        df.lazy() if lazy else df, ["x", "age"], bins=3, seed=1, key="id", round_integers=True
+    )
+    out = out.collect(engine="streaming") if lazy else out
+    assert out.height == 0 and out.schema == {"id": pl.Int64, "x": pl.Float64, "age": pl.Int64}

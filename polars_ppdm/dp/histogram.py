@@ -26,6 +26,9 @@ __all__ = ["bin_index", "dp_histogram", "histogram_stream"]
 
 _FUNC = "dp_histogram"
 _BIN = "__ppdm_bin"
+# Every cell is released, empty or not (leaving empty ones out would tell which are
+# empty), so the grid is the size of the output: 50M rows is already gigabytes.
+_MAX_CELLS = 50_000_000
 
 
 def histogram_stream(columns: Sequence[str]) -> str:
@@ -120,6 +123,13 @@ def dp_histogram(
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     bins_of = _check_bins(bins, cols)
+    cells = int(np.prod([bins_of[c] for c in cols], dtype=object))
+    if cells > _MAX_CELLS:
+        msg = (
+            f"The 'bins' parameter of {_FUNC}: {' x '.join(str(bins_of[c]) for c in cols)} = {cells:,} cells, "
+            f"more than {_MAX_CELLS:,}; every cell is released (empty ones too), so use fewer bins or columns."
+        )
+        raise InvalidParameterError(msg)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)

@@ -35,6 +35,7 @@ __all__ = ["ecdf_resample", "ecdf_stream"]
 
 _FUNC = "ecdf_resample"
 LINKS = ("rank", "none")
+_MAX_BINS = 10_000_000
 
 
 def ecdf_stream(column: str) -> str:
@@ -45,10 +46,11 @@ def ecdf_stream(column: str) -> str:
 def _check_bins(bins: int | Sequence[int] | Mapping[str, int], cols: list[str]) -> dict[str, int]:
     spread = per_column("bins", bins, cols, _FUNC)
     for column, b in spread.items():
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 2:
+        # The cut points and counts are arrays of bins + 1: 10^9 bins would exhaust memory.
+        if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 2 <= b <= _MAX_BINS:
             msg = (
-                f"The 'bins' parameter of {_FUNC} (column {column!r}) must be an int >= 2 "
-                f"(equal-width intervals between min and max). Got {b!r} instead."
+                f"The 'bins' parameter of {_FUNC} (column {column!r}) must be an int in "
+                f"[2, {_MAX_BINS:,}] (equal-width intervals between min and max). Got {b!r} instead."
             )
             raise InvalidParameterError(msg)
     return {c: int(b) for c, b in spread.items()}
@@ -223,6 +225,8 @@ def ecdf_resample(
         return _with_nulls(sample, valid, c), drawn
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
+        if df.height == 0:  # an empty frame releases nothing: empty in, empty out
+            return df.cast(out_schema)
         keys = row_keys(df[key], func=_FUNC) if key is not None else np.arange(df.height, dtype=np.uint64)
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
         with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as pool:
