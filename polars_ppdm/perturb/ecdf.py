@@ -156,7 +156,8 @@ def ecdf_resample(
     The minimum of each column is released as is whenever a draw falls in the point
     mass (probability about 1/n per draw for continuous data); every other released
     value is interpolated and, for continuous data, almost surely new.  A constant
-    column (min = max) is refused: its ECDF is the constant itself.
+    column (min = max) is refused: its ECDF is the constant itself.  An empty frame gives
+    an empty frame (a column with rows needs at least two non-null values).
 
     Examples
     --------
