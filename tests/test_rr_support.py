@@ -46,6 +46,22 @@ def test_table_5_2_rule_confidences():
         (("A", "C"), ("B",)),
         (("B", "C"), ("A",)),
     ]
+    assert ppdm.pattern_rules(patterns.lazy(), ["A", "B", "C"], min_confidence=0.5).equals(kept)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (pl.lit("x").alias("frequency"), "'frequency' column of pattern_rules must be numeric"),
+        (pl.Series("frequency", [0.5, None, 0.2, 0.3]), "null, NaN or infinite"),
+        (pl.Series("A", [0, 2, 1, 1]), "must hold only 0 and 1"),
+        (pl.Series("A", [0, None, 1, 1]), "null value"),
+    ],
+)
+def test_pattern_rules_refuses_bad_tables(change, message):
+    patterns = pl.DataFrame({"A": [0, 0, 1, 1], "B": [0, 1, 0, 1], "frequency": [0.3, 0.1, 0.2, 0.4]})
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.pattern_rules(patterns.with_columns(change), ["A", "B"], min_confidence=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -322,8 +322,16 @@ def pattern_rules(
     [(['B'], ['A'], 0.8)]
     """
     func = "pattern_rules"
+    if isinstance(patterns, pl.LazyFrame):
+        patterns = patterns.collect()  # a table of at most 2^k rows
     cols = check_columns(items, patterns.columns, func, name="items")
     check_columns([frequency], patterns.columns, func, name="frequency")
+    if not patterns.schema[frequency].is_numeric():
+        msg = f"The 'frequency' column of {func} must be numeric. Got dtype {patterns.schema[frequency]} instead."
+        raise InvalidParameterError(msg)
+    if not patterns[frequency].cast(pl.Float64).is_finite().fill_null(False).all():
+        msg = f"The 'frequency' column of {func} holds null, NaN or infinite values; every pattern needs its frequency."
+        raise InvalidParameterError(msg)
     min_support = check_fraction("min_support", min_support, func)
     design = RRDesign(
         patterns.schema,
@@ -336,6 +344,9 @@ def pattern_rules(
         name="items",
     )
     design.require_binary()
+    design.raise_on_checks(
+        patterns.select(design.checks()).row(0, named=True)
+    )  # nulls, values other than 0/1
 
     def support_of(candidates: list[Itemset]) -> list[tuple[float, float]]:
         sums = patterns.select(
