@@ -98,6 +98,18 @@ def test_compare_to_additive_noise_reports_every_method_and_snr(table):
         (lambda t: ppdm.audit.rank_linkage(t, t.head(10), "a"), "same height"),
         (lambda t: ppdm.audit.rank_linkage(t, t, "zz"), "'columns' parameter"),
         (lambda t: ppdm.audit.compare_to_additive_noise(t, t, "a", snr=0), "'snr' parameter"),
+        (lambda t: ppdm.audit.compare_to_additive_noise(t, t.head(10), "a"), "aligned row by row. Got"),
+        (
+            lambda t: ppdm.audit.compare_to_additive_noise(
+                t.with_columns(a=pl.lit(None, pl.Float64)), t, "a"
+            ),
+            "original columns \\['a'\\] hold nulls",
+        ),
+        (
+            lambda t: ppdm.audit.pca_noise_stripping(t.drop("a"), t, list(t.columns), noise_sigma=1.0),
+            "'columns'",
+        ),
+        (lambda t: ppdm.audit.pca_noise_stripping(t, t, list(t.columns), noise_sigma=0), "'noise_sigma'"),
     ],
 )
 def test_bad_audit_input(table, call, message):

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import schema_of
-from polars_ppdm._validation import check_columns
+from polars_ppdm.audit._aligned import aligned_numeric
 from polars_ppdm.audit.information import privacy_q
 from polars_ppdm.audit.linkage import rank_linkage
 from polars_ppdm.exceptions import InvalidParameterError
@@ -20,8 +19,8 @@ __all__ = ["compare_to_additive_noise"]
 
 
 def compare_to_additive_noise(
-    original: pl.DataFrame,
-    released: pl.DataFrame,
+    original: pl.DataFrame | pl.LazyFrame,
+    released: pl.DataFrame | pl.LazyFrame,
     columns: str | Sequence[str],
     *,
     snr: float | Sequence[float] = (1.0, 4.0, 16.0),
@@ -53,10 +52,14 @@ def compare_to_additive_noise(
     True
     """
     func = "compare_to_additive_noise"
-    cols = check_columns(columns, list(schema_of(original, func).names()), func)
-    check_columns(cols, list(schema_of(released, func).names()), func)
-    snrs = [snr] if isinstance(snr, int | float) else list(snr)
-    if not snrs or any(isinstance(s, bool) or not isinstance(s, int | float) or not s > 0 for s in snrs):
+    original, released, cols = aligned_numeric(original, released, columns, func)
+    snrs = (
+        list(np.atleast_1d(snr)) if isinstance(snr, int | float | np.number | Sequence | np.ndarray) else []
+    )
+    if not snrs or any(
+        isinstance(s, bool | np.bool_) or not isinstance(s, int | float | np.number) or not s > 0
+        for s in snrs
+    ):
         msg = f"The 'snr' parameter of {func} must be a float > 0 or a sequence of them. Got {snr!r} instead."
         raise InvalidParameterError(msg)
     secret = resolve_secret(seed).key

@@ -13,14 +13,16 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_ppdm.audit._aligned import aligned_numeric
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.covariance import pca_reconstruct
 
 __all__ = ["pca_noise_stripping"]
 
 
 def pca_noise_stripping(
-    original: pl.DataFrame,
-    noisy: pl.DataFrame,
+    original: pl.DataFrame | pl.LazyFrame,
+    noisy: pl.DataFrame | pl.LazyFrame,
     columns: Sequence[str],
     *,
     noise_sigma: float,
@@ -43,7 +45,15 @@ def pca_noise_stripping(
     >>> report["stripped"].round(1).to_list()                         # 1 - sqrt(p / m) = 0.65
     [0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
     """
-    cols = list(columns)
+    func = "pca_noise_stripping"
+    original, noisy, cols = aligned_numeric(original, noisy, columns, func)
+    if (
+        isinstance(noise_sigma, bool)
+        or not isinstance(noise_sigma, int | float)
+        or not 0 < noise_sigma < np.inf
+    ):
+        msg = f"The 'noise_sigma' parameter of {func} must be a finite float > 0 (the noise to strip). Got {noise_sigma!r} instead."
+        raise InvalidParameterError(msg)
     attack = pca_reconstruct(noisy, cols, noise_sigma=noise_sigma, components=components)
     rows = []
     for c in cols:

@@ -1,0 +1,47 @@
+"""The input every before/after audit shares: two tables aligned row by row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from polars_ppdm._validation import check_columns, check_numeric
+from polars_ppdm.exceptions import InvalidParameterError
+
+__all__ = ["aligned_numeric"]
+
+
+def aligned_numeric(
+    original: pl.DataFrame | pl.LazyFrame,
+    released: pl.DataFrame | pl.LazyFrame,
+    columns: str | Sequence[str],
+    func: str,
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """Both tables collected, with numeric, null-free ``columns`` and the same rows.
+
+    Row i of one table must be row i of the other: an attack or a measure that pairs
+    rows reads garbage from tables of different heights or with holes.
+    """
+    tables = [t.collect() if isinstance(t, pl.LazyFrame) else t for t in (original, released)]
+    for name, table in zip(("original", "released"), tables, strict=True):
+        if not isinstance(table, pl.DataFrame):
+            msg = f"The {name!r} parameter of {func} must be a polars DataFrame or LazyFrame. Got {type(table).__name__} instead."
+            raise InvalidParameterError(msg)
+    original, released = tables
+    cols = check_columns(columns, original.columns, func)
+    check_columns(cols, released.columns, func)
+    for table in tables:
+        check_numeric(table.schema, cols, func)
+    if original.height != released.height or original.height == 0:
+        msg = (
+            f"{func} needs two non-empty tables aligned row by row. Got {original.height} and "
+            f"{released.height} rows."
+        )
+        raise InvalidParameterError(msg)
+    for name, table in zip(("original", "released"), tables, strict=True):
+        nulls = [c for c in cols if table[c].null_count()]
+        if nulls:
+            msg = f"{func}: the {name} columns {nulls} hold nulls; drop those rows from both tables first."
+            raise InvalidParameterError(msg)
+    return original, released, cols
