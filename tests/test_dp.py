@@ -317,6 +317,22 @@ def test_accountant_parallel_composition_costs_the_maximum():
             lambda df: ppdm.dp_histogram(df, ["x", "y", "n"], bounds=(0, 1), bins=10_000, epsilon=1.0),
             "10000 x 10000 x 10000 = 1,000,000,000,000 cells",
         ),
+        (
+            lambda df: ppdm.dp_quadtree(
+                df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, threshold=float("nan")
+            ),
+            "'threshold' parameter of dp_quadtree",
+        ),
+        (
+            lambda df: ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, n=float("inf")),
+            "'n' parameter of dp_quadtree",
+        ),
+        (
+            lambda df: ppdm.dp_kmeans(
+                df, ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1.0, method="grid", n=-5
+            ),
+            "'n' parameter of dp_kmeans",
+        ),
         (  # the noise would overflow int64 counts
             lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, seed=1),
             "does not fit 64-bit counts",

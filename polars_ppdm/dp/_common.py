@@ -21,6 +21,7 @@ __all__ = [
     "charge",
     "check_bounds",
     "check_max_contributions",
+    "check_public_n",
     "private_points",
 ]
 
@@ -43,6 +44,16 @@ def check_max_contributions(max_contributions: Any, key: str | None, func: str) 
         )
         raise InvalidParameterError(msg)
     return int(max_contributions)
+
+
+def check_public_n(n: Any, func: str) -> float | None:
+    """``n=``: None (then estimated with part of the budget) or a public row count."""
+    if n is not None and (
+        isinstance(n, bool) or not isinstance(n, int | float | np.number) or not 0 < n < np.inf
+    ):
+        msg = f"The 'n' parameter of {func} must be a finite number > 0 (a public estimate of the row count). Got {n!r} instead."
+        raise InvalidParameterError(msg)
+    return n
 
 
 def bound_contributions(

@@ -37,6 +37,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.dp.quadtree import (
     N_SHARE,
     _check_gamma,
+    check_tree_settings,
     noisy_total,
     plan_tree,
     quadtree_leaves,
@@ -155,6 +156,7 @@ def dp_kmeans(
         raise InvalidParameterError(msg)
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    check_tree_settings(n, max_height, threshold, _FUNC)  # n also sizes the grid method
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     spent = epsilon * (1 - 2.0**-iterations) if method == "lloyd" else epsilon
     charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC)

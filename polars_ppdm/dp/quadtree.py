@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -20,6 +21,7 @@ from polars_ppdm.dp._common import (
     charge,
     check_bounds,
     check_max_contributions,
+    check_public_n,
     private_points,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
@@ -29,7 +31,7 @@ from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.quadtree import Leaves, build_quadtree
 from polars_ppdm.secret import SeedLike, resolve_secret
 
-__all__ = ["TreePlan", "dp_quadtree", "leaves_frame", "plan_tree", "quadtree_leaves"]
+__all__ = ["TreePlan", "check_tree_settings", "dp_quadtree", "leaves_frame", "plan_tree", "quadtree_leaves"]
 
 _FUNC = "dp_quadtree"
 # Share of epsilon that buys a noisy N when the caller gives none (the defaults of the
@@ -64,6 +66,26 @@ def noisy_total(points: np.ndarray, epsilon: float, contributions: int, secret: 
     return float(max(len(points) + int(noise[0]), 1))
 
 
+def check_tree_settings(n: Any, max_height: Any, threshold: Any, func: str) -> None:
+    """``n``, ``max_height`` and ``threshold``, checked before any budget is spent."""
+    check_public_n(n, func)
+    if max_height is not None and (
+        isinstance(max_height, bool) or not isinstance(max_height, int | np.integer) or max_height < 0
+    ):
+        msg = f"The 'max_height' parameter of {func} must be an int >= 0. Got {max_height!r} instead."
+        raise InvalidParameterError(msg)
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float | np.number)
+        or not 0 <= threshold < np.inf
+    ):
+        msg = (
+            f"The 'threshold' parameter of {func} must be a finite number >= 0 (a node whose noisy "
+            f"count is at or below it is a leaf). Got {threshold!r} instead."
+        )
+        raise InvalidParameterError(msg)
+
+
 def plan_tree(
     points: np.ndarray,
     epsilon: float,
@@ -85,14 +107,8 @@ def plan_tree(
     if n is None and (max_height is None or threshold is None):
         epsilon_n = N_SHARE * epsilon
         n = noisy_total(points, epsilon_n, contributions, secret, label)
-    elif n is not None and (isinstance(n, bool) or not isinstance(n, int | float) or not n > 0):
-        msg = f"The 'n' parameter of {func} must be a number > 0 (a public estimate of the row count). Got {n!r} instead."
-        raise InvalidParameterError(msg)
     if max_height is None:  # the default grows to min_height; a given height is kept
         max_height = max(1, round(math.log(n) / d), min_height)
-    elif isinstance(max_height, bool) or not isinstance(max_height, int | np.integer) or max_height < 0:
-        msg = f"The 'max_height' parameter of {func} must be an int >= 0. Got {max_height!r} instead."
-        raise InvalidParameterError(msg)
     max_height = min(int(max_height), 62 // d)  # Z-order codes of d * height bits in an int64
     if threshold is None:
         threshold = n / 1000
@@ -215,6 +231,7 @@ def dp_quadtree(
     epsilon = check_epsilon(epsilon, _FUNC)
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    check_tree_settings(n, max_height, threshold, _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
     secret = resolve_secret(seed).key
