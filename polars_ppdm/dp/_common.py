@@ -82,7 +82,7 @@ def bound_contributions(
         if keys.null_count():
             msg = (
                 f"The key column {key!r} of {func} has null values; every row needs its privacy "
-                "unit. Drop or fill them first (nothing was released)."
+                "unit. Drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
             )
             raise InvalidParameterError(msg)
         return keys
@@ -97,7 +97,11 @@ def bound_contributions(
 
 
 def charge(accountant: BudgetAccountant | None, epsilon: float, release: str, func: str) -> None:
-    """Spend ``epsilon`` on the accountant (if any) before anything is computed."""
+    """Spend ``epsilon`` on the accountant (if any) before anything is computed.
+
+    Before the data is read, so an over-budget request never touches it; a release that
+    then fails on bad data (nulls, NaN) keeps its epsilon spent: the conservative side.
+    """
     if accountant is None:
         return
     if not isinstance(accountant, BudgetAccountant):
@@ -126,6 +130,6 @@ def private_points(
         raise InvalidParameterError(msg)
     if not np.isfinite(points).all():
         bad = int((~np.isfinite(points)).any(axis=1).sum())
-        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released)."
+        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
         raise InvalidParameterError(msg)
     return np.ascontiguousarray(points)

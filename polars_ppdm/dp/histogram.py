@@ -161,7 +161,7 @@ def histogram_query(
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
         if grid[_BIN].null_count():
-            msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first (nothing was released)."
+            msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
             raise InvalidParameterError(msg)
         noise = discrete_laplace(secret, stream, grid[_BIN].to_numpy().astype(np.uint64), scale)
         return grid.with_columns(pl.col("count") + pl.Series(noise))
