@@ -54,6 +54,12 @@ def check_bounds(
             msg = f"The 'bounds' parameter of {func} has no (low, high) for column(s) {missing}. Got {dict(bounds)!r}."
             raise InvalidParameterError(msg)
         pairs = [bounds[c] for c in columns]
+    elif not isinstance(bounds, Sequence) or isinstance(bounds, str):
+        msg = (
+            f"The 'bounds' parameter of {func} must be a (low, high) pair, one pair per column, or a "
+            f"mapping of column to pair. Got {bounds!r} instead."
+        )
+        raise InvalidParameterError(msg)
     elif len(columns) == 1 and len(bounds) == 2 and not isinstance(bounds[0], Sequence):
         pairs = [bounds]
     else:

@@ -3,6 +3,7 @@ attack, engines and bad input."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -145,6 +146,27 @@ def test_seeds_bounds_json_and_eps_are_checked():
         ppdm.spiral_key(cols, bounds=bounds, rounds=2, eps=1e6, seed=1)
     with pytest.raises(InvalidParameterError, match="Not a spiral key"):
         ppdm.SpiralKey.from_json('{"format": "other"}')
+    with pytest.raises(InvalidParameterError, match="Not a spiral key"):
+        ppdm.SpiralKey.from_json("not json")
+    stored = json.loads(same.to_json())
+    with pytest.raises(
+        InvalidParameterError, match="damaged spiral key: 3 columns need a finite 3 x 3 matrix"
+    ):
+        ppdm.SpiralKey.from_json(json.dumps(stored | {"matrix": [[1.0]]}))
+    with pytest.raises(InvalidParameterError, match="damaged spiral key: KeyError"):
+        ppdm.SpiralKey.from_json(json.dumps({k: v for k, v in stored.items() if k != "offset"}))
+    with pytest.raises(
+        InvalidParameterError, match="'key' parameter of apply_spiral_key must be a SpiralKey"
+    ):
+        ppdm.apply_spiral_key(pl.DataFrame({"a": [1.0]}), None)
+    with pytest.raises(InvalidParameterError, match="distinct column names"):
+        ppdm.spiral_key(["a", "a"], bounds=bounds, seed=1)
+    with pytest.raises(
+        InvalidParameterError, match="'bounds' parameter of spiral must be a \\(low, high\\) pair"
+    ):
+        ppdm.spiral_key(cols, bounds=5, seed=1)
+    with pytest.raises(InvalidParameterError, match="one k > 0 per round"):
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, scale=["a", "b"], seed=1)
     empty = pl.DataFrame({"a": [None, None], "b": [1.0, 2.0]}, schema={"a": pl.Float64, "b": pl.Float64})
     with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
         ppdm.spiral(empty, ["a", "b"], rounds=1, seed=1)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -71,13 +72,32 @@ class SpiralKey:
 
     @classmethod
     def from_json(cls, text: str) -> SpiralKey:
-        data = json.loads(text)
-        if data.get("format") != _FORMAT:
-            msg = f"Not a spiral key (format {data.get('format')!r}; expected {_FORMAT!r})."
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            data = None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            found = data.get("format") if isinstance(data, dict) else None
+            msg = f"Not a spiral key (format {found!r}; expected {_FORMAT!r})."
             raise InvalidParameterError(msg)
-        return cls(
-            tuple(data["columns"]), np.array(data["matrix"]), np.array(data["offset"]), float(data["scale"])
-        )
+        try:
+            columns = tuple(str(c) for c in data["columns"])
+            matrix = np.array(data["matrix"], dtype=np.float64)
+            offset = np.array(data["offset"], dtype=np.float64)
+            scale = float(data["scale"])
+        except (KeyError, TypeError, ValueError) as err:
+            msg = f"A damaged spiral key: {type(err).__name__}: {err}."
+            raise InvalidParameterError(msg) from None
+        m = len(columns)
+        if (
+            matrix.shape != (m, m)
+            or offset.shape != (m,)
+            or not np.isfinite(matrix).all()
+            or not np.isfinite(offset).all()
+        ):
+            msg = f"A damaged spiral key: {m} columns need a finite {m} x {m} matrix and {m} offsets."
+            raise InvalidParameterError(msg)
+        return cls(columns, matrix, offset, scale)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
@@ -127,7 +147,9 @@ def spiral_key(
     >>> bool(np.allclose(key.invert(key.apply(x)), x))
     True
     """
-    cols = list(columns)
+    # No frame yet: only the form of the names is checked (str or list, distinct).
+    names = [columns] if isinstance(columns, str) else list(columns) if isinstance(columns, Sequence) else []
+    cols = check_columns(columns, names, _FUNC)
     if len(cols) < 2:
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
@@ -148,7 +170,8 @@ def spiral_key(
             raise InvalidParameterError(msg)
         scales = None
     elif isinstance(scale, list):  # one k per round; a tuple is a range
-        scales = [float(k) for k in scale]
+        numeric = all(isinstance(k, int | float | np.number) and not isinstance(k, bool) for k in scale)
+        scales = [float(k) for k in scale] if numeric else []
         if len(scales) != rounds or not all(k > 0 and math.isfinite(k) for k in scales):
             msg = f"The 'scale' parameter of {_FUNC}, as a list, needs one k > 0 per round ({rounds}). Got {scale!r} instead."
             raise InvalidParameterError(msg)
@@ -183,13 +206,22 @@ def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndar
     return like(frame, as_lazy(frame).with_columns(moved), engine="streaming")
 
 
+def _check_key(key: Any, func: str) -> SpiralKey:
+    if not isinstance(key, SpiralKey):
+        msg = f"The 'key' parameter of {func} must be a SpiralKey (spiral_key, or SpiralKey.load). Got {type(key).__name__} instead."
+        raise InvalidParameterError(msg)
+    return key
+
+
 def apply_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
     """Apply a key's transform to its columns (other columns untouched, row order kept)."""
+    key = _check_key(key, "apply_spiral_key")
     return _transform(frame, key, key.matrix, key.offset, "apply_spiral_key")
 
 
 def invert_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
     """Undo :func:`apply_spiral_key`: the data owner's way back to the original values."""
+    key = _check_key(key, "invert_spiral_key")
     return _transform(frame, key, *key.inverse(), "invert_spiral_key")
 
 
