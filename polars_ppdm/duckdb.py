@@ -333,6 +333,9 @@ def rr_disguise_batches(
     >>> con.from_arrow(reader).aggregate("count(*) AS n, sum(x::INT) AS xs").fetchall()
     [(10, 5)]
     """
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        msg = f"The 'batch_rows' parameter of rr_disguise_batches must be an int >= 1. Got {batch_rows!r} instead."
+        raise InvalidParameterError(msg)
     secret = resolve_secret(seed)  # once, so every batch shares a seed=None secret
     relation = con.cursor().sql(query) if isinstance(query, str) else query
     reader = relation.to_arrow_reader(batch_rows)

@@ -31,6 +31,9 @@ def read_transactions(source: str | PathLike | Iterable[str], *, sep: str | None
     >>> read_transactions(["milk,bread", "bread", ""], sep=",")["items"].to_list()
     [['milk', 'bread'], ['bread'], []]
     """
+    if sep is not None and (not isinstance(sep, str) or sep == ""):
+        msg = f"The 'sep' parameter of read_transactions must be a non-empty string or None (whitespace). Got {sep!r} instead."
+        raise InvalidParameterError(msg)
     if isinstance(source, str | PathLike):
         with Path(source).open(encoding="utf-8") as handle:
             lines = handle.read().splitlines()
@@ -71,11 +74,22 @@ def transactions_to_onehot(
     >>> transactions_to_onehot(t).rows()
     [(True, True), (True, False), (False, False)]
     """
+    if isinstance(transactions, pl.LazyFrame):
+        transactions = transactions.collect()
     if isinstance(transactions, pl.DataFrame):
         check_columns([column], transactions.columns, "transactions_to_onehot", name="column")
         series = transactions[column]
-    else:
+    elif isinstance(transactions, pl.Series):
         series = transactions
+    else:
+        msg = (
+            "The 'transactions' parameter of transactions_to_onehot must be a polars DataFrame, "
+            f"LazyFrame or Series with a list column. Got {type(transactions).__name__} instead."
+        )
+        raise InvalidParameterError(msg)
+    if isinstance(items, str) or (items is not None and not all(isinstance(i, str) for i in items)):
+        msg = f"The 'items' parameter of transactions_to_onehot must be a list of item names (str). Got {items!r} instead."
+        raise InvalidParameterError(msg)
     if not isinstance(series.dtype, pl.List):
         msg = f"transactions_to_onehot needs a list column of items. Got dtype {series.dtype} instead."
         raise InvalidParameterError(msg)

@@ -180,3 +180,18 @@ def test_groceries_rules_from_disguised_data(shared_data):
         f"precision {np.mean([s['precision'] for s in scores]):.3f}, recall {np.mean([s['recall'] for s in scores]):.3f}"
     )
     assert f1.mean() >= 0.80
+
+
+def test_transactions_and_rule_scores_refuse_bad_input():
+    tx = pl.DataFrame({"items": [["a", "b"], ["b"]]})
+    assert ppdm.transactions_to_onehot(tx.lazy()).equals(ppdm.transactions_to_onehot(tx))
+    with pytest.raises(InvalidParameterError, match="'sep' parameter of read_transactions"):
+        ppdm.read_transactions(["a b"], sep="")
+    with pytest.raises(InvalidParameterError, match="'transactions' parameter .* Got list"):
+        ppdm.transactions_to_onehot([["a"]])
+    with pytest.raises(InvalidParameterError, match="'items' parameter .* Got 'ab'"):
+        ppdm.transactions_to_onehot(tx, items="ab")  # not split into 'a' and 'b'
+    rules = pl.DataFrame({"antecedent": [["a"]], "consequent": [["b"]]})
+    assert ppdm.rule_scores(rules.lazy(), rules)["f1"] == 1.0
+    with pytest.raises(InvalidParameterError, match="'found' parameter of rule_scores"):
+        ppdm.rule_scores(pl.DataFrame({"x": [1]}), rules)

@@ -231,3 +231,8 @@ def test_ecdf_macro_keeps_user_columns_with_dunder_names(con):
         con.sql("SELECT id, x::DOUBLE AS x FROM u ORDER BY id").pl(), "x", bins=5, seed="1", key="id"
     )
     assert out["x"].to_list() == expected["x"].to_list()
+
+
+def test_bulk_path_checks_batch_rows(con):
+    with pytest.raises(ppdm.exceptions.InvalidParameterError, match="'batch_rows' parameter"):
+        ppdm.duckdb.rr_disguise_batches(con, "SELECT true AS x", "x", p=0.8, seed=1, batch_rows=0)

@@ -313,3 +313,8 @@ def test_columns_must_be_names(frame, columns):
         InvalidParameterError, match="'columns' parameter of rr_disguise must be a column name or a list"
     ):
         ppdm.rr_disguise(frame, columns, p=0.8, seed=1)
+
+
+def test_stream_must_be_a_string():
+    with pytest.raises(InvalidParameterError, match="'stream' label must be a str. Got 5"):
+        pl.DataFrame({"x": [True]}).select(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, stream=5))

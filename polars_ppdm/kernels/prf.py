@@ -31,6 +31,8 @@ import math
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from polars_ppdm.exceptions import InvalidParameterError
+
 __all__ = [
     "CHUNK_ROWS",
     "bernoulli",
@@ -64,6 +66,9 @@ def stream_id(label: str) -> int:
     >>> stream_id("smoker") != stream_id("age")
     True
     """
+    if not isinstance(label, str):
+        msg = f"The 'stream' label must be a str. Got {label!r} instead."
+        raise InvalidParameterError(msg)
     digest = hashlib.sha256(b"polars_ppdm/stream/" + label.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "little")
 
