@@ -187,9 +187,9 @@ def test_transactions_and_rule_scores_refuse_bad_input():
     assert ppdm.transactions_to_onehot(tx.lazy()).equals(ppdm.transactions_to_onehot(tx))
     with pytest.raises(InvalidParameterError, match="'sep' parameter of read_transactions"):
         ppdm.read_transactions(["a b"], sep="")
-    with pytest.raises(InvalidParameterError, match="'transactions' parameter .* Got list"):
+    with pytest.raises(InvalidParameterError, match=r"'transactions' parameter .* Got list"):
         ppdm.transactions_to_onehot([["a"]])
-    with pytest.raises(InvalidParameterError, match="'items' parameter .* Got 'ab'"):
+    with pytest.raises(InvalidParameterError, match=r"'items' parameter .* Got 'ab'"):
         ppdm.transactions_to_onehot(tx, items="ab")  # not split into 'a' and 'b'
     rules = pl.DataFrame({"antecedent": [["a"]], "consequent": [["b"]]})
     assert ppdm.rule_scores(rules.lazy(), rules)["f1"] == 1.0

@@ -316,5 +316,5 @@ def test_columns_must_be_names(frame, columns):
 
 
 def test_stream_must_be_a_string():
-    with pytest.raises(InvalidParameterError, match="'stream' label must be a str. Got 5"):
+    with pytest.raises(InvalidParameterError, match=r"'stream' label must be a str. Got 5"):
         pl.DataFrame({"x": [True]}).select(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, stream=5))
