@@ -119,6 +119,13 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
         ppdm.spiral(df, ["b", "a"], rounds=1, seed=1)
     with pytest.raises(InvalidParameterError, match="n \\+ 1 = 3"):
         ppdm.audit.known_io_attack(np.ones((2, 2)), np.ones((2, 2)))
+    on_a_line = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    with pytest.raises(InvalidParameterError, match="span only 1 of 2 dimensions"):
+        ppdm.audit.known_io_attack(on_a_line, on_a_line)  # the map is undetermined off the line
+    with pytest.raises(InvalidParameterError, match="null, NaN or infinite"):
+        ppdm.audit.known_io_attack(np.array([[0.0, np.nan], [1.0, 0.0], [0.0, 1.0]]), np.ones((3, 2)))
+    with pytest.raises(InvalidParameterError, match="'x' argument must be a 1-D numeric"):
+        ppdm.audit.mutual_information(["a", "b", "c"], [1.0, 2.0, 3.0])
 
 
 def test_seeds_bounds_json_and_eps_are_checked():

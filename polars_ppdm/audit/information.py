@@ -14,7 +14,10 @@ __all__ = ["mutual_information", "privacy_q"]
 
 def _as_values(x, name: str) -> np.ndarray:
     values = x.to_numpy() if isinstance(x, pl.Series) else np.asarray(x)
-    values = values.astype(np.float64)
+    try:
+        values = values.astype(np.float64)
+    except (TypeError, ValueError):
+        values = np.full(0, np.nan)  # strings, objects: refused just below
     if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
         msg = f"The {name!r} argument must be a 1-D numeric sequence of 2 or more finite values (no nulls)."
         raise InvalidParameterError(msg)

@@ -38,9 +38,16 @@ class KnownIOAttack:
 def _rows(data, name: str) -> np.ndarray:
     if isinstance(data, pl.DataFrame):
         data = data.to_numpy()
-    out = np.asarray(data, dtype=np.float64)
+    try:
+        out = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        msg = f"known_io_attack: {name} must hold numbers. Got {type(data).__name__} with non-numeric values."
+        raise InvalidParameterError(msg) from None
     if out.ndim != 2:
         msg = f"known_io_attack: {name} must be a 2-D array or DataFrame of rows. Got shape {out.shape}."
+        raise InvalidParameterError(msg)
+    if not np.isfinite(out).all():
+        msg = f"known_io_attack: {name} hold null, NaN or infinite values; every known pair must be complete."
         raise InvalidParameterError(msg)
     return out
 
@@ -67,5 +74,13 @@ def known_io_attack(original_rows, released_rows) -> KnownIOAttack:
         msg = f"known_io_attack needs at least n + 1 = {n + 1} known pairs for {n} columns. Got {x.shape[0]}."
         raise InvalidParameterError(msg)
     design = np.hstack([x, np.ones((len(x), 1))])
-    solution, *_ = np.linalg.lstsq(design, y, rcond=None)
+    solution, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    if rank < n + 1:
+        # Known rows on one hyperplane leave the map undetermined off it.
+        msg = (
+            f"known_io_attack: the {x.shape[0]} known original rows span only {rank - 1} of {n} "
+            "dimensions (they lie on one hyperplane), so they do not determine the map; "
+            "the attack needs n + 1 rows in general position."
+        )
+        raise InvalidParameterError(msg)
     return KnownIOAttack(solution[:n], solution[n])
