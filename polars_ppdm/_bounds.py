@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
@@ -54,6 +55,10 @@ def check_bounds(
             msg = f"The 'bounds' parameter of {func} has no (low, high) for column(s) {missing}. Got {dict(bounds)!r}."
             raise InvalidParameterError(msg)
         pairs = [bounds[c] for c in columns]
+    elif isinstance(bounds, np.ndarray | pl.Series):
+        return check_bounds(
+            bounds.tolist() if isinstance(bounds, np.ndarray) else bounds.to_list(), columns, func, frame
+        )
     elif not isinstance(bounds, Sequence) or isinstance(bounds, str):
         msg = (
             f"The 'bounds' parameter of {func} must be a (low, high) pair, one pair per column, or a "

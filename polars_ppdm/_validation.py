@@ -7,6 +7,7 @@ Messages follow one form: "The 'p' parameter of rr_disguise must be <allowed>. G
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,16 @@ __all__ = [
     "keep_probability",
     "per_column",
 ]
+
+
+def is_real(value: Any) -> bool:
+    """A real number, Python's or NumPy's (np.float32, np.int64), but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_count(value: Any) -> bool:
+    """An integer, Python's or NumPy's, but not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _fail(name: str, func: str, allowed: str, got: Any) -> None:

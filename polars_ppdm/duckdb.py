@@ -21,7 +21,9 @@
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
 ``seed`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
-in SQL text or logs) or decimal digits (a guessable integer seed, for tests).  ``key`` is
+in SQL text or logs; the variable is read at every call, per 2048-row vector, so rotate
+it between queries, never during one) or decimal digits (a guessable integer seed, for
+tests).  ``key`` is
 a BIGINT row key and is required: DuckDB has no stable row position in a parallel scan.
 ``stream`` labels the draws; Polars uses the column name by default, so
 ``ppdm_rr_disguise(smoker, p, seed, id, 'smoker')`` equals
@@ -46,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polars_ppdm._encoding import row_keys
+from polars_ppdm._validation import is_count
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
@@ -333,7 +336,7 @@ def rr_disguise_batches(
     >>> con.from_arrow(reader).aggregate("count(*) AS n, sum(x::INT) AS xs").fetchall()
     [(10, 5)]
     """
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+    if not is_count(batch_rows) or batch_rows < 1:
         msg = f"The 'batch_rows' parameter of rr_disguise_batches must be an int >= 1. Got {batch_rows!r} instead."
         raise InvalidParameterError(msg)
     secret = resolve_secret(seed)  # once, so every batch shares a seed=None secret

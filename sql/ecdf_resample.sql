@@ -27,7 +27,7 @@ stats AS (
                    THEN error('ppdm_ecdf_resample: column ' || col || ' must be numeric, got ' || any_value(__ppdm_type))
                WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
                    THEN error('ppdm_ecdf_resample: column ' || col || ' holds NaN or infinite values; make them null')
-               WHEN count(__ppdm_x) < 2
+               WHEN count(*) > 0 AND count(__ppdm_x) < 2  -- an empty table gives an empty table
                    THEN error('ppdm_ecdf_resample: column ' || col || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
                WHEN min(__ppdm_x) = max(__ppdm_x)
                    THEN error('ppdm_ecdf_resample: column ' || col || ' is constant; releasing it hides nothing')

@@ -195,3 +195,12 @@ def test_transactions_and_rule_scores_refuse_bad_input():
     assert ppdm.rule_scores(rules.lazy(), rules)["f1"] == 1.0
     with pytest.raises(InvalidParameterError, match="'found' parameter of rule_scores"):
         ppdm.rule_scores(pl.DataFrame({"x": [1]}), rules)
+
+
+def test_numpy_supports_and_generator_items():
+    rules = ppdm.association_rules(
+        {("a",): np.float32(0.6), ("b",): np.float64(0.5), ("a", "b"): np.float32(0.4)}, min_confidence=0.7
+    )
+    assert rules.select("antecedent", "consequent").rows() == [(["b"], ["a"])]
+    onehot = ppdm.transactions_to_onehot(pl.Series("items", [["a", "b"]]), items=(i for i in ["a", "b"]))
+    assert onehot.columns == ["a", "b"]

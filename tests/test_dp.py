@@ -387,3 +387,42 @@ def test_the_tree_always_has_k_leaves_for_k_means():
     df, _, _ = blobs(50)
     fit = ppdm.dp_kmeans(df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, seed=3)
     assert fit.buckets.height >= 40 and fit.centres.height == 40
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda df, acc: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, accountant=acc),
+        lambda df, acc: ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1e-300, accountant=acc),
+        lambda df, acc: ppdm.dp_kmeans(
+            df,
+            ["x", "y"],
+            k=2,
+            bounds=[(0, 1)] * 2,
+            epsilon=1.0,
+            method="lloyd",
+            iterations=70,
+            accountant=acc,
+        ),
+        lambda df, acc: ppdm.dp_kmeans(
+            df, ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1e-300, method="grid", accountant=acc
+        ),
+    ],
+)
+def test_noise_too_large_for_integers_is_refused_before_the_charge(call):
+    df = pl.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.6]})
+    acc = ppdm.BudgetAccountant(epsilon=10.0)
+    with pytest.raises(InvalidParameterError, match="does not fit 64-bit counts"):
+        call(df, acc)
+    assert acc.spent == 0.0
+
+
+def test_bounds_as_numpy_arrays_or_series():
+    df = pl.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.6]})
+    expected = ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, seed=1)
+    for bounds in (np.array([0.0, 1.0]), pl.Series([0.0, 1.0])):
+        assert ppdm.dp_histogram(df, "x", bounds=bounds, bins=2, epsilon=1.0, seed=1).equals(expected)
+    both = ppdm.dp_histogram(
+        df, ["x", "y"], bounds=np.array([[0.0, 1.0], [0.0, 1.0]]), bins=2, epsilon=1.0, seed=1
+    )
+    assert both.height == 4

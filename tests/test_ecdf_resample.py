@@ -333,3 +333,11 @@ def test_empty_frame_gives_an_empty_frame_of_the_output_schema(lazy):
     )
     out = out.collect(engine="streaming") if lazy else out
     assert out.height == 0 and out.schema == {"id": pl.Int64, "x": pl.Float64, "age": pl.Int64}
+
+
+def test_duckdb_macro_on_an_empty_table_gives_an_empty_table():
+    duckdb = pytest.importorskip("duckdb")
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute("CREATE TABLE e (id BIGINT, x DOUBLE)")
+    out = con.sql("FROM ppdm_ecdf_resample('e', 'x', 'id', 3, '1')").pl()
+    assert out.shape == (0, 2) and out.columns == ["id", "x"]

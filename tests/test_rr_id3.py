@@ -130,3 +130,15 @@ def test_a_value_without_a_branch_gets_the_majority_class_of_its_node():
     root = _Node(np.array([1.0, 3.0]), attribute=0, children={0: _Node(np.array([5.0, 1.0]))})
     tree = RRTree(root, ["a"], "y", {"a": domain, "y": domain}, "whole_record")
     assert tree.predict(pl.DataFrame({"a": [False, True]})).to_list() == [False, True]
+
+
+def test_predict_accepts_the_same_values_in_a_sibling_dtype():
+    text = pl.DataFrame({"s": ["u", "v"] * 20, "y": [True, False] * 20})
+    tree = ppdm.rr_id3(text, ["s"], "y", p=1.0, categories={"s": ["u", "v"]})
+    as_enum = text.with_columns(pl.col("s").cast(pl.Enum(["u", "v"])))
+    assert tree.predict(as_enum).equals(tree.predict(text))
+    numbers = pl.DataFrame({"a": [0, 1] * 20, "y": [True, False] * 20})
+    assert ppdm.rr_id3(numbers, ["a"], "y", p=1.0).predict(pl.DataFrame({"a": [False, True]})).to_list() == [
+        True,
+        False,
+    ]

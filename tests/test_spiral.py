@@ -202,3 +202,12 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
 def test_a_key_needs_public_bounds():
     with pytest.raises(InvalidParameterError, match="there is no data to read"):
         ppdm.spiral_key(["a", "b"], bounds="data", rounds=1, seed=1)
+
+
+def test_key_columns_from_any_sequence_of_names():
+    bounds = {"a": (0, 1), "b": (0, 1)}
+    expected = ppdm.spiral_key(["a", "b"], bounds=bounds, rounds=2, seed=3)
+    for columns in (np.array(["a", "b"]), iter(["a", "b"]), ("a", "b")):
+        key = ppdm.spiral_key(columns, bounds=bounds, rounds=2, seed=3)
+        assert key.columns == ("a", "b") and all(type(c) is str for c in key.columns)
+        assert (key.matrix == expected.matrix).all()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import is_real
 from polars_ppdm.audit._aligned import aligned_numeric
 from polars_ppdm.audit.information import privacy_q
 from polars_ppdm.audit.linkage import rank_linkage
@@ -54,12 +55,13 @@ def compare_to_additive_noise(
     func = "compare_to_additive_noise"
     original, released, cols = aligned_numeric(original, released, columns, func)
     snrs = (
-        list(np.atleast_1d(snr)) if isinstance(snr, int | float | np.number | Sequence | np.ndarray) else []
+        [snr]
+        if is_real(snr)
+        else list(snr)
+        if isinstance(snr, Sequence | np.ndarray) and not isinstance(snr, str)
+        else []
     )
-    if not snrs or any(
-        isinstance(s, bool | np.bool_) or not isinstance(s, int | float | np.number) or not s > 0
-        for s in snrs
-    ):
+    if not snrs or any(not is_real(s) or not 0 < s < np.inf for s in snrs):
         msg = f"The 'snr' parameter of {func} must be a float > 0 or a sequence of them. Got {snr!r} instead."
         raise InvalidParameterError(msg)
     secret = resolve_secret(seed).key

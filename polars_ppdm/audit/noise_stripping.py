@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import is_real
 from polars_ppdm.audit._aligned import aligned_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.covariance import pca_reconstruct
@@ -47,11 +48,7 @@ def pca_noise_stripping(
     """
     func = "pca_noise_stripping"
     original, noisy, cols = aligned_numeric(original, noisy, columns, func)
-    if (
-        isinstance(noise_sigma, bool)
-        or not isinstance(noise_sigma, int | float)
-        or not 0 < noise_sigma < np.inf
-    ):
+    if not is_real(noise_sigma) or not 0 < noise_sigma < np.inf:
         msg = f"The 'noise_sigma' parameter of {func} must be a finite float > 0 (the noise to strip). Got {noise_sigma!r} instead."
         raise InvalidParameterError(msg)
     attack = pca_reconstruct(noisy, cols, noise_sigma=noise_sigma, components=components)

@@ -11,12 +11,14 @@ import polars as pl
 
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import row_keys
+from polars_ppdm._validation import is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import first_words, stream_id
 
 __all__ = [
     "DATA_BOUNDS",
+    "NOTHING_RELEASED",
     "bound_contributions",
     "charge",
     "check_bounds",
@@ -26,6 +28,8 @@ __all__ = [
 ]
 
 _CONTRIBUTION_STREAM = "dp/contributions"
+# Said by every error raised after charge(): the budget stays spent.
+NOTHING_RELEASED = "nothing was released; an accountant keeps the epsilon charged"
 _WORD = "__ppdm_unit_word"
 
 
@@ -48,9 +52,7 @@ def check_max_contributions(max_contributions: Any, key: str | None, func: str) 
 
 def check_public_n(n: Any, func: str) -> float | None:
     """``n=``: None (then estimated with part of the budget) or a public row count."""
-    if n is not None and (
-        isinstance(n, bool) or not isinstance(n, int | float | np.number) or not 0 < n < np.inf
-    ):
+    if n is not None and (not is_real(n) or not 0 < n < np.inf):
         msg = f"The 'n' parameter of {func} must be a finite number > 0 (a public estimate of the row count). Got {n!r} instead."
         raise InvalidParameterError(msg)
     return n
@@ -82,7 +84,7 @@ def bound_contributions(
         if keys.null_count():
             msg = (
                 f"The key column {key!r} of {func} has null values; every row needs its privacy "
-                "unit. Drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
+                f"unit. Drop or fill them first ({NOTHING_RELEASED})."
             )
             raise InvalidParameterError(msg)
         return keys
@@ -130,6 +132,6 @@ def private_points(
         raise InvalidParameterError(msg)
     if not np.isfinite(points).all():
         bad = int((~np.isfinite(points)).any(axis=1).sum())
-        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
+        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
         raise InvalidParameterError(msg)
     return np.ascontiguousarray(points)

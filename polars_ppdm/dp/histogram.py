@@ -15,10 +15,16 @@ import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric, per_column
-from polars_ppdm.dp._common import bound_contributions, charge, check_bounds, check_max_contributions
+from polars_ppdm.dp._common import (
+    NOTHING_RELEASED,
+    bound_contributions,
+    charge,
+    check_bounds,
+    check_max_contributions,
+)
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_laplace
+from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SeedLike, resolve_secret
 
@@ -82,7 +88,8 @@ def dp_histogram(
         (clipped).  Required: bounds read off the data (``"data"``, with a
         :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`) are not covered by epsilon.
     bins : int or one per column
-        Equal-width bins per column (>= 1); the grid has their product of cells.
+        Equal-width bins per column (>= 1); the grid has their product of cells, at most
+        50 million (every cell is released, empty ones too).
     epsilon : float
         The release's budget (> 0).
     seed : Secret, bytes, hex str, 'env:NAME', int or None
@@ -131,6 +138,7 @@ def dp_histogram(
         )
         raise InvalidParameterError(msg)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    check_integer_scale(contributions / epsilon, _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
     secret = resolve_secret(seed).key
@@ -161,7 +169,7 @@ def histogram_query(
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
         if grid[_BIN].null_count():
-            msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first (nothing was released; an accountant keeps the epsilon charged)."
+            msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first ({NOTHING_RELEASED})."
             raise InvalidParameterError(msg)
         noise = discrete_laplace(secret, stream, grid[_BIN].to_numpy().astype(np.uint64), scale)
         return grid.with_columns(pl.col("count") + pl.Series(noise))

@@ -37,6 +37,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.dp.quadtree import (
     N_SHARE,
     _check_gamma,
+    check_tree_noise,
     check_tree_settings,
     noisy_total,
     plan_tree,
@@ -45,6 +46,7 @@ from polars_ppdm.dp.quadtree import (
 )
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets
+from polars_ppdm.kernels.dp_noise import check_integer_scale
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SeedLike, resolve_secret
 
@@ -157,6 +159,15 @@ def dp_kmeans(
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)  # n also sizes the grid method
+    if method == "quadtree":
+        check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
+    else:  # lloyd: counts at epsilon / 2^(t + 1) in iteration t; grid: one count per cell
+        check_integer_scale(
+            contributions * 2.0 ** (iterations + 1) / epsilon
+            if method == "lloyd"
+            else contributions / (epsilon * (1 - N_SHARE)),
+            _FUNC,
+        )
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     spent = epsilon * (1 - 2.0**-iterations) if method == "lloyd" else epsilon
     charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC)

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns, check_numeric
+from polars_ppdm._validation import check_columns, check_numeric, is_count, is_real
 from polars_ppdm.dp._common import (
     charge,
     check_bounds,
@@ -26,12 +26,20 @@ from polars_ppdm.dp._common import (
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_laplace
+from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.quadtree import Leaves, build_quadtree
 from polars_ppdm.secret import SeedLike, resolve_secret
 
-__all__ = ["TreePlan", "check_tree_settings", "dp_quadtree", "leaves_frame", "plan_tree", "quadtree_leaves"]
+__all__ = [
+    "TreePlan",
+    "check_tree_noise",
+    "check_tree_settings",
+    "dp_quadtree",
+    "leaves_frame",
+    "plan_tree",
+    "quadtree_leaves",
+]
 
 _FUNC = "dp_quadtree"
 # Share of epsilon that buys a noisy N when the caller gives none (the defaults of the
@@ -69,21 +77,28 @@ def noisy_total(points: np.ndarray, epsilon: float, contributions: int, secret: 
 def check_tree_settings(n: Any, max_height: Any, threshold: Any, func: str) -> None:
     """``n``, ``max_height`` and ``threshold``, checked before any budget is spent."""
     check_public_n(n, func)
-    if max_height is not None and (
-        isinstance(max_height, bool) or not isinstance(max_height, int | np.integer) or max_height < 0
-    ):
+    if max_height is not None and (not is_count(max_height) or max_height < 0):
         msg = f"The 'max_height' parameter of {func} must be an int >= 0. Got {max_height!r} instead."
         raise InvalidParameterError(msg)
-    if threshold is not None and (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float | np.number)
-        or not 0 <= threshold < np.inf
-    ):
+    if threshold is not None and (not is_real(threshold) or not 0 <= threshold < np.inf):
         msg = (
             f"The 'threshold' parameter of {func} must be a finite number >= 0 (a node whose noisy "
             f"count is at or below it is a leaf). Got {threshold!r} instead."
         )
         raise InvalidParameterError(msg)
+
+
+def check_tree_noise(
+    epsilon: float, gamma: float, contributions: int, max_height: int | None, d: int, func: str
+) -> None:
+    """The largest noise scales a tree of these settings can draw fit integer noise:
+    checked before the budget is charged (the tree height is bounded by 62 // d)."""
+    heights = 62 // d if max_height is None else min(int(max_height), 62 // d)
+    rest = epsilon * (1 - N_SHARE)  # when n is estimated first
+    scales = [contributions / (N_SHARE * epsilon), contributions / ((1 - gamma) * rest)]
+    if heights:
+        scales.append(contributions * heights / (gamma * rest))
+    check_integer_scale(max(scales), func)
 
 
 def plan_tree(
@@ -232,6 +247,7 @@ def dp_quadtree(
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)
+    check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
     secret = resolve_secret(seed).key

@@ -23,12 +23,12 @@ import numpy as np
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import prf_words
 
-__all__ = ["discrete_laplace", "discrete_laplace_variance", "laplace", "uniform_pairs"]
+__all__ = ["check_integer_scale", "discrete_laplace", "discrete_laplace_variance", "laplace", "uniform_pairs"]
 
 _HALF_ULP = 0.5
 _TWO_POW_MINUS_53 = 2.0**-53
 # -ln u <= 36.8 for these uniforms, so a larger scale could leave int64.
-_MAX_INTEGER_SCALE = 2.0**57
+MAX_INTEGER_SCALE = 2.0**57
 
 
 def uniform_pairs(secret: bytes, stream: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +47,17 @@ def uniform_pairs(secret: bytes, stream: int, keys: np.ndarray) -> tuple[np.ndar
     return u1, u2
 
 
+def check_integer_scale(scale: float, func: str) -> None:
+    """Refuse a noise scale whose integer draws could leave int64 (epsilon ~1e-300)."""
+    if not 0 < scale <= MAX_INTEGER_SCALE:
+        msg = (
+            f"{func}: integer noise of scale {scale:.3g} (sensitivity / epsilon) does not fit 64-bit "
+            "counts; the scale must be in (0, 2^57]: raise epsilon, or lower max_contributions "
+            "(or, for DPLloyd, the iterations, each of which halves the epsilon)."
+        )
+        raise InvalidParameterError(msg)
+
+
 def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
     """Two-sided geometric noise (int64) with ``alpha = exp(-1 / scale)``.
 
@@ -59,12 +70,7 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     >>> noise.dtype.name, round(float(noise.var()) / discrete_laplace_variance(2.0), 1)
     ('int64', 1.0)
     """
-    if not 0 < scale <= _MAX_INTEGER_SCALE:
-        msg = (
-            f"Integer noise of scale {scale:.3g} (sensitivity / epsilon) does not fit 64-bit counts; "
-            f"the scale must be in (0, 2^57], so epsilon must be larger."
-        )
-        raise InvalidParameterError(msg)
+    check_integer_scale(scale, "discrete_laplace")
     u1, u2 = uniform_pairs(secret, stream, np.asarray(keys))
     g1 = np.floor(-scale * np.log(u1))
     g2 = np.floor(-scale * np.log(u2))

@@ -39,11 +39,13 @@ def transition(edges: np.ndarray, noisy_edges: np.ndarray, dist: str, scale: flo
     """``K[b, a]``: P(value of interval a, plus noise, lands in noisy bin b); the outer
     noisy bins reach to +-infinity, so every column sums to 1."""
     width = np.diff(edges)
-    points = edges[:-1, None] + width[:, None] * (np.arange(_SUBPOINTS) + 0.5) / _SUBPOINTS  # (a, s)
     bounds = noisy_edges.copy()
     bounds[0], bounds[-1] = -np.inf, np.inf
-    cdf = _noise_cdf(dist, scale, bounds[:, None, None] - points[None, :, :])  # (b+1, a, s)
-    return np.diff(cdf, axis=0).mean(axis=2)
+    K = np.zeros((len(noisy_edges) - 1, len(width)))
+    for s in range(_SUBPOINTS):  # one sub-point at a time: memory of K, not 16 times K
+        points = edges[:-1] + width * (s + 0.5) / _SUBPOINTS  # (a,)
+        K += np.diff(_noise_cdf(dist, scale, bounds[:, None] - points[None, :]), axis=0)
+    return K / _SUBPOINTS
 
 
 def reconstruct_histogram(

@@ -21,21 +21,19 @@ def _rule_set(rules: pl.DataFrame | pl.LazyFrame, name: str) -> set[tuple[tuple[
     }
 
 
-def rule_scores(found: pl.DataFrame, truth: pl.DataFrame) -> dict[str, float]:
+def rule_scores(found: pl.DataFrame | pl.LazyFrame, truth: pl.DataFrame | pl.LazyFrame) -> dict[str, float]:
     """Precision, recall and F1 of the rules ``found`` against the rules ``truth``.
 
-        A rule is its (antecedent, consequent) pair; support and confidence values are not
-        compared.  With no true rules, recall is 1; with no found rules, precision is 1.
+    A rule is its (antecedent, consequent) pair; support and confidence values are not
+    compared.  With no true rules, recall is 1; with no found rules, precision is 1.
 
-        Examples
-        --------
-        >>> import polars as pl
-
-    from polars_ppdm.exceptions import InvalidParameterError
-        >>> t = pl.DataFrame({"antecedent": [["a"], ["b"]], "consequent": [["b"], ["a"]]})
-        >>> f = pl.DataFrame({"antecedent": [["a"], ["c"]], "consequent": [["b"], ["a"]]})
-        >>> rule_scores(f, t)
-        {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'found': 2, 'true': 2}
+    Examples
+    --------
+    >>> import polars as pl
+    >>> t = pl.DataFrame({"antecedent": [["a"], ["b"]], "consequent": [["b"], ["a"]]})
+    >>> f = pl.DataFrame({"antecedent": [["a"], ["c"]], "consequent": [["b"], ["a"]]})
+    >>> rule_scores(f, t)
+    {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'found': 2, 'true': 2}
     """
     found_set, true_set = _rule_set(found, "found"), _rule_set(truth, "truth")
     hits = len(found_set & true_set)

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns, check_fraction
+from polars_ppdm._validation import check_columns, check_fraction, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.rr_support import RRDesign, itemset_aggregates, itemset_estimates
 
@@ -161,7 +161,7 @@ def _supports(frequent: Any, func: str) -> dict[Itemset, float]:
         raise InvalidParameterError(msg)
     support = {}
     for itemset, value in pairs:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_real(value):
             msg = f"The 'frequent' parameter of {func} must hold numeric supports. Got {value!r} for {itemset!r}."
             raise InvalidParameterError(msg)
         support[tuple(itemset)] = float(value)
@@ -226,7 +226,8 @@ def rr_frequent_itemsets(
     Returns
     -------
     polars.DataFrame
-        ``itemset``, ``support``, ``std_error``.
+        ``itemset``, ``support``, ``std_error``; empty for an empty frame (no transaction,
+        no support).
 
     Examples
     --------
@@ -271,7 +272,7 @@ def rr_apriori(
     -------
     polars.DataFrame
         ``antecedent``, ``consequent`` (lists of item names), ``support`` (of A u B) and
-        ``confidence``, by confidence then support, descending.
+        ``confidence``, by confidence then support, descending; empty for an empty frame.
 
     Examples
     --------

@@ -19,7 +19,7 @@ import polars as pl
 
 from polars_ppdm._bounds import check_bounds
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns, check_numeric
+from polars_ppdm._validation import check_columns, check_numeric, is_count, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.reconstruct import reconstruct_histogram, transition
 from polars_ppdm.perturb.noise import check_noise
@@ -27,9 +27,9 @@ from polars_ppdm.perturb.noise import check_noise
 __all__ = ["reconstruct_distribution"]
 
 _FUNC = "reconstruct_distribution"
-# The transition matrix is built from a (noisy bins x bins x 16) array of noise CDFs:
-# 2M cells keep that under 256 MB.
-_MAX_TRANSITION_CELLS = 2_000_000
+# The transition matrix (noisy bins x bins doubles) and one array of noise CDFs of the
+# same size: 25M cells keep them under 400 MB.
+_MAX_TRANSITION_CELLS = 25_000_000
 
 
 def reconstruct_distribution(
@@ -85,10 +85,10 @@ def reconstruct_distribution(
     if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
         msg = f"The 'bins' parameter of {_FUNC} must be an int >= 2. Got {bins!r} instead."
         raise InvalidParameterError(msg)
-    if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol >= 0:
+    if not is_real(tol) or not tol >= 0:
         msg = f"The 'tol' parameter of {_FUNC} must be a float >= 0. Got {tol!r} instead."
         raise InvalidParameterError(msg)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+    if not is_count(max_iter) or max_iter < 1:
         msg = f"The 'max_iter' parameter of {_FUNC} must be an int >= 1. Got {max_iter!r} instead."
         raise InvalidParameterError(msg)
     ((low, high),) = check_bounds(bounds, [col], _FUNC, None).values()
@@ -97,11 +97,15 @@ def reconstruct_distribution(
     pad = math.ceil(reach / width)
     noisy_bins = bins + 2 * pad
     if noisy_bins * bins > _MAX_TRANSITION_CELLS:
+        why = (
+            "intervals much narrower than the noise cannot be told apart anyway"
+            if width < reach
+            else "or split the domain"
+        )
         msg = (
-            f"The 'bins' parameter of {_FUNC}: {bins} intervals of width {width:.3g}, against noise "
-            f"reaching {reach:.3g}, make a {noisy_bins:,} x {bins} transition matrix (more than "
-            f"{_MAX_TRANSITION_CELLS:,} cells). Use fewer bins: intervals much narrower than the "
-            "noise cannot be told apart anyway."
+            f"The 'bins' parameter of {_FUNC}: {bins} intervals of width {width:.3g}, with noise "
+            f"reaching {reach:.3g} beyond the bounds, make a {noisy_bins:,} x {bins} transition "
+            f"matrix (more than {_MAX_TRANSITION_CELLS:,} cells). Use fewer bins ({why})."
         )
         raise InvalidParameterError(msg)
     start = low - pad * width

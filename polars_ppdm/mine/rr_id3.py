@@ -90,14 +90,19 @@ class RRTree:
         """The columns exist with the dtypes the tree was fitted on (a 5 in an integer
         column would otherwise pass for True)."""
         check_columns(columns, list(schema.names()), func)
-        text = (pl.String, pl.Categorical)
+
+        def family(dtype: pl.DataType) -> str:
+            # Codes come from the values, so dtypes whose values compare alike are one family;
+            # a Boolean tree refuses integers (a 5 would pass for True).
+            if dtype.is_integer():
+                return "integer"
+            if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+                return "text"
+            return str(dtype)
+
         for c in columns:
             have, fitted = schema[c], self.domains[c].dtype
-            if not (
-                have == fitted
-                or (have.is_integer() and fitted.is_integer())
-                or (have in text and fitted in text)
-            ):
+            if not (family(have) == family(fitted) or (have == pl.Boolean and fitted.is_integer())):
                 msg = f"{func}: the column {c!r} has dtype {schema[c]}; the tree was fitted on {self.domains[c].dtype}."
                 raise InvalidParameterError(msg)
 

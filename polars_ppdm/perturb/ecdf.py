@@ -114,8 +114,8 @@ def ecdf_resample(
     columns : str or sequence of str
         Numeric columns to resample; they come back as Float64.
     bins : int, or one per column (sequence or mapping)
-        Equal-width intervals between min and max, >= 2 (the paper's k = bins + 1 cut
-        points).  More bins follow the data more closely, and disclose more of it.
+        Equal-width intervals between min and max, from 2 to 10 million (the paper's
+        k = bins + 1 cut points).  More bins follow the data more closely, and disclose more of it.
     seed : Secret, bytes, hex str, 'env:NAME', int or None
         The secret of the keyed randomness (see :mod:`polars_ppdm.secret`).
     key : str, optional

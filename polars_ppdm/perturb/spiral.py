@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,9 +147,11 @@ def spiral_key(
     >>> bool(np.allclose(key.invert(key.apply(x)), x))
     True
     """
-    # No frame yet: only the form of the names is checked (str or list, distinct).
-    names = [columns] if isinstance(columns, str) else list(columns) if isinstance(columns, Sequence) else []
-    cols = check_columns(columns, names, _FUNC)
+    # No frame yet: only the form of the names is checked (strings, distinct).
+    if not isinstance(columns, str | Iterable):
+        cols = check_columns(columns, [], _FUNC)  # raises: not a name or a list of names
+    names = [columns] if isinstance(columns, str) else list(columns)
+    cols = [str(c) for c in check_columns(names, names, _FUNC)]  # np.str_ -> str
     if len(cols) < 2:
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
