@@ -8,7 +8,7 @@ import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
 
-__all__ = ["Frame", "as_lazy", "like", "schema_of"]
+__all__ = ["Frame", "as_lazy", "eager", "like", "schema_of"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
@@ -25,6 +25,13 @@ def schema_of(frame: pl.DataFrame | pl.LazyFrame, func: str) -> pl.Schema:
 
 def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return frame if isinstance(frame, pl.LazyFrame) else frame.lazy()
+
+
+def eager(frame, columns: list[str] | None = None):
+    """A LazyFrame collected (only ``columns`` when given); anything else as it is."""
+    if isinstance(frame, pl.LazyFrame):
+        return (frame if columns is None else frame.select(columns)).collect()
+    return frame
 
 
 def like(original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame, *, engine: str = "in-memory"):

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_ppdm._frame import eager
 from polars_ppdm._validation import check_columns
 from polars_ppdm.exceptions import InvalidParameterError
 
@@ -74,8 +75,7 @@ def transactions_to_onehot(
     >>> transactions_to_onehot(t).rows()
     [(True, True), (True, False), (False, False)]
     """
-    if isinstance(transactions, pl.LazyFrame):
-        transactions = transactions.collect()
+    transactions = eager(transactions)
     if isinstance(transactions, pl.DataFrame):
         check_columns([column], transactions.columns, "transactions_to_onehot", name="column")
         series = transactions[column]

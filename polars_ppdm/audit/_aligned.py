@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from polars_ppdm._frame import eager, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 
@@ -23,16 +24,13 @@ def aligned_numeric(
     Row i of one table must be row i of the other: an attack or a measure that pairs
     rows reads garbage from tables of different heights or with holes.
     """
-    tables = [t.collect() if isinstance(t, pl.LazyFrame) else t for t in (original, released)]
-    for name, table in zip(("original", "released"), tables, strict=True):
-        if not isinstance(table, pl.DataFrame):
-            msg = f"The {name!r} parameter of {func} must be a polars DataFrame or LazyFrame. Got {type(table).__name__} instead."
-            raise InvalidParameterError(msg)
+    schemas = [schema_of(t, func) for t in (original, released)]  # before reading any row
+    cols = check_columns(columns, list(schemas[0].names()), func)
+    check_columns(cols, list(schemas[1].names()), func)
+    for schema in schemas:
+        check_numeric(schema, cols, func)
+    tables = [eager(t, cols) for t in (original, released)]
     original, released = tables
-    cols = check_columns(columns, original.columns, func)
-    check_columns(cols, released.columns, func)
-    for table in tables:
-        check_numeric(table.schema, cols, func)
     if original.height != released.height or original.height == 0:
         msg = (
             f"{func} needs two non-empty tables aligned row by row. Got {original.height} and "

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from polars_ppdm._frame import schema_of
+from polars_ppdm._frame import eager, schema_of
 from polars_ppdm._validation import check_columns
 from polars_ppdm.exceptions import InvalidParameterError
 
@@ -54,8 +54,7 @@ def rank_linkage(
     orig_schema, rel_schema = schema_of(original, func), schema_of(released, func)
     cols = check_columns(columns, list(orig_schema.names()), func)
     check_columns(cols, list(rel_schema.names()), func)
-    original = original.collect() if isinstance(original, pl.LazyFrame) else original
-    released = released.collect() if isinstance(released, pl.LazyFrame) else released
+    original, released = eager(original), eager(released)
     if on is not None:
         check_columns([on], original.columns, func, name="on")
         check_columns([on], released.columns, func, name="on")

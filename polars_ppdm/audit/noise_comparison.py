@@ -53,7 +53,6 @@ def compare_to_additive_noise(
     True
     """
     func = "compare_to_additive_noise"
-    original, released, cols = aligned_numeric(original, released, columns, func)
     snrs = (
         [snr]
         if is_real(snr)
@@ -64,6 +63,7 @@ def compare_to_additive_noise(
     if not snrs or any(not is_real(s) or not 0 < s < np.inf for s in snrs):
         msg = f"The 'snr' parameter of {func} must be a float > 0 or a sequence of them. Got {snr!r} instead."
         raise InvalidParameterError(msg)
+    original, released, cols = aligned_numeric(original, released, columns, func)
     secret = resolve_secret(seed).key
     values = {c: original[c].cast(pl.Float64).to_numpy() for c in cols}
     keys = np.arange(original.height, dtype=np.uint64)

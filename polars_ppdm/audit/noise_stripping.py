@@ -47,10 +47,10 @@ def pca_noise_stripping(
     [0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
     """
     func = "pca_noise_stripping"
-    original, noisy, cols = aligned_numeric(original, noisy, columns, func)
     if not is_real(noise_sigma) or not 0 < noise_sigma < np.inf:
         msg = f"The 'noise_sigma' parameter of {func} must be a finite float > 0 (the noise to strip). Got {noise_sigma!r} instead."
         raise InvalidParameterError(msg)
+    original, noisy, cols = aligned_numeric(original, noisy, columns, func)
     attack = pca_reconstruct(noisy, cols, noise_sigma=noise_sigma, components=components)
     rows = []
     for c in cols:

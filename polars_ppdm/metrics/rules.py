@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
+from polars_ppdm._frame import eager
 from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["rule_scores"]
 
 
 def _rule_set(rules: pl.DataFrame | pl.LazyFrame, name: str) -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
-    if isinstance(rules, pl.LazyFrame):
-        rules = rules.collect()
+    rules = eager(rules)
     if not isinstance(rules, pl.DataFrame) or not {"antecedent", "consequent"} <= set(rules.columns):
         got = rules.columns if isinstance(rules, pl.DataFrame) else type(rules).__name__
         msg = f"The {name!r} parameter of rule_scores must be a rules frame with 'antecedent' and 'consequent' columns. Got {got!r} instead."

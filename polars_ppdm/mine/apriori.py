@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_ppdm._frame import as_lazy, schema_of
+from polars_ppdm._frame import as_lazy, eager, schema_of
 from polars_ppdm._validation import check_columns, check_fraction, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.rr_support import RRDesign, itemset_aggregates, itemset_estimates
@@ -146,8 +146,7 @@ def association_rules(
 def _supports(frequent: Any, func: str) -> dict[Itemset, float]:
     """``{item tuple: support}`` from a frequent-itemsets frame or mapping (subsets are
     looked up with their items in the same relative order, as Apriori makes them)."""
-    if isinstance(frequent, pl.LazyFrame):
-        frequent = frequent.collect()
+    frequent = eager(frequent)
     if isinstance(frequent, pl.DataFrame):
         check_columns(["itemset", "support"], frequent.columns, func, name="frequent")
         pairs = frequent.select("itemset", "support").iter_rows()
@@ -323,8 +322,7 @@ def pattern_rules(
     [(['B'], ['A'], 0.8)]
     """
     func = "pattern_rules"
-    if isinstance(patterns, pl.LazyFrame):
-        patterns = patterns.collect()  # a table of at most 2^k rows
+    patterns = eager(patterns)  # a table of at most 2^k rows
     cols = check_columns(items, patterns.columns, func, name="items")
     check_columns([frequency], patterns.columns, func, name="frequency")
     if not patterns.schema[frequency].is_numeric():

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._encoding import Domain
-from polars_ppdm._frame import schema_of
+from polars_ppdm._frame import eager, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_fraction
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr_tree import ConjunctionCounts, entropy
@@ -81,8 +81,8 @@ class RRTree:
     def predict(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.Series:
         """The predicted class of every row (same order), named after the label."""
         func = "RRTree.predict"
-        data = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
-        self.check_schema(data.schema, self.attributes, func)
+        self.check_schema(schema_of(frame, func), self.attributes, func)
+        data = eager(frame, self.attributes)
         predicted = self.predict_codes(_codes(data, self.domains, self.attributes, func))
         return self.domains[self.label].decode(predicted, None, name=self.label)
 
