@@ -21,7 +21,7 @@ import polars as pl
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_numeric
+from polars_ppdm._validation import check_columns, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SeedLike, resolve_secret
@@ -149,7 +149,7 @@ def spiral_key(
     """
     # No frame yet: only the form of the names is checked (strings, distinct).
     if not isinstance(columns, str | Iterable):
-        cols = check_columns(columns, [], _FUNC)  # raises: not a name or a list of names
+        check_columns(columns, [], _FUNC)  # raises: not a name or a list of names
     names = [columns] if isinstance(columns, str) else list(columns)
     cols = [str(c) for c in check_columns(names, names, _FUNC)]  # np.str_ -> str
     if len(cols) < 2:
@@ -172,8 +172,7 @@ def spiral_key(
             raise InvalidParameterError(msg)
         scales = None
     elif isinstance(scale, list):  # one k per round; a tuple is a range
-        numeric = all(isinstance(k, int | float | np.number) and not isinstance(k, bool) for k in scale)
-        scales = [float(k) for k in scale] if numeric else []
+        scales = [float(k) for k in scale] if all(is_real(k) for k in scale) else []
         if len(scales) != rounds or not all(k > 0 and math.isfinite(k) for k in scales):
             msg = f"The 'scale' parameter of {_FUNC}, as a list, needs one k > 0 per round ({rounds}). Got {scale!r} instead."
             raise InvalidParameterError(msg)
