@@ -45,7 +45,7 @@ from polars_ppdm.dp.quadtree import (
     split_levels_for,
 )
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets
+from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import check_integer_scale
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SeedLike, resolve_secret
@@ -163,7 +163,7 @@ def dp_kmeans(
         check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     else:  # lloyd: counts at epsilon / 2^(t + 1) in iteration t; grid: one count per cell
         check_integer_scale(
-            contributions * 2.0 ** (iterations + 1) / epsilon
+            lloyd_count_scale(contributions, epsilon, int(iterations))  # the last is the largest
             if method == "lloyd"
             else contributions / (epsilon * (1 - N_SHARE)),
             _FUNC,

@@ -18,7 +18,7 @@ from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.kernels.quadtree import cell_index, count_codes, morton_codes
 from polars_ppdm.kernels.weighted_kmeans import nearest
 
-__all__ = ["dp_lloyd", "grid_buckets"]
+__all__ = ["dp_lloyd", "grid_buckets", "lloyd_count_scale"]
 
 
 def grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, label):
@@ -40,6 +40,11 @@ def grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, labe
     return lows + (cell_index(cells, level, d) + 0.5) * width, counts
 
 
+def lloyd_count_scale(contributions: int, epsilon: float, t: int) -> float:
+    """Noise scale of DPLloyd's counts in iteration t: half of ``epsilon / 2^t``."""
+    return contributions / ((epsilon / 2**t) / 2)
+
+
 def dp_lloyd(points, lows, highs, k, epsilon, contributions, iterations, secret, label):
     """DPLloyd (Blum et al.): Lloyd iterations releasing noisy counts and sums per
     cluster, iteration t spending epsilon / 2^t (half on counts, half on sums); the
@@ -55,7 +60,7 @@ def dp_lloyd(points, lows, highs, k, epsilon, contributions, iterations, secret,
         index, _ = nearest(points, centres)
         keys = np.arange(k, dtype=np.uint64)
         counts = np.bincount(index, minlength=k) + discrete_laplace(
-            secret, stream_id(f"{label}/count{t}"), keys, contributions / (eps_t / 2)
+            secret, stream_id(f"{label}/count{t}"), keys, lloyd_count_scale(contributions, epsilon, t)
         )
         sums = np.stack([np.bincount(index, weights=clipped[:, a], minlength=k) for a in range(d)], axis=1)
         sums += laplace(
