@@ -32,7 +32,7 @@ def main() -> None:
         args.repeats,
     )
     private = best_seconds(
-        lambda: ppdm.dp_histogram(df, "x", bounds=(0, 100), bins=args.bins, epsilon=1.0, seed=secret),
+        lambda: ppdm.dp_histogram(df, "x", bounds=(0, 100), bins=args.bins, epsilon=1.0, secret=secret),
         args.repeats,
     )
     print(f"{args.rows:,} rows, {args.bins} bins, best of {args.repeats}")

@@ -47,7 +47,7 @@ def peak_memory(rows: int, columns: int) -> tuple[float, float]:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")
         before = rss_mb("VmRSS:")
-        ppdm.ecdf_resample(df, df.columns, bins=100, seed=1)
+        ppdm.ecdf_resample(df, df.columns, bins=100, secret=1)
         print(rss_mb("VmHWM:") - before, df.estimated_size() / 2**20)
         """
     )
@@ -67,9 +67,9 @@ def main() -> None:
     df = table(args.rows, args.columns)
     secret = ppdm.new_secret()
     sort_s = best_seconds(lambda: df.select(pl.all().sort()), args.repeats)
-    ecdf_s = best_seconds(lambda: ppdm.ecdf_resample(df, df.columns, bins=100, seed=secret), args.repeats)
+    ecdf_s = best_seconds(lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret), args.repeats)
     shuffle_s = best_seconds(
-        lambda: ppdm.ecdf_resample(df, df.columns, bins=100, seed=secret, shuffle=True), args.repeats
+        lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret, shuffle=True), args.repeats
     )
     print(f"{args.rows:,} rows x {args.columns} columns, best of {args.repeats}")
     print(f"Polars sort of the columns          {sort_s:7.3f} s")

@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     x = np.where(rng.random(args.rows) < 0.4, rng.normal(25, 6, args.rows), rng.normal(70, 8, args.rows))
-    noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist="gaussian", scale=15.0, seed=ppdm.new_secret())
+    noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist="gaussian", scale=15.0, secret=ppdm.new_secret())
     values = noisy["x"].to_numpy()
     base = best_seconds(lambda: np.histogram(values, bins=args.bins, range=(0, 100)), args.repeats)
     ours = best_seconds(

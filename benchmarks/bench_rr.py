@@ -71,7 +71,7 @@ def peak_rss_mb(source: Path, target: Path, disguise: bool) -> tuple[float, floa
         imported = peak_mb()
         lf = pl.scan_parquet({str(source)!r})
         if {disguise}:
-            lf = lf.with_columns(pl.col("x").ppdm.rr_disguise(p={P}, seed=ppdm.Secret.generate(128), key="id"))
+            lf = lf.with_columns(pl.col("x").ppdm.rr_disguise(p={P}, secret=ppdm.Secret.generate(128), key="id"))
         lf.sink_parquet({str(target)!r})
         peak = peak_mb()
         rows = pl.scan_parquet({str(target)!r}).select(pl.len()).collect().item()
@@ -93,7 +93,7 @@ def streaming_with_morsel_size(n: int, morsel_rows: int, repeats: int) -> float:
         f"""
         import time, numpy as np, polars as pl, polars_ppdm as ppdm
         frame = pl.DataFrame({{"id": np.arange({n}), "x": np.random.default_rng(0).random({n}) < 0.3}})
-        query = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p={P}, seed=ppdm.Secret.generate(128), key="id"))
+        query = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p={P}, secret=ppdm.Secret.generate(128), key="id"))
         best = float("inf")
         for _ in range({repeats}):
             started = time.perf_counter()
@@ -159,11 +159,11 @@ def main() -> None:
     timings["AES kernel, keep mask (what Polars runs)"] = best_seconds(
         lambda: bernoulli(secret, stream, ids, P), args.repeats
     )
-    keyed = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p=P, seed=SECRET, key="id"))
+    keyed = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p=P, secret=SECRET, key="id"))
     timings["Polars streaming, key column"] = best_seconds(
         lambda: keyed.collect(engine="streaming"), args.repeats
     )
-    positional = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p=P, seed=SECRET))
+    positional = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p=P, secret=SECRET))
     timings["Polars streaming, row position"] = best_seconds(
         lambda: positional.collect(engine="streaming"), args.repeats
     )
@@ -182,7 +182,7 @@ def main() -> None:
     con.execute(f"CREATE TABLE t AS SELECT i AS id, hash(i) % 10 < 3 AS x FROM range({n}) r(i)")
 
     def duckdb_bulk() -> None:
-        reader = ppdm.duckdb.rr_disguise_batches(con, "SELECT id, x FROM t", "x", p=P, seed=SECRET, key="id")
+        reader = ppdm.duckdb.rr_disguise_batches(con, "SELECT id, x FROM t", "x", p=P, secret=SECRET, key="id")
         for _ in reader:
             pass
 

@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     cols = [f"c{i}" for i in range(args.columns)]
     df = pl.DataFrame(np.random.default_rng(0).uniform(0, 10, (args.rows, args.columns)), schema=cols)
-    key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=7, seed=ppdm.new_secret())
+    key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=7, secret=ppdm.new_secret())
     W, b = key.matrix.T.copy(), key.offset
 
     def numpy_baseline():

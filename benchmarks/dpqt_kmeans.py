@@ -64,7 +64,7 @@ def centres_of(method: str, frame, k, eps, bounds, run, peer):
     method = {"DPQT": "quadtree", "DPLloyd": "lloyd", "EUG": "grid"}[method]
     try:
         fit = ppdm.dp_kmeans(
-            frame, ["x", "y"], k=k, epsilon=eps, bounds=[bounds] * 2, method=method, seed=ppdm.new_secret()
+            frame, ["x", "y"], k=k, epsilon=eps, bounds=[bounds] * 2, method=method, secret=ppdm.new_secret()
         )
     except ppdm.InvalidParameterError:  # k > buckets of a coarse grid at tiny epsilon
         return None
@@ -119,7 +119,7 @@ def main() -> None:
         big = rng.normal(0, 1, (args.speed_rows, 2)) + rng.integers(0, 5, (args.speed_rows, 1)) * 3
         frame = pl.DataFrame({"x": big[:, 0], "y": big[:, 1]})
         started = time.perf_counter()
-        ppdm.dp_kmeans(frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, seed=1)
+        ppdm.dp_kmeans(frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, secret=1)
         ours = time.perf_counter() - started
         started = time.perf_counter()
         with warnings.catch_warnings():

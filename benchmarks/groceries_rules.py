@@ -63,7 +63,7 @@ def main() -> None:
     started = time.perf_counter()
     scores, missed, spurious = [], collections.Counter(), collections.Counter()
     for seed in range(args.first, args.first + args.seeds):
-        disguised = ppdm.rr_disguise(onehot, items, p=P, seed=seed)
+        disguised = ppdm.rr_disguise(onehot, items, p=P, secret=seed)
         found = ppdm.rr_apriori(disguised, items, p=P, **SETTINGS)
         scores.append(ppdm.rule_scores(found, truth))
         found_rules = rule_set(found)

@@ -55,7 +55,7 @@ def scores(name: str, secret, ks=range(2, 11)) -> dict[str, float]:
         scale=setting["scale"],
         angle=setting["angle"],
         bounds={c: (0.0, 10.0) for c in cols},
-        seed=secret,
+        secret=secret,
         return_key=True,
     )
     x, y = frame.select(cols).to_numpy(), released.select(cols).to_numpy()

@@ -58,10 +58,10 @@ def agrawal_binary(function: int, rows: int = 20_000) -> tuple[pl.DataFrame, lis
 
 
 def evaluate(
-    frame: pl.DataFrame, attributes: list[str], label: str, ps, secrets: int, *, seed: int | None = None
+    frame: pl.DataFrame, attributes: list[str], label: str, ps, secrets: int, *, first_secret: int | None = None
 ):
-    """Per p and secret: baseline, true accuracy of the RR tree, its estimate.  ``seed``
-    fixes the secrets (seed, seed + 1, ...; tests); None draws fresh ones."""
+    """Per p and secret: baseline, true accuracy of the RR tree, its estimate.  ``first_secret``
+    fixes the (guessable) secrets first_secret, first_secret + 1, ... (tests); None draws fresh ones."""
     frame = frame.with_row_index("row_id")
     order = np.random.default_rng(0).permutation(frame.height)
     train, test = frame[order[: 2 * frame.height // 3]], frame[order[2 * frame.height // 3 :]]
@@ -70,13 +70,13 @@ def evaluate(
     rows = []
     for p in ps:
         for i in range(secrets):
-            secret = ppdm.new_secret() if seed is None else seed + i
+            secret = ppdm.new_secret() if first_secret is None else first_secret + i
             columns = [*attributes, label]
             disguised_train = ppdm.rr_disguise(
-                train, columns, p=p, mode="whole_record", seed=secret, key="row_id"
+                train, columns, p=p, mode="whole_record", secret=secret, key="row_id"
             )
             disguised_test = ppdm.rr_disguise(
-                test, columns, p=p, mode="whole_record", seed=secret, key="row_id"
+                test, columns, p=p, mode="whole_record", secret=secret, key="row_id"
             )
             tree = ppdm.rr_id3(disguised_train, attributes, label, p=p)
             true = float((tree.predict(test) == test[label]).mean())

@@ -78,7 +78,7 @@ def reproduce(train_rows: int, test_rows: int, bins: int, secret, functions) -> 
     for f in functions:
         train = agrawal(train_rows, f, seed=2 * f)
         test = agrawal(test_rows, f, seed=2 * f + 1)
-        resampled = ppdm.ecdf_resample(train, NUMERIC, bins=bins, seed=secret, round_integers=True)
+        resampled = ppdm.ecdf_resample(train, NUMERIC, bins=bins, secret=secret, round_integers=True)
         for name, make in makers.items():
             started = time.perf_counter()
             ours = (accuracy(make(), train, test), accuracy(make(), resampled, test))
@@ -110,7 +110,7 @@ def gap_spread(train_rows: int, test_rows: int, bins: int, secrets: int, functio
         }
         for _ in range(secrets):
             resampled = ppdm.ecdf_resample(
-                train, NUMERIC, bins=bins, seed=ppdm.new_secret(), round_integers=True
+                train, NUMERIC, bins=bins, secret=ppdm.new_secret(), round_integers=True
             )
             for name in base:
                 gap = accuracy(makers[name](), resampled, test) - base[name]
@@ -134,14 +134,14 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=100_000)
     parser.add_argument("--test", type=int, default=10_000)
     parser.add_argument("--bins", type=int, default=100)
-    parser.add_argument("--seed", default=None, help="secret of the resampling (default: fresh from the OS)")
+    parser.add_argument("--secret", default=None, help="secret of the resampling (default: fresh from the OS)")
     parser.add_argument("--functions", default="1,2,3,4,5")
     parser.add_argument("--secrets", type=int, default=10, help="fresh secrets for the DT/kNN gap spread")
     args = parser.parse_args()
     # The MLP may stop at max_iter on F2; its accuracy is reported as reached.
     warnings.filterwarnings("ignore", message="Stochastic Optimizer: Maximum iterations")
     functions = [int(f) for f in args.functions.split(",")]
-    table = reproduce(args.train, args.test, args.bins, ppdm.resolve_secret(args.seed), functions)
+    table = reproduce(args.train, args.test, args.bins, ppdm.resolve_secret(args.secret), functions)
     with pl.Config(
         tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=2, tbl_hide_dataframe_shape=True
     ):

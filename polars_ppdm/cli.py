@@ -77,13 +77,13 @@ def _load(args: argparse.Namespace) -> tuple[pl.DataFrame, str]:
 def _rules(args: argparse.Namespace) -> int:
     baskets, source = _load(args)
     items = baskets.columns
-    secret = resolve_secret(args.seed)
+    secret = resolve_secret(args.secret)
     settings = dict(
         min_support=args.min_support, min_confidence=args.min_confidence, max_length=args.max_length
     )
 
     started = time.perf_counter()
-    disguised = rr_disguise(baskets, items, p=args.p, seed=secret)
+    disguised = rr_disguise(baskets, items, p=args.p, secret=secret)
     disguise_seconds = time.perf_counter() - started
     started = time.perf_counter()
     found = rr_apriori(disguised, items, p=args.p, **settings)
@@ -114,7 +114,7 @@ def _rules(args: argparse.Namespace) -> int:
         f"a basket's {len(items)} columns add up to {epsilon * len(items):.1f})"
     )
     print(
-        f"secret    fingerprint {secret.fingerprint()}{' (guessable integer seed)' if secret.guessable else ''}"
+        f"secret    fingerprint {secret.fingerprint()}{' (guessable integer secret)' if secret.guessable else ''}"
     )
     print(f"time      disguise {disguise_seconds:.2f} s, mining the disguised baskets {mine_seconds:.2f} s")
     print(
@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--generated-rows", type=int, default=10_000, help="rows of generated baskets")
     rules.add_argument("--p", type=float, default=0.9, help="keep probability of each item bit (default 0.9)")
     rules.add_argument(
-        "--seed",
+        "--secret",
         help="secret: hex (128/256 bits), env:NAME, or an integer (guessable; for tests). "
         "Default: fresh from the OS",
     )

@@ -2,17 +2,17 @@
 
 ``register(con)`` adds to a connection:
 
-* ``ppdm_rr_disguise(x BOOLEAN, p, seed, key [, stream := ''])`` -- binary randomized
+* ``ppdm_rr_disguise(x BOOLEAN, p, secret, key [, stream := ''])`` -- binary randomized
   response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any non-zero true,
   where the Polars expression refuses values other than 0 and 1, so check
   ``x IN (0, 1)`` first);
-* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, seed, key [, stream := ''])``
+* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key [, stream := ''])``
   -- k-ary randomized response over a public domain;
-* ``ppdm_uniform(seed, stream VARCHAR, key BIGINT) -> DOUBLE`` and
-  ``ppdm_prf_word(seed, stream, key) -> UBIGINT``: the keyed randomness itself (uniform
+* ``ppdm_uniform(secret, stream VARCHAR, key BIGINT) -> DOUBLE`` and
+  ``ppdm_prf_word(secret, stream, key) -> UBIGINT``: the keyed randomness itself (uniform
   in [0, 1), and the first 64-bit word of the PRF block), for macros such as
   ``ppdm_ecdf_resample``;
-* ``ppdm_discrete_laplace(seed, stream, key, scale DOUBLE) -> BIGINT``: two-sided
+* ``ppdm_discrete_laplace(secret, stream, key, scale DOUBLE) -> BIGINT``: two-sided
   geometric noise of ``scale = sensitivity / epsilon`` (``ppdm_dp_histogram``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns;
@@ -20,14 +20,14 @@
 
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
-``seed`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
+``secret`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
 in SQL text or logs; the variable is read at every call, per 2048-row vector, so rotate
-it between queries, never during one) or decimal digits (a guessable integer seed, for
+it between queries, never during one) or decimal digits (a guessable integer secret, for
 tests).  ``key`` is
 a BIGINT row key and is required: DuckDB has no stable row position in a parallel scan.
 ``stream`` labels the draws; Polars uses the column name by default, so
-``ppdm_rr_disguise(smoker, p, seed, id, 'smoker')`` equals
-``pl.col("smoker").ppdm.rr_disguise(p=p, seed=seed, key="id")`` bit for bit.
+``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
+``pl.col("smoker").ppdm.rr_disguise(p=p, secret=secret, key="id")`` bit for bit.
 
 DuckDB calls a Python UDF once per 2048-row vector (~60-100 ns per row); for big tables
 :func:`rr_disguise_batches` streams Arrow record batches of a query through the kernel
@@ -54,7 +54,7 @@ from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise
 from polars_ppdm.perturb.spiral import SpiralKey
-from polars_ppdm.secret import Secret, SeedLike, resolve_secret
+from polars_ppdm.secret import Secret, SecretLike, resolve_secret
 
 __all__ = ["register", "register_spiral_key", "rr_disguise_batches", "spiral_macro_sql", "sql_files"]
 
@@ -109,17 +109,17 @@ def _all_equal(arr: pa.Array, first: pa.Scalar) -> bool:
     return bool(pc.all(pc.equal(arr, first)).as_py())
 
 
-def _secret(seed: str) -> Secret:
+def _secret(secret: str) -> Secret:
     # Resolved on every call (about 1.4 us per 2048 rows): 'env:NAME' must follow the
     # variable when a job rotates the secret, and no secret stays behind in a cache.
-    return resolve_secret(seed)
+    return resolve_secret(secret)
 
 
 def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
     return pl.Series(name, arr)
 
 
-def _disguise_arrow(func, x, categories, p, seed, key, stream) -> pa.Array:
+def _disguise_arrow(func, x, categories, p, secret, key, stream) -> pa.Array:
     if len(x) == 0:
         return pa.array([], type=x.type)
     out = disguise_series(
@@ -128,48 +128,48 @@ def _disguise_arrow(func, x, categories, p, seed, key, stream) -> pa.Array:
         p=_constant(p, "p", func),
         epsilon=None,
         categories=categories,
-        secret=_secret(str(_constant(seed, "seed", func))).key,
+        secret=_secret(str(_constant(secret, "secret", func))).key,
         stream=stream_id(_constant(stream, "stream", func)),
         func=func,
     )
     return out.to_arrow()
 
 
-def _rr_binary_udf(x, p, seed, key, stream):
-    return _disguise_arrow("ppdm_rr_disguise", x, None, p, seed, key, stream)
+def _rr_binary_udf(x, p, secret, key, stream):
+    return _disguise_arrow("ppdm_rr_disguise", x, None, p, secret, key, stream)
 
 
-def _rr_kary_udf(x, categories, p, seed, key, stream):
+def _rr_kary_udf(x, categories, p, secret, key, stream):
     cats = _constant(categories, "categories", "ppdm_rr_disguise_k")
-    return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, seed, key, stream)
+    return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, secret, key, stream)
 
 
-def _uniform_udf(seed, stream, key):
+def _uniform_udf(secret, stream, key):
     if len(key) == 0:
         return pa.array([], type=pa.float64())
     secret, label = (
-        _secret(str(_constant(seed, "seed", "ppdm_uniform"))),
+        _secret(str(_constant(secret, "secret", "ppdm_uniform"))),
         _constant(stream, "stream", "ppdm_uniform"),
     )
     return pa.array(uniform(secret.key, stream_id(label), row_keys(_series(key, "key"), func="ppdm_uniform")))
 
 
-def _prf_word_udf(seed, stream, key):
+def _prf_word_udf(secret, stream, key):
     if len(key) == 0:
         return pa.array([], type=pa.uint64())
     secret, label = (
-        _secret(str(_constant(seed, "seed", "ppdm_prf_word"))),
+        _secret(str(_constant(secret, "secret", "ppdm_prf_word"))),
         _constant(stream, "stream", "ppdm_prf_word"),
     )
     keys = row_keys(_series(key, "key"), func="ppdm_prf_word")
     return pa.array(first_words(secret.key, stream_id(label), keys))
 
 
-def _discrete_laplace_udf(seed, stream, key, scale):
+def _discrete_laplace_udf(secret, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = "ppdm_discrete_laplace"
-    secret, label = _secret(str(_constant(seed, "seed", func))), _constant(stream, "stream", func)
+    secret, label = _secret(str(_constant(secret, "secret", func))), _constant(stream, "stream", func)
     scale = _constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."
@@ -215,7 +215,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         **common,
     )
     keyed = [T.VARCHAR, T.VARCHAR, T.BIGINT]
-    # null_handling="special": a NULL seed, stream or key is an error, not a NULL draw
+    # null_handling="special": a NULL secret, stream or key is an error, not a NULL draw
     # that a macro would turn into garbage.
     pure = {"type": "arrow", "null_handling": "special", "side_effects": False}
     con.create_function("ppdm_uniform", _uniform_udf, keyed, T.DOUBLE, **pure)
@@ -223,10 +223,10 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.create_function("ppdm_discrete_laplace", _discrete_laplace_udf, [*keyed, T.DOUBLE], T.BIGINT, **pure)
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type="arrow", null_handling="special")
     con.execute(
-        "CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p, seed, key, stream := '') AS "
-        "_ppdm_rr_binary(x, p, seed, key, stream);"
-        "CREATE OR REPLACE MACRO ppdm_rr_disguise_k(x, categories, p, seed, key, stream := '') AS "
-        "_ppdm_rr_kary(x, categories, p, seed, key, stream);"
+        "CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p, secret, key, stream := '') AS "
+        "_ppdm_rr_binary(x, p, secret, key, stream);"
+        "CREATE OR REPLACE MACRO ppdm_rr_disguise_k(x, categories, p, secret, key, stream := '') AS "
+        "_ppdm_rr_kary(x, categories, p, secret, key, stream);"
     )
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
@@ -278,7 +278,7 @@ def register_spiral_key(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0], "id": [1, 2]})
-    >>> key = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 5), "b": (0, 5)}, rounds=3, seed=1)
+    >>> key = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 5), "b": (0, 5)}, rounds=3, secret=1)
     >>> con = ppdm.duckdb.register_spiral_key(duckdb.connect(), key, "perturb")
     >>> con.sql("FROM perturb('df') ORDER BY id").pl().equals(ppdm.apply_spiral_key(df, key))
     True
@@ -295,7 +295,7 @@ def rr_disguise_batches(
     p: Any = None,
     epsilon: Any = None,
     mode: str = "per_attribute",
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     categories: Any = None,
     batch_rows: int = 1_000_000,
@@ -316,7 +316,7 @@ def rr_disguise_batches(
         not the connection-local views of ``con.register``).  A relation is read as it
         is; then consume the reader elsewhere than on its own connection (pyarrow,
         Polars, or a cursor), as DuckDB allows one open result per connection.
-    columns, p, epsilon, mode, seed, key, categories
+    columns, p, epsilon, mode, secret, key, categories
         As :func:`polars_ppdm.rr_disguise`.
     batch_rows : int
         Rows per Arrow record batch.
@@ -332,14 +332,14 @@ def rr_disguise_batches(
     >>> import polars_ppdm as ppdm
     >>> con = duckdb.connect()
     >>> query = "SELECT i AS id, i % 2 = 0 AS x FROM range(10) t(i)"
-    >>> reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=1.0, seed=1, key="id")
+    >>> reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=1.0, secret=1, key="id")
     >>> con.from_arrow(reader).aggregate("count(*) AS n, sum(x::INT) AS xs").fetchall()
     [(10, 5)]
     """
     if not is_count(batch_rows) or batch_rows < 1:
         msg = f"The 'batch_rows' parameter of rr_disguise_batches must be an int >= 1. Got {batch_rows!r} instead."
         raise InvalidParameterError(msg)
-    secret = resolve_secret(seed)  # once, so every batch shares a seed=None secret
+    secret = resolve_secret(secret)  # once, so every batch shares a secret=None secret
     relation = con.cursor().sql(query) if isinstance(query, str) else query
     reader = relation.to_arrow_reader(batch_rows)
 
@@ -355,7 +355,7 @@ def rr_disguise_batches(
             p=p,
             epsilon=epsilon,
             mode=mode,
-            seed=secret,
+            secret=secret,
             key=key or _POSITION,
             categories=categories,
         )

@@ -15,7 +15,7 @@ from polars_ppdm.perturb.ecdf import ecdf_resample
 from polars_ppdm.perturb.noise import add_noise, add_noise_expr
 from polars_ppdm.perturb.rr import rr_disguise, rr_disguise_expr
 from polars_ppdm.perturb.spiral import spiral
-from polars_ppdm.secret import SeedLike
+from polars_ppdm.secret import SecretLike
 
 __all__ = ["PPDMExprNamespace", "PPDMFrameNamespace", "PPDMLazyFrameNamespace"]
 
@@ -32,14 +32,14 @@ class PPDMExprNamespace:
         *,
         p: float | None = None,
         epsilon: float | None = None,
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         key: str | pl.Expr | None = None,
         categories: Sequence[Any] | None = None,
         stream: str | None = None,
     ) -> pl.Expr:
         """Randomized response on this column; see :func:`polars_ppdm.rr_disguise_expr`."""
         return rr_disguise_expr(
-            self._expr, p=p, epsilon=epsilon, seed=seed, key=key, categories=categories, stream=stream
+            self._expr, p=p, epsilon=epsilon, secret=secret, key=key, categories=categories, stream=stream
         )
 
     def add_noise(
@@ -47,12 +47,12 @@ class PPDMExprNamespace:
         *,
         dist: str = "gaussian",
         scale: float,
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         key: str | pl.Expr | None = None,
         stream: str | None = None,
     ) -> pl.Expr:
         """Additive noise on this column; see :func:`polars_ppdm.add_noise_expr`."""
-        return add_noise_expr(self._expr, dist=dist, scale=scale, seed=seed, key=key, stream=stream)
+        return add_noise_expr(self._expr, dist=dist, scale=scale, secret=secret, key=key, stream=stream)
 
 
 class _FrameMethods:
@@ -68,13 +68,13 @@ class _FrameMethods:
         p: Any = None,
         epsilon: Any = None,
         mode: str = "per_attribute",
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         key: str | None = None,
         categories: Any = None,
     ):
         """Randomized response on columns; see :func:`polars_ppdm.rr_disguise`."""
         return rr_disguise(
-            self._frame, columns, p=p, epsilon=epsilon, mode=mode, seed=seed, key=key, categories=categories
+            self._frame, columns, p=p, epsilon=epsilon, mode=mode, secret=secret, key=key, categories=categories
         )
 
     def rr_support(
@@ -97,7 +97,7 @@ class _FrameMethods:
         columns: str | Sequence[str],
         *,
         bins: Any = 100,
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         key: str | None = None,
         link: str = "rank",
         shuffle: bool = False,
@@ -108,7 +108,7 @@ class _FrameMethods:
             self._frame,
             columns,
             bins=bins,
-            seed=seed,
+            secret=secret,
             key=key,
             link=link,
             shuffle=shuffle,
@@ -121,11 +121,11 @@ class _FrameMethods:
         *,
         dist: str = "gaussian",
         scale: Any,
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         key: str | None = None,
     ):
         """Additive noise on columns; see :func:`polars_ppdm.add_noise`."""
-        return add_noise(self._frame, columns, dist=dist, scale=scale, seed=seed, key=key)
+        return add_noise(self._frame, columns, dist=dist, scale=scale, secret=secret, key=key)
 
     def spiral(
         self,
@@ -136,7 +136,7 @@ class _FrameMethods:
         angle: tuple[float, float] = (0.01 * 3.141592653589793, 0.5 * 3.141592653589793),
         eps: float | None = None,
         bounds: Any = None,
-        seed: SeedLike = None,
+        secret: SecretLike = None,
         return_key: bool = False,
     ):
         """Log-spiral perturbation; see :func:`polars_ppdm.spiral`."""
@@ -148,7 +148,7 @@ class _FrameMethods:
             angle=angle,
             eps=eps,
             bounds=bounds,
-            seed=seed,
+            secret=secret,
             return_key=return_key,
         )
 

@@ -5,7 +5,7 @@ A secret is 128 or 256 random bits: the AES key of the keyed PRF (see
 disguise, so it is handled like a password: never printed, logged or written into an
 output.  ``repr`` shows a fingerprint only.
 
-Accepted forms of ``seed=`` everywhere in the library:
+Accepted forms of ``secret=`` everywhere in the library:
 
 * ``None`` -- a fresh secret from the OS (``os.urandom``); results are not reproducible;
 * a :class:`Secret`;
@@ -26,7 +26,7 @@ import string
 
 from polars_ppdm.exceptions import SecretError
 
-__all__ = ["Secret", "SeedLike", "new_secret", "resolve_secret", "secret_from_env"]
+__all__ = ["Secret", "SecretLike", "new_secret", "resolve_secret", "secret_from_env"]
 
 _HEX = set(string.hexdigits)
 
@@ -66,9 +66,9 @@ class Secret:
         return cls(bytes.fromhex(text))
 
     @classmethod
-    def from_int(cls, seed: int) -> Secret:
+    def from_int(cls, value: int) -> Secret:
         """A reproducible secret from an integer.  Guessable: for tests and examples only."""
-        digest = hashlib.sha256(b"polars_ppdm/int-seed/" + str(int(seed)).encode()).digest()
+        digest = hashlib.sha256(b"polars_ppdm/int-seed/" + str(int(value)).encode()).digest()
         return cls(digest[:16], guessable=True)
 
     @classmethod
@@ -109,7 +109,7 @@ class Secret:
         self.guessable = state["guessable"]
 
 
-SeedLike = Secret | bytes | str | int | None
+SecretLike = Secret | bytes | str | int | None
 
 
 def new_secret(bits: int = 256) -> str:
@@ -146,8 +146,8 @@ def secret_from_env(name: str = "PPDM_SECRET") -> Secret:
         raise SecretError(msg) from None
 
 
-def resolve_secret(seed: SeedLike) -> Secret:
-    """Turn any accepted ``seed=`` value into a :class:`Secret` (see the module docs).
+def resolve_secret(secret: SecretLike) -> Secret:
+    """Turn any accepted ``secret=`` value into a :class:`Secret` (see the module docs).
 
     Examples
     --------
@@ -156,19 +156,19 @@ def resolve_secret(seed: SeedLike) -> Secret:
     >>> resolve_secret("ab" * 16) == Secret(bytes.fromhex("ab" * 16))
     True
     """
-    if seed is None:
+    if secret is None:
         return Secret.generate(128)
-    if isinstance(seed, Secret):
-        return seed
-    if isinstance(seed, bool):
-        msg = f"The 'seed' parameter must be a secret, hex string, bytes or int. Got {seed!r} instead."
+    if isinstance(secret, Secret):
+        return secret
+    if isinstance(secret, bool):
+        msg = f"The 'secret' parameter must be a secret, hex string, bytes or int. Got {secret!r} instead."
         raise SecretError(msg)
-    if isinstance(seed, int):
-        return Secret.from_int(seed)
-    if isinstance(seed, bytes | bytearray):
-        return Secret(bytes(seed))
-    if isinstance(seed, str):
-        text = seed.strip()
+    if isinstance(secret, int):
+        return Secret.from_int(secret)
+    if isinstance(secret, bytes | bytearray):
+        return Secret(bytes(secret))
+    if isinstance(secret, str):
+        text = secret.strip()
         if text.startswith("env:"):
             return secret_from_env(text[4:])
         if len(text) in (32, 64) and set(text) <= _HEX:
@@ -176,12 +176,12 @@ def resolve_secret(seed: SeedLike) -> Secret:
         if text.lstrip("-").isdigit():
             return Secret.from_int(int(text))
         msg = (
-            "The 'seed' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME' or "
+            "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME' or "
             f"a decimal integer. Got a string of {len(text)} characters instead."
         )
         raise SecretError(msg)
     msg = (
-        "The 'seed' parameter must be a Secret, bytes, a hex string, 'env:NAME', an int or "
-        f"None. Got {type(seed).__name__} instead."
+        "The 'secret' parameter must be a Secret, bytes, a hex string, 'env:NAME', an int or "
+        f"None. Got {type(secret).__name__} instead."
     )
     raise SecretError(msg)

@@ -3,13 +3,13 @@
 --
 -- tbl: table (or view) name, a string.   col: the numeric column, a string.
 -- low, high: public bounds (values outside count in the edge bins).   bins: >= 1.
--- epsilon: > 0.   seed: the secret (VARCHAR, as for ppdm_rr_disguise).
+-- epsilon: > 0.   secret: the secret (VARCHAR, as for ppdm_rr_disguise).
 -- Each row is its own privacy unit: limit the rows per person first where a person has
 -- several (polars_ppdm.dp_histogram does it with key= and max_contributions=).
 -- Needs ppdm_discrete_laplace of ppdm.duckdb.register.  Returns every bin, empty ones
 -- included: col_bin, col_low, col_high (as bin, low, high) and count, the same values as
--- Polars for the same seed.
-CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, seed) AS TABLE
+-- Polars for the same secret.
+CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret) AS TABLE
 WITH params AS (
     SELECT CASE
                -- (DuckDB orders NaN above every number, so NaN needs its own test.)
@@ -38,6 +38,6 @@ grid AS (SELECT i AS bin, lo, hi, b FROM params, range(0, b) r(i))
 SELECT g.bin,
        g.lo + g.bin * ((g.hi - g.lo) / g.b) AS low,
        CASE WHEN g.bin = g.b - 1 THEN g.hi ELSE g.lo + (g.bin + 1) * ((g.hi - g.lo) / g.b) END AS high,
-       coalesce(c.n, 0) + ppdm_discrete_laplace(seed, 'dp_histogram/' || col, g.bin, 1.0 / epsilon) AS count
+       coalesce(c.n, 0) + ppdm_discrete_laplace(secret, 'dp_histogram/' || col, g.bin, 1.0 / epsilon) AS count
 FROM grid g LEFT JOIN counts c USING (bin)
 ORDER BY g.bin;

@@ -3,15 +3,15 @@
 --
 -- tbl:  the table (or view) name, a string.     col: the column to resample, a string.
 -- key:  the BIGINT row-key column, a string (DuckDB has no stable row position).
--- bins: equal-width intervals between min and max (>= 2).   seed: the secret (VARCHAR, as
+-- bins: equal-width intervals between min and max (>= 2).   secret: the secret (VARCHAR, as
 --       for ppdm_rr_disguise: hex, 'env:NAME' or decimal digits).
 -- Needs the keyed-randomness UDFs of ppdm.duckdb.register (ppdm_uniform, ppdm_prf_word).
 -- Returns every row of tbl: the other columns as they are, then col (DOUBLE) last, each
 -- non-null value replaced by the generated value of the same rank; nulls stay null and
--- are left out of the ECDF.  The same values as Polars for the same seed and key.
+-- are left out of the ECDF.  The same values as Polars for the same secret and key.
 -- Several columns: one call per column, each over a (temporary) table made by the previous
 -- call (DuckDB refuses a view that nests this macro in itself).
-CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, seed) AS TABLE
+CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, secret) AS TABLE
 WITH base AS (
     SELECT *,
            TRY_CAST(COLUMNS(lambda c: c = col) AS DOUBLE) AS __ppdm_x,  -- the type is checked below
@@ -65,7 +65,7 @@ levels AS (
 ),
 -- Draw i is the PRF at key i; the r-th smallest draw goes to the row of rank r.
 draws AS (
-    SELECT ppdm_uniform(seed, 'ecdf_resample/' || col, i) AS u
+    SELECT ppdm_uniform(secret, 'ecdf_resample/' || col, i) AS u
     FROM stats, range(0, n) r(i)
 ),
 ranked_draws AS (SELECT u, row_number() OVER (ORDER BY u) AS r FROM draws),
@@ -79,7 +79,7 @@ sample AS (
 ),
 ranked_rows AS (
     SELECT *, row_number() OVER (
-        ORDER BY __ppdm_x, ppdm_prf_word(seed, 'ecdf_resample/' || col || '/ties', __ppdm_key)
+        ORDER BY __ppdm_x, ppdm_prf_word(secret, 'ecdf_resample/' || col || '/ties', __ppdm_key)
     ) AS __ppdm_r
     FROM base WHERE __ppdm_x IS NOT NULL
 ),

@@ -18,7 +18,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 def test_noise_has_the_stated_distribution_and_follows_the_key(dist, variance):
     n = 200_000
     df = pl.DataFrame({"id": np.arange(n) * 7, "x": np.zeros(n)})
-    out = ppdm.add_noise(df, "x", dist=dist, scale=3.0, seed=4, key="id")
+    out = ppdm.add_noise(df, "x", dist=dist, scale=3.0, secret=4, key="id")
     r = out["x"].to_numpy()
     # 5 standard errors of a variance estimate: sd(s^2) ~ sigma^2 sqrt((kurtosis - 1) / n), kurtosis <= 3
     assert abs(r.var() - variance) < 5 * variance * math.sqrt(2 / n)
@@ -26,17 +26,17 @@ def test_noise_has_the_stated_distribution_and_follows_the_key(dist, variance):
     if dist == "uniform":
         assert np.abs(r).max() <= 3.0
     shuffled = df.sample(fraction=1.0, shuffle=True, seed=1)
-    again = ppdm.add_noise(shuffled, "x", dist=dist, scale=3.0, seed=4, key="id")
+    again = ppdm.add_noise(shuffled, "x", dist=dist, scale=3.0, secret=4, key="id")
     assert_frame_equal(again.sort("id"), out.sort("id"))
 
 
 def test_engines_and_expression_agree_and_nulls_stay():
     df = pl.DataFrame({"x": [1.0, None, 3.0] * 50_000, "y": np.arange(150_000)})
-    eager = ppdm.add_noise(df, ["x", "y"], scale=[0.5, 2.0], seed=9)
-    lazy = df.lazy().ppdm.add_noise(["x", "y"], scale=[0.5, 2.0], seed=9)
+    eager = ppdm.add_noise(df, ["x", "y"], scale=[0.5, 2.0], secret=9)
+    lazy = df.lazy().ppdm.add_noise(["x", "y"], scale=[0.5, 2.0], secret=9)
     assert_frame_equal(lazy.collect(engine="streaming"), eager)
     assert_frame_equal(lazy.collect(engine="in-memory"), eager)
-    expr = df.with_columns(pl.col("x").ppdm.add_noise(scale=0.5, seed=9))
+    expr = df.with_columns(pl.col("x").ppdm.add_noise(scale=0.5, secret=9))
     assert_frame_equal(expr["x"].to_frame(), eager["x"].to_frame())
     assert eager["x"].null_count() == 50_000 and eager.schema["y"] == pl.Float64
 
@@ -104,7 +104,7 @@ def test_reconstruction_halves_the_distance_to_the_truth(shape, dist):
     x = np.clip(samples(shape, 100_000, rng), 0, 10)
     std = x.std()
     scale = std * math.sqrt(3) if dist == "uniform" else std  # noise std == data std
-    noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist=dist, scale=scale, seed=1)
+    noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist=dist, scale=scale, secret=1)
     bins = 20
     estimate = ppdm.reconstruct_distribution(noisy, "x", dist=dist, scale=scale, bins=bins, bounds=(0, 10))
     truth = np.histogram(x, bins=bins, range=(0, 10))[0] / len(x)
@@ -121,7 +121,7 @@ def test_covariance_within_three_standard_errors():
     n, sigma = 200_000, 2.0
     true = np.array([[4.0, 1.5, -1.0], [1.5, 2.0, 0.3], [-1.0, 0.3, 1.0]])
     x = rng.multivariate_normal([10, 0, -5], true, n)
-    noisy = ppdm.add_noise(pl.DataFrame(x, schema=["a", "b", "c"]), ["a", "b", "c"], scale=sigma, seed=2)
+    noisy = ppdm.add_noise(pl.DataFrame(x, schema=["a", "b", "c"]), ["a", "b", "c"], scale=sigma, secret=2)
     estimate = ppdm.estimate_covariance(noisy, ["a", "b", "c"], noise_sigma=sigma).drop("column").to_numpy()
     observed = true + sigma**2 * np.eye(3)  # Cov(Y)
     # Var of a sample covariance of normal data: (S_ii S_jj + S_ij^2) / n
@@ -134,7 +134,7 @@ def test_pca_reconstruction_error_is_sigma_squared_p_over_m():
     n, m, p, sigma = 200_000, 10, 2, 1.0
     x = rng.normal(0, 6, (n, p)) @ rng.normal(size=(p, m)) + rng.normal(0, 3, m)
     cols = [f"v{i}" for i in range(m)]
-    noisy = ppdm.add_noise(pl.DataFrame(x, schema=cols), cols, scale=sigma, seed=6)
+    noisy = ppdm.add_noise(pl.DataFrame(x, schema=cols), cols, scale=sigma, secret=6)
     rebuilt = ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma, components=p)
     mse = float(((rebuilt.to_numpy() - x) ** 2).mean())
     assert mse == pytest.approx(sigma**2 * p / m, rel=0.10)

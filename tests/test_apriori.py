@@ -63,7 +63,7 @@ def test_max_length_limits_itemsets(baskets):
 
 
 def test_whole_record_mode_mines_the_planted_rule(baskets):
-    disguised = ppdm.rr_disguise(baskets, baskets.columns, p=0.85, mode="whole_record", seed=4)
+    disguised = ppdm.rr_disguise(baskets, baskets.columns, p=0.85, mode="whole_record", secret=4)
     rules = ppdm.rr_apriori(
         disguised, baskets.columns, p=0.85, mode="whole_record", min_support=0.15, min_confidence=0.6
     )
@@ -172,7 +172,7 @@ def test_groceries_rules_from_disguised_data(shared_data):
     truth = ppdm.rr_apriori(onehot, items, p=1.0, **settings)
     scores = []
     for seed in range(10):
-        disguised = ppdm.rr_disguise(onehot, items, p=0.9, seed=seed)
+        disguised = ppdm.rr_disguise(onehot, items, p=0.9, secret=seed)
         scores.append(ppdm.rule_scores(ppdm.rr_apriori(disguised, items, p=0.9, **settings), truth))
     f1 = np.array([s["f1"] for s in scores])
     print(

@@ -31,7 +31,7 @@ def test_mutual_information_of_independent_columns_is_near_zero(table):
 
 
 def test_privacy_q_of_a_rank_preserving_release_is_the_estimators_ceiling(table):
-    released = ppdm.ecdf_resample(table, ["a", "b"], bins=50, seed=4)
+    released = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4)
     q = ppdm.audit.privacy_q(table["a"], released["a"], bins=20)
     ceiling = 1 - 2 ** -(math.log2(20) - 19 * 19 / (2 * N * math.log(2)))
     assert q == pytest.approx(ceiling, abs=1e-9)
@@ -61,14 +61,14 @@ def test_noise_has_the_variance_the_snr_asks_for(dist):
 
 
 def test_rank_linkage_is_total_for_rank_relinking_and_near_zero_otherwise(table):
-    relinked = ppdm.ecdf_resample(table, ["a", "b"], bins=50, seed=4)
-    independent = ppdm.ecdf_resample(table, ["a", "b"], bins=50, seed=4, link="none")
+    relinked = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4)
+    independent = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4, link="none")
     assert ppdm.audit.rank_linkage(table, relinked, ["a", "b"]) > 0.999
     assert ppdm.audit.rank_linkage(table, independent, ["a", "b"]) < 10 / N
 
 
 def test_rank_linkage_survives_the_shuffle_through_an_id(table):
-    shuffled = ppdm.ecdf_resample(table, ["a", "b"], bins=50, seed=4, shuffle=True)
+    shuffled = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4, shuffle=True)
     assert ppdm.audit.rank_linkage(table, shuffled, ["a", "b"], on="id") > 0.999
     # Without the id the rows are misaligned: the audit is then about the wrong rows.
     assert ppdm.audit.rank_linkage(table, shuffled, ["a", "b"]) < 0.01
@@ -80,8 +80,8 @@ def test_rank_linkage_guesses_uniformly_among_ties():
 
 
 def test_compare_to_additive_noise_reports_every_method_and_snr(table):
-    released = ppdm.ecdf_resample(table, ["a", "b"], bins=50, seed=4)
-    out = ppdm.audit.compare_to_additive_noise(table, released, ["a", "b"], snr=[1.0, 10.0], seed=3)
+    released = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4)
+    out = ppdm.audit.compare_to_additive_noise(table, released, ["a", "b"], snr=[1.0, 10.0], secret=3)
     assert out.columns == ["method", "snr", "rank_linkage", "privacy_q_a", "privacy_q_b"]
     assert out["method"].to_list() == ["released"] + ["uniform noise", "gaussian noise"] * 2
     assert out["rank_linkage"][0] > 0.999

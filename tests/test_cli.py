@@ -15,7 +15,7 @@ from polars_ppdm.datasets import find_shared_data, generated_baskets
 
 def test_rules_on_generated_baskets_prints_both_rule_sets_and_scores(capsys):
     secret = ppdm.new_secret()
-    assert main(["rules", "--generated", "--seed", secret, "--top", "0"]) == 0
+    assert main(["rules", "--generated", "--secret", secret, "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "generated baskets" in out
     assert "precision" in out and "recall" in out and "F1" in out
@@ -25,7 +25,7 @@ def test_rules_on_generated_baskets_prints_both_rule_sets_and_scores(capsys):
 
 
 def test_rules_json_report_scores_match_the_rules_listed(capsys):
-    assert main(["rules", "--generated", "--generated-rows", "4000", "--seed", "7", "--json"]) == 0
+    assert main(["rules", "--generated", "--generated-rows", "4000", "--secret", "7", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     statuses = [r["status"] for r in report["rules"]]
     hits = statuses.count("found")
@@ -37,7 +37,7 @@ def test_rules_json_report_scores_match_the_rules_listed(capsys):
 
 
 def test_rules_same_seed_same_report(capsys):
-    args = ["rules", "--generated", "--generated-rows", "3000", "--seed", "11", "--json"]
+    args = ["rules", "--generated", "--generated-rows", "3000", "--secret", "11", "--json"]
     main(args)
     first = capsys.readouterr().out
     main(args)
@@ -55,7 +55,7 @@ def test_rules_missing_data_file(capsys, tmp_path):
 
 
 def test_rules_on_groceries(shared_data, capsys):
-    assert main(["rules", "--seed", "1", "--data", str(shared_data / "groceries.csv")]) == 0
+    assert main(["rules", "--secret", "1", "--data", str(shared_data / "groceries.csv")]) == 0
     out = capsys.readouterr().out
     assert "9,835 baskets, 169 items" in out
     assert "original 37 rules" in out
@@ -71,7 +71,7 @@ def test_console_script_module_entry_point():
             "--generated",
             "--generated-rows",
             "2000",
-            "--seed",
+            "--secret",
             "1",
         ],
         capture_output=True,

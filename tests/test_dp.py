@@ -59,7 +59,7 @@ def test_noise_variance_matches_the_theory_within_ten_percent():
     real = laplace(SECRET, stream_id("t/f"), np.arange(200_000), scale)
     assert abs(real.var() / (2 * scale**2) - 1) < 0.10
     counts = ppdm.dp_histogram(
-        pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, seed=5
+        pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, secret=5
     )["count"].to_numpy()
     assert abs(counts[1:].var() / discrete_laplace_variance(4.0) - 1) < 0.10
 
@@ -73,12 +73,12 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
         {"x": np.repeat(np.arange(bins) + 0.5, 5), "person": np.repeat(-np.arange(1, bins + 1), 5)}
     )
     kwargs = dict(bounds=(0, bins), bins=bins, epsilon=eps, key="person", max_contributions=c)
-    a = ppdm.dp_histogram(base, "x", seed=1, **kwargs)["count"].to_numpy()
-    b = ppdm.dp_histogram(pl.concat([base, extra]), "x", seed=2, **kwargs)["count"].to_numpy()
+    a = ppdm.dp_histogram(base, "x", secret=1, **kwargs)["count"].to_numpy()
+    b = ppdm.dp_histogram(pl.concat([base, extra]), "x", secret=2, **kwargs)["count"].to_numpy()
     assert_ratio_within_e_eps(a, b, eps, min_count=300)
     # Without the bound, the person's 5 rows shift each bin by 5 > c: a larger ratio.
     unbounded = ppdm.dp_histogram(
-        pl.concat([base, extra]), "x", bounds=(0, bins), bins=bins, epsilon=eps, seed=2
+        pl.concat([base, extra]), "x", bounds=(0, bins), bins=bins, epsilon=eps, secret=2
     )
     assert (unbounded["count"].mean() - b.mean()) == pytest.approx(2, abs=0.1)
 
@@ -86,10 +86,10 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
 def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
     df = pl.DataFrame({"x": np.arange(100.0) % 10, "person": np.arange(100) % 7})
     a = ppdm.dp_histogram(
-        df, "x", bounds=(0, 10), bins=10, epsilon=50.0, seed=3, key="person", max_contributions=2
+        df, "x", bounds=(0, 10), bins=10, epsilon=50.0, secret=3, key="person", max_contributions=2
     )
     b = ppdm.dp_histogram(
-        df.lazy(), "x", bounds=(0, 10), bins=10, epsilon=50.0, seed=3, key="person", max_contributions=2
+        df.lazy(), "x", bounds=(0, 10), bins=10, epsilon=50.0, secret=3, key="person", max_contributions=2
     )
     assert_frame_equal(a, b.collect())
     assert abs(a["count"].sum() - 14) <= 3  # 7 persons x 2 rows, nearly noiseless
@@ -103,7 +103,7 @@ def test_histogram_grid_is_complete_and_row_major_in_d_dimensions():
         bounds={"a": (0, 1), "b": (0, 100), "c": (0, 4)},
         bins=[2, 4, 2],
         epsilon=1e6,
-        seed=1,
+        secret=1,
     )
     assert out.height == 16
     assert out.select("a_bin", "b_bin", "c_bin").rows()[:3] == [(0, 0, 0), (0, 0, 1), (0, 1, 0)]
@@ -113,7 +113,7 @@ def test_histogram_grid_is_complete_and_row_major_in_d_dimensions():
 
 def test_points_outside_the_bounds_count_in_the_edge_bins():
     df = pl.DataFrame({"x": [-50.0, 0.5, 7.0, 1e9, float("inf")]})
-    out = ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1e6, seed=1)
+    out = ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1e6, secret=1)
     assert out["count"].to_list() == [2, 0, 0, 1, 2]
 
 
@@ -122,7 +122,7 @@ def test_histogram_eager_lazy_streaming_and_duckdb_agree(engine):
     duckdb = pytest.importorskip("duckdb")
     rng = np.random.default_rng(1)
     df = pl.DataFrame({"age": rng.normal(45, 15, 50_000)})
-    kwargs = dict(bounds=(0, 100), bins=25, epsilon=0.3, seed="cd" * 16)
+    kwargs = dict(bounds=(0, 100), bins=25, epsilon=0.3, secret="cd" * 16)
     eager = ppdm.dp_histogram(df, "age", **kwargs)
     lazy = ppdm.dp_histogram(df.lazy(), "age", **kwargs)
     assert isinstance(lazy, pl.LazyFrame)
@@ -137,7 +137,7 @@ def test_histogram_eager_lazy_streaming_and_duckdb_agree(engine):
 def test_quadtree_leaves_tile_the_box_and_count_every_point(d):
     points = np.random.default_rng(d).normal(0.5, 0.15, (20_000, d))
     frame = pl.DataFrame({f"v{i}": points[:, i] for i in range(d)})
-    leaves = ppdm.dp_quadtree(frame, frame.columns, bounds=[(0, 1)] * d, epsilon=1e6, seed=d, n=20_000)
+    leaves = ppdm.dp_quadtree(frame, frame.columns, bounds=[(0, 1)] * d, epsilon=1e6, secret=d, n=20_000)
     volume = np.ones(leaves.height)
     for c in frame.columns:
         volume *= (leaves[f"{c}_high"] - leaves[f"{c}_low"]).to_numpy()
@@ -168,8 +168,8 @@ def test_quadtree_root_count_is_dp_over_many_secrets():
     small = pl.DataFrame({"x": [0.5] * 20})
     big = pl.DataFrame({"x": [0.5] * 21})
     kwargs = dict(bounds=(0, 1), epsilon=eps, max_height=0, threshold=0)
-    a = np.array([ppdm.dp_quadtree(small, "x", seed=s, **kwargs)["count"][0] for s in range(runs)])
-    b = np.array([ppdm.dp_quadtree(big, "x", seed=runs + s, **kwargs)["count"][0] for s in range(runs)])
+    a = np.array([ppdm.dp_quadtree(small, "x", secret=s, **kwargs)["count"][0] for s in range(runs)])
+    b = np.array([ppdm.dp_quadtree(big, "x", secret=runs + s, **kwargs)["count"][0] for s in range(runs)])
     assert_ratio_within_e_eps(a, b, eps, min_count=60)
 
 
@@ -184,7 +184,7 @@ def blobs(n_per: int = 3000, seed: int = 0):
 @pytest.mark.parametrize("method", ["quadtree", "lloyd", "grid"])
 def test_dp_kmeans_finds_well_separated_clusters(method):
     df, points, labels = blobs()
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=3, epsilon=2.0, bounds=[(-10, 10)] * 2, method=method, seed=11)
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=3, epsilon=2.0, bounds=[(-10, 10)] * 2, method=method, secret=11)
     assert fit.centres.columns == ["x", "y"] and fit.centres.height == 3
     clusters = ppdm.metrics.assign(points, fit.to_numpy())
     assert f_measure(labels, clusters) > 0.95
@@ -200,7 +200,7 @@ def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
                 nicv(
                     points,
                     ppdm.dp_kmeans(
-                        df, ["x", "y"], k=3, epsilon=0.1, bounds=[(-10, 10)] * 2, method=m, seed=s
+                        df, ["x", "y"], k=3, epsilon=0.1, bounds=[(-10, 10)] * 2, method=m, secret=s
                     ).to_numpy(),
                 )
                 for s in range(5)
@@ -214,7 +214,7 @@ def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
 def test_accountant_refuses_before_anything_is_read():
     acc = ppdm.BudgetAccountant(1.0)
     df, _, _ = blobs(100)
-    ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.6, seed=1, accountant=acc)
+    ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.6, secret=1, accountant=acc)
 
     def explode(_frame):
         msg = "the data was read"
@@ -240,8 +240,8 @@ def test_accountant_parallel_composition_costs_the_maximum():
     acc = ppdm.BudgetAccountant(1.0)
     df, _, _ = blobs(100)
     with acc.parallel("x and y are disjoint halves, for the test"):
-        ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.7, seed=1, accountant=acc)
-        ppdm.dp_histogram(df, "y", bounds=(-10, 10), epsilon=0.5, seed=1, accountant=acc)
+        ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.7, secret=1, accountant=acc)
+        ppdm.dp_histogram(df, "y", bounds=(-10, 10), epsilon=0.5, secret=1, accountant=acc)
     assert acc.spent == pytest.approx(0.7)
     with pytest.raises(BudgetExceededError):
         acc.spend(0.31, "too much")
@@ -281,7 +281,7 @@ def test_accountant_parallel_composition_costs_the_maximum():
         ),
         (
             lambda df: ppdm.dp_kmeans(
-                df, ["x", "y"], k=5, bounds=[(0, 1)] * 2, epsilon=1.0, seed=1, max_height=1
+                df, ["x", "y"], k=5, bounds=[(0, 1)] * 2, epsilon=1.0, secret=1, max_height=1
             ),
             "larger than the number of buckets",
         ),
@@ -334,7 +334,7 @@ def test_accountant_parallel_composition_costs_the_maximum():
             "'n' parameter of dp_kmeans",
         ),
         (  # the noise would overflow int64 counts
-            lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, seed=1),
+            lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, secret=1),
             "does not fit 64-bit counts",
         ),
     ],
@@ -356,16 +356,16 @@ def test_histogram_refuses_nulls_and_nan_when_collected():
 def test_bounds_from_the_data_warn():
     df = pl.DataFrame({"x": [0.1, 0.5, 0.9]})
     with pytest.warns(PrivacyLeakWarning, match="not public"):
-        out = ppdm.dp_histogram(df, "x", bounds="data", bins=2, epsilon=1.0, seed=1)
+        out = ppdm.dp_histogram(df, "x", bounds="data", bins=2, epsilon=1.0, secret=1)
     assert out["x_low"][0] == 0.1 and out["x_high"][1] == 0.9
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, seed=1)
+        ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, secret=1)
 
 
 def test_tiny_epsilon_still_gives_k_centres_inside_the_bounds():
     df, _, _ = blobs(300)
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, seed=4)
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, secret=4)
     centres = fit.to_numpy()
     assert centres.shape == (8, 2) and np.isfinite(centres).all() and (np.abs(centres) <= 10).all()
 
@@ -377,15 +377,15 @@ def test_dplloyd_release_is_dp_over_many_secrets():
     small = pl.DataFrame({"x": [0.25] * 40})
     big = pl.DataFrame({"x": [0.25] * 40 + [1.0]})
     kwargs = dict(k=1, epsilon=eps, bounds=(0, 1), method="lloyd", iterations=1)
-    a = np.array([ppdm.dp_kmeans(small, "x", seed=s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
-    b = np.array([ppdm.dp_kmeans(big, "x", seed=runs + s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
-    assert ppdm.dp_kmeans(small, "x", seed=0, **kwargs).epsilon == eps / 2
+    a = np.array([ppdm.dp_kmeans(small, "x", secret=s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
+    b = np.array([ppdm.dp_kmeans(big, "x", secret=runs + s, **kwargs).to_numpy()[0, 0] for s in range(runs)])
+    assert ppdm.dp_kmeans(small, "x", secret=0, **kwargs).epsilon == eps / 2
     assert_ratio_within_e_eps(np.floor(a / 0.02), np.floor(b / 0.02), eps / 2, min_count=100)
 
 
 def test_the_tree_always_has_k_leaves_for_k_means():
     df, _, _ = blobs(50)
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, seed=3)
+    fit = ppdm.dp_kmeans(df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, secret=3)
     assert fit.buckets.height >= 40 and fit.centres.height == 40
 
 
@@ -419,10 +419,10 @@ def test_noise_too_large_for_integers_is_refused_before_the_charge(call):
 
 def test_bounds_as_numpy_arrays_or_series():
     df = pl.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.6]})
-    expected = ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, seed=1)
+    expected = ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, secret=1)
     for bounds in (np.array([0.0, 1.0]), pl.Series([0.0, 1.0])):
-        assert ppdm.dp_histogram(df, "x", bounds=bounds, bins=2, epsilon=1.0, seed=1).equals(expected)
+        assert ppdm.dp_histogram(df, "x", bounds=bounds, bins=2, epsilon=1.0, secret=1).equals(expected)
     both = ppdm.dp_histogram(
-        df, ["x", "y"], bounds=np.array([[0.0, 1.0], [0.0, 1.0]]), bins=2, epsilon=1.0, seed=1
+        df, ["x", "y"], bounds=np.array([[0.0, 1.0], [0.0, 1.0]]), bins=2, epsilon=1.0, secret=1
     )
     assert both.height == 4

@@ -28,7 +28,7 @@ def disguised() -> pl.DataFrame:
     n = 5000
     a = rng.random(n) < 0.4
     df = pl.DataFrame({"a": a, "b": a ^ (rng.random(n) < 0.3), "c": rng.random(n) < 0.6})
-    return ppdm.rr_disguise(df, ["a", "b", "c"], p=[0.9, 0.8, 0.7], seed=3)
+    return ppdm.rr_disguise(df, ["a", "b", "c"], p=[0.9, 0.8, 0.7], secret=3)
 
 
 def pattern_counts(con, frame: pl.DataFrame) -> None:
@@ -92,7 +92,7 @@ def test_udf_errors_name_the_problem(con):
         con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="null value"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT) FROM t").fetchall()
-    with pytest.raises(duckdb.InvalidInputException, match="'seed' parameter"):
+    with pytest.raises(duckdb.InvalidInputException, match="'secret' parameter"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id) FROM t").fetchall()
     nulls = con.execute("SELECT ppdm_rr_disguise(NULL::BOOLEAN, 0.8, '1', id) FROM t").fetchall()
     assert nulls == [(None,)] * 10
@@ -133,7 +133,7 @@ def test_env_secret_is_read_on_every_call(con, monkeypatch):
     frame = con.sql("SELECT * FROM t ORDER BY id").pl()
     for secret in ("11" * 16, "22" * 16):
         monkeypatch.setenv("PPDM_TEST_ROTATE", secret)
-        expected = frame.select(pl.col("x").ppdm.rr_disguise(p=0.7, seed=secret, key="id"))["x"].to_list()
+        expected = frame.select(pl.col("x").ppdm.rr_disguise(p=0.7, secret=secret, key="id"))["x"].to_list()
         assert con.execute(query).fetchone()[0] == expected
     monkeypatch.delenv("PPDM_TEST_ROTATE")
     with pytest.raises(
@@ -184,8 +184,8 @@ def test_kary_udf_with_large_arrow_lists(con):
         ("FROM ppdm_dp_histogram('h', 'x', 0, 'nan'::DOUBLE, 5, 0.5, '1')", "bounds must be finite"),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 'nan'::DOUBLE, 0.5, '1')", "bins must be an integer"),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'nan'::DOUBLE, '1')", "epsilon must be a finite float"),
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 0.5, NULL)", "'seed' argument"),
-        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 3, NULL)", "'seed' argument"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 0.5, NULL)", "'secret' argument"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 3, NULL)", "'secret' argument"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'inf'::DOUBLE, '1')", "bins must be an integer >= 2"),
         ("FROM ppdm_rr_support_patterns(c, [0.9, NULL])", "every p must be in"),
         ("FROM ppdm_rr_support_patterns(bad_pattern, [0.9, 0.8])", "string of 0 and 1, got 0a"),
@@ -228,11 +228,11 @@ def test_ecdf_macro_keeps_user_columns_with_dunder_names(con):
     assert out.columns == ["id", "__x", "__key", "__v", "x"]
     assert out["__x"].to_list() == [-i for i in range(40)] and set(out["__key"]) == {7}
     expected = ppdm.ecdf_resample(
-        con.sql("SELECT id, x::DOUBLE AS x FROM u ORDER BY id").pl(), "x", bins=5, seed="1", key="id"
+        con.sql("SELECT id, x::DOUBLE AS x FROM u ORDER BY id").pl(), "x", bins=5, secret="1", key="id"
     )
     assert out["x"].to_list() == expected["x"].to_list()
 
 
 def test_bulk_path_checks_batch_rows(con):
     with pytest.raises(ppdm.exceptions.InvalidParameterError, match="'batch_rows' parameter"):
-        ppdm.duckdb.rr_disguise_batches(con, "SELECT true AS x", "x", p=0.8, seed=1, batch_rows=0)
+        ppdm.duckdb.rr_disguise_batches(con, "SELECT true AS x", "x", p=0.8, secret=1, batch_rows=0)

@@ -38,7 +38,7 @@ def test_paper_worked_example_with_the_generated_values_injected():
 
 def test_frame_function_applies_the_kernels_column_by_column():
     df = pl.DataFrame({"x1": [2, 6, 3, 9, 7], "x2": [4.0, 7, 1, 6, 8], "label": [0, 1, 1, 0, 0]})
-    out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=3, seed=2012, shuffle=True)
+    out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=3, secret=2012, shuffle=True)
     for column in ("x1", "x2"):
         values = df[column].cast(pl.Float64).to_numpy()
         cuts, cdf = smoothed_cdf(values, 3)
@@ -74,7 +74,7 @@ def test_released_column_follows_the_smoothed_ecdf(name):
     """Kolmogorov-Smirnov against the ECDF drawn from, at the 1% level (1.628 / sqrt(n))."""
     n, bins = 20_000, 50
     values = DISTRIBUTIONS[name](np.random.default_rng(7), n)
-    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=bins, seed=11)
+    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=bins, secret=11)
     cuts, cdf = smoothed_cdf(values, bins)
     assert _ks_statistic(out["x"].to_numpy(), cuts, cdf) <= 1.628 / np.sqrt(n)
 
@@ -83,7 +83,7 @@ def test_continuous_values_are_all_new_except_draws_on_the_point_mass():
     """Only the minimum can come back (the paper's point mass); any other match is a bug."""
     n = 50_000
     values = np.random.default_rng(3).gamma(2.0, 2.0, n)
-    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=100, seed=5)["x"].to_numpy()
+    out = ppdm.ecdf_resample(pl.DataFrame({"x": values}), "x", bins=100, secret=5)["x"].to_numpy()
     repeated = np.isin(out, values)
     assert (out[repeated] == values.min()).all()
     # Draws on the point mass: Binomial(n, F(x_0)) with F(x_0) = 1 / (smoothed total).
@@ -97,21 +97,21 @@ def test_rank_link_keeps_every_rank_and_none_does_not():
     df = pl.DataFrame(
         {"a": rng.normal(size=5000), "b": rng.exponential(size=5000), "y": rng.integers(0, 2, 5000)}
     )
-    out = ppdm.ecdf_resample(df, ["a", "b"], bins=40, seed=9)
+    out = ppdm.ecdf_resample(df, ["a", "b"], bins=40, secret=9)
     for column in ("a", "b"):
         order = np.argsort(df[column].to_numpy())
         assert (np.diff(out[column].to_numpy()[order]) >= 0).all()  # monotone in the original
         spearman = np.corrcoef(df[column].rank().to_numpy(), out[column].rank().to_numpy())[0, 1]
         assert spearman > 0.99999
-    independent = ppdm.ecdf_resample(df, ["a", "b"], bins=40, seed=9, link="none")
+    independent = ppdm.ecdf_resample(df, ["a", "b"], bins=40, secret=9, link="none")
     assert abs(np.corrcoef(df["a"].to_numpy(), independent["a"].to_numpy())[0, 1]) < 5 / np.sqrt(5000)
     assert independent["y"].equals(df["y"])
 
 
 def test_ties_are_broken_by_the_keyed_randomness_not_by_position():
     df = pl.DataFrame({"id": [10, 11, 12, 13, 14, 15], "x": [1.0, 1.0, 1.0, 2.0, 5.0, 5.0]})
-    out = ppdm.ecdf_resample(df, "x", bins=4, seed=3, key="id")
-    reversed_in = ppdm.ecdf_resample(df.reverse(), "x", bins=4, seed=3, key="id")
+    out = ppdm.ecdf_resample(df, "x", bins=4, secret=3, key="id")
+    reversed_in = ppdm.ecdf_resample(df.reverse(), "x", bins=4, secret=3, key="id")
     # The same row (by key) gets the same value whatever the input order.
     assert_frame_equal(out.sort("id"), reversed_in.sort("id"))
     released = out["x"].to_numpy()
@@ -120,7 +120,7 @@ def test_ties_are_broken_by_the_keyed_randomness_not_by_position():
 
 def test_nulls_stay_null_and_are_left_out_of_the_ecdf():
     df = pl.DataFrame({"x": [3.0, None, 1.0, 8.0, None, 4.0], "k": list("abcdef")})
-    out = ppdm.ecdf_resample(df, "x", bins=3, seed=1)
+    out = ppdm.ecdf_resample(df, "x", bins=3, secret=1)
     assert out["x"].is_null().to_list() == df["x"].is_null().to_list()
     cuts, cdf = smoothed_cdf(np.array([3.0, 1.0, 8.0, 4.0]), 3)
     sample = draw_sample(ppdm.resolve_secret(1).key, stream_id("ecdf_resample/x"), 4, cuts, cdf)
@@ -141,7 +141,7 @@ def test_eager_lazy_and_streaming_agree_bit_for_bit(link, shuffle):
             "label": rng.integers(0, 3, n),
         }
     ).with_columns(pl.when(pl.int_range(pl.len()) % 97 == 0).then(None).otherwise(pl.col("age")).alias("age"))
-    kwargs = dict(bins={"income": 60, "age": 20}, seed="0" * 31 + "1", key="id", link=link, shuffle=shuffle)
+    kwargs = dict(bins={"income": 60, "age": 20}, secret="0" * 31 + "1", key="id", link=link, shuffle=shuffle)
     eager = ppdm.ecdf_resample(df, ["income", "age"], **kwargs)
     lazy = df.lazy().ppdm.ecdf_resample(["income", "age"], **kwargs)
     assert isinstance(lazy, pl.LazyFrame)
@@ -169,11 +169,11 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
     con.execute(f"CREATE TEMP TABLE step1 AS FROM ppdm_ecdf_resample('t', 'income', 'id', 60, '{seed}')")
     sql = con.sql(f"FROM ppdm_ecdf_resample('step1', 'age', 'id', 20, '{seed}')").pl()
     assert sql.columns == ["id", "email", "email_key", "income", "age"]  # the resampled column last
-    polars = ppdm.ecdf_resample(df, ["income", "age"], bins={"income": 60, "age": 20}, seed=seed, key="id")
+    polars = ppdm.ecdf_resample(df, ["income", "age"], bins={"income": 60, "age": 20}, secret=seed, key="id")
     assert_frame_equal(sql.sort("id").select(polars.columns), polars.sort("id"))
     # A string key: DuckDB hashes it with ppdm_key, Polars does the same internally.
     by_email = con.sql(f"FROM ppdm_ecdf_resample('t', 'age', 'email_key', 20, '{seed}')").pl()
-    expected = ppdm.ecdf_resample(df, "age", bins=20, seed=seed, key="email")
+    expected = ppdm.ecdf_resample(df, "age", bins=20, secret=seed, key="email")
     assert_frame_equal(by_email.sort("id").select(expected.columns), expected.sort("id"))
 
 
@@ -201,10 +201,10 @@ def test_duckdb_macro_bad_input(column, bins, message):
 
 def test_shuffle_moves_whole_rows():
     df = pl.DataFrame({"x": np.random.default_rng(2).normal(size=200), "row": range(200)})
-    out = ppdm.ecdf_resample(df, "x", bins=10, seed=8, shuffle=True)
+    out = ppdm.ecdf_resample(df, "x", bins=10, secret=8, shuffle=True)
     assert sorted(out["row"].to_list()) == list(range(200))
     assert out["row"].to_list() != list(range(200))
-    kept = ppdm.ecdf_resample(df, "x", bins=10, seed=8)
+    kept = ppdm.ecdf_resample(df, "x", bins=10, secret=8)
     assert_frame_equal(out.sort("row"), kept)
 
 
@@ -242,7 +242,7 @@ def test_bad_parameters_are_refused_when_the_plan_is_built(frame, kwargs, messag
 def test_bad_data_is_a_clear_error(values, message):
     df = pl.DataFrame({"x": values}, schema={"x": pl.Float64})
     with pytest.raises(InvalidParameterError, match=message):
-        ppdm.ecdf_resample(df, "x", bins=3, seed=1)
+        ppdm.ecdf_resample(df, "x", bins=3, secret=1)
 
 
 def test_integer_sort_keys_order_floats_like_numpy():
@@ -258,16 +258,16 @@ def test_integer_sort_keys_order_floats_like_numpy():
 def test_round_integers_keeps_integer_dtypes_and_ranks():
     rng = np.random.default_rng(10)
     df = pl.DataFrame({"age": rng.integers(18, 90, 3000), "income": rng.lognormal(10, 1, 3000)})
-    out = ppdm.ecdf_resample(df, ["age", "income"], bins=40, seed=3, round_integers=True)
+    out = ppdm.ecdf_resample(df, ["age", "income"], bins=40, secret=3, round_integers=True)
     assert out.schema == {"age": pl.Int64, "income": pl.Float64}
-    plain = ppdm.ecdf_resample(df, ["age", "income"], bins=40, seed=3)
+    plain = ppdm.ecdf_resample(df, ["age", "income"], bins=40, secret=3)
     assert (out["age"] == plain["age"].round().cast(pl.Int64)).all()
     assert out["income"].equals(plain["income"])
     assert out["age"].min() >= 18 and out["age"].max() <= 89
-    lazy = df.lazy().ppdm.ecdf_resample(["age", "income"], bins=40, seed=3, round_integers=True)
+    lazy = df.lazy().ppdm.ecdf_resample(["age", "income"], bins=40, secret=3, round_integers=True)
     assert lazy.collect_schema() == out.schema and lazy.collect().equals(out)
     with pytest.raises(InvalidParameterError, match="'round_integers'"):
-        ppdm.ecdf_resample(df, "age", seed=3, round_integers="yes")
+        ppdm.ecdf_resample(df, "age", secret=3, round_integers="yes")
 
 
 @pytest.mark.parametrize("duplicates", [0.0, 0.02, 0.5])
@@ -322,14 +322,14 @@ def test_sorted_draws_equal_relink_of_the_drawn_sample_with_a_heavy_point_mass()
 
 def test_range_beyond_float64_is_refused():
     with pytest.raises(InvalidParameterError, match="spans -1e\\+308 to 1e\\+308, a range beyond float64"):
-        ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, seed=1)
+        ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, secret=1)
 
 
 @pytest.mark.parametrize("lazy", [False, True])
 def test_empty_frame_gives_an_empty_frame_of_the_output_schema(lazy):
     df = pl.DataFrame({"id": [1, 2, 3], "x": [1.0, 2.0, 3.0], "age": [20, 30, 40]}).clear()
     out = ppdm.ecdf_resample(
-        df.lazy() if lazy else df, ["x", "age"], bins=3, seed=1, key="id", round_integers=True
+        df.lazy() if lazy else df, ["x", "age"], bins=3, secret=1, key="id", round_integers=True
     )
     out = out.collect(engine="streaming") if lazy else out
     assert out.height == 0 and out.schema == {"id": pl.Int64, "x": pl.Float64, "age": pl.Int64}

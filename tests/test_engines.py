@@ -32,8 +32,8 @@ def frame() -> pl.DataFrame:
 def polars_exprs(key: str) -> list[pl.Expr]:
     return [
         pl.col("id"),
-        pl.col("x").ppdm.rr_disguise(p=0.8, seed=SECRET, key=key),
-        pl.col("c").ppdm.rr_disguise(p=0.6, seed=SECRET, key=key, categories=CATS),
+        pl.col("x").ppdm.rr_disguise(p=0.8, secret=SECRET, key=key),
+        pl.col("c").ppdm.rr_disguise(p=0.6, secret=SECRET, key=key, categories=CATS),
     ]
 
 
@@ -61,7 +61,7 @@ def test_eager_lazy_streaming_duckdb_udf_and_bulk_agree(frame, key):
         "SELECT * FROM t",
         ["x", "c"],
         p={"x": 0.8, "c": 0.6},
-        seed=SECRET,
+        secret=SECRET,
         key=key,
         categories={"x": None, "c": CATS},
         batch_rows=10_000,
@@ -89,7 +89,7 @@ def test_batches_of_any_size_and_order_give_the_same_rows(frame):
 
 
 def test_row_position_key_matches_duckdb_bulk_path(frame):
-    eager = ppdm.rr_disguise(frame.select("x", "y"), ["x", "y"], p=0.9, mode="whole_record", seed=SECRET)
+    eager = ppdm.rr_disguise(frame.select("x", "y"), ["x", "y"], p=0.9, mode="whole_record", secret=SECRET)
     con = duckdb.connect()
     con.register("t", frame.select("x", "y").to_arrow())  # a view: pass a relation
     reader = ppdm.duckdb.rr_disguise_batches(
@@ -98,7 +98,7 @@ def test_row_position_key_matches_duckdb_bulk_path(frame):
         ["x", "y"],
         p=0.9,
         mode="whole_record",
-        seed=SECRET,
+        secret=SECRET,
         batch_rows=30_000,
     )
     assert_frame_equal(pl.from_arrow(reader.read_all()), eager)
@@ -122,6 +122,6 @@ def test_secret_forms_agree(frame, monkeypatch):
         "env:PPDM_TEST_SECRET",
         ppdm.secret_from_env("PPDM_TEST_SECRET"),
     ]
-    outs = [small.select(pl.col("x").ppdm.rr_disguise(p=0.7, seed=f, key="id")) for f in forms]
+    outs = [small.select(pl.col("x").ppdm.rr_disguise(p=0.7, secret=f, key="id")) for f in forms]
     for out in outs[1:]:
         assert_frame_equal(out, outs[0])

@@ -40,8 +40,8 @@ def within_5_se(share: float, expected: float, n: int) -> bool:
 
 def test_binary_columns_flip_with_probability_1_minus_p(frame):
     out = frame.with_columns(
-        pl.col("flag").ppdm.rr_disguise(p=0.8, seed=1, key="id"),
-        pl.col("bit").ppdm.rr_disguise(p=0.7, seed=1, key="id"),
+        pl.col("flag").ppdm.rr_disguise(p=0.8, secret=1, key="id"),
+        pl.col("bit").ppdm.rr_disguise(p=0.7, secret=1, key="id"),
     )
     assert out.schema == frame.schema
     assert within_5_se(flip_share(frame["flag"], out["flag"]), 0.2, N)
@@ -51,14 +51,14 @@ def test_binary_columns_flip_with_probability_1_minus_p(frame):
 
 def test_default_stream_is_the_column_name_so_columns_get_independent_coins(frame):
     both = frame.with_columns(pl.col("flag").alias("flag2")).with_columns(
-        pl.col("flag").ppdm.rr_disguise(p=0.5001, seed=1, key="id"),
-        pl.col("flag2").ppdm.rr_disguise(p=0.5001, seed=1, key="id"),
+        pl.col("flag").ppdm.rr_disguise(p=0.5001, secret=1, key="id"),
+        pl.col("flag2").ppdm.rr_disguise(p=0.5001, secret=1, key="id"),
     )
     agree = float((both["flag"] == both["flag2"]).mean())
     assert within_5_se(agree, 0.5, N)  # independent coins agree half the time
     same = frame.select(
-        pl.col("flag").ppdm.rr_disguise(p=0.6, seed=1, key="id"),
-        pl.col("flag").ppdm.rr_disguise(p=0.6, seed=1, key="id", stream="flag").alias("explicit"),
+        pl.col("flag").ppdm.rr_disguise(p=0.6, secret=1, key="id"),
+        pl.col("flag").ppdm.rr_disguise(p=0.6, secret=1, key="id", stream="flag").alias("explicit"),
     )
     assert same["flag"].equals(same["explicit"].alias("flag"))
 
@@ -67,11 +67,11 @@ def test_kary_string_enum_and_categorical_share_the_draws(frame):
     cats = ["red", "green", "blue"]
     enum = pl.Enum(cats)
     out = frame.select(
-        pl.col("colour").ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats),
-        pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, seed=2, key="id").alias("as_enum"),
+        pl.col("colour").ppdm.rr_disguise(p=0.6, secret=2, key="id", categories=cats),
+        pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, secret=2, key="id").alias("as_enum"),
         pl.col("colour")
         .cast(pl.Categorical)
-        .ppdm.rr_disguise(p=0.6, seed=2, key="id", categories=cats, stream="colour")
+        .ppdm.rr_disguise(p=0.6, secret=2, key="id", categories=cats, stream="colour")
         .alias("as_cat"),
     )
     assert dict(out.schema) == {"colour": pl.String, "as_enum": enum, "as_cat": pl.Categorical}
@@ -94,7 +94,7 @@ def test_nulls_stay_null_and_rows_keep_order(frame):
         with_nulls,
         ["flag", "colour"],
         p=0.9,
-        seed=3,
+        secret=3,
         key="id",
         categories={"flag": None, "colour": ["red", "green", "blue"]},
     )
@@ -104,26 +104,26 @@ def test_nulls_stay_null_and_rows_keep_order(frame):
 
 
 def test_frame_in_frame_out_lazy_stays_lazy(frame):
-    lazy = ppdm.rr_disguise(frame.lazy(), "flag", p=0.9, seed=4, key="id")
+    lazy = ppdm.rr_disguise(frame.lazy(), "flag", p=0.9, secret=4, key="id")
     assert isinstance(lazy, pl.LazyFrame)
-    eager = ppdm.rr_disguise(frame, "flag", p=0.9, seed=4, key="id")
+    eager = ppdm.rr_disguise(frame, "flag", p=0.9, secret=4, key="id")
     assert isinstance(eager, pl.DataFrame)
     assert_frame_equal(lazy.collect(), eager)
-    assert_frame_equal(frame.ppdm.rr_disguise("flag", p=0.9, seed=4, key="id"), eager)
-    assert_frame_equal(frame.lazy().ppdm.rr_disguise("flag", p=0.9, seed=4, key="id").collect(), eager)
+    assert_frame_equal(frame.ppdm.rr_disguise("flag", p=0.9, secret=4, key="id"), eager)
+    assert_frame_equal(frame.lazy().ppdm.rr_disguise("flag", p=0.9, secret=4, key="id").collect(), eager)
 
 
 def test_frame_per_attribute_equals_the_expressions(frame):
     exprs = frame.with_columns(
-        pl.col("flag").ppdm.rr_disguise(p=0.9, seed=5, key="id"),
-        pl.col("bit").ppdm.rr_disguise(p=0.7, seed=5, key="id"),
+        pl.col("flag").ppdm.rr_disguise(p=0.9, secret=5, key="id"),
+        pl.col("bit").ppdm.rr_disguise(p=0.7, secret=5, key="id"),
     )
-    framewise = ppdm.rr_disguise(frame, ["flag", "bit"], p={"flag": 0.9, "bit": 0.7}, seed=5, key="id")
+    framewise = ppdm.rr_disguise(frame, ["flag", "bit"], p={"flag": 0.9, "bit": 0.7}, secret=5, key="id")
     assert_frame_equal(exprs, framewise)
 
 
 def test_whole_record_negates_every_column_of_a_lying_row(frame):
-    out = ppdm.rr_disguise(frame, ["flag", "bit"], p=0.75, mode="whole_record", seed=6, key="id")
+    out = ppdm.rr_disguise(frame, ["flag", "bit"], p=0.75, mode="whole_record", secret=6, key="id")
     flag_flipped = (frame["flag"] != out["flag"]).to_numpy()
     bit_flipped = (frame["bit"] != out["bit"]).to_numpy()
     assert np.array_equal(flag_flipped, bit_flipped)
@@ -137,23 +137,23 @@ def test_whole_record_refuses_kary_columns(frame):
             ["flag", "colour"],
             p=0.8,
             mode="whole_record",
-            seed=1,
+            secret=1,
             categories={"flag": None, "colour": ["red", "green", "blue"]},
         )
 
 
 def test_p_one_is_identity_and_p_zero_negates(frame):
-    same = ppdm.rr_disguise(frame, ["flag", "bit"], p=1.0, seed=1)
+    same = ppdm.rr_disguise(frame, ["flag", "bit"], p=1.0, secret=1)
     assert_frame_equal(same, frame)
-    negated = ppdm.rr_disguise(frame, ["flag"], p=0.0, seed=1)
+    negated = ppdm.rr_disguise(frame, ["flag"], p=0.0, secret=1)
     assert_series_equal(negated["flag"], ~frame["flag"])
 
 
 def test_epsilon_sets_p():
     assert math.isclose(ppdm.rr_p_from_epsilon(math.log(4)), 0.8)
     df = pl.DataFrame({"x": [True, False] * 5000})
-    a = df.select(pl.col("x").ppdm.rr_disguise(epsilon=math.log(4), seed=9))
-    b = df.select(pl.col("x").ppdm.rr_disguise(p=0.8, seed=9))
+    a = df.select(pl.col("x").ppdm.rr_disguise(epsilon=math.log(4), secret=9))
+    b = df.select(pl.col("x").ppdm.rr_disguise(p=0.8, secret=9))
     assert_frame_equal(a, b)
     assert math.isclose(ppdm.rr_epsilon(0.8), math.log(4))
     assert math.isclose(ppdm.rr_epsilon(0.6, k=3), math.log(0.6 * 2 / 0.4))
@@ -161,14 +161,14 @@ def test_epsilon_sets_p():
 
 def test_string_keys_and_row_position_keys():
     df = pl.DataFrame({"email": ["a@x", "b@x", "c@x", "a@x"] * 500, "x": [True, False, True, True] * 500})
-    out = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key="email"))
+    out = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, secret=1, key="email"))
     # Same key and same value: the same coin, so the same answer.
     first = out.filter(pl.col("email") == "a@x")["x"].unique()
     assert first.len() == 1
-    by_position = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1))
+    by_position = df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, secret=1))
     explicit = (
         df.with_row_index("pos")
-        .with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, seed=1, key=pl.col("pos").cast(pl.UInt64)))
+        .with_columns(pl.col("x").ppdm.rr_disguise(p=0.7, secret=1, key=pl.col("pos").cast(pl.UInt64)))
         .drop("pos")
     )
     assert_frame_equal(by_position, explicit)
@@ -182,7 +182,7 @@ def test_no_seed_draws_a_fresh_secret_each_time(frame):
 
 def test_empty_frame_returns_empty():
     empty = pl.DataFrame({"id": [], "x": []}, schema={"id": pl.Int64, "x": pl.Boolean})
-    out = ppdm.rr_disguise(empty, "x", p=0.8, seed=1, key="id")
+    out = ppdm.rr_disguise(empty, "x", p=0.8, secret=1, key="id")
     assert out.shape == (0, 2) and out.schema == empty.schema
 
 
@@ -209,49 +209,49 @@ def test_empty_frame_returns_empty():
 )
 def test_bad_parameters_are_refused_before_any_data_is_read(frame, kwargs, message):
     with pytest.raises(InvalidParameterError, match=message):
-        ppdm.rr_disguise(frame.lazy(), ["flag"], **{"seed": 1, **kwargs})
+        ppdm.rr_disguise(frame.lazy(), ["flag"], **{"secret": 1, **kwargs})
 
 
 def test_p_one_over_k_for_kary(frame):
     with pytest.raises(InvalidParameterError, match=r"1/k = 0.333333"):
-        ppdm.rr_disguise(frame, "colour", p=1 / 3, seed=1, categories=["red", "green", "blue"])
+        ppdm.rr_disguise(frame, "colour", p=1 / 3, secret=1, categories=["red", "green", "blue"])
 
 
 @pytest.mark.parametrize("columns", [[], "missing", ["flag", "flag"]])
 def test_bad_columns(frame, columns):
     with pytest.raises(InvalidParameterError, match="'columns' parameter of rr_disguise"):
-        ppdm.rr_disguise(frame, columns, p=0.8, seed=1)
+        ppdm.rr_disguise(frame, columns, p=0.8, secret=1)
 
 
 def test_values_outside_zero_one_in_a_binary_column():
     df = pl.DataFrame({"x": [0, 1, 2, 1]})
     with pytest.raises(InvalidParameterError, match=r"must hold only 0 and 1. Got \[2\]"):
-        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1))
+        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, secret=1))
     with pytest.raises(InvalidParameterError, match="must hold only 0 and 1"):
-        ppdm.rr_disguise(df, "x", p=0.8, mode="whole_record", seed=1)
+        ppdm.rr_disguise(df, "x", p=0.8, mode="whole_record", secret=1)
 
 
 def test_string_column_needs_public_categories(frame):
     with pytest.raises(InvalidParameterError, match=r"'categories' parameter of rr_disguise .* is required"):
-        ppdm.rr_disguise(frame, "colour", p=0.8, seed=1)
+        ppdm.rr_disguise(frame, "colour", p=0.8, secret=1)
     with pytest.raises(InvalidParameterError, match=r"outside its 'categories'"):
-        ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green"])
+        ppdm.rr_disguise(frame, "colour", p=0.8, secret=1, categories=["red", "green"])
     # A null category would turn real values into nulls: a null is missing, never an output.
     with pytest.raises(
         InvalidParameterError, match=r"distinct, non-null values. Got \['red', 'green', 'blue', None\]"
     ):
-        ppdm.rr_disguise(frame, "colour", p=0.8, seed=1, categories=["red", "green", "blue", None])
+        ppdm.rr_disguise(frame, "colour", p=0.8, secret=1, categories=["red", "green", "blue", None])
 
 
 def test_unsupported_dtypes_and_null_keys():
     with pytest.raises(InvalidParameterError, match="Got dtype Float64"):
-        pl.DataFrame({"x": [0.5]}).with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1))
+        pl.DataFrame({"x": [0.5]}).with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, secret=1))
     df = pl.DataFrame({"k": [1, None], "x": [True, False]})
     with pytest.raises(InvalidParameterError, match="null value"):
-        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k"))
+        df.with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, secret=1, key="k"))
     with pytest.raises(InvalidParameterError, match="integer or string"):
         pl.DataFrame({"k": [1.0], "x": [True]}).with_columns(
-            pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, key="k")
+            pl.col("x").ppdm.rr_disguise(p=0.8, secret=1, key="k")
         )
 
 
@@ -276,7 +276,7 @@ def test_boolean_bitmap_path_equals_the_code_path(offset, with_nulls):
     keys = pl.Series("id", np.arange(n) * 7 - 5)
     sliced, sliced_keys = series.slice(offset), keys.slice(offset)
     out = pl.DataFrame({"x": sliced, "id": sliced_keys}).select(
-        pl.col("x").ppdm.rr_disguise(p=0.7, seed=3, key="id")
+        pl.col("x").ppdm.rr_disguise(p=0.7, secret=3, key="id")
     )["x"]
     expected = disguise_codes(
         values[offset:],
@@ -299,7 +299,7 @@ def test_streaming_a_boolean_column_does_not_load_pyarrow():
     script = (
         "import sys, polars as pl, polars_ppdm as ppdm\n"
         "lf = pl.LazyFrame({'id': range(1000), 'x': [True, None, False, True] * 250})\n"
-        "out = lf.with_columns(pl.col('x').ppdm.rr_disguise(p=0.9, seed=1, key='id')).collect(engine='streaming')\n"
+        "out = lf.with_columns(pl.col('x').ppdm.rr_disguise(p=0.9, secret=1, key='id')).collect(engine='streaming')\n"
         "assert out['x'].null_count() == 250\n"
         "print('pyarrow' in sys.modules)\n"
     )
@@ -312,9 +312,9 @@ def test_columns_must_be_names(frame, columns):
     with pytest.raises(
         InvalidParameterError, match="'columns' parameter of rr_disguise must be a column name or a list"
     ):
-        ppdm.rr_disguise(frame, columns, p=0.8, seed=1)
+        ppdm.rr_disguise(frame, columns, p=0.8, secret=1)
 
 
 def test_stream_must_be_a_string():
     with pytest.raises(InvalidParameterError, match=r"'stream' label must be a str. Got 5"):
-        pl.DataFrame({"x": [True]}).select(pl.col("x").ppdm.rr_disguise(p=0.8, seed=1, stream=5))
+        pl.DataFrame({"x": [True]}).select(pl.col("x").ppdm.rr_disguise(p=0.8, secret=1, stream=5))

@@ -29,14 +29,14 @@ def mushroom():
 
 def test_mushroom_whole_record_p08_matches_plain_id3_and_estimates_its_accuracy(mushroom):
     frame, attributes, label = mushroom
-    result = evaluate(frame, attributes, label, [0.8], secrets=2, seed=2006)
+    result = evaluate(frame, attributes, label, [0.8], secrets=2, first_secret=2006)
     assert (result["gap"] >= -3).all(), result
     assert (result["estimate error"].abs() <= 2).all(), result
 
 
 def test_agrawal_discretised_whole_record_p08():
     frame, attributes, label = agrawal_binary(1, rows=9_000)
-    result = evaluate(frame, attributes, label, [0.8], secrets=1, seed=2006)
+    result = evaluate(frame, attributes, label, [0.8], secrets=1, first_secret=2006)
     assert (result["gap"] >= -3).all(), result
     assert (result["estimate error"].abs() <= 2).all(), result
 
@@ -61,7 +61,7 @@ def test_per_attribute_mode_handles_k_ary_attributes_and_labels():
     df = pl.DataFrame(
         {c: [domains[c][i] for i in v] for c, v in (("colour", colour), ("size", size), ("kind", kind))}
     )
-    disguised = ppdm.rr_disguise(df, ["colour", "size", "kind"], p=0.8, seed=4, categories=domains)
+    disguised = ppdm.rr_disguise(df, ["colour", "size", "kind"], p=0.8, secret=4, categories=domains)
     tree = ppdm.rr_id3(disguised, ["colour", "size"], "kind", p=0.8, mode="per_attribute", categories=domains)
     assert (tree.predict(df) == df["kind"]).mean() == 1.0
     estimate = ppdm.rr_accuracy(tree, disguised, p=0.8)

@@ -24,11 +24,11 @@ columns = st.one_of(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    column=columns, p=st.floats(0.0, 1.0).filter(lambda p: p not in (0.5, 0.2)), seed=st.integers(0, 2**32)
+    column=columns, p=st.floats(0.0, 1.0).filter(lambda p: p not in (0.5, 0.2)), secret=st.integers(0, 2**32)
 )
-def test_disguise_keeps_shape_nulls_dtype_and_domain(column, p, seed):
+def test_disguise_keeps_shape_nulls_dtype_and_domain(column, p, secret):
     frame = pl.DataFrame([column]).with_row_index("id")
-    expr = pl.col("x").ppdm.rr_disguise(p=p, seed=seed, key="id")
+    expr = pl.col("x").ppdm.rr_disguise(p=p, secret=secret, key="id")
     eager = frame.with_columns(expr)
     assert eager.height == frame.height and eager.schema == frame.schema
     assert eager["x"].is_null().equals(frame["x"].is_null())

@@ -114,7 +114,7 @@ def test_patterns_unbiased_over_200_seeds(truth_frame, case):
             spec["columns"],
             p=spec["p"],
             mode=spec["mode"],
-            seed=seed,
+            secret=seed,
             key="id",
             categories=spec["categories"],
         )
@@ -133,7 +133,7 @@ def test_itemset_supports_unbiased_over_200_seeds(truth_frame, mode):
     truth = ppdm.rr_support(truth_frame, ["a", "b", "c"], p=1.0, itemsets=itemsets)["support"].to_numpy()
     estimates, errors = [], []
     for seed in range(REPLICATES):
-        disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=0.8, mode=mode, seed=seed, key="id")
+        disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=0.8, mode=mode, secret=seed, key="id")
         out = ppdm.rr_support(disguised, ["a", "b", "c"], p=0.8, mode=mode, itemsets=itemsets)
         estimates.append(out["support"].to_numpy())
         errors.append(out["std_error"].to_numpy())
@@ -141,7 +141,7 @@ def test_itemset_supports_unbiased_over_200_seeds(truth_frame, mode):
 
 
 def test_itemsets_agree_with_marginals_of_the_patterns(truth_frame):
-    disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=[0.9, 0.8, 0.7], seed=1, key="id")
+    disguised = ppdm.rr_disguise(truth_frame, ["a", "b", "c"], p=[0.9, 0.8, 0.7], secret=1, key="id")
     patterns = ppdm.rr_support(disguised, ["a", "b", "c"], p=[0.9, 0.8, 0.7])
     from_patterns = patterns.filter(pl.col("a") & (pl.col("b") == 1))["frequency"].sum()
     itemset = ppdm.rr_support(disguised, ["a", "b", "c"], p=[0.9, 0.8, 0.7], itemsets=[["b", "a"]])

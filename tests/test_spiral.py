@@ -23,16 +23,16 @@ def pairwise(x: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(2, 20), t=st.integers(1, 10), seed=st.integers(0, 2**32))
-def test_every_distance_is_multiplied_by_the_product_of_the_ks(n, t, seed):
+@given(n=st.integers(2, 20), t=st.integers(1, 10), secret=st.integers(0, 2**32))
+def test_every_distance_is_multiplied_by_the_product_of_the_ks(n, t, secret):
     cols = [f"c{i}" for i in range(n)]
-    key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=t, seed=seed)
-    x = np.random.default_rng(seed).uniform(0, 10, (30, n))
+    key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=t, secret=secret)
+    x = np.random.default_rng(secret).uniform(0, 10, (30, n))
     before, after = pairwise(x), pairwise(key.apply(x))
     off = ~np.eye(len(x), dtype=bool)
     assert np.abs(after[off] / (key.scale * before[off]) - 1).max() <= 1e-9
     rounds = draw_rounds(
-        ppdm.resolve_secret(seed).key,
+        ppdm.resolve_secret(secret).key,
         np.zeros(n),
         np.full(n, 10.0),
         t,
@@ -48,7 +48,7 @@ def test_every_distance_is_multiplied_by_the_product_of_the_ks(n, t, seed):
 
 def test_key_round_trip_and_json(tmp_path):
     cols = list("abcdefg")
-    key = ppdm.spiral_key(cols, bounds={c: (-5, 5) for c in cols}, rounds=7, seed=3)
+    key = ppdm.spiral_key(cols, bounds={c: (-5, 5) for c in cols}, rounds=7, secret=3)
     x = np.random.default_rng(1).normal(0, 3, (500, 7))
     assert np.abs(key.invert(key.apply(x)) - x).max() <= 1e-9 * np.abs(x).max()
     key.save(tmp_path / "key.json")
@@ -68,7 +68,7 @@ def test_known_io_attack_recovers_every_other_row():
     x = np.random.default_rng(2).uniform(0, 10, (1000, 8))
     frame = pl.DataFrame(x, schema=cols)
     released, _key = ppdm.spiral(
-        frame, cols, rounds=7, bounds={c: (0, 10) for c in cols}, seed=9, return_key=True
+        frame, cols, rounds=7, bounds={c: (0, 10) for c in cols}, secret=9, return_key=True
     )
     y = released.to_numpy()
     attack = ppdm.audit.known_io_attack(x[:9], y[:9])  # n + 1 = 9 known pairs
@@ -86,7 +86,7 @@ def test_eager_lazy_and_streaming_agree_and_other_columns_stay():
             "c": rng.integers(0, 9, 300_000),
         }
     )
-    kwargs = dict(rounds=4, bounds={c: (-3, 9) for c in "abc"}, seed="ef" * 16)
+    kwargs = dict(rounds=4, bounds={c: (-3, 9) for c in "abc"}, secret="ef" * 16)
     eager = ppdm.spiral(df, ["a", "b", "c"], **kwargs)
     lazy = df.lazy().ppdm.spiral(["a", "b", "c"], **kwargs)
     assert isinstance(lazy, pl.LazyFrame)
@@ -99,7 +99,7 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
     df = pl.DataFrame(
         {"a": [1.0, None, 3.0], "b": [1.0, 2.0, 3.0], "s": ["x", "y", "z"], "nan": [1.0, float("nan"), 2.0]}
     )
-    out = ppdm.spiral(df, ["a", "b"], rounds=2, bounds={"a": (0, 5), "b": (0, 5)}, seed=1)
+    out = ppdm.spiral(df, ["a", "b"], rounds=2, bounds={"a": (0, 5), "b": (0, 5)}, secret=1)
     assert out["a"].null_count() == 1 and out["b"].null_count() == 1 and out["b"][1] is None
     bounds = {c: (0, 5) for c in ["a", "b", "s", "nan"]}
     cases = [
@@ -114,9 +114,9 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
     ]
     for kwargs, message in cases:
         with pytest.raises(InvalidParameterError, match=message):
-            ppdm.spiral(df, bounds=bounds, seed=1, **kwargs)
+            ppdm.spiral(df, bounds=bounds, secret=1, **kwargs)
     with pytest.warns(PrivacyLeakWarning, match="not public"):
-        ppdm.spiral(df, ["b", "a"], rounds=1, seed=1)
+        ppdm.spiral(df, ["b", "a"], rounds=1, secret=1)
     with pytest.raises(InvalidParameterError, match="n \\+ 1 = 3"):
         ppdm.audit.known_io_attack(np.ones((2, 2)), np.ones((2, 2)))
     on_a_line = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
@@ -131,9 +131,9 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
 def test_seeds_bounds_json_and_eps_are_checked():
     cols = ["a", "b", "c"]
     bounds = {c: (0, 1) for c in cols}
-    same = ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=5)
-    assert (same.matrix == ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=5).matrix).all()
-    assert not np.allclose(same.matrix, ppdm.spiral_key(cols, bounds=bounds, rounds=3, seed=6).matrix)
+    same = ppdm.spiral_key(cols, bounds=bounds, rounds=3, secret=5)
+    assert (same.matrix == ppdm.spiral_key(cols, bounds=bounds, rounds=3, secret=5).matrix).all()
+    assert not np.allclose(same.matrix, ppdm.spiral_key(cols, bounds=bounds, rounds=3, secret=6).matrix)
     again = ppdm.SpiralKey.from_json(same.to_json())
     assert (
         (again.matrix == same.matrix).all()
@@ -148,9 +148,9 @@ def test_seeds_bounds_json_and_eps_are_checked():
         ({"a": "x", "b": (0, 1), "c": (0, 1)}, "pair of numbers"),
     ]:
         with pytest.raises(InvalidParameterError, match=message):
-            ppdm.spiral_key(cols, bounds=bad, rounds=2, seed=1)
+            ppdm.spiral_key(cols, bounds=bad, rounds=2, secret=1)
     with pytest.raises(InvalidParameterError, match="'eps'"):
-        ppdm.spiral_key(cols, bounds=bounds, rounds=2, eps=1e6, seed=1)
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, eps=1e6, secret=1)
     with pytest.raises(InvalidParameterError, match="Not a spiral key"):
         ppdm.SpiralKey.from_json('{"format": "other"}')
     with pytest.raises(InvalidParameterError, match="Not a spiral key"):
@@ -167,16 +167,16 @@ def test_seeds_bounds_json_and_eps_are_checked():
     ):
         ppdm.apply_spiral_key(pl.DataFrame({"a": [1.0]}), None)
     with pytest.raises(InvalidParameterError, match="distinct column names"):
-        ppdm.spiral_key(["a", "a"], bounds=bounds, seed=1)
+        ppdm.spiral_key(["a", "a"], bounds=bounds, secret=1)
     with pytest.raises(
         InvalidParameterError, match="'bounds' parameter of spiral must be a \\(low, high\\) pair"
     ):
-        ppdm.spiral_key(cols, bounds=5, seed=1)
+        ppdm.spiral_key(cols, bounds=5, secret=1)
     with pytest.raises(InvalidParameterError, match="one k > 0 per round"):
-        ppdm.spiral_key(cols, bounds=bounds, rounds=2, scale=["a", "b"], seed=1)
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, scale=["a", "b"], secret=1)
     empty = pl.DataFrame({"a": [None, None], "b": [1.0, 2.0]}, schema={"a": pl.Float64, "b": pl.Float64})
     with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
-        ppdm.spiral(empty, ["a", "b"], rounds=1, seed=1)
+        ppdm.spiral(empty, ["a", "b"], rounds=1, secret=1)
 
 
 def test_duckdb_macro_matches_polars_bit_for_bit():
@@ -187,7 +187,7 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
         pl.int_range(pl.len()).alias("id"),
         pl.when(pl.int_range(pl.len()) % 17 == 0).then(None).otherwise(pl.col("y")).alias("y"),
     )
-    key = ppdm.spiral_key(cols, bounds={c: (-10, 10) for c in cols}, rounds=6, seed=12)
+    key = ppdm.spiral_key(cols, bounds={c: (-10, 10) for c in cols}, rounds=6, secret=12)
     con = ppdm.duckdb.register_spiral_key(duckdb.connect(), key, "perturb")
     con.execute("CREATE TABLE t AS SELECT * FROM df")
     sql = con.sql("FROM perturb('t') ORDER BY id").pl()
@@ -201,13 +201,13 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
 
 def test_a_key_needs_public_bounds():
     with pytest.raises(InvalidParameterError, match="there is no data to read"):
-        ppdm.spiral_key(["a", "b"], bounds="data", rounds=1, seed=1)
+        ppdm.spiral_key(["a", "b"], bounds="data", rounds=1, secret=1)
 
 
 def test_key_columns_from_any_sequence_of_names():
     bounds = {"a": (0, 1), "b": (0, 1)}
-    expected = ppdm.spiral_key(["a", "b"], bounds=bounds, rounds=2, seed=3)
+    expected = ppdm.spiral_key(["a", "b"], bounds=bounds, rounds=2, secret=3)
     for columns in (np.array(["a", "b"]), iter(["a", "b"]), ("a", "b")):
-        key = ppdm.spiral_key(columns, bounds=bounds, rounds=2, seed=3)
+        key = ppdm.spiral_key(columns, bounds=bounds, rounds=2, secret=3)
         assert key.columns == ("a", "b") and all(type(c) is str for c in key.columns)
         assert (key.matrix == expected.matrix).all()

@@ -14,7 +14,7 @@ from polars_ppdm.audit.linkage import rank_linkage
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.noise import gaussian_noise, scale_for_snr, uniform_noise
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["compare_to_additive_noise"]
 
@@ -25,7 +25,7 @@ def compare_to_additive_noise(
     columns: str | Sequence[str],
     *,
     snr: float | Sequence[float] = (1.0, 4.0, 16.0),
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     bins: int | None = None,
 ) -> pl.DataFrame:
     """Privacy Q per column and rank linkage of a release, beside additive noise.
@@ -46,7 +46,7 @@ def compare_to_additive_noise(
     >>> import numpy as np, polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"x": np.random.default_rng(0).normal(size=2000)})
-    >>> out = ppdm.audit.compare_to_additive_noise(df, ppdm.ecdf_resample(df, "x", bins=20, seed=1), "x", snr=[1.0], seed=2)
+    >>> out = ppdm.audit.compare_to_additive_noise(df, ppdm.ecdf_resample(df, "x", bins=20, secret=1), "x", snr=[1.0], secret=2)
     >>> out["method"].to_list()
     ['released', 'uniform noise', 'gaussian noise']
     >>> bool(out["rank_linkage"][0] > 0.99 > out["rank_linkage"][2])
@@ -64,7 +64,7 @@ def compare_to_additive_noise(
         msg = f"The 'snr' parameter of {func} must be a float > 0 or a sequence of them. Got {snr!r} instead."
         raise InvalidParameterError(msg)
     original, released, cols = aligned_numeric(original, released, columns, func)
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     values = {c: original[c].cast(pl.Float64).to_numpy() for c in cols}
     keys = np.arange(original.height, dtype=np.uint64)
 

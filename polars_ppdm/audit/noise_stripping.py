@@ -41,7 +41,7 @@ def pca_noise_stripping(
     >>> import polars_ppdm as ppdm
     >>> z = np.random.default_rng(0).normal(0, 5, 20_000)
     >>> df = pl.DataFrame({c: z for c in "abcdefgh"})                 # eight copies of one column
-    >>> noisy = ppdm.add_noise(df, list("abcdefgh"), scale=2.0, seed=1)
+    >>> noisy = ppdm.add_noise(df, list("abcdefgh"), scale=2.0, secret=1)
     >>> report = ppdm.audit.pca_noise_stripping(df, noisy, list("abcdefgh"), noise_sigma=2.0)
     >>> report["stripped"].round(1).to_list()                         # 1 - sqrt(p / m) = 0.65
     [0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]

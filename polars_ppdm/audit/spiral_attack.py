@@ -59,7 +59,7 @@ def known_io_attack(original_rows, released_rows) -> KnownIOAttack:
     --------
     >>> import polars_ppdm as ppdm
     >>> from polars_ppdm.perturb.spiral import spiral_key
-    >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 1) for c in "abc"}, rounds=10, seed=7)
+    >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 1) for c in "abc"}, rounds=10, secret=7)
     >>> x = np.random.default_rng(0).random((100, 3))
     >>> attack = known_io_attack(x[:4], key.apply(x[:4]))   # 4 = n + 1 known pairs
     >>> bool(np.abs(attack.reconstruct(key.apply(x[4:])) - x[4:]).max() < 1e-8)

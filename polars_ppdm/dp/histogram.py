@@ -26,7 +26,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["bin_index", "dp_histogram", "histogram_stream"]
 
@@ -66,7 +66,7 @@ def dp_histogram(
     bounds: Mapping[str, tuple[float, float]] | Sequence | str | None = None,
     bins: int | Sequence[int] | Mapping[str, int] = 10,
     epsilon: float,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
@@ -92,7 +92,7 @@ def dp_histogram(
         50 million (every cell is released, empty ones too).
     epsilon : float
         The release's budget (> 0).
-    seed : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
         The secret of the noise (and of which rows a unit keeps).  None: fresh OS
         entropy, not reproducible.  The same secret over neighbouring tables gives
         correlated noise: keep one secret per release you intend to publish.
@@ -116,7 +116,7 @@ def dp_histogram(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"age": [23, 35, 35, 47, 61, 68]})
-    >>> h = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, epsilon=1.0, seed=7)
+    >>> h = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=7)
     >>> h.columns, h.height
     (['age_bin', 'age_low', 'age_high', 'count'], 5)
 
@@ -141,7 +141,7 @@ def dp_histogram(
     check_integer_scale(contributions / epsilon, _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     lazy = bound_contributions(as_lazy(frame), key, contributions, secret, _FUNC)
     result = histogram_query(lazy, cols, bounds_of, bins_of, contributions / epsilon, secret)
     return like(frame, result, engine="streaming")

@@ -48,7 +48,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import check_integer_scale
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["DPKMeansResult", "dp_kmeans"]
 
@@ -98,7 +98,7 @@ def dp_kmeans(
     threshold: float | None = None,
     n: float | None = None,
     iterations: int = 5,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
@@ -125,7 +125,7 @@ def dp_kmeans(
         the grid of ``"grid"`` (without it, 5% of epsilon buys a noisy count).
     iterations : int
         Iterations of ``"lloyd"`` (epsilon / 2, / 4, ...: together epsilon (1 - 2^-T)).
-    seed, key, max_contributions, accountant
+    secret, key, max_contributions, accountant
         As :func:`polars_ppdm.dp_histogram`.
 
     Returns
@@ -141,7 +141,7 @@ def dp_kmeans(
     >>> rng = np.random.default_rng(0)
     >>> xy = np.concatenate([rng.normal(-2, 0.3, (5000, 2)), rng.normal(2, 0.3, (5000, 2))])
     >>> df = pl.DataFrame({"x": xy[:, 0], "y": xy[:, 1]})
-    >>> fit = ppdm.dp_kmeans(df, ["x", "y"], k=2, epsilon=1.0, bounds=[(-4, 4), (-4, 4)], seed=3)
+    >>> fit = ppdm.dp_kmeans(df, ["x", "y"], k=2, epsilon=1.0, bounds=[(-4, 4), (-4, 4)], secret=3)
     >>> sorted(fit.centres["x"].round(0).to_list()), fit.epsilon
     ([-2.0, 2.0], 1.0)
     """
@@ -171,7 +171,7 @@ def dp_kmeans(
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     spent = epsilon * (1 - 2.0**-iterations) if method == "lloyd" else epsilon
     charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC)
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     points = private_points(frame, cols, key=key, max_contributions=contributions, secret=secret, func=_FUNC)
     lows = np.array([bounds_of[c][0] for c in cols])
     highs = np.array([bounds_of[c][1] for c in cols])

@@ -29,7 +29,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.quadtree import Leaves, build_quadtree
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = [
     "TreePlan",
@@ -185,7 +185,7 @@ def dp_quadtree(
     max_height: int | None = None,
     threshold: float | None = None,
     n: float | None = None,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
@@ -217,7 +217,7 @@ def dp_quadtree(
     n : float, optional
         A public estimate of the number of rows for those defaults; without it (and
         without both ``max_height`` and ``threshold``), 5% of epsilon buys a noisy count.
-    seed, key, max_contributions, accountant
+    secret, key, max_contributions, accountant
         As :func:`polars_ppdm.dp_histogram`.
 
     Returns
@@ -232,7 +232,7 @@ def dp_quadtree(
     >>> import polars_ppdm as ppdm
     >>> xy = np.random.default_rng(0).normal(size=(20_000, 2))
     >>> df = pl.DataFrame({"x": xy[:, 0], "y": xy[:, 1]})
-    >>> leaves = ppdm.dp_quadtree(df, ["x", "y"], bounds=[(-5, 5), (-5, 5)], epsilon=1.0, seed=1)
+    >>> leaves = ppdm.dp_quadtree(df, ["x", "y"], bounds=[(-5, 5), (-5, 5)], epsilon=1.0, secret=1)
     >>> leaves.columns[:4], bool(abs(leaves["count"].sum() - 20_000) < 1_000)
     (['level', 'x_low', 'x_high', 'x_centre'], True)
 
@@ -250,7 +250,7 @@ def dp_quadtree(
     check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     points = private_points(frame, cols, key=key, max_contributions=contributions, secret=secret, func=_FUNC)
     label = "dp_quadtree/" + "\x1f".join(cols)
     plan = plan_tree(

@@ -10,7 +10,7 @@ The 16-byte plaintext block is ``stream || key``, both little-endian uint64; the
 ciphertext gives two 64-bit words ``w0, w1`` per row.  AES under a secret key is a
 pseudo-random permutation, so the words are unpredictable to anyone without the secret,
 even one who knows the true values of many rows (which a non-cryptographic mixer with a
-guessable seed is not).  Because a draw depends on nothing but its own block, results do
+guessable secret is not).  Because a draw depends on nothing but its own block, results do
 not depend on batch sizes, partitioning or row order: every engine calls these functions.
 
 Derived draws (all exact functions of the words, documented so other engines can match):

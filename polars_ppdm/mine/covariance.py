@@ -86,7 +86,7 @@ def estimate_covariance(
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=100_000)
     >>> df = pl.DataFrame({"a": z, "b": 2 * z})
-    >>> noisy = ppdm.add_noise(df, ["a", "b"], dist="gaussian", scale=1.0, seed=3)
+    >>> noisy = ppdm.add_noise(df, ["a", "b"], dist="gaussian", scale=1.0, secret=3)
     >>> ppdm.estimate_covariance(noisy, ["a", "b"], noise_sigma=1.0).drop("column").to_numpy().round(1).tolist()
     [[1.0, 2.0], [2.0, 4.0]]
     """
@@ -123,7 +123,7 @@ def pca_reconstruct(
     >>> import polars_ppdm as ppdm
     >>> z = np.random.default_rng(0).normal(0, 5, 50_000)
     >>> df = pl.DataFrame({c: z for c in "abcd"})                     # one dimension
-    >>> noisy = ppdm.add_noise(df, list("abcd"), scale=1.0, seed=2)
+    >>> noisy = ppdm.add_noise(df, list("abcd"), scale=1.0, secret=2)
     >>> rebuilt = ppdm.pca_reconstruct(noisy, list("abcd"), noise_sigma=1.0)
     >>> round(float(((rebuilt - df).to_numpy() ** 2).mean()), 2)     # sigma^2 p / m = 0.25
     0.25

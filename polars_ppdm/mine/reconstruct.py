@@ -73,7 +73,7 @@ def reconstruct_distribution(
     >>> import numpy as np, polars as pl
     >>> import polars_ppdm as ppdm
     >>> x = np.random.default_rng(0).choice([2.0, 8.0], 20_000) + np.random.default_rng(1).normal(0, 0.3, 20_000)
-    >>> noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist="gaussian", scale=2.0, seed=5)
+    >>> noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist="gaussian", scale=2.0, secret=5)
     >>> h = ppdm.reconstruct_distribution(noisy, "x", dist="gaussian", scale=2.0, bins=10, bounds=(0, 10))
     >>> h["frequency"].round(1).to_list()  # two modes come back out of the noise
     [0.0, 0.2, 0.3, 0.0, 0.0, 0.0, 0.0, 0.3, 0.2, 0.0]

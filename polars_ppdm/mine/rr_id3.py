@@ -270,7 +270,7 @@ def rr_id3(
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.random(20_000) < 0.5, rng.random(20_000) < 0.5
     >>> df = pl.DataFrame({"a": a, "b": b, "y": a & ~b})
-    >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.85, mode="whole_record", seed=1)
+    >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.85, mode="whole_record", secret=1)
     >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.85, max_depth=2)
     >>> float((tree.predict(df) == df["y"]).mean())
     1.0
@@ -331,7 +331,7 @@ def rr_accuracy(
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.random(40_000) < 0.5, rng.random(40_000) < 0.5
     >>> df = pl.DataFrame({"a": a, "b": b, "y": a & ~b})
-    >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.8, mode="whole_record", seed=2)
+    >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.8, mode="whole_record", secret=2)
     >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.8)
     >>> round(ppdm.rr_accuracy(tree, disguised, p=0.8), 2)
     1.0

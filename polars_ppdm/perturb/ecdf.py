@@ -29,7 +29,7 @@ from polars_ppdm.kernels.ecdf import (
     sorted_sample_with_draws,
 )
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["ecdf_resample", "ecdf_stream"]
 
@@ -91,7 +91,7 @@ def ecdf_resample(
     columns: str | Sequence[str],
     *,
     bins: int | Sequence[int] | Mapping[str, int] = 100,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     link: str = "rank",
     shuffle: bool = False,
@@ -116,7 +116,7 @@ def ecdf_resample(
     bins : int, or one per column (sequence or mapping)
         Equal-width intervals between min and max, from 2 to 10 million (the paper's
         k = bins + 1 cut points).  More bins follow the data more closely, and disclose more of it.
-    seed : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
         The secret of the keyed randomness (see :mod:`polars_ppdm.secret`).
     key : str, optional
         Row-key column (integer or string) whose PRF words break ties between equal
@@ -164,7 +164,7 @@ def ecdf_resample(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"x1": [2, 6, 3, 9, 7], "x2": [4, 7, 1, 6, 8], "label": [0, 1, 1, 0, 0]})
-    >>> out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=4, seed=1)
+    >>> out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=4, secret=1)
     >>> out["label"].to_list(), out["x1"].rank().to_list() == df["x1"].rank().to_list()
     ([0, 1, 1, 0, 0], True)
     """
@@ -178,7 +178,7 @@ def ecdf_resample(
         raise InvalidParameterError(msg)
     if key is not None:
         check_columns([key], list(schema.names()), _FUNC, name="key")
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     if not isinstance(round_integers, bool):
         msg = f"The 'round_integers' parameter of {_FUNC} must be True or False. Got {round_integers!r} instead."
         raise InvalidParameterError(msg)

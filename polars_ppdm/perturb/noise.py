@@ -26,7 +26,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.perturb.rr import key_expr
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise"]
 
@@ -55,7 +55,7 @@ def add_noise_expr(
     *,
     dist: str = "gaussian",
     scale: float,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | pl.Expr | None = None,
     stream: str | None = None,
 ) -> pl.Expr:
@@ -70,7 +70,7 @@ def add_noise_expr(
         The noise distribution (public).
     scale : float
         > 0: the standard deviation (gaussian) or the half-width a of [-a, a] (uniform).
-    seed, key
+    secret, key
         As :func:`polars_ppdm.rr_disguise_expr`: the secret and the row key (default the
         row position); the same key gets the same noise.
     stream : str, optional
@@ -81,7 +81,7 @@ def add_noise_expr(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"id": [1, 2, 3], "income": [10.0, None, 30.0]})
-    >>> out = df.with_columns(pl.col("income").ppdm.add_noise(dist="uniform", scale=1.0, seed=7, key="id"))
+    >>> out = df.with_columns(pl.col("income").ppdm.add_noise(dist="uniform", scale=1.0, secret=7, key="id"))
     >>> out["income"].null_count(), bool((out["income"] - df["income"]).abs().max() <= 1.0)
     (1, True)
 
@@ -99,7 +99,7 @@ def add_noise_expr(
                 "add_noise cannot name the stream of an expression without an output name; pass stream='...'."
             )
             raise InvalidParameterError(msg) from None
-    secret, word = resolve_secret(seed).key, stream_id(stream)
+    secret, word = resolve_secret(secret).key, stream_id(stream)
     draw = uniform_noise if dist == "uniform" else gaussian_noise
 
     def batch(inputs: Sequence[pl.Series]) -> pl.Series:
@@ -125,7 +125,7 @@ def add_noise(
     *,
     dist: str = "gaussian",
     scale: float | Sequence[float],
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
 ) -> Frame:
     """:func:`add_noise_expr` on each named column (its own stream each; ``scale`` may
@@ -140,9 +140,9 @@ def add_noise(
     if len(scales) != len(cols):
         msg = f"The 'scale' parameter of {func} needs one value per column ({len(cols)}). Got {scale!r} instead."
         raise InvalidParameterError(msg)
-    secret = resolve_secret(seed)
+    secret = resolve_secret(secret)
     exprs = [
-        add_noise_expr(pl.col(c), dist=dist, scale=s, seed=secret, key=key).alias(c)
+        add_noise_expr(pl.col(c), dist=dist, scale=s, secret=secret, key=key).alias(c)
         for c, s in zip(cols, scales, strict=True)
     ]
     return like(frame, as_lazy(frame).with_columns(exprs))

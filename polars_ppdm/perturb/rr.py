@@ -24,7 +24,7 @@ from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_prob
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import bernoulli, stream_id
 from polars_ppdm.kernels.rr import disguise_codes
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["disguise_series", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
 _KEY_FIELD = "__ppdm_key"
@@ -91,7 +91,7 @@ def rr_disguise_expr(
     *,
     p: float | None = None,
     epsilon: float | None = None,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | pl.Expr | None = None,
     categories: Sequence[Any] | None = None,
     stream: str | None = None,
@@ -109,7 +109,7 @@ def rr_disguise_expr(
         Probability of keeping the true value, in [0, 1], not 1/k.
     epsilon : float, optional
         Local-DP epsilon instead of ``p``: ``p = e^eps / (e^eps + k - 1)``.
-    seed : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
         The secret of the keyed randomness (see :mod:`polars_ppdm.secret`).  An int is
         guessable: for tests only.  None draws a fresh secret from the OS (not
         reproducible).
@@ -126,7 +126,7 @@ def rr_disguise_expr(
     stream : str, optional
         Stream label of the draws.  Default: the column's output name, so two columns
         disguised with one secret get independent coins.  In DuckDB,
-        ``ppdm_rr_disguise(x, p, seed, key, 'x')`` matches the default here.
+        ``ppdm_rr_disguise(x, p, secret, key, 'x')`` matches the default here.
 
     Returns
     -------
@@ -137,7 +137,7 @@ def rr_disguise_expr(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"id": [1, 2, 3, 4, 5, 6], "smoker": [True, False, True, None, False, False]})
-    >>> out = df.with_columns(pl.col("smoker").ppdm.rr_disguise(p=0.8, seed=7, key="id"))
+    >>> out = df.with_columns(pl.col("smoker").ppdm.rr_disguise(p=0.8, secret=7, key="id"))
     >>> out["smoker"].null_count(), out.height
     (1, 6)
 
@@ -153,7 +153,7 @@ def rr_disguise_expr(
         except Exception:
             msg = "rr_disguise cannot name the stream of an expression without an output name; pass stream='...'."
             raise InvalidParameterError(msg) from None
-    secret = resolve_secret(seed).key
+    secret = resolve_secret(secret).key
     stream_word = stream_id(stream)
 
     def batch(inputs: Sequence[pl.Series]) -> pl.Series:
@@ -188,7 +188,7 @@ def rr_disguise(
     p: float | Sequence[float] | dict[str, float] | None = None,
     epsilon: float | Sequence[float] | dict[str, float] | None = None,
     mode: str = "per_attribute",
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     key: str | None = None,
     categories: Sequence[Any] | dict[str, Sequence[Any]] | None = None,
 ) -> Frame:
@@ -211,7 +211,7 @@ def rr_disguise(
         related-question model).  Whole-record disguise protects less per column than the
         same p per attribute (one coin reveals the whole record's truthfulness) but keeps
         correlations estimable from the pattern/complement pairs.
-    seed : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
         See :func:`rr_disguise_expr`.
     key : str, optional
         Row-key column (integer or string); default the row position.
@@ -227,7 +227,7 @@ def rr_disguise(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"id": range(6), "a": [1, 0, 1, 1, 0, 0], "b": [True, True, False, None, False, True]})
-    >>> out = ppdm.rr_disguise(df, ["a", "b"], p=0.9, mode="whole_record", seed=1, key="id")
+    >>> out = ppdm.rr_disguise(df, ["a", "b"], p=0.9, mode="whole_record", secret=1, key="id")
     >>> out.columns, out.height, out["b"].null_count()
     (['id', 'a', 'b'], 6, 1)
 
@@ -241,12 +241,12 @@ def rr_disguise(
     design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
     if key is not None:
         check_columns([key], list(schema), func, name="key")
-    secret = resolve_secret(seed)
+    secret = resolve_secret(secret)
     cols = design.columns
     if mode == "per_attribute":
         exprs = [
             rr_disguise_expr(
-                pl.col(c), p=design.p[c], seed=secret, key=key, categories=design.domains[c].categories
+                pl.col(c), p=design.p[c], secret=secret, key=key, categories=design.domains[c].categories
             )
             for c in cols
         ]

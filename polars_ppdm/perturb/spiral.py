@@ -24,7 +24,7 @@ from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
-from polars_ppdm.secret import SeedLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["SpiralKey", "apply_spiral_key", "invert_spiral_key", "spiral", "spiral_key"]
 
@@ -38,7 +38,7 @@ class SpiralKey:
 
     A secret: anyone holding it undoes the perturbation (:meth:`invert`).  Its ``repr``
     shows only the columns and the scale; :meth:`to_json` writes it all -- store that as
-    you store the seed.
+    you store the secret.
     """
 
     columns: tuple[str, ...]
@@ -132,7 +132,7 @@ def spiral_key(
     scale: tuple[float, float] | Sequence[float] = (0.1, 5.0),
     angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
     eps: float | None = None,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
 ) -> SpiralKey:
     """Draw the rounds (keyed PRF) and compose them into one :class:`SpiralKey`.
 
@@ -140,7 +140,7 @@ def spiral_key(
 
     Examples
     --------
-    >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 10) for c in "abc"}, rounds=3, seed=1)
+    >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 10) for c in "abc"}, rounds=3, secret=1)
     >>> key
     SpiralKey(columns=['a', 'b', 'c'], scale=<secret>, matrix=<secret>)
     >>> x = np.array([[1.0, 2, 3], [4, 5, 6]])
@@ -182,7 +182,7 @@ def spiral_key(
     lows = np.array([checked[c][0] for c in cols])
     highs = np.array([checked[c][1] for c in cols])
     drawn = draw_rounds(
-        resolve_secret(seed).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=eps
+        resolve_secret(secret).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=eps
     )
     A, b, s = compose(drawn, len(cols))
     return SpiralKey(tuple(cols), A, b, s)
@@ -235,7 +235,7 @@ def spiral(
     angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
     eps: float | None = None,
     bounds: Mapping[str, tuple[float, float]] | str | None = None,
-    seed: SeedLike = None,
+    secret: SecretLike = None,
     return_key: bool = False,
 ):
     """Log-spiral perturbation: t rounds of random block rotations and scalings.
@@ -268,7 +268,7 @@ def spiral(
         Public bounds inside which the centres are drawn: a mapping, or one pair per
         column.  ``"data"`` or None reads them off the data, with a
         :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.
-    seed : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
         The secret the rounds are drawn from.
     return_key : bool
         Also return the :class:`SpiralKey` (a secret: it undoes the perturbation).
@@ -289,7 +289,7 @@ def spiral(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"a": [1.0, 2, 3], "b": [0.0, 5, 1], "label": ["x", "y", "x"]})
-    >>> out, key = ppdm.spiral(df, ["a", "b"], rounds=3, bounds={"a": (0, 5), "b": (0, 5)}, seed=1, return_key=True)
+    >>> out, key = ppdm.spiral(df, ["a", "b"], rounds=3, bounds={"a": (0, 5), "b": (0, 5)}, secret=1, return_key=True)
     >>> out["label"].to_list(), out.height
     (['x', 'y', 'x'], 3)
     >>> ppdm.invert_spiral_key(out, key).select("a", "b").to_numpy().round(9).tolist()
@@ -300,6 +300,6 @@ def spiral(
     check_numeric(schema, cols, _FUNC)
     # Centres are drawn inside the bounds; read off the data, they leak its extremes.
     bounds = check_bounds(DATA_BOUNDS if bounds is None else bounds, cols, _FUNC, as_lazy(frame))
-    key = spiral_key(cols, bounds=bounds, rounds=rounds, scale=scale, angle=angle, eps=eps, seed=seed)
+    key = spiral_key(cols, bounds=bounds, rounds=rounds, scale=scale, angle=angle, eps=eps, secret=secret)
     out = apply_spiral_key(frame, key)
     return (out, key) if return_key else out
