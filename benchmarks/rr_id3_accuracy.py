@@ -78,7 +78,7 @@ def evaluate(
             disguised_test = ppdm.rr_disguise(
                 test, columns, p=p, mode="whole_record", secret=secret, key="row_id"
             )
-            tree = ppdm.rr_id3(disguised_train, attributes, label, p=p)
+            tree = ppdm.rr_id3(disguised_train, attributes, label, p=p, mode="whole_record")
             true = float((tree.predict(test) == test[label]).mean())
             rows.append(
                 {

@@ -122,11 +122,29 @@ def test_covariance_within_three_standard_errors():
     true = np.array([[4.0, 1.5, -1.0], [1.5, 2.0, 0.3], [-1.0, 0.3, 1.0]])
     x = rng.multivariate_normal([10, 0, -5], true, n)
     noisy = ppdm.add_noise(pl.DataFrame(x, schema=["a", "b", "c"]), ["a", "b", "c"], scale=sigma, secret=2)
-    estimate = ppdm.estimate_covariance(noisy, ["a", "b", "c"], noise_sigma=sigma).drop("column").to_numpy()
+    estimate = ppdm.estimate_covariance(noisy, ["a", "b", "c"], scale=sigma).drop("column").to_numpy()
     observed = true + sigma**2 * np.eye(3)  # Cov(Y)
     # Var of a sample covariance of normal data: (S_ii S_jj + S_ij^2) / n
     se = np.sqrt((np.outer(np.diag(observed), np.diag(observed)) + observed**2) / n)
     assert (np.abs(estimate - true) <= 3 * se).all(), (estimate - true) / se
+
+
+def test_covariance_with_noise_declared_per_column():
+    # Only a and b get noise (uniform, different widths); c is published as it is.
+    rng = np.random.default_rng(4)
+    n = 200_000
+    true = np.array([[4.0, 1.5, -1.0], [1.5, 2.0, 0.3], [-1.0, 0.3, 1.0]])
+    x = pl.DataFrame(rng.multivariate_normal([10, 0, -5], true, n), schema=["a", "b", "c"])
+    scales = {"a": 3.0, "b": 1.0, "c": 0.0}
+    noisy = ppdm.add_noise(x, ["a", "b"], dist="uniform", scale=[3.0, 1.0], secret=2)
+    estimate = ppdm.estimate_covariance(noisy, ["a", "b", "c"], dist="uniform", scale=scales)
+    estimate = estimate.drop("column").to_numpy()
+    observed = true + np.diag([s**2 / 3 for s in scales.values()])  # uniform on [-a, a]: a^2 / 3
+    # Var of a sample covariance, normal approximation: (S_ii S_jj + S_ij^2) / n
+    se = np.sqrt((np.outer(np.diag(observed), np.diag(observed)) + observed**2) / n)
+    assert (np.abs(estimate - true) <= 5 * se).all(), (estimate - true) / se
+    with pytest.raises(InvalidParameterError, match="'scale' parameter of add_noise must be a finite float > 0"):
+        ppdm.add_noise(x, ["a", "c"], scale={"a": 1.0, "c": 0.0})
 
 
 def test_pca_reconstruction_error_is_sigma_squared_p_over_m():
@@ -135,16 +153,16 @@ def test_pca_reconstruction_error_is_sigma_squared_p_over_m():
     x = rng.normal(0, 6, (n, p)) @ rng.normal(size=(p, m)) + rng.normal(0, 3, m)
     cols = [f"v{i}" for i in range(m)]
     noisy = ppdm.add_noise(pl.DataFrame(x, schema=cols), cols, scale=sigma, secret=6)
-    rebuilt = ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma, components=p)
+    rebuilt = ppdm.pca_reconstruct(noisy, cols, scale=sigma, components=p)
     mse = float(((rebuilt.to_numpy() - x) ** 2).mean())
     assert mse == pytest.approx(sigma**2 * p / m, rel=0.10)
-    default = ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma)  # p found from the eigenvalues
+    default = ppdm.pca_reconstruct(noisy, cols, scale=sigma)  # p found from the eigenvalues
     assert_frame_equal(default, rebuilt)
-    report = ppdm.audit.pca_noise_stripping(pl.DataFrame(x, schema=cols), noisy, cols, noise_sigma=sigma)
+    report = ppdm.audit.pca_noise_stripping(pl.DataFrame(x, schema=cols), noisy, cols, scale=sigma)
     assert (report["attack_rms"] < report["noise_rms"]).all()  # every column loses noise
     energy = (report["attack_rms"] ** 2).sum() / (report["noise_rms"] ** 2).sum()
     assert energy == pytest.approx(p / m, rel=0.10)
     with pytest.raises(InvalidParameterError, match="'components'"):
-        ppdm.pca_reconstruct(noisy, cols, noise_sigma=sigma, components=11)
-    with pytest.raises(InvalidParameterError, match="'noise_sigma'"):
-        ppdm.estimate_covariance(noisy, cols, noise_sigma=-1.0)
+        ppdm.pca_reconstruct(noisy, cols, scale=sigma, components=11)
+    with pytest.raises(InvalidParameterError, match="'scale'"):
+        ppdm.estimate_covariance(noisy, cols, scale=-1.0)

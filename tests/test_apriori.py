@@ -86,9 +86,9 @@ def test_bad_parameters(baskets, kwargs, message):
 
 
 def test_bad_items_and_empty_frames(baskets):
-    with pytest.raises(InvalidParameterError, match="'items' parameter of rr_apriori"):
+    with pytest.raises(InvalidParameterError, match="'columns' parameter of rr_apriori"):
         ppdm.rr_apriori(baskets, ["i0", "nope"], p=0.9, min_support=0.1, min_confidence=0.5)
-    with pytest.raises(InvalidParameterError, match="'items' parameter of rr_apriori"):
+    with pytest.raises(InvalidParameterError, match="'columns' parameter of rr_apriori"):
         ppdm.rr_apriori(baskets, [], p=0.9, min_support=0.1, min_confidence=0.5)
     # No transactions: nothing is frequent, so empty results with their schemas.
     empty_rules = ppdm.rr_apriori(

@@ -106,10 +106,10 @@ def test_compare_to_additive_noise_reports_every_method_and_snr(table):
             "original columns \\['a'\\] hold nulls",
         ),
         (
-            lambda t: ppdm.audit.pca_noise_stripping(t.drop("a"), t, list(t.columns), noise_sigma=1.0),
+            lambda t: ppdm.audit.pca_noise_stripping(t.drop("a"), t, list(t.columns), scale=1.0),
             "'columns'",
         ),
-        (lambda t: ppdm.audit.pca_noise_stripping(t, t, list(t.columns), noise_sigma=0), "'noise_sigma'"),
+        (lambda t: ppdm.audit.pca_noise_stripping(t, t, list(t.columns), scale=0), "'scale'"),
     ],
 )
 def test_bad_audit_input(table, call, message):

@@ -71,14 +71,18 @@ def test_per_attribute_mode_handles_k_ary_attributes_and_labels():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(p=0.5), "must not be 0.5"),
+        (dict(p=0.5), "other than 1/k = 0.5"),
         (dict(p=1.5), "'p'"),
-        (dict(p=0.8, label="nope"), "'label' parameter of rr_id3 names no column"),
-        (dict(p=0.8, attributes=["a", "zz"]), "zz"),
+        (dict(), "exactly one of 'p' and 'epsilon'"),
+        (dict(p=0.8, epsilon=1.0), "exactly one of 'p' and 'epsilon'"),
+        (dict(epsilon=0.0), "'epsilon'"),
+        (dict(p=0.8, label="nope"), "'label' parameter of rr_id3 must name a column"),
+        (dict(p=0.8, columns=["a", "zz"]), "zz"),
         (dict(p=0.8, mode="per_row"), "'mode'"),
-        (dict(p=0.8, label="three"), "more than two values"),
-        (dict(p=0.8, attributes=["a", "y"]), "also among the attributes"),
-        (dict(p=0.8, attributes=["s"]), "'categories' parameter of rr_id3 \\(column 's'\\) is required"),
+        (dict(p=0.8, label="three", mode="whole_record"), "needs binary columns"),
+        (dict(p={"a": 0.8, "y": 0.7}, mode="whole_record"), "one coin per record, so one 'p'"),
+        (dict(p=0.8, columns=["a", "y"]), "'columns' parameter of rr_id3 must not hold the label"),
+        (dict(p=0.8, columns=["s"]), "'categories' parameter of rr_id3 \\(column 's'\\) is required"),
         (dict(p=0.8, max_depth=-1), "'max_depth'"),
         (dict(p=0.8, label_disguised="no"), "'label_disguised' parameter of rr_id3 must be True or False"),
         (dict(p=0.8, categories=["u", "v"]), "'categories' parameter of rr_id3 must map columns"),
@@ -94,9 +98,25 @@ def test_bad_input(kwargs, message):
             "s": ["p", "q", "p"],
         }
     )
-    args = {"attributes": ["a"], "label": "y"} | kwargs
+    args = {"columns": ["a"], "label": "y"} | kwargs
     with pytest.raises(InvalidParameterError, match=message):
-        ppdm.rr_id3(df, args.pop("attributes"), args.pop("label"), **args)
+        ppdm.rr_id3(df, args.pop("columns"), args.pop("label"), **args)
+
+
+def test_epsilon_is_the_p_it_stands_for_and_p_may_differ_per_column():
+    rng = np.random.default_rng(5)
+    n = 20_000
+    a, b = rng.random(n) < 0.5, rng.random(n) < 0.5
+    df = pl.DataFrame({"a": a, "b": b, "y": a & ~b})
+    p = ppdm.rr_p_from_epsilon(1.5)
+    disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=p, secret=3)
+    by_p = ppdm.rr_id3(disguised, ["a", "b"], "y", p=p)
+    by_epsilon = ppdm.rr_id3(disguised, ["a", "b"], "y", epsilon=1.5)
+    assert str(by_p) == str(by_epsilon)
+    assert ppdm.rr_accuracy(by_p, disguised, p=p) == ppdm.rr_accuracy(by_epsilon, disguised, epsilon=1.5)
+    mixed = ppdm.rr_disguise(df, ["a", "b", "y"], p={"a": 0.9, "b": 0.8, "y": 0.85}, secret=3)
+    tree = ppdm.rr_id3(mixed, ["a", "b"], "y", p={"a": 0.9, "b": 0.8, "y": 0.85})
+    assert (tree.predict(df) == df["y"]).all()
 
 
 def test_nulls_are_refused():

@@ -8,15 +8,14 @@ Wen Han (2006), paper 003, chapter 4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
-from polars_ppdm._validation import is_real
 from polars_ppdm.audit._aligned import aligned_numeric
-from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.covariance import pca_reconstruct
+from polars_ppdm.perturb.noise import noise_scales
 
 __all__ = ["pca_noise_stripping"]
 
@@ -26,13 +25,15 @@ def pca_noise_stripping(
     noisy: pl.DataFrame | pl.LazyFrame,
     columns: Sequence[str],
     *,
-    noise_sigma: float,
+    dist: str = "gaussian",
+    scale: float | Sequence[float] | Mapping[str, float],
     components: int | None = None,
 ) -> pl.DataFrame:
     """Per column: the RMS error of the released (noisy) values and of an attacker's
     PCA reconstruction from them, and the share of the noise the attack removes.
 
-    Rows must be aligned (same order).  A ``stripped`` near 1 means the noise protects
+    ``dist`` and ``scale`` are the noise that was added (as :func:`polars_ppdm.add_noise`),
+    which the attacker knows: the noise law is public.  Rows must be aligned (same order).  A ``stripped`` near 1 means the noise protects
     little: the columns are so correlated that the released rows give the originals back.
 
     Examples
@@ -42,16 +43,14 @@ def pca_noise_stripping(
     >>> z = np.random.default_rng(0).normal(0, 5, 20_000)
     >>> df = pl.DataFrame({c: z for c in "abcdefgh"})                 # eight copies of one column
     >>> noisy = ppdm.add_noise(df, list("abcdefgh"), scale=2.0, secret=1)
-    >>> report = ppdm.audit.pca_noise_stripping(df, noisy, list("abcdefgh"), noise_sigma=2.0)
+    >>> report = ppdm.audit.pca_noise_stripping(df, noisy, list("abcdefgh"), dist="gaussian", scale=2.0)
     >>> report["stripped"].round(1).to_list()                         # 1 - sqrt(p / m) = 0.65
     [0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6]
     """
     func = "pca_noise_stripping"
-    if not is_real(noise_sigma) or not 0 < noise_sigma < np.inf:
-        msg = f"The 'noise_sigma' parameter of {func} must be a finite float > 0 (the noise to strip). Got {noise_sigma!r} instead."
-        raise InvalidParameterError(msg)
     original, noisy, cols = aligned_numeric(original, noisy, columns, func)
-    attack = pca_reconstruct(noisy, cols, noise_sigma=noise_sigma, components=components)
+    noise_scales(dist, scale, cols, func)  # > 0: there is noise to strip on every column
+    attack = pca_reconstruct(noisy, cols, dist=dist, scale=scale, components=components)
     rows = []
     for c in cols:
         truth = original[c].cast(pl.Float64).to_numpy()

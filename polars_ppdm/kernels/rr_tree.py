@@ -48,20 +48,23 @@ class ConjunctionCounts:
     """
 
     def __init__(
-        self, codes: np.ndarray, sizes: list[int], p: float, disguised: np.ndarray, mode: str
+        self,
+        codes: np.ndarray,
+        sizes: list[int],
+        p: float | np.ndarray,
+        disguised: np.ndarray,
+        mode: str,
     ) -> None:
-        self.codes, self.sizes, self.p, self.disguised, self.mode = (
-            codes,
-            list(sizes),
-            float(p),
-            disguised,
-            mode,
-        )
+        self.codes, self.sizes, self.disguised, self.mode = codes, list(sizes), disguised, mode
         self.n, self.label = len(codes), codes.shape[1] - 1
+        # One keep probability per column (per_attribute may differ by column); whole_record
+        # has one coin per record, hence one p.
+        keep = np.broadcast_to(np.asarray(p, dtype=np.float64), (codes.shape[1],))
+        self.p = float(keep[disguised][0]) if disguised.any() else 1.0
         k = np.array(sizes, dtype=np.float64)
-        q = (1 - self.p) / np.maximum(k - 1, 1)
+        q = (1 - keep) / np.maximum(k - 1, 1)
         self.q = np.where(disguised, q, 0.0)  # P(report v | true value is another)
-        self.keep = np.where(disguised, self.p, 1.0)
+        self.keep = np.where(disguised, keep, 1.0)
 
     def _literal(self, column: int, value: int, *, complement: bool = False) -> np.ndarray:
         """Per-row weight of ``column = value``: per_attribute, its unbiased estimate;

@@ -175,12 +175,10 @@ def _itemsets_frame(frequent: dict[Itemset, tuple[float, float]]) -> pl.DataFram
 
 
 def _rr_frequent(
-    frame, items, *, p, epsilon, mode, min_support, max_length, func
+    frame, columns, *, p, epsilon, mode, min_support, max_length, func
 ) -> dict[Itemset, tuple[float, float]]:
     schema = schema_of(frame, func)
-    design = RRDesign(
-        schema, items, p=p, epsilon=epsilon, mode=mode, categories=None, func=func, name="items"
-    )
+    design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=None, func=func)
     design.require_binary()
     min_support = check_fraction("min_support", min_support, func)
     max_length = _check_max_length(max_length, func)
@@ -197,7 +195,7 @@ def _rr_frequent(
 
 def rr_frequent_itemsets(
     frame: pl.DataFrame | pl.LazyFrame,
-    items: Sequence[str],
+    columns: Sequence[str],
     *,
     p: float | Sequence[float] | dict[str, float] | None = None,
     epsilon: float | Sequence[float] | dict[str, float] | None = None,
@@ -212,8 +210,8 @@ def rr_frequent_itemsets(
     frame : polars.DataFrame or polars.LazyFrame
         One row per transaction, one Boolean or 0/1 column per item (see
         :func:`polars_ppdm.transactions_to_onehot`).  A LazyFrame is scanned once per level.
-    items : sequence of str
-        The item columns.
+    columns : sequence of str
+        The disguised item columns.
     p, epsilon, mode
         How the columns were disguised (see :func:`polars_ppdm.rr_support`); ``p=1`` for
         undisguised data.
@@ -239,7 +237,7 @@ def rr_frequent_itemsets(
     func = "rr_frequent_itemsets"
     frequent = _rr_frequent(
         frame,
-        items,
+        columns,
         p=p,
         epsilon=epsilon,
         mode=mode,
@@ -252,7 +250,7 @@ def rr_frequent_itemsets(
 
 def rr_apriori(
     frame: pl.DataFrame | pl.LazyFrame,
-    items: Sequence[str],
+    columns: Sequence[str],
     *,
     p: float | Sequence[float] | dict[str, float] | None = None,
     epsilon: float | Sequence[float] | dict[str, float] | None = None,
@@ -289,7 +287,7 @@ def rr_apriori(
     min_confidence = check_fraction("min_confidence", min_confidence, func)
     frequent = _rr_frequent(
         frame,
-        items,
+        columns,
         p=p,
         epsilon=epsilon,
         mode=mode,
@@ -301,14 +299,17 @@ def rr_apriori(
 
 
 def pattern_rules(
-    patterns: pl.DataFrame,
-    items: Sequence[str],
+    frame: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
     *,
     frequency: str = "frequency",
     min_support: float = 0.0,
     min_confidence: float,
 ) -> pl.DataFrame:
     """Association rules from a table of pattern frequencies (e.g. :func:`rr_support`'s).
+
+    ``frame`` has one row per pattern: the item ``columns`` (0/1 or Boolean) and its
+    ``frequency``.
 
     The support of an itemset is the summed frequency of the patterns in which all its
     items are present.  This is the thesis's route: solve for the 2^k pattern
@@ -322,8 +323,8 @@ def pattern_rules(
     [(['B'], ['A'], 0.8)]
     """
     func = "pattern_rules"
-    patterns = eager(patterns)  # a table of at most 2^k rows
-    cols = check_columns(items, patterns.columns, func, name="items")
+    patterns = eager(frame)  # a table of at most 2^k rows
+    cols = check_columns(columns, patterns.columns, func)
     check_columns([frequency], patterns.columns, func, name="frequency")
     if not patterns.schema[frequency].is_numeric():
         msg = f"The 'frequency' column of {func} must be numeric. Got dtype {patterns.schema[frequency]} instead."
@@ -340,7 +341,6 @@ def pattern_rules(
         mode="per_attribute",
         categories=None,
         func=func,
-        name="items",
     )
     design.require_binary()
     design.raise_on_checks(

@@ -16,8 +16,7 @@ from randomized data", SIGMOD 2005.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -26,19 +25,15 @@ from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.perturb.noise import noise_scales, noise_std
 
 __all__ = ["estimate_covariance", "pca_reconstruct", "principal_axes"]
 
 
-def _check_sigma(noise_sigma: object, func: str) -> float:
-    if (
-        isinstance(noise_sigma, bool)
-        or not isinstance(noise_sigma, int | float)
-        or not (0 <= noise_sigma < math.inf)
-    ):
-        msg = f"The 'noise_sigma' parameter of {func} must be a finite float >= 0 (the noise's standard deviation). Got {noise_sigma!r} instead."
-        raise InvalidParameterError(msg)
-    return float(noise_sigma)
+def _noise_variances(dist: object, scale: object, cols: list[str], func: str) -> np.ndarray:
+    """The variance of the noise on each column (``scale`` 0: a column left without noise)."""
+    scales = noise_scales(dist, scale, cols, func, allow_zero=True)
+    return np.array([noise_std(str(dist), scales[c]) ** 2 for c in cols])
 
 
 def _moments(frame, cols: list[str], func: str) -> tuple[np.ndarray, np.ndarray, int]:
@@ -69,10 +64,17 @@ def _moments(frame, cols: list[str], func: str) -> tuple[np.ndarray, np.ndarray,
 
 
 def estimate_covariance(
-    frame: pl.DataFrame | pl.LazyFrame, columns: Sequence[str], *, noise_sigma: float
+    frame: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
+    *,
+    dist: str = "gaussian",
+    scale: float | Sequence[float] | Mapping[str, float],
 ) -> pl.DataFrame:
-    """The covariance of the original columns: ``Cov(Y) - sigma^2 I`` (rows with a null
-    are left out).
+    """The covariance of the original columns: ``Cov(Y) - diag(noise variances)`` (rows
+    with a null are left out).
+
+    ``dist`` and ``scale`` are the noise :func:`polars_ppdm.add_noise` added: one scale,
+    or one per column (a sequence or a mapping; 0 for a column that got no noise).
 
     Returns
     -------
@@ -87,16 +89,16 @@ def estimate_covariance(
     >>> z = rng.normal(size=100_000)
     >>> df = pl.DataFrame({"a": z, "b": 2 * z})
     >>> noisy = ppdm.add_noise(df, ["a", "b"], dist="gaussian", scale=1.0, secret=3)
-    >>> ppdm.estimate_covariance(noisy, ["a", "b"], noise_sigma=1.0).drop("column").to_numpy().round(1).tolist()
+    >>> ppdm.estimate_covariance(noisy, ["a", "b"], dist="gaussian", scale=1.0).drop("column").to_numpy().round(1).tolist()
     [[1.0, 2.0], [2.0, 4.0]]
     """
     func = "estimate_covariance"
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
-    sigma = _check_sigma(noise_sigma, func)
+    noise = _noise_variances(dist, scale, cols, func)
     _, cov, _ = _moments(frame, cols, func)
-    cov = cov - sigma**2 * np.eye(len(cols))
+    cov = cov - np.diag(noise)
     return pl.DataFrame({"column": cols, **{c: cov[:, i] for i, c in enumerate(cols)}})
 
 
@@ -107,15 +109,22 @@ def principal_axes(cov: np.ndarray, components: int) -> np.ndarray:
 
 
 def pca_reconstruct(
-    frame: Frame, columns: Sequence[str], *, noise_sigma: float, components: int | None = None
+    frame: Frame,
+    columns: Sequence[str],
+    *,
+    dist: str = "gaussian",
+    scale: float | Sequence[float] | Mapping[str, float],
+    components: int | None = None,
 ) -> Frame:
     """PCA-DR: replace the noisy columns by their projection on the top p principal axes
     of the estimated original covariance, ``mean + (Y - mean) Q_p Q_p^T``.
 
-    ``components`` defaults to the number of estimated eigenvalues above sigma^2 (the
-    directions where the data's spread exceeds the noise's).  Rows with a null stay
-    null in the named columns.  The expected squared error per value is about
-    ``sigma^2 p / m`` (m columns) when the data span p dimensions.
+    ``dist`` and ``scale`` are the noise added, as for :func:`estimate_covariance`.
+    ``components`` defaults to the number of estimated eigenvalues above the mean noise
+    variance sigma^2 (the directions where the data's spread exceeds the noise's).  Rows
+    with a null stay null in the named columns.  The expected squared error per value is
+    about ``sigma^2 p / m`` (m columns) when the data span p dimensions and the noise is
+    the same on every column.
 
     Examples
     --------
@@ -124,7 +133,7 @@ def pca_reconstruct(
     >>> z = np.random.default_rng(0).normal(0, 5, 50_000)
     >>> df = pl.DataFrame({c: z for c in "abcd"})                     # one dimension
     >>> noisy = ppdm.add_noise(df, list("abcd"), scale=1.0, secret=2)
-    >>> rebuilt = ppdm.pca_reconstruct(noisy, list("abcd"), noise_sigma=1.0)
+    >>> rebuilt = ppdm.pca_reconstruct(noisy, list("abcd"), dist="gaussian", scale=1.0)
     >>> round(float(((rebuilt - df).to_numpy() ** 2).mean()), 2)     # sigma^2 p / m = 0.25
     0.25
     """
@@ -132,11 +141,11 @@ def pca_reconstruct(
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
-    sigma = _check_sigma(noise_sigma, func)
+    noise = _noise_variances(dist, scale, cols, func)
     mean, cov, _ = _moments(frame, cols, func)
-    cov = cov - sigma**2 * np.eye(len(cols))
+    cov = cov - np.diag(noise)
     if components is None:
-        components = max(1, int((np.linalg.eigvalsh(cov) > sigma**2).sum()))
+        components = max(1, int((np.linalg.eigvalsh(cov) > noise.mean()).sum()))
     elif (
         isinstance(components, bool)
         or not isinstance(components, int | np.integer)

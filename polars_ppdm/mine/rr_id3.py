@@ -25,14 +25,14 @@ import polars as pl
 
 from polars_ppdm._encoding import Domain
 from polars_ppdm._frame import eager, schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_fraction
+from polars_ppdm._design import RRDesign
+from polars_ppdm._validation import check_columns, check_fraction
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr_tree import ConjunctionCounts, entropy
 
 __all__ = ["RRTree", "rr_accuracy", "rr_id3"]
 
 _FUNC = "rr_id3"
-MODES = ("whole_record", "per_attribute")
 
 
 @dataclass
@@ -60,19 +60,19 @@ def _codes(data: pl.DataFrame, domains: dict[str, Domain], columns: list[str], f
 
 class RRTree:
     """An ID3 tree fitted on disguised data: :meth:`predict` on any frame with the
-    attribute columns (original or disguised), ``str(tree)`` prints it."""
+    attribute ``columns`` (original or disguised), ``str(tree)`` prints it."""
 
     def __init__(
         self,
         root: _Node,
-        attributes: list[str],
+        columns: list[str],
         label: str,
         domains: dict[str, Domain],
         mode: str,
     ):
-        self.root, self.attributes, self.label, self.domains, self.mode = (
+        self.root, self.columns, self.label, self.domains, self.mode = (
             root,
-            attributes,
+            columns,
             label,
             domains,
             mode,
@@ -81,9 +81,9 @@ class RRTree:
     def predict(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.Series:
         """The predicted class of every row (same order), named after the label."""
         func = "RRTree.predict"
-        self.check_schema(schema_of(frame, func), self.attributes, func)
-        data = eager(frame, self.attributes)
-        predicted = self.predict_codes(_codes(data, self.domains, self.attributes, func))
+        self.check_schema(schema_of(frame, func), self.columns, func)
+        data = eager(frame, self.columns)
+        predicted = self.predict_codes(_codes(data, self.domains, self.columns, func))
         return self.domains[self.label].decode(predicted, None, name=self.label)
 
     def check_schema(self, schema: pl.Schema, columns: list[str], func: str) -> None:
@@ -138,7 +138,7 @@ class RRTree:
 
     def leaves(self) -> list[tuple[list[tuple[str, Any]], Any]]:
         """Every leaf as (path of (attribute, value), predicted class)."""
-        names = self.attributes
+        names = self.columns
         return [
             (
                 [(names[a], self.domains[names[a]].categories[v]) for a, v in path],
@@ -157,7 +157,7 @@ class RRTree:
                     + f"-> {self.label} = {self.domains[self.label].categories[node.prediction]!r}"
                 )
                 return
-            name = self.attributes[node.attribute]
+            name = self.columns[node.attribute]
             for v, child in node.children.items():
                 lines.append("  " * depth + f"{name} = {self.domains[name].categories[v]!r}:")
                 walk(child, depth + 1)
@@ -169,67 +169,63 @@ class RRTree:
         return f"RRTree(label={self.label!r}, leaves={len(self.leaves())}, mode={self.mode!r})"
 
 
-def _prepare(frame, attributes, label, p, mode, label_disguised, categories, func):
+def _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categories, func):
     schema = schema_of(frame, func)
     names = list(schema.names())
-    if label not in names:
-        msg = f"The 'label' parameter of {func} names no column: {label!r}. Columns: {names}."
+    if not isinstance(label, str) or label not in names:
+        msg = f"The 'label' parameter of {func} must name a column of the frame {names}. Got {label!r} instead."
         raise InvalidParameterError(msg)
-    attrs = check_columns(attributes, names, func, name="attributes")
+    attrs = check_columns(columns, names, func)
     if label in attrs:
-        msg = f"{func}: the label {label!r} is also among the attributes."
+        msg = f"The 'columns' parameter of {func} must not hold the label {label!r}. Got {attrs!r} instead."
         raise InvalidParameterError(msg)
-    check_choice("mode", mode, MODES, func)
     if not isinstance(label_disguised, bool):
         msg = f"The 'label_disguised' parameter of {func} must be True or False. Got {label_disguised!r} instead."
         raise InvalidParameterError(msg)
-    columns = [*attrs, label]
+    everything = [*attrs, label]
     if categories is not None and not (
-        isinstance(categories, Mapping) and all(c in columns for c in categories)
+        isinstance(categories, Mapping) and all(c in everything for c in categories)
     ):
         msg = (
-            f"The 'categories' parameter of {func} must map columns of {columns} to their domains. "
+            f"The 'categories' parameter of {func} must map columns of {everything} to their domains. "
             f"Got {categories!r} instead."
         )
         raise InvalidParameterError(msg)
-    p = check_fraction("p", p, func)
-    if p == 0.5:
-        msg = f"The 'p' parameter of {func} must not be 0.5: the disguise then carries no information (2p - 1 = 0). Got 0.5."
-        raise InvalidParameterError(msg)
-    data = (
-        frame.select([*attrs, label]).collect()
-        if isinstance(frame, pl.LazyFrame)
-        else frame.select([*attrs, label])
+    cats = dict(categories or {})
+    # The disguise was applied to the attributes (and the label when label_disguised): the
+    # same validation as rr_disguise and the other miners (p or epsilon, per column; mode).
+    disguised_columns = everything if label_disguised else attrs
+    design = RRDesign(
+        schema,
+        disguised_columns,
+        p=p,
+        epsilon=epsilon,
+        mode=mode,
+        categories={c: cats.get(c) for c in disguised_columns},
+        func=func,
     )
+    domains = dict(design.domains)
+    if not label_disguised:
+        domains[label] = Domain.of(schema[label], cats.get(label), func=func, column=label)
+    data = eager(frame, everything)
     if data.height == 0:
         msg = f"{func} needs at least one row. Got an empty frame."
         raise InvalidParameterError(msg)
-    cats = categories or {}
-    domains = {c: Domain.of(data.schema[c], cats.get(c), func=func, column=c) for c in columns}
-    if mode == "whole_record":
-        wide = [c for c in (columns if label_disguised else attrs) if domains[c].k != 2]
-        if wide:
-            msg = (
-                f"{func}: whole_record mode negates binary columns; {wide} have more than two values "
-                f"(label classes: {list(domains[label].categories)}). Use mode='per_attribute' for k-ary columns."
-            )
-            raise InvalidParameterError(msg)
-    sizes = [domains[c].k for c in columns]
-    if mode == "per_attribute" and any(abs(p * k - 1) < 1e-12 for k in sizes):  # p = 1/k: singular
-        msg = f"The 'p' parameter of {func} must differ from 1/k for every column (k values); got p = {p}."
-        raise InvalidParameterError(msg)
-    disguised = np.array([True] * len(attrs) + [bool(label_disguised)])
-    counts = ConjunctionCounts(_codes(data, domains, columns, func), sizes, p, disguised, mode)
-    return attrs, domains, counts, p
+    keep = np.array([design.p.get(c, 1.0) for c in everything])
+    disguised = np.array([True] * len(attrs) + [label_disguised])
+    sizes = [domains[c].k for c in everything]
+    counts = ConjunctionCounts(_codes(data, domains, everything, func), sizes, keep, disguised, design.mode)
+    return attrs, domains, counts
 
 
 def rr_id3(
     frame: pl.DataFrame | pl.LazyFrame,
-    attributes: Sequence[str],
+    columns: Sequence[str],
     label: str,
     *,
-    p: float,
-    mode: str = "whole_record",
+    p: float | Sequence[float] | Mapping[str, float] | None = None,
+    epsilon: float | Sequence[float] | Mapping[str, float] | None = None,
+    mode: str = "per_attribute",
     label_disguised: bool = True,
     max_depth: int | None = None,
     min_support: float = 0.01,
@@ -241,15 +237,17 @@ def rr_id3(
     ----------
     frame : polars.DataFrame or polars.LazyFrame
         The disguised training data (collected).
-    attributes : sequence of str
-        Categorical attributes: Boolean, 0/1 integers, Enum, or with ``categories``.
+    columns : sequence of str
+        The disguised attribute columns: Boolean, 0/1 integers, Enum, or with ``categories``.
     label : str
         The class column (binary in ``whole_record`` mode when disguised).
-    p : float
-        The keep probability the data was disguised with (not 0.5).
-    mode : {'whole_record', 'per_attribute'}
+    p, epsilon : float, sequence or mapping, optional
+        How the data was disguised, as for :func:`polars_ppdm.rr_disguise`: exactly one of
+        the keep probability (not 1/k) and the local-DP epsilon, one for every disguised
+        column or one per column (``per_attribute``).
+    mode : {'per_attribute', 'whole_record'}
         How the data was disguised (see :func:`polars_ppdm.rr_disguise`);
-        ``per_attribute`` allows k-ary attributes and labels.
+        ``whole_record`` (the thesis' setting) needs binary columns and label.
     label_disguised : bool
         Whether the label went through the disguise with the attributes.
     max_depth : int, optional
@@ -271,7 +269,7 @@ def rr_id3(
     >>> a, b = rng.random(20_000) < 0.5, rng.random(20_000) < 0.5
     >>> df = pl.DataFrame({"a": a, "b": b, "y": a & ~b})
     >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.85, mode="whole_record", secret=1)
-    >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.85, max_depth=2)
+    >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.85, mode="whole_record", max_depth=2)
     >>> float((tree.predict(df) == df["y"]).mean())
     1.0
 
@@ -279,9 +277,7 @@ def rr_id3(
     ----------
     Wen Han (2006), paper 003, section 5.2; Du, Zhan, KDD 2003.
     """
-    attrs, domains, counts, p = _prepare(
-        frame, attributes, label, p, mode, label_disguised, categories, _FUNC
-    )
+    attrs, domains, counts = _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categories, _FUNC)
     if max_depth is not None and (
         isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
     ):
@@ -310,13 +306,21 @@ def rr_id3(
             node.children = {v: grow([*path, (best, v)], row) for v, row in enumerate(tables[best])}
         return node
 
-    return RRTree(grow([], counts.class_counts([])), attrs, label, domains, mode)
+    return RRTree(grow([], counts.class_counts([])), attrs, label, domains, counts.mode)
 
 
 def rr_accuracy(
-    tree: RRTree, disguised_test: pl.DataFrame | pl.LazyFrame, *, p: float, label_disguised: bool = True
+    tree: RRTree,
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    p: float | Sequence[float] | Mapping[str, float] | None = None,
+    epsilon: float | Sequence[float] | Mapping[str, float] | None = None,
+    label_disguised: bool = True,
 ) -> float:
-    """Estimated true accuracy of ``tree`` from a disguised test set.
+    """Estimated true accuracy of ``tree`` from a disguised test set ``frame``.
+
+    The test set was disguised as the training set was (the tree's ``mode``); give its
+    ``p`` or ``epsilon`` as for :func:`rr_id3`.
 
     ``whole_record`` (the thesis' complement system, section 5.2.3): the accuracy A on
     the disguised test set and A' on its complement (every disguised column negated)
@@ -332,17 +336,15 @@ def rr_accuracy(
     >>> a, b = rng.random(40_000) < 0.5, rng.random(40_000) < 0.5
     >>> df = pl.DataFrame({"a": a, "b": b, "y": a & ~b})
     >>> disguised = ppdm.rr_disguise(df, ["a", "b", "y"], p=0.8, mode="whole_record", secret=2)
-    >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.8)
+    >>> tree = ppdm.rr_id3(disguised, ["a", "b"], "y", p=0.8, mode="whole_record")
     >>> round(ppdm.rr_accuracy(tree, disguised, p=0.8), 2)
     1.0
     """
     func = "rr_accuracy"
-    tree.check_schema(schema_of(disguised_test, func), [*tree.attributes, tree.label], func)
-    categories = {c: list(tree.domains[c].categories) for c in [*tree.attributes, tree.label]}
-    _, _, counts, p = _prepare(
-        disguised_test, tree.attributes, tree.label, p, tree.mode, label_disguised, categories, func
-    )
-    label = counts.label
+    tree.check_schema(schema_of(frame, func), [*tree.columns, tree.label], func)
+    categories = {c: list(tree.domains[c].categories) for c in [*tree.columns, tree.label]}
+    _, _, counts = _prepare(frame, tree.columns, tree.label, p, epsilon, tree.mode, label_disguised, categories, func)
+    label, p = counts.label, counts.p
     if tree.mode == "whole_record":
         flipped = np.where(counts.disguised, 1 - counts.codes, counts.codes)
         observed, mirrored = (

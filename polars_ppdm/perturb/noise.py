@@ -14,35 +14,46 @@ Agrawal, Srikant, "Privacy-preserving data mining", SIGMOD 2000.  Wen Han (2006)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_numeric
+from polars_ppdm._validation import check_choice, check_columns, check_numeric, is_real, per_column
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.perturb.rr import key_expr
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise"]
+__all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise", "noise_scales", "noise_std"]
 
 DISTRIBUTIONS = ("uniform", "gaussian")
 
 
-def check_noise(dist: object, scale: object, func: str) -> tuple[str, float]:
-    """A known distribution and a finite scale > 0."""
+def check_noise(dist: object, scale: object, func: str, *, allow_zero: bool = False) -> tuple[str, float]:
+    """A known distribution and a finite scale > 0 (>= 0 with ``allow_zero``: a column
+    that got no noise, for the miners)."""
     check_choice("dist", dist, DISTRIBUTIONS, func)
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not (0 < scale < math.inf):
+    low = 0 if allow_zero else None
+    if not is_real(scale) or not (0 <= scale < math.inf) or (low is None and scale == 0):
         msg = (
-            f"The 'scale' parameter of {func} must be a finite float > 0 (uniform: the half-width a of "
-            f"[-a, a]; gaussian: the standard deviation). Got {scale!r} instead."
+            f"The 'scale' parameter of {func} must be a finite float {'>= 0' if allow_zero else '> 0'} "
+            "(uniform: the half-width a of [-a, a]; gaussian: the standard deviation). "
+            f"Got {scale!r} instead."
         )
         raise InvalidParameterError(msg)
     return str(dist), float(scale)
+
+
+def noise_scales(
+    dist: object, scale: object, columns: Sequence[str], func: str, *, allow_zero: bool = False
+) -> dict[str, float]:
+    """``scale`` spread over ``columns`` (one value, a sequence or a mapping), each checked."""
+    spread = per_column("scale", scale, columns, func)
+    return {c: check_noise(dist, spread[c], func, allow_zero=allow_zero)[1] for c in columns}
 
 
 def noise_std(dist: str, scale: float) -> float:
@@ -124,25 +135,23 @@ def add_noise(
     columns: str | Sequence[str],
     *,
     dist: str = "gaussian",
-    scale: float | Sequence[float],
+    scale: float | Sequence[float] | Mapping[str, float],
     secret: SecretLike = None,
     key: str | None = None,
 ) -> Frame:
     """:func:`add_noise_expr` on each named column (its own stream each; ``scale`` may
-    be one per column).  DataFrame in, DataFrame out; lazy stays lazy."""
+    be one per column, as a sequence or a mapping).  DataFrame in, DataFrame out; lazy
+    stays lazy."""
     func = "add_noise"
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
     if key is not None:
         check_columns([key], list(schema.names()), func, name="key")
-    scales = list(scale) if isinstance(scale, list | tuple) else [scale] * len(cols)
-    if len(scales) != len(cols):
-        msg = f"The 'scale' parameter of {func} needs one value per column ({len(cols)}). Got {scale!r} instead."
-        raise InvalidParameterError(msg)
+    scales = noise_scales(dist, scale, cols, func)
     secret = resolve_secret(secret)
     exprs = [
-        add_noise_expr(pl.col(c), dist=dist, scale=s, secret=secret, key=key).alias(c)
-        for c, s in zip(cols, scales, strict=True)
+        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c)
+        for c in cols
     ]
     return like(frame, as_lazy(frame).with_columns(exprs))
