@@ -48,11 +48,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polars_ppdm._encoding import row_keys
-from polars_ppdm._validation import is_count
+from polars_ppdm._validation import is_count, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
-from polars_ppdm.kernels.prf import first_words, stream_id, uniform
-from polars_ppdm.perturb.rr import disguise_series, rr_disguise
+from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
+from polars_ppdm.kernels.prf import bernoulli, first_words, stream_id, uniform
+from polars_ppdm.perturb.noise import check_noise
+from polars_ppdm.perturb.rr import disguise_series, rr_disguise, whole_record_stream
 from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import Secret, SecretLike, resolve_secret
 
@@ -70,20 +72,35 @@ def sql_files() -> list[Path]:
     return sorted((Path(__file__).resolve().parent.parent / "sql").glob("*.sql"))
 
 
-def _constant(arr: pa.Array | pa.ChunkedArray, name: str, func: str) -> Any:
+def _constant(
+    arr: pa.Array | pa.ChunkedArray, name: str, func: str, *, optional: bool = False, reveal: bool = True
+) -> Any:
     """The one value of a parameter column (DuckDB repeats a constant over the vector).
 
+    ``optional``: an all-NULL column is None (a macro argument left at its NULL default).
+    ``reveal=False`` (the secret): an error never shows the values received.
     Checked with Arrow compute kernels: this runs once per 2048 rows, so a Polars query
     here (~0.2 ms) would cost more than the disguise itself.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if optional and arr.null_count == len(arr):
+        return None
     first = arr[0]
     if arr.null_count == 0 and (len(arr) == 1 or _all_equal(arr, first)):
         return first.as_py()
-    seen = list(dict.fromkeys(map(repr, arr.slice(0, 64).to_pylist())))[:3]
-    msg = f"The {name!r} argument of {func} must be one non-null constant per query. Got {', '.join(seen)} instead."
+    if arr.null_count == len(arr):
+        got = "NULL"
+    elif not reveal:
+        got = "values that differ between rows (not shown)"
+    else:
+        got = ", ".join(list(dict.fromkeys(map(_sql_repr, arr.slice(0, 64).to_pylist())))[:3])
+    msg = f"The {name!r} argument of {func} must be one non-null constant per query. Got {got} instead."
     raise InvalidParameterError(msg)
+
+
+def _sql_repr(value: Any) -> str:
+    return "NULL" if value is None else repr(value)
 
 
 def _all_equal(arr: pa.Array, first: pa.Scalar) -> bool:
@@ -109,67 +126,125 @@ def _all_equal(arr: pa.Array, first: pa.Scalar) -> bool:
     return bool(pc.all(pc.equal(arr, first)).as_py())
 
 
-def _secret(secret: str) -> Secret:
+def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
     # Resolved on every call (about 1.4 us per 2048 rows): 'env:NAME' must follow the
     # variable when a job rotates the secret, and no secret stays behind in a cache.
-    return resolve_secret(secret)
+    # Errors never show the value (resolve_secret's do not either).
+    return resolve_secret(str(_constant(arr, "secret", func, reveal=False)))
 
 
 def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
     return pl.Series(name, arr)
 
 
-def _disguise_arrow(func, x, categories, p, secret, key, stream) -> pa.Array:
+def _check_key(key: pa.Array | pa.ChunkedArray, values: pl.Series, func: str) -> pl.Series:
+    """The key column, refused when it is NULL everywhere (a macro's ``key`` left out)."""
+    keys = _series(key, "key")
+    if keys.null_count() == len(keys) and values.null_count() < len(values):
+        msg = (
+            f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) "
+            "for a text key). Got NULL in every row instead."
+        )
+        raise InvalidParameterError(msg)
+    return keys
+
+
+def _disguise_arrow(func, x, categories, p, epsilon, secret, key, stream) -> pa.Array:
     if len(x) == 0:
         return pa.array([], type=x.type)
+    values = _series(x, "x")
     out = disguise_series(
-        _series(x, "x"),
-        _series(key, "key"),
-        p=_constant(p, "p", func),
-        epsilon=None,
+        values,
+        _check_key(key, values, func),
+        p=_constant(p, "p", func, optional=True),
+        epsilon=_constant(epsilon, "epsilon", func, optional=True),
         categories=categories,
-        secret=_secret(str(_constant(secret, "secret", func))).key,
+        secret=_secret(secret, func).key,
         stream=stream_id(_constant(stream, "stream", func)),
         func=func,
     )
     return out.to_arrow()
 
 
-def _rr_binary_udf(x, p, secret, key, stream):
-    return _disguise_arrow("ppdm_rr_disguise", x, None, p, secret, key, stream)
+def _rr_binary_udf(x, p, epsilon, secret, key, stream):
+    return _disguise_arrow("ppdm_rr_disguise", x, None, p, epsilon, secret, key, stream)
 
 
-def _rr_kary_udf(x, categories, p, secret, key, stream):
+def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):
     cats = _constant(categories, "categories", "ppdm_rr_disguise_k")
-    return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, secret, key, stream)
+    return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, epsilon, secret, key, stream)
+
+
+def _rr_whole_record_udf(x, columns, p, epsilon, secret, key):
+    """One coin per row for the column group ``columns``: the coin of ``rr_disguise(...,
+    mode="whole_record")``, whichever column of the group ``x`` is (kept where the coin says
+    truthful, negated elsewhere; nulls stay null)."""
+    func = "ppdm_rr_disguise_whole_record"
+    if len(x) == 0:
+        return pa.array([], type=pa.bool_())
+    cols = _constant(columns, "columns", func)
+    if not cols or any(not isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
+        msg = (
+            f"The 'columns' argument of {func} must be a non-empty list of distinct column names "
+            f"(the group of binary columns sharing one coin per row). Got {cols!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    keep = keep_probability(
+        _constant(p, "p", func, optional=True), _constant(epsilon, "epsilon", func, optional=True), 2, func
+    )
+    values = _series(x, "x")
+    keys = _check_key(key, values, func)
+    valid = values.is_not_null().to_numpy() if values.null_count() else None
+    word = stream_id(whole_record_stream(cols))
+    kept = bernoulli(_secret(secret, func).key, word, row_keys(keys, func=func, required_rows=valid), keep)
+    return (values == pl.Series(kept)).to_arrow()
+
+
+# dist -> kernel of polars_ppdm.add_noise (tests check it covers perturb.noise.DISTRIBUTIONS).
+_NOISE_KERNELS = {"uniform": uniform_noise, "gaussian": gaussian_noise}
+
+
+def _add_noise_udf(x, dist, scale, secret, key, stream):
+    """``x + r`` with the noise of :func:`polars_ppdm.add_noise_expr` (same stream, same key)."""
+    func = "ppdm_add_noise"
+    if len(x) == 0:
+        return pa.array([], type=pa.float64())
+    dist, scale = check_noise(_constant(dist, "dist", func), _constant(scale, "scale", func), func)
+    label = _constant(stream, "stream", func)
+    values = _series(x, "x")
+    valid = values.is_not_null()
+    if not np.isfinite(values.filter(valid).to_numpy()).all():
+        msg = (
+            f"The 'x' argument of {func} must hold finite numbers or NULL. Got NaN or infinite values "
+            "instead; replace them or make them NULL."
+        )
+        raise InvalidParameterError(msg)
+    keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
+    noise = _NOISE_KERNELS[dist](_secret(secret, func).key, stream_id(label), keys, scale)
+    return (values + pl.Series(noise)).to_arrow()
 
 
 def _uniform_udf(secret, stream, key):
+    func = "ppdm_uniform"
     if len(key) == 0:
         return pa.array([], type=pa.float64())
-    secret, label = (
-        _secret(str(_constant(secret, "secret", "ppdm_uniform"))),
-        _constant(stream, "stream", "ppdm_uniform"),
-    )
-    return pa.array(uniform(secret.key, stream_id(label), row_keys(_series(key, "key"), func="ppdm_uniform")))
+    secret, label = _secret(secret, func), _constant(stream, "stream", func)
+    return pa.array(uniform(secret.key, stream_id(label), row_keys(_series(key, "key"), func=func)))
 
 
 def _prf_word_udf(secret, stream, key):
+    func = "ppdm_prf_word"
     if len(key) == 0:
         return pa.array([], type=pa.uint64())
-    secret, label = (
-        _secret(str(_constant(secret, "secret", "ppdm_prf_word"))),
-        _constant(stream, "stream", "ppdm_prf_word"),
-    )
-    keys = row_keys(_series(key, "key"), func="ppdm_prf_word")
-    return pa.array(first_words(secret.key, stream_id(label), keys))
+    secret, label = _secret(secret, func), _constant(stream, "stream", func)
+    return pa.array(first_words(secret.key, stream_id(label), row_keys(_series(key, "key"), func=func)))
 
 
 def _discrete_laplace_udf(secret, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = "ppdm_discrete_laplace"
-    secret, label = _secret(str(_constant(secret, "secret", func))), _constant(stream, "stream", func)
+    secret, label = _secret(secret, func), _constant(stream, "stream", func)
     scale = _constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."
@@ -185,6 +260,25 @@ def _key_udf(s):
     return pa.array(words.view("int64"), mask=series.is_null().to_numpy() if series.null_count() else None)
 
 
+# The SQL faces of the random UDFs: named arguments with defaults, so that
+# ppdm_rr_disguise(x, 0.8, secret, id, 'x') and ppdm_rr_disguise(x, epsilon := 1.0,
+# secret := secret, key := id, stream := 'x') both work (DuckDB fills defaulted
+# parameters positionally too); the UDF refuses a missing secret or key, and wants
+# exactly one of p and epsilon.
+_MACROS = """
+CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p := NULL, secret := NULL, key := NULL, stream := '', epsilon := NULL) AS
+    _ppdm_rr_binary(x, p, epsilon, secret, key, stream);
+CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
+    x, categories, p := NULL, secret := NULL, key := NULL, stream := '', epsilon := NULL
+) AS _ppdm_rr_kary(x, categories, p, epsilon, secret, key, stream);
+CREATE OR REPLACE MACRO ppdm_rr_disguise_whole_record(
+    x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL
+) AS _ppdm_rr_whole_record(x, columns, p, epsilon, secret, key);
+CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream, dist := 'gaussian') AS
+    _ppdm_add_noise(x, dist, scale, secret, key, stream);
+"""
+
+
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Register the polars_ppdm UDFs and ``sql/`` macros on a DuckDB connection.
 
@@ -197,21 +291,37 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     [(True,), (False,)]
     >>> round(con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchone()[0], 4)
     1.0986
+    >>> con.sql(
+    ...     "SELECT ppdm_rr_disguise(x, epsilon := 1e9, secret := '42', key := i) AS y "
+    ...     "FROM (VALUES (true, 1), (false, 2)) t(x, i)"
+    ... ).fetchall()
+    [(True,), (False,)]
     """
     T = duckdb.sqltypes
     common = {"type": "arrow", "null_handling": "special", "side_effects": True}
+    rr_tail = [T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT]  # p, epsilon, secret, key
     con.create_function(
-        "_ppdm_rr_binary",
-        _rr_binary_udf,
-        [T.BOOLEAN, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
-        T.BOOLEAN,
-        **common,
+        "_ppdm_rr_binary", _rr_binary_udf, [T.BOOLEAN, *rr_tail, T.VARCHAR], T.BOOLEAN, **common
     )
     con.create_function(
         "_ppdm_rr_kary",
         _rr_kary_udf,
-        [T.VARCHAR, duckdb.list_type(T.VARCHAR), T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
+        [T.VARCHAR, duckdb.list_type(T.VARCHAR), *rr_tail, T.VARCHAR],
         T.VARCHAR,
+        **common,
+    )
+    con.create_function(
+        "_ppdm_rr_whole_record",
+        _rr_whole_record_udf,
+        [T.BOOLEAN, duckdb.list_type(T.VARCHAR), *rr_tail],
+        T.BOOLEAN,
+        **common,
+    )
+    con.create_function(
+        "_ppdm_add_noise",
+        _add_noise_udf,
+        [T.DOUBLE, T.VARCHAR, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
+        T.DOUBLE,
         **common,
     )
     keyed = [T.VARCHAR, T.VARCHAR, T.BIGINT]
@@ -222,12 +332,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.create_function("ppdm_prf_word", _prf_word_udf, keyed, T.UBIGINT, **pure)
     con.create_function("ppdm_discrete_laplace", _discrete_laplace_udf, [*keyed, T.DOUBLE], T.BIGINT, **pure)
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type="arrow", null_handling="special")
-    con.execute(
-        "CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p, secret, key, stream := '') AS "
-        "_ppdm_rr_binary(x, p, secret, key, stream);"
-        "CREATE OR REPLACE MACRO ppdm_rr_disguise_k(x, categories, p, secret, key, stream := '') AS "
-        "_ppdm_rr_kary(x, categories, p, secret, key, stream);"
-    )
+    con.execute(_MACROS)
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
     return con

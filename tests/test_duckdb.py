@@ -86,12 +86,14 @@ def test_udf_errors_name_the_problem(con):
     )
     with pytest.raises(duckdb.InvalidInputException, match="other than 1/k"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.5, '1', id) FROM t").fetchall()
-    with pytest.raises(duckdb.InvalidInputException, match=r"must be a float in \[0, 1\]"):
+    with pytest.raises(duckdb.InvalidInputException, match=r"'p' parameter of ppdm_rr_disguise .*\[0, 1\]"):
         con.execute("SELECT ppdm_rr_disguise(x, 1.5, '1', id) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="outside its 'categories'"):
         con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id) FROM t").fetchall()
-    with pytest.raises(duckdb.InvalidInputException, match="null value"):
+    with pytest.raises(duckdb.InvalidInputException, match="'key' argument of ppdm_rr_disguise .* Got NULL"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT) FROM t").fetchall()
+    with pytest.raises(duckdb.InvalidInputException, match="null value"):
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', if(id = 3, NULL, id)) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="'secret' parameter"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id) FROM t").fetchall()
     nulls = con.execute("SELECT ppdm_rr_disguise(NULL::BOOLEAN, 0.8, '1', id) FROM t").fetchall()
