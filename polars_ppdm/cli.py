@@ -4,27 +4,35 @@
 association rules from the disguised baskets alone, and print them beside the rules of
 the original baskets with precision, recall and F1.  The secret is never printed; only
 its fingerprint is.
+
+``ppdm secret`` makes a new secret: the one place where a secret is printed, because the
+user asked for it; with ``--output FILE`` it goes into a new file of mode 0600 instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import polars as pl
 
+from polars_ppdm import __version__
 from polars_ppdm.audit.ldp import rr_epsilon
 from polars_ppdm.datasets import find_shared_data, generated_baskets, groceries
 from polars_ppdm.exceptions import PPDMError
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine.apriori import rr_apriori
 from polars_ppdm.perturb.rr import rr_disguise
-from polars_ppdm.secret import resolve_secret
+from polars_ppdm.secret import Secret, resolve_secret
 
-__all__ = ["compare_rules", "main"]
+__all__ = ["compare_rules", "main", "write_secret_file"]
 
 
 def _rule_text(items: pl.Expr) -> pl.Expr:
@@ -135,8 +143,90 @@ def _rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_secret_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to a new file of mode 0600, atomically; never overwrite.
+
+    The text goes to a temporary file in the same folder (created 0600 by
+    :func:`tempfile.mkstemp`), is flushed to disk, and is then hard-linked to ``path``,
+    which fails if ``path`` exists: no reader ever sees a partial file, and an existing
+    secret is never replaced.  On a file system without hard links the file is created
+    with ``O_EXCL`` instead (still never an overwrite, but no longer all-or-nothing).
+
+    Raises
+    ------
+    FileExistsError
+        When ``path`` exists.
+
+    Examples
+    --------
+    >>> import os, stat, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> target = os.path.join(folder, "secret")
+    >>> write_secret_file(target, "00" * 16 + "\\n")
+    >>> oct(stat.S_IMODE(os.stat(target).st_mode))
+    '0o600'
+    >>> write_secret_file(target, "11" * 16 + "\\n")
+    Traceback (most recent call last):
+    ...
+    FileExistsError: ...
+    """
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        raise FileExistsError(_exists_message(target))
+    if not target.parent.is_dir():
+        msg = f"The 'output' file's folder {str(target.parent)!r} does not exist."
+        raise FileNotFoundError(msg)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            raise FileExistsError(_exists_message(target)) from None
+        except OSError:
+            # No hard links here (some network or FAT file systems): exclusive create.
+            _write_exclusive(target, text)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _exists_message(target: Path) -> str:
+    return f"The 'output' file {str(target)!r} already exists; a secret is never overwritten (remove it or choose another path)."
+
+
+def _write_exclusive(target: Path, text: str) -> None:
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise FileExistsError(_exists_message(target)) from None
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _secret(args: argparse.Namespace) -> int:
+    secret = Secret.generate(args.bits)
+    if args.output is None:
+        # The user asked for a secret: this is the one place one is printed.
+        print(secret.reveal_hex())
+        return 0
+    write_secret_file(args.output, secret.reveal_hex() + "\n")
+    print(
+        f"wrote a new {args.bits}-bit secret to {args.output} (mode 0600), fingerprint {secret.fingerprint()}"
+    )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppdm", description="Privacy-preserving data mining with Polars.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     rules = commands.add_parser(
         "rules",
@@ -159,6 +249,22 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--top", type=int, default=25, help="rules to print (0: all)")
     rules.add_argument("--json", action="store_true", help="print a JSON report instead of tables")
     rules.set_defaults(run=_rules)
+
+    secret = commands.add_parser(
+        "secret",
+        help="make a new random secret (hex) for --secret, PPDM_SECRET or a secret file",
+        description="Make a new secret from the operating system's random source and print it as hex, "
+        "or write it to a new file of mode 0600 with --output. Treat it as a password.",
+    )
+    secret.add_argument(
+        "--bits", type=int, choices=(128, 256), default=256, help="secret length in bits (default 256)"
+    )
+    secret.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the secret to FILE (created with mode 0600; never overwritten) instead of printing it",
+    )
+    secret.set_defaults(run=_secret)
     return parser
 
 
@@ -169,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.top = None
     try:
         return args.run(args)
-    except (PPDMError, FileNotFoundError) as error:
+    except (PPDMError, OSError) as error:
         print(f"ppdm {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -99,3 +101,74 @@ def test_generated_baskets_are_reproducible_and_hold_rules():
 def test_generated_baskets_rejects_bad_n():
     with pytest.raises(ppdm.InvalidParameterError, match="'n' parameter of generated_baskets"):
         generated_baskets(0)
+
+
+def test_version_flag_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"ppdm {ppdm.__version__}\n"
+
+
+def test_version_through_the_module_entry_point():
+    done = subprocess.run(
+        [sys.executable, "-m", "polars_ppdm", "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == f"ppdm {ppdm.__version__}"
+
+
+@pytest.mark.parametrize(("args", "digits"), [([], 64), (["--bits", "256"], 64), (["--bits", "128"], 32)])
+def test_secret_prints_new_hex_of_the_asked_length(capsys, args, digits):
+    assert main(["secret", *args]) == 0
+    first = capsys.readouterr().out.strip()
+    assert len(first) == digits and int(first, 16) >= 0
+    assert ppdm.resolve_secret(first).key.hex() == first.lower()
+    assert main(["secret", *args]) == 0
+    assert capsys.readouterr().out.strip() != first
+
+
+def test_secret_bad_bits_names_the_parameter_allowed_values_and_value(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["secret", "--bits", "64"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--bits" in err and "64" in err and "128, 256" in err
+
+
+def test_secret_output_file_is_mode_0600_and_never_printed(capsys, tmp_path):
+    target = tmp_path / "ppdm.secret"
+    old_umask = os.umask(0)  # the mode must not depend on a permissive umask
+    try:
+        assert main(["secret", "--bits", "128", "--output", str(target)]) == 0
+    finally:
+        os.umask(old_umask)
+    text = target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert text.endswith("\n") and len(text.strip()) == 32
+    out = capsys.readouterr().out
+    assert text.strip() not in out
+    assert ppdm.resolve_secret(text.strip()).fingerprint() in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ppdm.secret"]  # no temporary left over
+
+
+def test_secret_output_refuses_to_overwrite(capsys, tmp_path):
+    target = tmp_path / "ppdm.secret"
+    target.write_text("keep me\n")
+    assert main(["secret", "--output", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "'output'" in err and "already exists" in err and str(target) in err
+    assert target.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ppdm.secret"]
+
+
+def test_secret_output_refuses_a_dangling_symlink(tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    assert main(["secret", "--output", str(link)]) == 2
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_secret_output_in_a_missing_folder(capsys, tmp_path):
+    assert main(["secret", "--output", str(tmp_path / "absent" / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "'output'" in err and "absent" in err
