@@ -1,26 +1,67 @@
 # Two commands on a fresh machine with Python 3.11+: `make demo` and `make test`.
-# Each creates .venv and installs what it needs.
+# Each creates .venv and installs only what it needs. They share the one .venv, with a
+# stamp file per install level, so they work in either order and a second run installs
+# nothing (a changed pyproject.toml makes the stamps stale and reinstalls).
+#   make demo   the main job, `ppdm rules`; installs the package and its five dependencies
+#   make test   the whole test suite; installs the test stack (scikit-learn, river, Jupyter...)
+#   make check  ruff and mypy; installs the lint extra
+# Another interpreter: make demo PYTHON=python3.12 (or a full path).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet
+# The target the user typed, for the hint in the interpreter check's message.
+GOAL := $(or $(firstword $(MAKECMDGOALS)),demo)
 
-.PHONY: demo test bench clean
+.DEFAULT_GOAL := demo
+.PHONY: demo test check bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+# The interpreter is checked before anything is created: an unsupported or missing
+# Python stops here, not halfway through with a .venv that later runs would trust.
+# A venv that fails to build (e.g. no ensurepip) is removed if this run made it.
+$(VENV)/.created:
+	@if ! command -v $(PYTHON) >/dev/null 2>&1; then problem="was not found"; \
+	elif ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then \
+	  problem="is $$($(PYTHON) -V 2>&1)"; fi; \
+	if [ -n "$$problem" ]; then \
+	  echo "make $(GOAL): polars_ppdm needs Python 3.11 or newer; PYTHON=$(PYTHON) $$problem." >&2; \
+	  echo "Choose another interpreter, for example:  make $(GOAL) PYTHON=python3.12" >&2; \
+	  found=$$(for v in 3.14 3.13 3.12 3.11; do python$$v -c "" >/dev/null 2>&1 && printf ' python%s' $$v; done); \
+	  [ -z "$$found" ] || echo "Python 3.11+ interpreters on PATH:$$found" >&2; \
+	  exit 1; fi
+	@fresh=; [ -d $(VENV) ] || fresh=1; \
+	  $(PYTHON) -m venv $(VENV) || { [ -z "$$fresh" ] || rm -rf $(VENV); exit 1; }
+	touch $@
 
-demo: $(STAMP)
+# Install levels. Each is a superset of the core, so it marks the core done as well.
+$(VENV)/.core: pyproject.toml | $(VENV)/.created
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(VENV)/.created
+	$(PIP) -e '.[test]'
+	touch $@ $(VENV)/.core
+
+$(VENV)/.lint: pyproject.toml | $(VENV)/.created
+	$(PIP) -e '.[lint]'
+	touch $@ $(VENV)/.core
+
+demo: $(VENV)/.core
 	$(BIN)/ppdm rules
 
-test: $(STAMP)
+test: $(VENV)/.test
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+# Both tools run even when the first finds something; the target fails if either did.
+check: $(VENV)/.lint
+	@status=0; \
+	  $(BIN)/ruff check . || status=1; \
+	  $(BIN)/mypy || status=1; \
+	  exit $$status
+
+# The benchmarks compare against scikit-learn and measure RSS: the test stack has both.
+bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_rr.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist
