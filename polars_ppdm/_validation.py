@@ -11,15 +11,22 @@ import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import keep_from_epsilon
 
 __all__ = [
+    "check_bool",
     "check_choice",
     "check_columns",
     "check_fraction",
+    "check_int",
     "check_numeric",
     "check_p_or_epsilon",
+    "check_real",
+    "is_count",
+    "is_real",
     "keep_probability",
     "per_column",
 ]
@@ -40,6 +47,72 @@ def _fail(name: str, func: str, allowed: str, got: Any) -> None:
     raise InvalidParameterError(msg)
 
 
+def _where(func: str, column: str | None) -> str:
+    return func if column is None else f"{func} (column {column!r})"
+
+
+def check_int(
+    name: str,
+    value: Any,
+    func: str,
+    *,
+    low: int,
+    high: int | None = None,
+    optional: bool = False,
+    column: str | None = None,
+    why: str = "",
+) -> int | None:
+    """An integer (Python's or NumPy's of any width, not a bool) in [low, high]; None
+    too with ``optional``.  Returned as a Python int."""
+    if optional and value is None:
+        return None
+    if not is_count(value) or value < low or (high is not None and value > high):
+        allowed = f"an int >= {low}" if high is None else f"an int in [{low}, {high:,}]"
+        _fail(name, _where(func, column), allowed + (" or None" if optional else "") + why, value)
+    return int(value)
+
+
+def check_real(
+    name: str,
+    value: Any,
+    func: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+    column: str | None = None,
+    why: str = "",
+) -> float:
+    """A finite real number (Python's or NumPy's of any width, not a bool) within the
+    bounds given; returned as a Python float."""
+    ok = is_real(value) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if open_low else value >= low
+    if ok and high is not None:
+        ok = value < high if open_high else value <= high
+    if not ok:
+        if low is not None and high is not None:
+            allowed = (
+                f"a float in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+            )
+        elif low is not None:
+            allowed = f"a finite float {'>' if open_low else '>='} {low:g}"
+        elif high is not None:
+            allowed = f"a finite float {'<' if open_high else '<='} {high:g}"
+        else:
+            allowed = "a finite float"
+        _fail(name, _where(func, column), allowed + why, value)
+    return float(value)
+
+
+def check_bool(name: str, value: Any, func: str) -> bool:
+    """True or False (NumPy's bool too); not 0/1, not a string."""
+    if not isinstance(value, bool | np.bool_):
+        _fail(name, func, "True or False", value)
+    return bool(value)
+
+
 def check_choice(name: str, value: Any, allowed: Sequence[str], func: str) -> str:
     """``value`` must be one of ``allowed``."""
     if value not in allowed:
@@ -49,13 +122,7 @@ def check_choice(name: str, value: Any, allowed: Sequence[str], func: str) -> st
 
 def check_fraction(name: str, value: Any, func: str, *, low_open: bool = False) -> float:
     """A real number in [0, 1] (or (0, 1] with ``low_open``)."""
-    interval = "(0, 1]" if low_open else "[0, 1]"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        _fail(name, func, f"a float in {interval}", value)
-    value = float(value)
-    if math.isnan(value) or value > 1 or value < 0 or (low_open and value == 0):
-        _fail(name, func, f"a float in {interval}", value)
-    return value
+    return check_real(name, value, func, low=0, high=1, open_low=low_open)
 
 
 def check_p_or_epsilon(p: Any, epsilon: Any, func: str, *, column: str | None = None) -> None:
@@ -65,7 +132,8 @@ def check_p_or_epsilon(p: Any, epsilon: Any, func: str, *, column: str | None = 
         msg = f"{func}{where} needs exactly one of 'p' and 'epsilon'. Got p={p!r}, epsilon={epsilon!r}."
         raise InvalidParameterError(msg)
     if epsilon is not None:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
+        # inf is allowed: p = 1, the truth published (as rr_epsilon(1.0) is inf).
+        if not is_real(epsilon) or math.isnan(epsilon) or not epsilon > 0:
             _fail("epsilon", func + where, "a float > 0", epsilon)
     else:
         check_fraction("p", p, func + where)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import check_int
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.secret import Secret
@@ -146,9 +147,7 @@ def generated_baskets(n: int = 10_000, *, seed: int = 0) -> pl.DataFrame:
     >>> generated_baskets(1000).equals(baskets)
     True
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        msg = f"The 'n' parameter of generated_baskets must be an int >= 1. Got {n!r} instead."
-        raise InvalidParameterError(msg)
+    n = check_int("n", n, "generated_baskets", low=1)
     secret = Secret.from_int(seed).key
     rows = np.arange(n, dtype=np.uint64)
     profile = np.searchsorted(
@@ -252,9 +251,7 @@ def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
     >>> bool(((people["age"] < 40) | (people["age"] >= 60) == people["group_a"]).all())
     True
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        msg = f"The 'n' parameter of agrawal must be an int >= 1. Got {n!r} instead."
-        raise InvalidParameterError(msg)
+    n = check_int("n", n, "agrawal", low=1)
     if function not in (1, 2, 3, 4, 5):
         msg = f"The 'function' parameter of agrawal must be one of 1, 2, 3, 4, 5. Got {function!r} instead."
         raise InvalidParameterError(msg)

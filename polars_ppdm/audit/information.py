@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import check_int
 from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["mutual_information", "privacy_q"]
@@ -56,9 +57,7 @@ def mutual_information(x, y, *, bins: int | None = None) -> float:
     n = len(xs)
     if bins is None:
         bins = int(min(64, max(2, round(n ** (1 / 3)))))
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
-        msg = f"The 'bins' parameter of mutual_information must be an int >= 2. Got {bins!r} instead."
-        raise InvalidParameterError(msg)
+    bins = check_int("bins", bins, "mutual_information", low=2)
     bx, by = _quantile_bins(xs, bins), _quantile_bins(ys, bins)
     table = np.zeros((bx.max() + 1, by.max() + 1))
     np.add.at(table, (bx, by), 1.0)

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import math
 
-from polars_ppdm._validation import check_fraction
-from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm._validation import check_fraction, check_int, check_p_or_epsilon
 from polars_ppdm.kernels.rr import keep_from_epsilon
 
 __all__ = ["rr_epsilon", "rr_p_from_epsilon"]
 
 
 def _check_k(k: int, func: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        msg = f"The 'k' parameter of {func} must be an int >= 2. Got {k!r} instead."
-        raise InvalidParameterError(msg)
-    return k
+    return check_int("k", k, func, low=2)
 
 
 def rr_epsilon(p: float, k: int = 2) -> float:
@@ -53,8 +49,6 @@ def rr_p_from_epsilon(epsilon: float, k: int = 2) -> float:
     >>> round(rr_p_from_epsilon(math.log(3)), 6)
     0.75
     """
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon > 0:
-        msg = f"The 'epsilon' parameter of rr_p_from_epsilon must be a float > 0. Got {epsilon!r} instead."
-        raise InvalidParameterError(msg)
+    check_p_or_epsilon(None, epsilon, "rr_p_from_epsilon")
     k = _check_k(k, "rr_p_from_epsilon")
     return keep_from_epsilon(epsilon, k)

@@ -11,7 +11,7 @@ import polars as pl
 
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import row_keys
-from polars_ppdm._validation import is_real
+from polars_ppdm._validation import check_int, is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import first_words, stream_id
@@ -34,13 +34,7 @@ _WORD = "__ppdm_unit_word"
 
 
 def check_max_contributions(max_contributions: Any, key: str | None, func: str) -> int:
-    if (
-        isinstance(max_contributions, bool)
-        or not isinstance(max_contributions, int | np.integer)
-        or max_contributions < 1
-    ):
-        msg = f"The 'max_contributions' parameter of {func} must be an int >= 1. Got {max_contributions!r} instead."
-        raise InvalidParameterError(msg)
+    max_contributions = check_int("max_contributions", max_contributions, func, low=1)
     if key is None and max_contributions != 1:
         msg = (
             f"{func}: max_contributions={max_contributions} needs key= (the column naming the person); "

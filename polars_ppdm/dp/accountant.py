@@ -18,12 +18,12 @@ composition).  Zhang, Cheng, DPQT k-means (paper 004).
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import polars as pl
 
+from polars_ppdm._validation import check_real
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 
 __all__ = ["BudgetAccountant", "check_epsilon"]
@@ -34,10 +34,7 @@ _SLACK = 1e-12
 
 def check_epsilon(epsilon: object, func: str, name: str = "epsilon") -> float:
     """A finite float > 0."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not (0 < epsilon < math.inf):
-        msg = f"The {name!r} parameter of {func} must be a finite float > 0. Got {epsilon!r} instead."
-        raise InvalidParameterError(msg)
-    return float(epsilon)
+    return check_real(name, epsilon, func, low=0, open_low=True)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_numeric, per_column
+from polars_ppdm._validation import check_columns, check_int, check_numeric, per_column
 from polars_ppdm.dp._common import (
     NOTHING_RELEASED,
     bound_contributions,
@@ -53,9 +53,7 @@ def bin_index(column: str, low: float, high: float, bins: int) -> pl.Expr:
 def _check_bins(bins, columns: list[str]) -> dict[str, int]:
     spread = per_column("bins", bins, columns, _FUNC)
     for c, b in spread.items():
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1:
-            msg = f"The 'bins' parameter of {_FUNC} (column {c!r}) must be an int >= 1. Got {b!r} instead."
-            raise InvalidParameterError(msg)
+        check_int("bins", b, _FUNC, low=1, column=c)
     return {c: int(b) for c, b in spread.items()}
 
 

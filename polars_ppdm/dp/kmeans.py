@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_numeric
+from polars_ppdm._validation import check_choice, check_columns, check_int, check_numeric
 from polars_ppdm.dp._common import (
     charge,
     check_bounds,
@@ -150,12 +150,8 @@ def dp_kmeans(
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     check_choice("method", method, METHODS, _FUNC)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        msg = f"The 'k' parameter of {_FUNC} must be an int >= 1. Got {k!r} instead."
-        raise InvalidParameterError(msg)
-    if isinstance(iterations, bool) or not isinstance(iterations, int | np.integer) or iterations < 1:
-        msg = f"The 'iterations' parameter of {_FUNC} must be an int >= 1. Got {iterations!r} instead."
-        raise InvalidParameterError(msg)
+    k = check_int("k", k, _FUNC, low=1)
+    iterations = check_int("iterations", iterations, _FUNC, low=1)
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)  # n also sizes the grid method

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns, check_numeric, is_count, is_real
+from polars_ppdm._validation import check_columns, check_numeric, check_real, is_count, is_real
 from polars_ppdm.dp._common import (
     charge,
     check_bounds,
@@ -60,10 +60,9 @@ class TreePlan:
 
 
 def _check_gamma(gamma: object, func: str) -> float:
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0 < gamma < 1:
-        msg = f"The 'gamma' parameter of {func} must be a float in (0, 1) (the tree's share of epsilon). Got {gamma!r} instead."
-        raise InvalidParameterError(msg)
-    return float(gamma)
+    return check_real(
+        "gamma", gamma, func, low=0, high=1, open_low=True, open_high=True, why=" (the tree's share of epsilon)"
+    )
 
 
 def noisy_total(points: np.ndarray, epsilon: float, contributions: int, secret: bytes, label: str) -> float:

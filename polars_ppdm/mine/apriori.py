@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, eager, schema_of
-from polars_ppdm._validation import check_columns, check_fraction, is_real
+from polars_ppdm._validation import check_columns, check_fraction, check_int, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.rr_support import RRDesign, itemset_aggregates, itemset_estimates
 
@@ -46,12 +46,7 @@ _RULES_SCHEMA = {
 
 
 def _check_max_length(max_length: Any, func: str) -> int | None:
-    if max_length is not None and (
-        isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1
-    ):
-        msg = f"The 'max_length' parameter of {func} must be an int >= 1 or None. Got {max_length!r} instead."
-        raise InvalidParameterError(msg)
-    return max_length
+    return check_int("max_length", max_length, func, low=1, optional=True)
 
 
 def apriori(

@@ -23,7 +23,7 @@ import polars as pl
 
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_numeric
+from polars_ppdm._validation import check_columns, check_int, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.perturb.noise import noise_scales, noise_std
 
@@ -146,13 +146,8 @@ def pca_reconstruct(
     cov = cov - np.diag(noise)
     if components is None:
         components = max(1, int((np.linalg.eigvalsh(cov) > noise.mean()).sum()))
-    elif (
-        isinstance(components, bool)
-        or not isinstance(components, int | np.integer)
-        or not 1 <= components <= len(cols)
-    ):
-        msg = f"The 'components' parameter of {func} must be an int in [1, {len(cols)}]. Got {components!r} instead."
-        raise InvalidParameterError(msg)
+    else:
+        components = check_int("components", components, func, low=1, high=len(cols))
     Q = principal_axes(cov, int(components))
     P = Q @ Q.T  # the projection, symmetric
     exprs = affine_exprs(cols, P, mean - P @ mean)  # mean + P (y - mean)

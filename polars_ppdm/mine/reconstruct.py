@@ -19,7 +19,7 @@ import polars as pl
 
 from polars_ppdm._bounds import check_bounds
 from polars_ppdm._frame import as_lazy, schema_of
-from polars_ppdm._validation import check_columns, check_numeric, is_count, is_real
+from polars_ppdm._validation import check_columns, check_int, check_numeric, check_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.reconstruct import reconstruct_histogram, transition
 from polars_ppdm.perturb.noise import check_noise
@@ -82,15 +82,9 @@ def reconstruct_distribution(
     (col,) = check_columns([column], list(schema.names()), _FUNC, name="column")
     check_numeric(schema, [col], _FUNC)
     dist, scale = check_noise(dist, scale, _FUNC)
-    if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
-        msg = f"The 'bins' parameter of {_FUNC} must be an int >= 2. Got {bins!r} instead."
-        raise InvalidParameterError(msg)
-    if not is_real(tol) or not tol >= 0:
-        msg = f"The 'tol' parameter of {_FUNC} must be a float >= 0. Got {tol!r} instead."
-        raise InvalidParameterError(msg)
-    if not is_count(max_iter) or max_iter < 1:
-        msg = f"The 'max_iter' parameter of {_FUNC} must be an int >= 1. Got {max_iter!r} instead."
-        raise InvalidParameterError(msg)
+    bins = check_int("bins", bins, _FUNC, low=2)
+    tol = check_real("tol", tol, _FUNC, low=0)
+    max_iter = check_int("max_iter", max_iter, _FUNC, low=1)
     ((low, high),) = check_bounds(bounds, [col], _FUNC, None).values()
     width = (high - low) / bins
     reach = scale if dist == "uniform" else 4 * scale

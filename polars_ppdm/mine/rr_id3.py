@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_ppdm._design import RRDesign
 from polars_ppdm._encoding import Domain
 from polars_ppdm._frame import eager, schema_of
-from polars_ppdm._design import RRDesign
-from polars_ppdm._validation import check_columns, check_fraction
+from polars_ppdm._validation import check_bool, check_columns, check_fraction, check_int
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr_tree import ConjunctionCounts, entropy
 
@@ -179,9 +179,7 @@ def _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categorie
     if label in attrs:
         msg = f"The 'columns' parameter of {func} must not hold the label {label!r}. Got {attrs!r} instead."
         raise InvalidParameterError(msg)
-    if not isinstance(label_disguised, bool):
-        msg = f"The 'label_disguised' parameter of {func} must be True or False. Got {label_disguised!r} instead."
-        raise InvalidParameterError(msg)
+    label_disguised = check_bool("label_disguised", label_disguised, func)
     everything = [*attrs, label]
     if categories is not None and not (
         isinstance(categories, Mapping) and all(c in everything for c in categories)
@@ -278,11 +276,7 @@ def rr_id3(
     Wen Han (2006), paper 003, section 5.2; Du, Zhan, KDD 2003.
     """
     attrs, domains, counts = _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categories, _FUNC)
-    if max_depth is not None and (
-        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
-    ):
-        msg = f"The 'max_depth' parameter of {_FUNC} must be an int >= 0 or None. Got {max_depth!r} instead."
-        raise InvalidParameterError(msg)
+    max_depth = check_int("max_depth", max_depth, _FUNC, low=0, optional=True)
     min_support = check_fraction("min_support", min_support, _FUNC)
 
     def grow(path: list[tuple[int, int]], class_counts: np.ndarray) -> _Node:

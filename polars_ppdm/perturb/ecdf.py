@@ -18,7 +18,14 @@ import polars as pl
 
 from polars_ppdm._encoding import row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_numeric, per_column
+from polars_ppdm._validation import (
+    check_bool,
+    check_choice,
+    check_columns,
+    check_int,
+    check_numeric,
+    per_column,
+)
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
     Workspace,
@@ -47,12 +54,15 @@ def _check_bins(bins: int | Sequence[int] | Mapping[str, int], cols: list[str]) 
     spread = per_column("bins", bins, cols, _FUNC)
     for column, b in spread.items():
         # The cut points and counts are arrays of bins + 1: 10^9 bins would exhaust memory.
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 2 <= b <= _MAX_BINS:
-            msg = (
-                f"The 'bins' parameter of {_FUNC} (column {column!r}) must be an int in "
-                f"[2, {_MAX_BINS:,}] (equal-width intervals between min and max). Got {b!r} instead."
-            )
-            raise InvalidParameterError(msg)
+        check_int(
+            "bins",
+            b,
+            _FUNC,
+            low=2,
+            high=_MAX_BINS,
+            column=column,
+            why=" (equal-width intervals between min and max)",
+        )
     return {c: int(b) for c, b in spread.items()}
 
 
@@ -173,15 +183,11 @@ def ecdf_resample(
     check_numeric(schema, cols, _FUNC)
     bins_of = _check_bins(bins, cols)
     check_choice("link", link, LINKS, _FUNC)
-    if not isinstance(shuffle, bool):
-        msg = f"The 'shuffle' parameter of {_FUNC} must be True or False. Got {shuffle!r} instead."
-        raise InvalidParameterError(msg)
+    check_bool("shuffle", shuffle, _FUNC)
     if key is not None:
         check_columns([key], list(schema.names()), _FUNC, name="key")
     secret = resolve_secret(secret).key
-    if not isinstance(round_integers, bool):
-        msg = f"The 'round_integers' parameter of {_FUNC} must be True or False. Got {round_integers!r} instead."
-        raise InvalidParameterError(msg)
+    check_bool("round_integers", round_integers, _FUNC)
     rounded = {c: schema[c] for c in cols if round_integers and schema[c].is_integer()}
     out_schema = {
         name: (rounded.get(name, pl.Float64) if name in cols else dtype) for name, dtype in schema.items()

@@ -21,7 +21,7 @@ import polars as pl
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_numeric, is_real
+from polars_ppdm._validation import check_columns, check_int, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SecretLike, resolve_secret
@@ -155,14 +155,11 @@ def spiral_key(
     if len(cols) < 2:
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
-    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 1:
-        msg = f"The 'rounds' parameter of {_FUNC} must be an int >= 1. Got {rounds!r} instead."
-        raise InvalidParameterError(msg)
+    rounds = check_int("rounds", rounds, _FUNC, low=1)
     angle = _range("angle", angle, positive=False)
     if eps is not None:
         if (
-            isinstance(eps, bool)
-            or not isinstance(eps, int | float)
+            not is_real(eps)
             or not abs(eps) * max(map(abs, angle)) < 700
         ):
             msg = (
