@@ -90,7 +90,7 @@ def test_udf_errors_name_the_problem(con):
         con.execute("SELECT ppdm_rr_disguise(x, 1.5, '1', id) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="outside its 'categories'"):
         con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id) FROM t").fetchall()
-    with pytest.raises(duckdb.InvalidInputException, match="'key' argument of ppdm_rr_disguise .* Got NULL"):
+    with pytest.raises(duckdb.InvalidInputException, match=r"'key' argument of ppdm_rr_disguise .* Got NULL"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT) FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="null value"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', if(id = 3, NULL, id)) FROM t").fetchall()
@@ -183,9 +183,18 @@ def test_kary_udf_with_large_arrow_lists(con):
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 'nan'::DOUBLE, 5, 0.5, '1')", "bounds must be finite"),
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 'nan'::DOUBLE, 0.5, '1')", "bins must be an integer"),
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'nan'::DOUBLE, '1')", "epsilon must be a finite float"),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 'nan'::DOUBLE, 5, 0.5, '1')",
+            "'low' and 'high' arguments of ppdm_dp_histogram must be finite",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 10, 'nan'::DOUBLE, 0.5, '1')",
+            "'bins' argument .* integer >= 1. Got nan",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'nan'::DOUBLE, '1')",
+            "'epsilon' argument of ppdm_dp_histogram must be a finite float > 0",
+        ),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 0.5, NULL)", "'secret' argument"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 3, NULL)", "'secret' argument"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'inf'::DOUBLE, '1')", "bins must be an integer >= 2"),
