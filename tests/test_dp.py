@@ -112,9 +112,22 @@ def test_histogram_grid_is_complete_and_row_major_in_d_dimensions():
 
 
 def test_points_outside_the_bounds_count_in_the_edge_bins():
-    df = pl.DataFrame({"x": [-50.0, 0.5, 7.0, 1e9, float("inf")]})
+    df = pl.DataFrame({"x": [-50.0, 0.5, 7.0, 1e9]})
     out = ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1e6, secret=1)
-    assert out["count"].to_list() == [2, 0, 0, 1, 2]
+    assert out["count"].to_list() == [2, 0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_every_dp_release_refuses_non_finite_values_the_same_way(bad):
+    df = pl.DataFrame({"x": [0.5, 2.0, bad, 3.0], "y": [1.0, 2.0, 3.0, 4.0]})
+    releases = [
+        lambda: ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1.0, secret=1),
+        lambda: ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=1),
+        lambda: ppdm.dp_kmeans(df, ["x", "y"], k=2, bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=1),
+    ]
+    for release in releases:
+        with pytest.raises(InvalidParameterError, match="null, NaN or infinite values"):
+            release()
 
 
 @pytest.mark.parametrize("engine", ["in-memory", "streaming"])

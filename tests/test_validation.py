@@ -82,3 +82,17 @@ def test_one_wording_per_kind_of_error(call, message):
     df = pl.DataFrame({"x": [0.5, 1.5, 2.5], "flag": [True, False, True]})
     with pytest.raises(InvalidParameterError, match=message):
         call(df)
+
+
+def test_a_budget_refusal_says_where_its_epsilon_comes_from():
+    rng = np.random.default_rng(0)
+    df = pl.DataFrame({"x": rng.random(100), "y": rng.random(100)})
+    accountant = ppdm.BudgetAccountant(epsilon=0.2)
+    with pytest.raises(
+        ppdm.BudgetExceededError,
+        match=r"needs epsilon 0.290625 \(epsilon=0.3 halved over iterations=5: 0.3 x \(1 - 2\^-5\)\)",
+    ):
+        ppdm.dp_kmeans(
+            df, ["x", "y"], k=2, epsilon=0.3, bounds=[(0, 1)] * 2, method="lloyd", accountant=accountant, secret=1
+        )
+    assert accountant.spent == 0

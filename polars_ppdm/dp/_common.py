@@ -92,7 +92,9 @@ def bound_contributions(
     )
 
 
-def charge(accountant: BudgetAccountant | None, epsilon: float, release: str, func: str) -> None:
+def charge(
+    accountant: BudgetAccountant | None, epsilon: float, release: str, func: str, *, why: str = ""
+) -> None:
     """Spend ``epsilon`` on the accountant (if any) before anything is computed.
 
     Before the data is read, so an over-budget request never touches it; a release that
@@ -103,7 +105,7 @@ def charge(accountant: BudgetAccountant | None, epsilon: float, release: str, fu
     if not isinstance(accountant, BudgetAccountant):
         msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
         raise InvalidParameterError(msg)
-    accountant.spend(epsilon, release)
+    accountant.spend(epsilon, release, why=why)
 
 
 def private_points(

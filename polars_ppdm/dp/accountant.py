@@ -95,22 +95,23 @@ class BudgetAccountant:
             rows, schema={"release": pl.String, "epsilon": pl.Float64, "composition": pl.String}, orient="row"
         )
 
-    def check(self, epsilon: float, release: str) -> None:
-        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon``."""
+    def check(self, epsilon: float, release: str, *, why: str = "") -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon``;
+        ``why`` (how the release worked ``epsilon`` out) goes into the message."""
         epsilon = check_epsilon(epsilon, release)
         after = (
             self._spent_before_group + max(self._group.cost, epsilon) if self._group else self.spent + epsilon
         )
         if after > self.epsilon * (1 + _SLACK):
             msg = (
-                f"{release!r} needs epsilon {epsilon:g} but the accountant has {self.remaining:g} left of "
+                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but the accountant has {self.remaining:g} left of "
                 f"{self.epsilon:g} (spent {self.spent:g}); nothing was released."
             )
             raise BudgetExceededError(msg)
 
-    def spend(self, epsilon: float, release: str) -> None:
+    def spend(self, epsilon: float, release: str, *, why: str = "") -> None:
         """Record ``epsilon`` for ``release``, or refuse it (see :meth:`check`)."""
-        self.check(epsilon, release)
+        self.check(epsilon, release, why=why)
         if self._group is not None:
             self._group.releases.append((release, float(epsilon)))
         else:

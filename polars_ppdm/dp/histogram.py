@@ -44,10 +44,12 @@ def histogram_stream(columns: Sequence[str]) -> str:
 
 def bin_index(column: str, low: float, high: float, bins: int) -> pl.Expr:
     """The bin of each value, computed arithmetically: ``floor((x - low) / width)``,
-    clipped into ``[0, bins - 1]`` (values outside the bounds count in the edge bins);
-    null and NaN give null (refused later)."""
-    index = ((pl.col(column).cast(pl.Float64) - low) * (bins / (high - low))).floor().clip(0, bins - 1)
-    return index.cast(pl.Int64, strict=False)  # NaN -> null
+    clipped into ``[0, bins - 1]`` (finite values outside the bounds count in the edge
+    bins); null, NaN and infinities give null (refused later, as every DP release
+    refuses non-finite values)."""
+    x = pl.col(column).cast(pl.Float64)
+    index = ((x - low) * (bins / (high - low))).floor().clip(0, bins - 1)
+    return pl.when(x.is_finite()).then(index).cast(pl.Int64, strict=False)
 
 
 def _check_bins(bins, columns: list[str]) -> dict[str, int]:
@@ -80,10 +82,11 @@ def dp_histogram(
     frame : polars.DataFrame or polars.LazyFrame
         Returned as the same type.
     columns : str or sequence of str
-        Numeric columns; nulls and NaN are refused (drop or fill them first).
+        Numeric columns; nulls, NaN and infinities are refused, as by every DP release
+        (drop or fill them first).
     bounds : mapping column -> (low, high), one pair per column, or "data"
-        Public bounds: the grid spans them; values outside count in the edge bins
-        (clipped).  Required: bounds read off the data (``"data"``, with a
+        Public bounds: the grid spans them; finite values outside count in the edge
+        bins (clipped).  Required: bounds read off the data (``"data"``, with a
         :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`) are not covered by epsilon.
     bins : int or one per column
         Equal-width bins per column (>= 1); the grid has their product of cells, at most
@@ -167,7 +170,7 @@ def histogram_query(
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
         if grid[_BIN].null_count():
-            msg = f"{_FUNC}: the columns {cols} hold null or NaN values; drop or fill them first ({NOTHING_RELEASED})."
+            msg = f"{_FUNC}: the columns {cols} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
             raise InvalidParameterError(msg)
         noise = discrete_laplace(secret, stream, grid[_BIN].to_numpy().astype(np.uint64), scale)
         return grid.with_columns(pl.col("count") + pl.Series(noise))

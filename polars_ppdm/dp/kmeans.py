@@ -166,7 +166,12 @@ def dp_kmeans(
         )
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     spent = epsilon * (1 - 2.0**-iterations) if method == "lloyd" else epsilon
-    charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC)
+    why = (
+        f"epsilon={epsilon:g} halved over iterations={iterations}: {epsilon:g} x (1 - 2^-{iterations})"
+        if method == "lloyd"
+        else ""
+    )
+    charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC, why=why)
     secret = resolve_secret(secret).key
     points = private_points(frame, cols, key=key, max_contributions=contributions, secret=secret, func=_FUNC)
     lows = np.array([bounds_of[c][0] for c in cols])
