@@ -362,7 +362,7 @@ def test_bad_input_is_a_clear_error(call, message):
 
 def test_histogram_refuses_nulls_and_nan_when_collected():
     df = pl.DataFrame({"x": [0.1, float("nan")]})
-    with pytest.raises(InvalidParameterError, match="null or NaN"):
+    with pytest.raises(InvalidParameterError, match="null, NaN or infinite"):
         ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1.0)
 
 
