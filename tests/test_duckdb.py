@@ -76,7 +76,9 @@ def test_scalar_macros(con):
         with pytest.raises(duckdb.InvalidInputException, match="must be"):
             con.execute(f"SELECT {bad}").fetchall()
     con.execute("CREATE TABLE c1 AS SELECT '0' AS pattern, 3 AS n")
-    with pytest.raises(duckdb.InvalidInputException, match=r"not 0\.5"):
+    with pytest.raises(
+        duckdb.InvalidInputException, match=r"'p' argument of ppdm_rr_support_patterns .* other than 0\.5"
+    ):
         con.execute("SELECT * FROM ppdm_rr_support_patterns(c1, [0.5])").fetchall()
 
 
@@ -198,15 +200,33 @@ def test_kary_udf_with_large_arrow_lists(con):
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 0.5, NULL)", "'secret' argument"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 3, NULL)", "'secret' argument"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'inf'::DOUBLE, '1')", "bins must be an integer >= 2"),
-        ("FROM ppdm_rr_support_patterns(c, [0.9, NULL])", "every p must be in"),
+        ("FROM ppdm_rr_support_patterns(c, [0.9, NULL])", r"'p' argument .* list of floats in \[0, 1\]"),
+        (
+            "FROM ppdm_rr_support_patterns(c, epsilon := [1.0, -1.0])",
+            r"'epsilon' argument .* Got \[1.0, -1.0\]",
+        ),
+        (
+            "FROM ppdm_rr_support_patterns(c, [0.9, 0.8], epsilon := [1.0, 1.0])",
+            "exactly one of 'p' and 'epsilon'",
+        ),
         ("FROM ppdm_rr_support_patterns(bad_pattern, [0.9, 0.8])", "string of 0 and 1, got 0a"),
         ("FROM ppdm_rr_support_patterns(null_count, [0.9, 0.8])", "every count n"),
-        ("FROM ppdm_rr_support_whole_record(c, NULL)", "p must be in .* got NULL"),
+        ("FROM ppdm_rr_support_whole_record(c, NULL)", "exactly one of 'p' and 'epsilon'. Got p=NULL"),
+        ("FROM ppdm_rr_support_whole_record(c, 0.5)", r"'p' argument .* other than 0.5. Got 0.5 instead"),
+        ("FROM ppdm_rr_support_whole_record(c, epsilon := 0)", r"'epsilon' argument .* > 0. Got 0 instead"),
         ("FROM ppdm_rr_support_whole_record(null_count, 0.9)", "every count n"),
-        ("SELECT ppdm_rr_epsilon(0.8, k := 1)", "k must be an integer >= 2"),
-        ("SELECT ppdm_rr_p_from_epsilon(1, k := 0)", "k must be an integer >= 2"),
-        ("SELECT ppdm_rr_p_from_epsilon('nan'::DOUBLE)", "epsilon must be > 0"),
-        ("SELECT ppdm_rr_correct_share(0.3, 'nan'::DOUBLE)", "p must be in"),
+        ("SELECT ppdm_rr_epsilon(0.8, k := 1)", "'k' argument of .* integer >= 2. Got"),
+        ("SELECT ppdm_rr_p_from_epsilon(1, k := 0)", "'k' argument of .* integer >= 2. Got"),
+        (
+            "SELECT ppdm_rr_p_from_epsilon('nan'::DOUBLE)",
+            "'epsilon' argument of ppdm_rr_p_from_epsilon must be a float > 0. Got nan",
+        ),
+        (
+            "SELECT ppdm_rr_correct_share(0.3, 'nan'::DOUBLE)",
+            r"'p' argument of ppdm_rr_correct_share .* Got nan",
+        ),
+        ("SELECT ppdm_rr_correct_share(0.3)", "exactly one of 'p' and 'epsilon'"),
+        ("SELECT ppdm_rr_correct_share(0.3, epsilon := -2)", r"'epsilon' argument of ppdm_rr_correct_share"),
     ],
 )
 def test_macros_refuse_bad_input(con, sql, message):

@@ -400,3 +400,37 @@ def test_dp_histogram_has_the_polars_columns(con, name):
     py = ppdm.dp_histogram(df, name, bounds=(0, 100), bins=9, epsilon=0.4, secret=SECRET)
     assert sql.columns == [f"{name}_bin", f"{name}_low", f"{name}_high", "count"]
     assert_frame_equal(sql, py)
+
+
+# -- p or epsilon in the binary corrections ----------------------------------------------
+
+
+def test_binary_corrections_take_epsilon_like_python(con, people):
+    eps = [1.5, 0.8, 2.2]
+    frame = people.select("a", "b", "c").drop_nulls()
+    per_attribute = ppdm.rr_disguise(frame, ["a", "b", "c"], epsilon=eps, secret=SECRET)
+    whole = ppdm.rr_disguise(frame, ["a", "b", "c"], epsilon=1.1, mode="whole_record", secret=SECRET)
+    for name, data in (("pa", per_attribute), ("wr", whole)):
+        con.register(f"{name}_rows", data)
+        con.execute(
+            f"CREATE TABLE {name} AS SELECT concat(a::INT, b::INT, c::INT) AS pattern, count(*) AS n "
+            f"FROM {name}_rows GROUP BY ALL"
+        )
+    sql = con.sql(f"FROM ppdm_rr_support_patterns(pa, epsilon := {eps})").pl()
+    py = ppdm.rr_support(per_attribute, ["a", "b", "c"], epsilon=eps)
+    for c in ("frequency", "std_error"):  # the Kronecker inverse summed in another order
+        np.testing.assert_allclose(sql[c].to_numpy(), py[c].to_numpy(), rtol=0, atol=1e-12)
+    sql = con.sql("FROM ppdm_rr_support_whole_record(wr, epsilon := 1.1)").pl()
+    py = ppdm.rr_support(whole, ["a", "b", "c"], epsilon=1.1, mode="whole_record")
+    for c in ("frequency", "std_error"):
+        np.testing.assert_allclose(sql[c].to_numpy(), py[c].to_numpy(), rtol=0, atol=1e-12)
+    share = per_attribute["a"].mean()
+    by_eps, by_p = con.execute(
+        f"SELECT ppdm_rr_correct_share({share!r}, epsilon := 1.5), "
+        f"ppdm_rr_correct_share({share!r}, {ppdm.rr_p_from_epsilon(1.5)!r})"
+    ).fetchone()
+    assert by_eps == by_p
+    assert by_eps == pytest.approx(
+        py_share := ppdm.rr_support(per_attribute, "a", epsilon=1.5)["frequency"][1]
+    )
+    assert 0 < py_share < 1
