@@ -1,37 +1,84 @@
 """DuckDB front-end: Arrow UDFs over the same kernels, the ``sql/`` macros, a bulk path.
 
-``register(con)`` adds to a connection:
+``register(con)`` adds to a connection (arguments named as in Python; DuckDB macros take
+them by position or by name, ``epsilon := 1.0``; defaulted ones may be left out):
 
-* ``ppdm_rr_disguise(x BOOLEAN, p, secret, key [, stream := ''])`` -- binary randomized
-  response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any non-zero true,
-  where the Polars expression refuses values other than 0 and 1, so check
+Row-wise perturbations, the same bits as Polars for the same secret, key and stream:
+
+* ``ppdm_rr_disguise(x BOOLEAN, p, secret, key, stream := '', epsilon := NULL)`` --
+  binary randomized response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any
+  non-zero true, where the Polars expression refuses values other than 0 and 1, so check
   ``x IN (0, 1)`` first);
-* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key [, stream := ''])``
-  -- k-ary randomized response over a public domain;
+* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key, stream := '',
+  epsilon := NULL)`` -- k-ary randomized response over a public domain;
+* ``ppdm_rr_disguise_whole_record(x BOOLEAN, columns VARCHAR[], p, secret, key,
+  epsilon := NULL)`` -- whole-record randomized response: one coin per row for the group
+  ``columns`` (its stream is :func:`~polars_ppdm.perturb.rr.whole_record_stream` of
+  them), so calling it on each column of the group with the same ``columns`` list keeps
+  or negates the row's columns together, as ``rr_disguise(df, columns, p=...,
+  mode="whole_record", secret=..., key=...)``; each call draws the coin again (the same
+  coin: the PRF is a function);
+* ``ppdm_add_noise(x DOUBLE, scale, secret, key, stream, dist := 'gaussian')`` --
+  additive noise (``dist`` 'gaussian': ``scale`` is the standard deviation; 'uniform':
+  the half-width of [-scale, scale]); DOUBLE out, NULL stays NULL, NaN and infinities
+  refused.  ``stream`` has no default (one stream for two columns would give them the same
+  noise): ``'add_noise/income'`` is the default of ``pl.col("income").ppdm.add_noise``.
+
+Randomized response takes exactly one of ``p`` (keep probability, not 1/k) and
+``epsilon`` (local DP; p = ``ppdm_rr_p_from_epsilon(epsilon, k)``, the bits of
+:func:`polars_ppdm.rr_p_from_epsilon`).  ``ppdm_rr_disguise(smoker, 0.8, secret, id,
+'smoker')`` is positional; ``ppdm_rr_disguise(smoker, epsilon := 1.0, secret := secret,
+key := id, stream := 'smoker')`` the same with epsilon.  A missing ``secret`` or ``key``
+is an error naming it.
+
+The keyed randomness itself, for macros:
+
 * ``ppdm_uniform(secret, stream VARCHAR, key BIGINT) -> DOUBLE`` and
-  ``ppdm_prf_word(secret, stream, key) -> UBIGINT``: the keyed randomness itself (uniform
-  in [0, 1), and the first 64-bit word of the PRF block), for macros such as
-  ``ppdm_ecdf_resample``;
+  ``ppdm_prf_word(secret, stream, key) -> UBIGINT``: uniform in [0, 1), and the first
+  64-bit word of the PRF block (``ppdm_ecdf_resample``);
 * ``ppdm_discrete_laplace(secret, stream, key, scale DOUBLE) -> BIGINT``: two-sided
   geometric noise of ``scale = sensitivity / epsilon`` (``ppdm_dp_histogram``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
-  one Polars applies to string key columns;
-* every macro of ``sql/`` (deterministic: corrections, epsilons).
+  one Polars applies to string key columns (``key := ppdm_key(email)`` equals Polars'
+  ``key="email"``).
+
+Every macro of ``sql/`` (pure SQL, each file documents its arguments): the corrections
+``ppdm_rr_support_k(tbl, col, categories, p := NULL, epsilon := NULL)`` (k-ary, one
+column), ``ppdm_rr_support_patterns(counts, p := NULL, epsilon := NULL)`` (binary,
+per attribute; lists), ``ppdm_rr_support_whole_record(counts, p := NULL, epsilon :=
+NULL)``, ``ppdm_rr_correct_share(observed_share, p := NULL, epsilon := NULL)``; the
+epsilon conversions ``ppdm_rr_epsilon(p, k := 2)``, ``ppdm_rr_p_from_epsilon(epsilon,
+k := 2)``; and the table macros ``ppdm_ecdf_resample(tbl, col, key, bins, secret)`` and
+``ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret)`` (columns
+``<col>_bin, <col>_low, <col>_high, count`` as in Polars).
 
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
 ``secret`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
 in SQL text or logs; the variable is read at every call, per 2048-row vector, so rotate
 it between queries, never during one) or decimal digits (a guessable integer secret, for
-tests).  ``key`` is
-a BIGINT row key and is required: DuckDB has no stable row position in a parallel scan.
-``stream`` labels the draws; Polars uses the column name by default, so
-``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
+tests); errors never show it.  ``key`` is a BIGINT row key and is required: DuckDB has
+no stable row position in a parallel scan.  ``stream`` labels the draws; Polars uses the
+column name by default, so ``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
 ``pl.col("smoker").ppdm.rr_disguise(p=p, secret=secret, key="id")`` bit for bit.
 
 DuckDB calls a Python UDF once per 2048-row vector (~60-100 ns per row); for big tables
 :func:`rr_disguise_batches` streams Arrow record batches of a query through the kernel
 instead, near NumPy speed.
+
+Examples
+--------
+>>> import duckdb
+>>> import polars as pl
+>>> import polars_ppdm as ppdm
+>>> con = ppdm.duckdb.register(duckdb.connect())
+>>> df = pl.DataFrame({"id": [1, 2, 3], "a": [True, False, None], "b": [True, True, False]})
+>>> sql = con.sql(
+...     "SELECT id, ppdm_rr_disguise_whole_record(a, ['a', 'b'], 0.7, '9', id) AS a, "
+...     "ppdm_rr_disguise_whole_record(b, ['a', 'b'], 0.7, '9', id) AS b FROM df ORDER BY id"
+... ).pl()
+>>> sql.equals(ppdm.rr_disguise(df, ["a", "b"], p=0.7, mode="whole_record", secret=9, key="id"))
+True
 """
 
 from __future__ import annotations
@@ -289,7 +336,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     >>> con = ppdm.duckdb.register(duckdb.connect())
     >>> con.sql("SELECT ppdm_rr_disguise(x, 1.0, '42', i) AS y FROM (VALUES (true, 1), (false, 2)) t(x, i)").fetchall()
     [(True,), (False,)]
-    >>> round(con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchone()[0], 4)
+    >>> round(con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchall()[0][0], 4)
     1.0986
     >>> con.sql(
     ...     "SELECT ppdm_rr_disguise(x, epsilon := 1e9, secret := '42', key := i) AS y "
