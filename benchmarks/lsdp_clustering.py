@@ -52,7 +52,7 @@ def scores(name: str, secret, ks=range(2, 11)) -> dict[str, float]:
         frame,
         cols,
         rounds=setting["rounds"],
-        scale=setting["scale"],
+        factors=setting["scale"],
         angle=setting["angle"],
         bounds={c: (0.0, 10.0) for c in cols},
         secret=secret,

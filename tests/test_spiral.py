@@ -107,10 +107,10 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
         (dict(columns=["a", "s"]), "must be numeric"),
         (dict(columns=["b", "nan"]), "NaN or infinite"),
         (dict(columns=["a", "b"], rounds=0), "'rounds'"),
-        (dict(columns=["a", "b"], scale=(0.0, 2.0)), "'scale'"),
-        (dict(columns=["a", "b"], scale=(-1.0, 2.0)), "'scale'"),
+        (dict(columns=["a", "b"], factors=(0.0, 2.0)), "'factors'"),
+        (dict(columns=["a", "b"], factors=(-1.0, 2.0)), "'factors'"),
         (dict(columns=["a", "b"], angle=(1.0, 0.5)), "'angle'"),
-        (dict(columns=["a", "b"], rounds=2, scale=[1.0]), "one k > 0 per round"),
+        (dict(columns=["a", "b"], rounds=2, factors=[1.0]), "one k > 0 per round"),
     ]
     for kwargs, message in cases:
         with pytest.raises(InvalidParameterError, match=message):
@@ -149,8 +149,8 @@ def test_seeds_bounds_json_and_eps_are_checked():
     ]:
         with pytest.raises(InvalidParameterError, match=message):
             ppdm.spiral_key(cols, bounds=bad, rounds=2, secret=1)
-    with pytest.raises(InvalidParameterError, match="'eps'"):
-        ppdm.spiral_key(cols, bounds=bounds, rounds=2, eps=1e6, secret=1)
+    with pytest.raises(InvalidParameterError, match="'growth'"):
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, growth=1e6, secret=1)
     with pytest.raises(InvalidParameterError, match="Not a spiral key"):
         ppdm.SpiralKey.from_json('{"format": "other"}')
     with pytest.raises(InvalidParameterError, match="Not a spiral key"):
@@ -173,7 +173,7 @@ def test_seeds_bounds_json_and_eps_are_checked():
     ):
         ppdm.spiral_key(cols, bounds=5, secret=1)
     with pytest.raises(InvalidParameterError, match="one k > 0 per round"):
-        ppdm.spiral_key(cols, bounds=bounds, rounds=2, scale=["a", "b"], secret=1)
+        ppdm.spiral_key(cols, bounds=bounds, rounds=2, factors=["a", "b"], secret=1)
     empty = pl.DataFrame({"a": [None, None], "b": [1.0, 2.0]}, schema={"a": pl.Float64, "b": pl.Float64})
     with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
         ppdm.spiral(empty, ["a", "b"], rounds=1, secret=1)

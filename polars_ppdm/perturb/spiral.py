@@ -129,9 +129,9 @@ def spiral_key(
     *,
     bounds: Mapping[str, tuple[float, float]],
     rounds: int = 7,
-    scale: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    factors: tuple[float, float] | Sequence[float] = (0.1, 5.0),
     angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
-    eps: float | None = None,
+    growth: float | None = None,
     secret: SecretLike = None,
 ) -> SpiralKey:
     """Draw the rounds (keyed PRF) and compose them into one :class:`SpiralKey`.
@@ -157,29 +157,29 @@ def spiral_key(
         raise InvalidParameterError(msg)
     rounds = check_int("rounds", rounds, _FUNC, low=1)
     angle = _range("angle", angle, positive=False)
-    if eps is not None:
+    if growth is not None:
         if (
-            not is_real(eps)
-            or not abs(eps) * max(map(abs, angle)) < 700
+            not is_real(growth)
+            or not abs(growth) * max(map(abs, angle)) < 700
         ):
             msg = (
-                f"The 'eps' parameter of {_FUNC} must be a finite float with |eps * dtheta| < 700 "
-                f"(k = e^(eps * dtheta) must be a finite double). Got {eps!r} instead."
+                f"The 'growth' parameter of {_FUNC} must be a finite float with |growth * dtheta| < 700 "
+                f"(k = e^(growth * dtheta) must be a finite double). Got {growth!r} instead."
             )
             raise InvalidParameterError(msg)
         scales = None
-    elif isinstance(scale, list):  # one k per round; a tuple is a range
-        scales = [float(k) for k in scale] if all(is_real(k) for k in scale) else []
+    elif isinstance(factors, list):  # one k per round; a tuple is a range
+        scales = [float(k) for k in factors] if all(is_real(k) for k in factors) else []
         if len(scales) != rounds or not all(k > 0 and math.isfinite(k) for k in scales):
-            msg = f"The 'scale' parameter of {_FUNC}, as a list, needs one k > 0 per round ({rounds}). Got {scale!r} instead."
+            msg = f"The 'factors' parameter of {_FUNC}, as a list, needs one k > 0 per round ({rounds}). Got {factors!r} instead."
             raise InvalidParameterError(msg)
     else:
-        scales = _range("scale", scale, positive=True)
+        scales = _range("factors", factors, positive=True)
     checked = check_bounds(bounds, cols, _FUNC, None)
     lows = np.array([checked[c][0] for c in cols])
     highs = np.array([checked[c][1] for c in cols])
     drawn = draw_rounds(
-        resolve_secret(secret).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=eps
+        resolve_secret(secret).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=growth
     )
     A, b, s = compose(drawn, len(cols))
     return SpiralKey(tuple(cols), A, b, s)
@@ -228,9 +228,9 @@ def spiral(
     columns: Sequence[str],
     *,
     rounds: int = 7,
-    scale: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    factors: tuple[float, float] | Sequence[float] = (0.1, 5.0),
     angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
-    eps: float | None = None,
+    growth: float | None = None,
     bounds: Mapping[str, tuple[float, float]] | str | None = None,
     secret: SecretLike = None,
     return_key: bool = False,
@@ -242,7 +242,7 @@ def spiral(
     about a random axis) with one scale k for the round.  The rounds compose into one
     similarity transform, applied with one pass over the data.  Every pairwise distance
     is multiplied by the product of the k's, so clusterings (k-means, and DBSCAN with
-    its eps scaled by that product) are preserved.
+    its radius scaled by that product) are preserved.
 
     Parameters
     ----------
@@ -254,13 +254,14 @@ def spiral(
         infinities are refused.
     rounds : int
         t >= 1 (paper: 7 on Breast Cancer, 4 on Image Segmentation).
-    scale : (low, high) tuple, or a list with one k per round
-        The range of each round's k, > 0 (paper: (0.1, 5) and (1, 10)).
+    factors : (low, high) tuple, or a list with one k per round
+        The range of each round's scaling factor k, > 0 (paper: (0.1, 5) and (1, 10)).
     angle : (low, high)
         The range of dtheta in radians (paper: (0.01 pi, 0.5 pi) and (0.1 pi, pi)).
-    eps : float, optional
-        The spiral parameter instead of ``scale``: each round draws one dtheta for all
-        its groups and uses ``k = e^(eps * dtheta)``.
+    growth : float, optional
+        The log spiral's growth rate (the paper's epsilon, unrelated to a privacy
+        epsilon) instead of ``factors``: each round draws one dtheta for all its groups and
+        uses ``k = e^(growth * dtheta)``.
     bounds : mapping column -> (low, high), or "data"
         Public bounds inside which the centres are drawn: a mapping, or one pair per
         column.  ``"data"`` or None reads them off the data, with a
@@ -297,6 +298,6 @@ def spiral(
     check_numeric(schema, cols, _FUNC)
     # Centres are drawn inside the bounds; read off the data, they leak its extremes.
     bounds = check_bounds(DATA_BOUNDS if bounds is None else bounds, cols, _FUNC, as_lazy(frame))
-    key = spiral_key(cols, bounds=bounds, rounds=rounds, scale=scale, angle=angle, eps=eps, secret=secret)
+    key = spiral_key(cols, bounds=bounds, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret)
     out = apply_spiral_key(frame, key)
     return (out, key) if return_key else out
