@@ -94,7 +94,9 @@ def test_noise_variance_matches_the_theory():
     assert abs(real.mean()) <= Z * math.sqrt(2 * scale**2 / n)
     # A histogram of one row at epsilon 0.25: every bin's count is its true count plus
     # noise of scale 1 / 0.25 = 4.
-    out = ppdm.dp_histogram(pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, secret=5)
+    out = ppdm.dp_histogram(
+        pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, secret=5
+    )
     true = ((out["x_low"] <= 0.5) & (out["x_high"] > 0.5)).cast(pl.Int64).to_numpy()
     assert true.sum() == 1
     released = out["count"].to_numpy() - true
