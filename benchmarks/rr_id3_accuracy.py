@@ -19,42 +19,16 @@ import numpy as np
 import polars as pl
 
 import polars_ppdm as ppdm
-from polars_ppdm.datasets import agrawal, find_shared_data
-
-# Public ranges of the generator's attributes (Agrawal, Imielinski, Swami 1993).
-AGRAWAL_RANGES = {
-    "salary": (20_000, 150_000),
-    "commission": (0, 75_000),
-    "age": (20, 81),
-    "hvalue": (0, 1_350_000),
-    "hyears": (1, 31),
-    "loan": (0, 500_000),
-}
-AGRAWAL_CODES = {"elevel": range(5), "car": range(1, 21), "zipcode": range(9)}
+from polars_ppdm.binary_datasets import agrawal_binary
+from polars_ppdm.binary_datasets import mushroom as _mushroom
 
 
 def mushroom() -> tuple[pl.DataFrame, list[str], str]:
-    path = find_shared_data("mushroom.dat")
-    if path is None:
-        msg = "mushroom.dat not found: put ../shared/data beside the project or set PPDM_DATA"
-        raise SystemExit(msg)
-    onehot = ppdm.transactions_to_onehot(ppdm.read_transactions(path))
-    return onehot, [c for c in onehot.columns if c not in ("1", "2")], "1"
-
-
-def agrawal_binary(function: int, rows: int = 20_000) -> tuple[pl.DataFrame, list[str], str]:
-    """Agrawal data as binary attributes: 10 intervals per numeric attribute, one-hot."""
-    people = agrawal(rows, function, seed=function)
-    columns = {}
-    for name, (low, high) in AGRAWAL_RANGES.items():
-        interval = ((people[name] - low) / (high - low) * 10).floor().clip(0, 9).cast(pl.Int64)
-        for i in range(10):
-            columns[f"{name}_{i}"] = interval == i
-    for name, codes in AGRAWAL_CODES.items():
-        for code in codes:
-            columns[f"{name}_{code}"] = people[name] == code
-    frame = pl.DataFrame(columns).with_columns(people["group_a"].alias("group_a"))
-    return frame, [c for c in frame.columns if c != "group_a"], "group_a"
+    """UCI Mushroom as binary attributes; exits with a message when the file is absent."""
+    try:
+        return _mushroom()
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from None
 
 
 def evaluate(
