@@ -36,7 +36,7 @@ def reconstruct_distribution(
     frame: pl.DataFrame | pl.LazyFrame,
     column: str,
     *,
-    dist: str,
+    dist: str = "gaussian",
     scale: float,
     bins: int = 50,
     bounds: tuple[float, float] | Sequence[float],

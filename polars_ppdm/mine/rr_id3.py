@@ -81,12 +81,12 @@ class RRTree:
     def predict(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.Series:
         """The predicted class of every row (same order), named after the label."""
         func = "RRTree.predict"
-        self.check_schema(schema_of(frame, func), self.columns, func)
+        self._check_schema(schema_of(frame, func), self.columns, func)
         data = eager(frame, self.columns)
-        predicted = self.predict_codes(_codes(data, self.domains, self.columns, func))
+        predicted = self._predict_codes(_codes(data, self.domains, self.columns, func))
         return self.domains[self.label].decode(predicted, None, name=self.label)
 
-    def check_schema(self, schema: pl.Schema, columns: list[str], func: str) -> None:
+    def _check_schema(self, schema: pl.Schema, columns: list[str], func: str) -> None:
         """The columns exist with the dtypes the tree was fitted on (a 5 in an integer
         column would otherwise pass for True)."""
         check_columns(columns, list(schema.names()), func)
@@ -106,7 +106,7 @@ class RRTree:
                 msg = f"{func}: the column {c!r} has dtype {schema[c]}; the tree was fitted on {self.domains[c].dtype}."
                 raise InvalidParameterError(msg)
 
-    def predict_codes(self, codes: np.ndarray) -> np.ndarray:
+    def _predict_codes(self, codes: np.ndarray) -> np.ndarray:
         """Class codes for rows of attribute codes (one column per attribute)."""
         out = np.empty(len(codes), dtype=np.int64)
 
@@ -122,7 +122,7 @@ class RRTree:
         walk(self.root, np.arange(len(codes)))
         return out
 
-    def leaf_codes(self) -> list[tuple[list[tuple[int, int]], int]]:
+    def _leaf_codes(self) -> list[tuple[list[tuple[int, int]], int]]:
         """Every leaf as (path of (attribute index, value code), class code)."""
         found = []
 
@@ -144,7 +144,7 @@ class RRTree:
                 [(names[a], self.domains[names[a]].categories[v]) for a, v in path],
                 self.domains[self.label].categories[cls],
             )
-            for path, cls in self.leaf_codes()
+            for path, cls in self._leaf_codes()
         ]
 
     def __str__(self) -> str:
@@ -335,16 +335,16 @@ def rr_accuracy(
     1.0
     """
     func = "rr_accuracy"
-    tree.check_schema(schema_of(frame, func), [*tree.columns, tree.label], func)
+    tree._check_schema(schema_of(frame, func), [*tree.columns, tree.label], func)
     categories = {c: list(tree.domains[c].categories) for c in [*tree.columns, tree.label]}
     _, _, counts = _prepare(frame, tree.columns, tree.label, p, epsilon, tree.mode, label_disguised, categories, func)
     label, p = counts.label, counts.p
     if tree.mode == "whole_record":
         flipped = np.where(counts.disguised, 1 - counts.codes, counts.codes)
         observed, mirrored = (
-            float((tree.predict_codes(codes[:, :label]) == codes[:, label]).mean())
+            float((tree._predict_codes(codes[:, :label]) == codes[:, label]).mean())
             for codes in (counts.codes, flipped)
         )
         return (p * observed - (1 - p) * mirrored) / (2 * p - 1)
-    hits = sum(counts.class_counts(path)[predicted] for path, predicted in tree.leaf_codes())
+    hits = sum(counts.class_counts(path)[predicted] for path, predicted in tree._leaf_codes())
     return float(hits / counts.n)
