@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -180,7 +181,6 @@ def test_seeds_bounds_json_and_eps_are_checked():
 
 
 def test_duckdb_macro_matches_polars_bit_for_bit():
-    duckdb = pytest.importorskip("duckdb")
     rng = np.random.default_rng(8)
     cols = ["x 1", "y", "z", "w", 'q"uote']
     df = pl.DataFrame({c: rng.normal(0, 5, 20_000) for c in cols}).with_columns(
