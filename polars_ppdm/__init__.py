@@ -5,6 +5,8 @@
 wrappers over them.
 """
 
+from types import ModuleType
+
 from polars_ppdm import audit, datasets
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
@@ -48,7 +50,7 @@ from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     # ``ppdm.duckdb`` imports DuckDB on first use: a Polars-only job neither waits for
     # it nor carries its ~13 MB.
     if name == "duckdb":

@@ -24,10 +24,10 @@ def check_bounds(
     """Public bounds per column: a mapping, one (low, high) pair per column in order, or
     a single pair for a single column.  ``"data"`` reads them off ``frame``, with a
     :class:`PrivacyLeakWarning`: the data's own min and max are not public."""
-    if isinstance(bounds, str) and bounds == DATA_BOUNDS and frame is None:
-        msg = f"The 'bounds' parameter of {func} must be public (low, high) pairs here (there is no data to read). Got 'data'."
-        raise InvalidParameterError(msg)
     if isinstance(bounds, str) and bounds == DATA_BOUNDS:
+        if frame is None:
+            msg = f"The 'bounds' parameter of {func} must be public (low, high) pairs here (there is no data to read). Got 'data'."
+            raise InvalidParameterError(msg)
         warnings.warn(
             f"{func}: bounds='data' reads the min and max off the private data. They are not "
             "public, and what the result reveals of them is not protected. Pass public bounds.",

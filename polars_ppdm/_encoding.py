@@ -150,7 +150,8 @@ class Domain:
             return values.to_physical().fill_null(0).cast(pl.Int64).to_numpy(), valid
         if self.binary_int:
             low, high = values.min(), values.max()
-            if low is not None and (low < 0 or high > 1):
+            # An integer column: both are ints, or both None when every value is null.
+            if isinstance(low, int) and isinstance(high, int) and (low < 0 or high > 1):
                 bad = values.filter(values.is_not_null() & ~values.is_in([0, 1]))
                 msg = (
                     f"The column {values.name!r} of {func} is binary (an integer column with no "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Literal, TypeVar, overload
 
 import polars as pl
 
@@ -11,6 +11,10 @@ from polars_ppdm.exceptions import InvalidParameterError
 __all__ = ["Frame", "as_lazy", "eager", "like", "schema_of"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+_T = TypeVar("_T")
+
+# The engines ``like`` collects an eager result on.
+Engine = Literal["in-memory", "streaming"]
 
 
 def schema_of(frame: pl.DataFrame | pl.LazyFrame, func: str) -> pl.Schema:
@@ -27,14 +31,28 @@ def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return frame if isinstance(frame, pl.LazyFrame) else frame.lazy()
 
 
-def eager(frame, columns: list[str] | None = None):
+@overload
+def eager(frame: pl.DataFrame | pl.LazyFrame, columns: list[str] | None = None) -> pl.DataFrame: ...
+@overload
+def eager(frame: _T, columns: list[str] | None = None) -> _T: ...
+def eager(frame: object, columns: list[str] | None = None) -> object:
     """A LazyFrame collected (only ``columns`` when given); anything else as it is."""
     if isinstance(frame, pl.LazyFrame):
         return (frame if columns is None else frame.select(columns)).collect()
     return frame
 
 
-def like(original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame, *, engine: str = "in-memory"):
+@overload
+def like(original: pl.DataFrame, result: pl.LazyFrame, *, engine: Engine = "in-memory") -> pl.DataFrame: ...
+@overload
+def like(original: pl.LazyFrame, result: pl.LazyFrame, *, engine: Engine = "in-memory") -> pl.LazyFrame: ...
+@overload
+def like(
+    original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame, *, engine: Engine = "in-memory"
+) -> pl.DataFrame | pl.LazyFrame: ...
+def like(
+    original: pl.DataFrame | pl.LazyFrame, result: pl.LazyFrame, *, engine: Engine = "in-memory"
+) -> pl.DataFrame | pl.LazyFrame:
     """``result`` as the same kind of frame as ``original`` (collect for a DataFrame).
 
     An eager frame is already in memory, so a plan of per-row kernels runs on the

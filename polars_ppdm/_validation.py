@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import keep_from_epsilon
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "check_bool",
@@ -42,7 +45,7 @@ def is_count(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _fail(name: str, func: str, allowed: str, got: Any) -> None:
+def _fail(name: str, func: str, allowed: str, got: Any) -> NoReturn:
     msg = f"The {name!r} parameter of {func} must be {allowed}. Got {got!r} instead."
     raise InvalidParameterError(msg)
 
@@ -51,6 +54,30 @@ def _where(func: str, column: str | None) -> str:
     return func if column is None else f"{func} (column {column!r})"
 
 
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    func: str,
+    *,
+    low: int,
+    high: int | None = None,
+    optional: Literal[False] = False,
+    column: str | None = None,
+    why: str = "",
+) -> int: ...
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    func: str,
+    *,
+    low: int,
+    high: int | None = None,
+    optional: bool,
+    column: str | None = None,
+    why: str = "",
+) -> int | None: ...
 def check_int(
     name: str,
     value: Any,
@@ -197,7 +224,7 @@ def per_column(name: str, value: Any, columns: Sequence[str], func: str) -> dict
     return {c: value for c in columns}
 
 
-def check_numeric(schema, columns: Sequence[str], func: str) -> None:
+def check_numeric(schema: Mapping[str, pl.DataType], columns: Sequence[str], func: str) -> None:
     """Every column of ``columns`` has an integer or float dtype in ``schema``."""
     for c in columns:
         if not schema[c].is_numeric():

@@ -17,6 +17,8 @@ mining: a performance perspective", IEEE TKDE 5(6), 1993.
 
 from __future__ import annotations
 
+from os import PathLike
+
 import polars as pl
 
 from polars_ppdm.datasets import agrawal, find_shared_data
@@ -37,7 +39,7 @@ AGRAWAL_RANGES = {
 AGRAWAL_CODES = {"elevel": range(5), "car": range(1, 21), "zipcode": range(9)}
 
 
-def mushroom(path=None) -> tuple[pl.DataFrame, list[str], str]:
+def mushroom(path: str | PathLike[str] | None = None) -> tuple[pl.DataFrame, list[str], str]:
     """UCI Mushroom as binary attributes: ``(frame, attributes, label)``.
 
     ``path`` defaults to ``mushroom.dat`` in the shared data folder

@@ -9,6 +9,7 @@ skewed popularity and planted associations, so rules exist to be found.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -276,7 +277,9 @@ def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame({**a, "group_a": _agrawal_group_a(function, a)})
 
 
-def normalise(frame: pl.DataFrame, columns, low: float = 0.0, high: float = 10.0) -> pl.DataFrame:
+def normalise(
+    frame: pl.DataFrame, columns: Iterable[str], low: float = 0.0, high: float = 10.0
+) -> pl.DataFrame:
     """Min-max scale ``columns`` to [low, high] (paper 002 normalises to [0, 10])."""
     return frame.with_columns(
         (low + (pl.col(c) - pl.col(c).min()) / (pl.col(c).max() - pl.col(c).min()) * (high - low)).alias(c)

@@ -101,11 +101,11 @@ class Secret:
     def __hash__(self) -> int:
         return hash(self._key)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Secret], tuple[bytes], dict[str, bool]]:
         # Picklable so that process pools and Spark workers can receive it.
         return (Secret, (self._key,), {"guessable": self.guessable})
 
-    def __setstate__(self, state) -> None:
+    def __setstate__(self, state: dict[str, bool]) -> None:
         self.guessable = state["guessable"]
 
 
