@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -12,8 +13,11 @@ from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["mutual_information", "privacy_q"]
 
+# A 1-D numeric sequence: a Series, an array, or a sequence of numbers.
+Values = pl.Series | np.ndarray | Sequence[float]
 
-def _as_values(x, name: str) -> np.ndarray:
+
+def _as_values(x: Values, name: str) -> np.ndarray:
     values = x.to_numpy() if isinstance(x, pl.Series) else np.asarray(x)
     try:
         values = values.astype(np.float64)
@@ -31,7 +35,7 @@ def _quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
     return np.searchsorted(edges, values, side="right")
 
 
-def mutual_information(x, y, *, bins: int | None = None) -> float:
+def mutual_information(x: Values, y: Values, *, bins: int | None = None) -> float:
     """Mutual information I(X; Y) in bits, by equal-frequency binning with bias correction.
 
     The estimator: both variables are cut into ``bins`` equal-frequency classes (default
@@ -57,8 +61,8 @@ def mutual_information(x, y, *, bins: int | None = None) -> float:
     n = len(xs)
     if bins is None:
         bins = int(min(64, max(2, round(n ** (1 / 3)))))
-    bins = check_int("bins", bins, "mutual_information", low=2)
-    bx, by = _quantile_bins(xs, bins), _quantile_bins(ys, bins)
+    classes = check_int("bins", bins, "mutual_information", low=2)
+    bx, by = _quantile_bins(xs, classes), _quantile_bins(ys, classes)
     table = np.zeros((bx.max() + 1, by.max() + 1))
     np.add.at(table, (bx, by), 1.0)
     joint = table / n
@@ -69,7 +73,7 @@ def mutual_information(x, y, *, bins: int | None = None) -> float:
     return float(max(0.0, plug_in - bias))
 
 
-def privacy_q(x, y, *, bins: int | None = None) -> float:
+def privacy_q(x: Values, y: Values, *, bins: int | None = None) -> float:
     """Paper 000's privacy measure ``Q(X|Y) = 1 - 2^(-I(X;Y))``: 0 = Y tells nothing of X.
 
     ``I`` is :func:`mutual_information` (bits).  Q grows towards 1 as Y reveals X; with

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -53,8 +54,8 @@ def compare_to_additive_noise(
     True
     """
     func = "compare_to_additive_noise"
-    snrs = (
-        [snr]
+    snrs: list[float] = (
+        [cast(float, snr)]  # a real number (NumPy's too), checked just here
         if is_real(snr)
         else list(snr)
         if isinstance(snr, Sequence | np.ndarray) and not isinstance(snr, str)

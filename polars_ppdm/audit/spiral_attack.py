@@ -12,6 +12,7 @@ distance preserving maps for privacy preserving data mining", PKDD 2006.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,9 @@ from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["KnownIOAttack", "known_io_attack"]
 
+# Rows of numbers: a DataFrame, a 2-D array, or a sequence of rows.
+Rows = pl.DataFrame | np.ndarray | Sequence[Sequence[float]]
+
 
 @dataclass(frozen=True)
 class KnownIOAttack:
@@ -29,13 +33,13 @@ class KnownIOAttack:
     matrix: np.ndarray
     offset: np.ndarray
 
-    def reconstruct(self, released) -> np.ndarray:
+    def reconstruct(self, released: Rows) -> np.ndarray:
         """The original rows behind released ones (rows x columns)."""
         y = _rows(released, "released")
         return np.linalg.solve(self.matrix.T, (y - self.offset).T).T
 
 
-def _rows(data, name: str) -> np.ndarray:
+def _rows(data: Rows, name: str) -> np.ndarray:
     if isinstance(data, pl.DataFrame):
         data = data.to_numpy()
     try:
@@ -52,7 +56,7 @@ def _rows(data, name: str) -> np.ndarray:
     return out
 
 
-def known_io_attack(original_rows, released_rows) -> KnownIOAttack:
+def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
     """Solve for the perturbation from known pairs (at least n + 1 rows of n columns).
 
     Examples

@@ -21,7 +21,17 @@ from polars_ppdm.kernels.weighted_kmeans import nearest
 __all__ = ["dp_lloyd", "grid_buckets", "lloyd_count_scale"]
 
 
-def grid_buckets(points, lows, highs, k, epsilon, contributions, n, secret, label):
+def grid_buckets(
+    points: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    k: int,
+    epsilon: float,
+    contributions: int,
+    n: float,
+    secret: bytes,
+    label: str,
+) -> tuple[np.ndarray, np.ndarray]:
     """EUG's buckets: cell centres of a uniform grid and their noisy counts.
 
     ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (Su et al.), rounded up to a
@@ -45,7 +55,17 @@ def lloyd_count_scale(contributions: int, epsilon: float, t: int) -> float:
     return contributions / ((epsilon / 2**t) / 2)
 
 
-def dp_lloyd(points, lows, highs, k, epsilon, contributions, iterations, secret, label):
+def dp_lloyd(
+    points: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    k: int,
+    epsilon: float,
+    contributions: int,
+    iterations: int,
+    secret: bytes,
+    label: str,
+) -> np.ndarray:
     """DPLloyd (Blum et al.): Lloyd iterations releasing noisy counts and sums per
     cluster, iteration t spending epsilon / 2^t (half on counts, half on sums); the
     centres start uniform inside the bounds."""

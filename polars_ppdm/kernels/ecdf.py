@@ -15,6 +15,9 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import overload
+
 import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, uniform
@@ -249,7 +252,9 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     return order, np.equal(packed[1:], packed[:-1], out=ws.collide)
 
 
-def _exact_within_runs(order: np.ndarray, collide: np.ndarray, keys_of) -> None:
+def _exact_within_runs(
+    order: np.ndarray, collide: np.ndarray, keys_of: Callable[[np.ndarray], tuple[np.ndarray, ...]]
+) -> None:
     """Reorder, in place, each run of rows with equal tops by ``np.lexsort(keys_of(rows))``
     (a stable sort: rows equal in every key keep their order)."""
     in_run = np.zeros(len(order), dtype=bool)
@@ -282,13 +287,19 @@ class _Scratch:
     """A Workspace array made on first use, then kept in the instance (whose attribute
     wins over this non-data descriptor from then on)."""
 
-    def __init__(self, dtype: type, *, make=np.empty, shorter_by: int = 0) -> None:
+    def __init__(
+        self, dtype: type, *, make: Callable[..., np.ndarray] = np.empty, shorter_by: int = 0
+    ) -> None:
         self.dtype, self.make, self.shorter_by = dtype, make, shorter_by
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, workspace: Workspace | None, owner: type):
+    @overload
+    def __get__(self, workspace: None, owner: type) -> _Scratch: ...
+    @overload
+    def __get__(self, workspace: Workspace, owner: type) -> np.ndarray: ...
+    def __get__(self, workspace: Workspace | None, owner: type) -> _Scratch | np.ndarray:
         if workspace is None:
             return self
         array = self.make(max(workspace.n - self.shorter_by, 0), dtype=self.dtype)

@@ -27,9 +27,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+from collections.abc import Callable, Iterator
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers import Cipher, CipherContext, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
 
@@ -127,7 +128,7 @@ def fnv1a_64(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     return hashes
 
 
-def _encryptor(secret: bytes):
+def _encryptor(secret: bytes) -> CipherContext:
     if len(secret) not in (16, 32):
         msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {len(secret)} bytes."
         raise ValueError(msg)
@@ -147,7 +148,7 @@ class _BlockBuffers:
         self.plain = np.empty((rows, 2), dtype="<u8")
         self.stream: int | None = None
         self._secret: bytes | None = None
-        self._encryptor = None
+        self._encryptor: CipherContext | None = None
         # update_into needs len(data) + block_size - 1 bytes of room.
         self._cipher_raw = np.empty(rows * 16 + 15, dtype=np.uint8)
         self.cipher = self._cipher_raw[: rows * 16].view("<u8").reshape(rows, 2)
@@ -158,21 +159,20 @@ class _BlockBuffers:
             self.stream = stream
         return self
 
-    def encryptor(self, secret: bytes):
+    def encryptor(self, secret: bytes) -> CipherContext:
         """The AES-ECB context of ``secret``, kept while the secret stays the same: the key
         schedule costs ~45 us, as much as encrypting 20k blocks.  ECB carries no state
         between whole blocks, and the buffers are borrowed by one call at a time."""
-        if secret != self._secret:
+        if self._encryptor is None or secret != self._secret:
             self._encryptor = _encryptor(secret)
             self._secret = secret
         return self._encryptor
 
-    def encrypt(self, encryptor, keys: np.ndarray) -> np.ndarray:
+    def encrypt(self, encryptor: CipherContext, keys: np.ndarray) -> np.ndarray:
         m = len(keys)
         self.plain[:m, 1] = keys
-        encryptor.update_into(
-            memoryview(self.plain[:m]).cast("B"), memoryview(self._cipher_raw[: m * 16 + 15])
-        )
+        # ``.data`` is the arrays' memoryview (both are C-contiguous slices).
+        encryptor.update_into(self.plain[:m].data.cast("B"), self._cipher_raw[: m * 16 + 15].data)
         return self.cipher[:m]
 
 
@@ -184,7 +184,7 @@ _idle_buffers: list[_BlockBuffers] = []
 
 
 @contextlib.contextmanager
-def _borrow_buffers(stream: int):
+def _borrow_buffers(stream: int) -> Iterator[_BlockBuffers]:
     try:
         buffers = _idle_buffers.pop()
     except IndexError:
@@ -195,7 +195,7 @@ def _borrow_buffers(stream: int):
         _idle_buffers.append(buffers)
 
 
-def _chunks(n: int):
+def _chunks(n: int) -> Iterator[tuple[int, int]]:
     for start in range(0, n, CHUNK_ROWS):
         yield start, min(start + CHUNK_ROWS, n)
 
@@ -244,7 +244,9 @@ def encrypt_blocks(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def prf_words(secret: bytes, stream: int, keys: np.ndarray, consume) -> None:
+def prf_words(
+    secret: bytes, stream: int, keys: np.ndarray, consume: Callable[[int, int, np.ndarray], None]
+) -> None:
     """Drive the PRF chunk by chunk: ``consume(start, stop, words)`` for each chunk.
 
     ``words`` is an (m, 2) uint64 view of reused memory, valid only during the call;

@@ -111,17 +111,20 @@ def build_quadtree(
     finest = np.sort(morton_codes(points, lows, highs, max_height))
     children = np.arange(1 << d, dtype=np.int64)
     frontier = np.zeros(1, dtype=np.int64)  # codes of the nodes examined at this level
-    leaf_levels, leaf_codes = [], []
+    leaf_levels: list[np.ndarray] = []
+    leaf_codes: list[np.ndarray] = []
     for level in range(max_height + 1):
         if level == max_height or len(frontier) == 0:
-            leaf_levels.append(np.full(len(frontier), level)), leaf_codes.append(frontier)
+            leaf_levels.append(np.full(len(frontier), level))
+            leaf_codes.append(frontier)
             break
         at_level = finest >> (d * (max_height - level))
         noisy = count_codes(at_level, frontier) + discrete_laplace(
             secret, stream_id(f"{label}/level{level}"), frontier.astype(np.uint64), level_scale
         )
         is_leaf = (noisy <= threshold) & (level >= split_levels)
-        leaf_levels.append(np.full(int(is_leaf.sum()), level)), leaf_codes.append(frontier[is_leaf])
+        leaf_levels.append(np.full(int(is_leaf.sum()), level))
+        leaf_codes.append(frontier[is_leaf])
         frontier = ((frontier[~is_leaf] << d)[:, None] | children[None, :]).ravel()
     levels, codes = np.concatenate(leaf_levels), np.concatenate(leaf_codes)
     counts = np.empty(len(codes), dtype=np.int64)

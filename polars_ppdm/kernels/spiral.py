@@ -87,12 +87,15 @@ def draw_rounds(
             k = math.exp(eps * shared)
         elif isinstance(scales, list):
             k = float(scales[r])
-        else:
+        elif scales is not None:
             k = scales[0] + u[2] * (scales[1] - scales[0])
+        else:
+            msg = "draw_rounds needs 'scales' or 'eps'. Got neither."
+            raise ValueError(msg)
         centre_u = _u(secret, f"round{r}/centres", n)
         centre = lows + centre_u * (highs - lows)
         axis_u = _u(secret, f"round{r}/axes", 2 * g_count).reshape(g_count, 2)
-        axes = []
+        axes: list[list[float] | None] = []
         for g, members in enumerate(groups):
             if len(members) == 3:
                 z = 2 * axis_u[g, 0] - 1

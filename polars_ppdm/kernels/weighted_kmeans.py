@@ -69,7 +69,11 @@ def weighted_kmeans(
     >>> sorted(map(tuple, c.round(2).tolist()))
     [(0.0, 0.5), (10.0, 10.75)]
     """
-    best, best_inertia = None, np.inf
+    if restarts < 1:
+        msg = f"weighted_kmeans needs restarts >= 1. Got {restarts!r} instead."
+        raise ValueError(msg)
+    best: np.ndarray | None = None
+    best_inertia = np.inf
     for restart in range(restarts):
         centres = _seed_centres(points, weights, k, secret, label, restart)
         for _ in range(iterations):
@@ -90,6 +94,8 @@ def weighted_kmeans(
             centres = moved
         _, distance = nearest(points, centres)
         inertia = float((weights * distance).sum())
-        if inertia < best_inertia:
+        # The first restart always counts: a NaN inertia never compares below inf.
+        if best is None or inertia < best_inertia:
             best, best_inertia = centres, inertia
+    assert best is not None  # restarts >= 1
     return best

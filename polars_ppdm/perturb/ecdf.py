@@ -189,9 +189,9 @@ def ecdf_resample(
     secret = resolve_secret(secret).key
     check_bool("round_integers", round_integers, _FUNC)
     rounded = {c: schema[c] for c in cols if round_integers and schema[c].is_integer()}
-    out_schema = {
-        name: (rounded.get(name, pl.Float64) if name in cols else dtype) for name, dtype in schema.items()
-    }
+    out_schema = pl.Schema(
+        {name: (rounded.get(name, pl.Float64()) if name in cols else dtype) for name, dtype in schema.items()}
+    )
 
     local = threading.local()  # the pool's own threads: one workspace each
 
@@ -200,7 +200,9 @@ def ecdf_resample(
             local.workspace = Workspace(n)
         return local.workspace
 
-    def resample_column(df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool):
+    def resample_column(
+        df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool
+    ) -> tuple[pl.Series, np.ndarray | None]:
         values, valid = _finite_values(df[c])
         low, high = float(values.min()), float(values.max())
         if values[0] == low == high:
@@ -244,7 +246,9 @@ def ecdf_resample(
             out = out.with_columns(pl.col(c).round().cast(dtype) for c, dtype in rounded.items())
         if shuffle:
             _, valid = _finite_values(df[cols[0]])
-            draws = _with_nulls(results[0][1].astype(np.float64), valid, "__draw")
+            drawn = results[0][1]
+            assert drawn is not None  # the first column is resampled with its draws
+            draws = _with_nulls(drawn.astype(np.float64), valid, "__draw")
             out = out.with_columns(draws).sort("__draw", nulls_last=True, maintain_order=True).drop("__draw")
         return out
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -33,7 +34,7 @@ __all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise", "noise
 DISTRIBUTIONS = ("uniform", "gaussian")
 
 
-def check_noise(dist: object, scale: object, func: str, *, allow_zero: bool = False) -> tuple[str, float]:
+def check_noise(dist: object, scale: Any, func: str, *, allow_zero: bool = False) -> tuple[str, float]:
     """A known distribution and a finite scale > 0 (>= 0 with ``allow_zero``: a column
     that got no noise, for the miners)."""
     check_choice("dist", dist, DISTRIBUTIONS, func)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import polars as pl
@@ -111,7 +111,7 @@ class SpiralKey:
         return f"SpiralKey(columns={list(self.columns)}, scale=<secret>, matrix=<secret>)"
 
 
-def _range(name: str, value, *, positive: bool) -> tuple[float, float]:
+def _range(name: str, value: Any, *, positive: bool) -> tuple[float, float]:
     try:
         low, high = (float(v) for v in value)
     except (TypeError, ValueError):
@@ -157,6 +157,7 @@ def spiral_key(
         raise InvalidParameterError(msg)
     rounds = check_int("rounds", rounds, _FUNC, low=1)
     angle = _range("angle", angle, positive=False)
+    scales: list[float] | tuple[float, float] | None
     if growth is not None:
         if (
             not is_real(growth)
@@ -223,6 +224,45 @@ def invert_spiral_key(frame: Frame, key: SpiralKey) -> Frame:
     return _transform(frame, key, *key.inverse(), "invert_spiral_key")
 
 
+@overload
+def spiral(
+    frame: Frame,
+    columns: Sequence[str],
+    *,
+    rounds: int = 7,
+    factors: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
+    growth: float | None = None,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    secret: SecretLike = None,
+    return_key: Literal[False] = False,
+) -> Frame: ...
+@overload
+def spiral(
+    frame: Frame,
+    columns: Sequence[str],
+    *,
+    rounds: int = 7,
+    factors: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
+    growth: float | None = None,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    secret: SecretLike = None,
+    return_key: Literal[True],
+) -> tuple[Frame, SpiralKey]: ...
+@overload
+def spiral(
+    frame: Frame,
+    columns: Sequence[str],
+    *,
+    rounds: int = 7,
+    factors: tuple[float, float] | Sequence[float] = (0.1, 5.0),
+    angle: tuple[float, float] = (0.01 * math.pi, 0.5 * math.pi),
+    growth: float | None = None,
+    bounds: Mapping[str, tuple[float, float]] | str | None = None,
+    secret: SecretLike = None,
+    return_key: bool,
+) -> Frame | tuple[Frame, SpiralKey]: ...
 def spiral(
     frame: Frame,
     columns: Sequence[str],
@@ -234,7 +274,7 @@ def spiral(
     bounds: Mapping[str, tuple[float, float]] | str | None = None,
     secret: SecretLike = None,
     return_key: bool = False,
-):
+) -> Frame | tuple[Frame, SpiralKey]:
     """Log-spiral perturbation: t rounds of random block rotations and scalings.
 
     Each round splits the columns at random into groups of 2 and 3, moves each group
