@@ -52,7 +52,7 @@ def bin_index(column: str, low: float, high: float, bins: int) -> pl.Expr:
     return pl.when(x.is_finite()).then(index).cast(pl.Int64, strict=False)
 
 
-def _check_bins(bins, columns: list[str]) -> dict[str, int]:
+def _check_bins(bins: int | Sequence[int] | Mapping[str, int], columns: list[str]) -> dict[str, int]:
     spread = per_column("bins", bins, columns, _FUNC)
     for c, b in spread.items():
         check_int("bins", b, _FUNC, low=1, column=c)

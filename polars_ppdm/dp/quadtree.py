@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from polars_ppdm._frame import as_lazy, schema_of
@@ -122,9 +123,11 @@ def plan_tree(
         epsilon_n = N_SHARE * epsilon
         n = noisy_total(points, epsilon_n, contributions, secret, label)
     if max_height is None:  # the default grows to min_height; a given height is kept
+        assert n is not None  # given, or estimated just above
         max_height = max(1, round(math.log(n) / d), min_height)
     max_height = min(int(max_height), 62 // d)  # Z-order codes of d * height bits in an int64
     if threshold is None:
+        assert n is not None  # given, or estimated just above
         threshold = n / 1000
     rest = epsilon - epsilon_n
     tree = gamma * rest if max_height > 0 else 0.0
@@ -133,8 +136,8 @@ def plan_tree(
 
 def quadtree_leaves(
     points: np.ndarray,
-    lows,
-    highs,
+    lows: npt.ArrayLike,
+    highs: npt.ArrayLike,
     plan: TreePlan,
     contributions: int,
     secret: bytes,

@@ -36,12 +36,16 @@ __all__ = [
 Itemset = tuple[str, ...]
 SupportFn = Callable[[list[Itemset]], list[tuple[float, float]]]
 
-_ITEMSETS_SCHEMA = {"itemset": pl.List(pl.String), "support": pl.Float64, "std_error": pl.Float64}
-_RULES_SCHEMA = {
+_ITEMSETS_SCHEMA: dict[str, pl.DataType] = {
+    "itemset": pl.List(pl.String),
+    "support": pl.Float64(),
+    "std_error": pl.Float64(),
+}
+_RULES_SCHEMA: dict[str, pl.DataType] = {
     "antecedent": pl.List(pl.String),
     "consequent": pl.List(pl.String),
-    "support": pl.Float64,
-    "confidence": pl.Float64,
+    "support": pl.Float64(),
+    "confidence": pl.Float64(),
 }
 
 
@@ -86,8 +90,7 @@ def _next_candidates(level: list[Itemset], frequent: set[Itemset]) -> list[Items
     """Join itemsets sharing all but their last item; prune by the Apriori property."""
     out = []
     for prefix, group in itertools.groupby(level, key=lambda s: s[:-1]):
-        group = list(group)
-        for a, b in itertools.combinations(group, 2):
+        for a, b in itertools.combinations(list(group), 2):
             candidate = (*prefix, a[-1], b[-1])
             if all(sub in frequent for sub in itertools.combinations(candidate, len(candidate) - 1)):
                 out.append(candidate)
@@ -170,7 +173,15 @@ def _itemsets_frame(frequent: dict[Itemset, tuple[float, float]]) -> pl.DataFram
 
 
 def _rr_frequent(
-    frame, columns, *, p, epsilon, mode, min_support, max_length, func
+    frame: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
+    *,
+    p: float | Sequence[float] | dict[str, float] | None,
+    epsilon: float | Sequence[float] | dict[str, float] | None,
+    mode: str,
+    min_support: float,
+    max_length: int | None,
+    func: str,
 ) -> dict[Itemset, tuple[float, float]]:
     schema = schema_of(frame, func)
     design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=None, func=func)

@@ -36,7 +36,9 @@ def _noise_variances(dist: object, scale: object, cols: list[str], func: str) ->
     return np.array([noise_std(str(dist), scales[c]) ** 2 for c in cols])
 
 
-def _moments(frame, cols: list[str], func: str) -> tuple[np.ndarray, np.ndarray, int]:
+def _moments(
+    frame: pl.DataFrame | pl.LazyFrame, cols: list[str], func: str
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Mean vector, sample covariance and row count over rows with no null (Polars)."""
     lazy = as_lazy(frame).select(pl.col(c).cast(pl.Float64) for c in cols).drop_nulls()
     pairs = [(i, j) for i in range(len(cols)) for j in range(i, len(cols))]

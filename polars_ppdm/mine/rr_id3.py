@@ -169,7 +169,17 @@ class RRTree:
         return f"RRTree(label={self.label!r}, leaves={len(self.leaves())}, mode={self.mode!r})"
 
 
-def _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categories, func):
+def _prepare(
+    frame: pl.DataFrame | pl.LazyFrame,
+    columns: Sequence[str],
+    label: str,
+    p: float | Sequence[float] | Mapping[str, float] | None,
+    epsilon: float | Sequence[float] | Mapping[str, float] | None,
+    mode: str,
+    label_disguised: bool,
+    categories: Mapping[str, Sequence[Any]] | None,
+    func: str,
+) -> tuple[list[str], dict[str, Domain], ConjunctionCounts]:
     schema = schema_of(frame, func)
     names = list(schema.names())
     if not isinstance(label, str) or label not in names:
@@ -338,13 +348,13 @@ def rr_accuracy(
     tree._check_schema(schema_of(frame, func), [*tree.columns, tree.label], func)
     categories = {c: list(tree.domains[c].categories) for c in [*tree.columns, tree.label]}
     _, _, counts = _prepare(frame, tree.columns, tree.label, p, epsilon, tree.mode, label_disguised, categories, func)
-    label, p = counts.label, counts.p
+    label, keep = counts.label, counts.p
     if tree.mode == "whole_record":
         flipped = np.where(counts.disguised, 1 - counts.codes, counts.codes)
         observed, mirrored = (
             float((tree._predict_codes(codes[:, :label]) == codes[:, label]).mean())
             for codes in (counts.codes, flipped)
         )
-        return (p * observed - (1 - p) * mirrored) / (2 * p - 1)
+        return (keep * observed - (1 - keep) * mirrored) / (2 * keep - 1)
     hits = sum(counts.class_counts(path)[predicted] for path, predicted in tree._leaf_codes())
     return float(hits / counts.n)

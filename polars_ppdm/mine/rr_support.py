@@ -66,7 +66,7 @@ def itemset_aggregates(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) ->
     names: dict[Any, str] = {}
     exprs = [pl.len().alias("__n"), *design.checks()]
 
-    def need(key, expr: pl.Expr) -> None:
+    def need(key: tuple[str, tuple[str, ...]], expr: pl.Expr) -> None:
         if key not in names:
             names[key] = f"__a{len(names)}"
             exprs.append(expr.sum().alias(names[key]))
@@ -192,7 +192,7 @@ def rr_support(
     lazy = as_lazy(frame)
     if itemsets is None:
         out_schema = {c: schema[c] for c in design.columns}
-        out_schema |= {"observed": pl.Int64, "frequency": pl.Float64, "std_error": pl.Float64}
+        out_schema |= {"observed": pl.Int64(), "frequency": pl.Float64(), "std_error": pl.Float64()}
         query = (
             lazy.group_by(design.columns)
             .agg(pl.len().cast(pl.Int64).alias("observed"))
@@ -202,7 +202,7 @@ def rr_support(
     design.require_binary()
     wanted = _canonical_itemsets(design, itemsets)
     exprs, names = itemset_aggregates(design, wanted)
-    out_schema = {"itemset": pl.List(pl.String), "support": pl.Float64, "std_error": pl.Float64}
+    out_schema = {"itemset": pl.List(pl.String), "support": pl.Float64(), "std_error": pl.Float64()}
 
     def finish(aggregates: pl.DataFrame) -> pl.DataFrame:
         row = aggregates.row(0, named=True)
