@@ -83,7 +83,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from duckdb.func import ARROW, SPECIAL
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._validation import is_count, keep_probability
@@ -196,7 +197,16 @@ def _check_key(key: pa.Array | pa.ChunkedArray, values: pl.Series, func: str) ->
     return keys
 
 
-def _disguise_arrow(func, x, categories, p, epsilon, secret, key, stream) -> pa.Array:
+def _disguise_arrow(
+    func: str,
+    x: pa.Array,
+    categories: Sequence[Any] | None,
+    p: pa.Array,
+    epsilon: pa.Array,
+    secret: pa.Array,
+    key: pa.Array,
+    stream: pa.Array,
+) -> pa.Array:
     if len(x) == 0:
         return pa.array([], type=x.type)
     values = _series(x, "x")
@@ -345,40 +355,59 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     [(True,), (False,)]
     """
     T = duckdb.sqltypes
-    common = {"type": "arrow", "null_handling": "special", "side_effects": True}
+    # Arrow UDFs; null_handling SPECIAL: a NULL secret, stream or key is an error, not a
+    # NULL draw that a macro would turn into garbage.
     rr_tail = [T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT]  # p, epsilon, secret, key
     con.create_function(
-        "_ppdm_rr_binary", _rr_binary_udf, [T.BOOLEAN, *rr_tail, T.VARCHAR], T.BOOLEAN, **common
+        "_ppdm_rr_binary",
+        _rr_binary_udf,
+        [T.BOOLEAN, *rr_tail, T.VARCHAR],
+        T.BOOLEAN,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
     )
     con.create_function(
         "_ppdm_rr_kary",
         _rr_kary_udf,
         [T.VARCHAR, duckdb.list_type(T.VARCHAR), *rr_tail, T.VARCHAR],
         T.VARCHAR,
-        **common,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
     )
     con.create_function(
         "_ppdm_rr_whole_record",
         _rr_whole_record_udf,
         [T.BOOLEAN, duckdb.list_type(T.VARCHAR), *rr_tail],
         T.BOOLEAN,
-        **common,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
     )
     con.create_function(
         "_ppdm_add_noise",
         _add_noise_udf,
         [T.DOUBLE, T.VARCHAR, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
         T.DOUBLE,
-        **common,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
     )
-    keyed = [T.VARCHAR, T.VARCHAR, T.BIGINT]
-    # null_handling="special": a NULL secret, stream or key is an error, not a NULL draw
-    # that a macro would turn into garbage.
-    pure = {"type": "arrow", "null_handling": "special", "side_effects": False}
-    con.create_function("ppdm_uniform", _uniform_udf, keyed, T.DOUBLE, **pure)
-    con.create_function("ppdm_prf_word", _prf_word_udf, keyed, T.UBIGINT, **pure)
-    con.create_function("ppdm_discrete_laplace", _discrete_laplace_udf, [*keyed, T.DOUBLE], T.BIGINT, **pure)
-    con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type="arrow", null_handling="special")
+    keyed = (T.VARCHAR, T.VARCHAR, T.BIGINT)  # secret, stream, key
+    con.create_function("ppdm_uniform", _uniform_udf, [*keyed], T.DOUBLE, type=ARROW, null_handling=SPECIAL)
+    con.create_function(
+        "ppdm_prf_word", _prf_word_udf, [*keyed], T.UBIGINT, type=ARROW, null_handling=SPECIAL
+    )
+    con.create_function(
+        "ppdm_discrete_laplace",
+        _discrete_laplace_udf,
+        [*keyed, T.DOUBLE],
+        T.BIGINT,
+        type=ARROW,
+        null_handling=SPECIAL,
+    )
+    con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL)
     con.execute(_MACROS)
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))
@@ -497,6 +526,7 @@ def rr_disguise_batches(
 
     def disguise(batch: pa.RecordBatch | pa.Table, offset: int) -> pa.Table:
         frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)  # a batch or table comes back as a frame
         if key is None:
             frame = frame.with_columns(
                 pl.int_range(offset, offset + frame.height, dtype=pl.UInt64).alias(_POSITION)
@@ -516,7 +546,7 @@ def rr_disguise_batches(
     # The output schema, and every parameter error, before the first row is read.
     out_schema = disguise(reader.schema.empty_table(), 0).schema
 
-    def batches():
+    def batches() -> Iterator[pa.RecordBatch]:
         offset = 0
         for batch in reader:
             table = disguise(batch, offset)
