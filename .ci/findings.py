@@ -55,7 +55,7 @@ def main() -> int:
             print(f"{name}: {len(lines) - allowed} more than the baseline; every finding:")
             print("\n".join(f"  {line}" for line in lines))
         elif len(lines) < allowed:
-            print(f"{name}: below the baseline: set \"{name}\": {len(lines)} in {baseline_path}")
+            print(f'{name}: below the baseline: set "{name}": {len(lines)} in {baseline_path}')
     return 1 if failed else 0
 
 
