@@ -473,12 +473,12 @@ def rr_disguise_batches(
     query: str | duckdb.DuckDBPyRelation,
     columns: str | Sequence[str],
     *,
-    p: Any = None,
-    epsilon: Any = None,
+    p: float | Sequence[float] | dict[str, float] | None = None,
+    epsilon: float | Sequence[float] | dict[str, float] | None = None,
     mode: str = "per_attribute",
     secret: SecretLike = None,
     key: str | None = None,
-    categories: Any = None,
+    categories: Sequence[Any] | dict[str, Sequence[Any]] | None = None,
     batch_rows: int = 1_000_000,
 ) -> pa.RecordBatchReader:
     """Bulk path: stream a DuckDB query's Arrow batches through :func:`polars_ppdm.rr_disguise`.

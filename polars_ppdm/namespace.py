@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import polars as pl
 
@@ -81,7 +81,9 @@ class _FrameMethods:
     rr_disguise = _method(rr_disguise, "_frame")
     ecdf_resample = _method(ecdf_resample, "_frame")
     add_noise = _method(add_noise, "_frame")
-    spiral = _method(spiral, "_frame")
+    # spiral is overloaded on return_key; a ParamSpec would keep only its first overload
+    # (return_key=False), so the method takes the function as a plain callable.
+    spiral = _method(cast("Callable[..., Any]", spiral), "_frame")
     apply_spiral_key = _method(apply_spiral_key, "_frame")
     invert_spiral_key = _method(invert_spiral_key, "_frame")
     # miners and corrected statistics
