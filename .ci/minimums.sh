@@ -27,9 +27,4 @@ echo "minimum versions: $(tr '\n' ' ' < "$work/minimums.txt")"
 "$work/venv/bin/python" -m pip list 2>/dev/null \
     | grep -iE '^(polars|pyarrow|duckdb|numpy|cryptography|polars-runtime-32) ' | tr -s ' ' | paste -sd ',' -
 
-# test_readme's SQL runner calls con.sql(statement).fetchall(), and before DuckDB 2.0
-# con.sql() returns None for CREATE TABLE: a harness difference, not a library one (the
-# README's SQL runs on DuckDB 1.5 through con.execute). Deselected here until the test
-# uses con.execute(); the wheel leg runs it on current versions.
-"$work/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" \
-    --deselect tests/test_readme.py::test_every_code_block_runs_as_written
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow"

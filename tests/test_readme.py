@@ -68,7 +68,7 @@ def _run_sql(code: str) -> None:
             statements.append(line)
     for statement in "\n".join(statements).split(";"):
         if statement.strip():
-            con.sql(statement).fetchall()
+            con.execute(statement).fetchall()
 
 
 def test_every_code_block_runs_as_written(tmp_path, monkeypatch):
