@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
+
+import polars_ppdm as ppdm
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -13,3 +16,9 @@ def shared_data() -> Path:
     if not DATA.is_dir():
         pytest.skip(f"shared data folder {DATA} is absent")
     return DATA
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the polars_ppdm functions and macros registered."""
+    return ppdm.duckdb.register(duckdb.connect())

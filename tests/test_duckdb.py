@@ -17,11 +17,6 @@ import polars_ppdm as ppdm
 SQL = Path(__file__).resolve().parents[1] / "sql"
 
 
-@pytest.fixture
-def con() -> duckdb.DuckDBPyConnection:
-    return ppdm.duckdb.register(duckdb.connect())
-
-
 @pytest.fixture(scope="module")
 def disguised() -> pl.DataFrame:
     rng = np.random.default_rng(2)

@@ -17,11 +17,6 @@ from polars_ppdm.perturb.noise import DISTRIBUTIONS
 SECRET = "5e" * 16
 
 
-@pytest.fixture
-def con() -> duckdb.DuckDBPyConnection:
-    return ppdm.duckdb.register(duckdb.connect())
-
-
 @pytest.fixture(scope="module")
 def people() -> pl.DataFrame:
     """Numeric, binary and categorical columns with nulls, an integer and a string key."""
