@@ -13,6 +13,7 @@ from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.dp import BudgetAccountant, DPKMeansResult, dp_histogram, dp_kmeans, dp_quadtree
 from polars_ppdm.exceptions import (
     BudgetExceededError,
+    EstimateWarning,
     InvalidParameterError,
     PPDMError,
     PrivacyLeakWarning,
@@ -65,6 +66,7 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "DPKMeansResult",
+    "EstimateWarning",
     "InvalidParameterError",
     "PPDMError",
     "PrivacyLeakWarning",

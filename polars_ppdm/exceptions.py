@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["BudgetExceededError", "InvalidParameterError", "PPDMError", "PrivacyLeakWarning", "SecretError"]
+__all__ = [
+    "BudgetExceededError",
+    "EstimateWarning",
+    "InvalidParameterError",
+    "PPDMError",
+    "PrivacyLeakWarning",
+    "SecretError",
+]
 
 
 class PPDMError(Exception):
@@ -23,6 +30,16 @@ class SecretError(PPDMError, ValueError):
 
 class PrivacyLeakWarning(UserWarning):
     """The call does something that leaks information the user may not expect."""
+
+
+class EstimateWarning(UserWarning):
+    """An estimate from perturbed data is outside the range its quantity can take.
+
+    For example a variance below 0 after the declared noise variance is subtracted: the
+    declared noise is larger than the noise the column got, or sampling error dominates.
+    The estimate is returned as computed (clipping it would bias it); the warning says
+    which values and by how many standard errors.
+    """
 
 
 class BudgetExceededError(PPDMError):

@@ -4,6 +4,7 @@ Agrawal-Srikant reconstruction, covariance and PCA-DR."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -12,7 +13,7 @@ from _helpers import Z
 from polars.testing import assert_frame_equal
 
 import polars_ppdm as ppdm
-from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.exceptions import EstimateWarning, InvalidParameterError
 
 
 @pytest.mark.parametrize(("dist", "variance"), [("uniform", 3.0**2 / 3), ("gaussian", 3.0**2)])
@@ -178,3 +179,23 @@ def test_pca_reconstruction_error_is_sigma_squared_p_over_m():
         ppdm.pca_reconstruct(noisy, cols, scale=sigma, components=11)
     with pytest.raises(InvalidParameterError, match="'scale'"):
         ppdm.estimate_covariance(noisy, cols, scale=-1.0)
+
+
+def test_negative_variance_estimate_is_reported_not_passed_on_silently():
+    # Income gets noise of scale 50; rent (variance 100) is published as it is.  Declaring
+    # the one scale for both subtracts 2,500 from rent's variance: about -2,400, hundreds
+    # of standard errors below 0 -- a wrong declaration, which the warning names.
+    rng = np.random.default_rng(8)
+    n = 50_000
+    x = pl.DataFrame({"income": rng.normal(1_000, 300, n), "rent": rng.normal(500, 10, n)})
+    noisy = ppdm.add_noise(x, ["income"], scale=50.0, secret=5)
+    with pytest.warns(EstimateWarning, match=r"column 'rent' is -2\d{3}, [\d,.]+ standard errors below 0.*'scale' given for 'rent'"):
+        wrong = ppdm.estimate_covariance(noisy, ["income", "rent"], scale=50.0)
+    assert wrong["rent"][1] < 0  # returned as computed: clipping would bias it
+    with pytest.warns(EstimateWarning, match="'rent'"):
+        ppdm.pca_reconstruct(noisy, ["income", "rent"], scale=50.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # declared per column: no warning
+        right = ppdm.estimate_covariance(noisy, ["income", "rent"], scale={"income": 50.0, "rent": 0.0})
+    # Var of a sample variance of normal data: 2 S^2 / n
+    assert abs(right["rent"][1] - 100.0) <= Z * 100.0 * math.sqrt(2 / n)

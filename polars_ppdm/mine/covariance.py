@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import warnings
+
 import numpy as np
 import polars as pl
 
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_int, check_numeric
-from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.exceptions import EstimateWarning, InvalidParameterError
 from polars_ppdm.perturb.noise import noise_scales, noise_std
 
 __all__ = ["estimate_covariance", "pca_reconstruct", "principal_axes"]
@@ -34,6 +36,29 @@ def _noise_variances(dist: object, scale: object, cols: list[str], func: str) ->
     """The variance of the noise on each column (``scale`` 0: a column left without noise)."""
     scales = noise_scales(dist, scale, cols, func, allow_zero=True)
     return np.array([noise_std(str(dist), scales[c]) ** 2 for c in cols])
+
+
+def _subtract_noise(cov: np.ndarray, noise: np.ndarray, n: int, cols: list[str], func: str) -> np.ndarray:
+    """``Cov(Y) - diag(noise)``, with an :class:`EstimateWarning` for each variance below 0.
+
+    A negative variance means the declared noise is larger than the noise the column
+    carries (a wrong ``scale``; 0 for a column that got none), or that the column's own
+    variance is small next to the sampling error of ``Var(Y)``.  The standard error quoted
+    is the Gaussian one, ``Var(Y) sqrt(2 / (n - 1))``.
+    """
+    observed = np.diag(cov).copy()
+    cov = cov - np.diag(noise)
+    for i in np.flatnonzero(np.diag(cov) < 0):
+        se = observed[i] * np.sqrt(2.0 / (n - 1))
+        below = -cov[i, i] / se if se > 0 else np.inf
+        msg = (
+            f"{func}: the estimated variance of column {cols[i]!r} is {cov[i, i]:.4g}, "
+            f"{below:,.1f} standard errors below 0 ({n} rows): the declared noise variance "
+            f"{noise[i]:.4g} exceeds the noisy column's variance {observed[i]:.4g}. Check the "
+            f"'scale' given for {cols[i]!r} (0 if it got no noise); the estimate is returned as computed."
+        )
+        warnings.warn(msg, EstimateWarning, stacklevel=3)
+    return cov
 
 
 def _moments(
@@ -76,7 +101,10 @@ def estimate_covariance(
     with a null are left out).
 
     ``dist`` and ``scale`` are the noise :func:`polars_ppdm.add_noise` added: one scale,
-    or one per column (a sequence or a mapping; 0 for a column that got no noise).
+    or one per column (a sequence or a mapping; 0 for a column that got no noise).  A
+    variance estimate below 0 is returned as computed, with an
+    :class:`~polars_ppdm.EstimateWarning` naming the column: the declared noise exceeds
+    what the column carries, or sampling error dominates its variance.
 
     Returns
     -------
@@ -99,8 +127,8 @@ def estimate_covariance(
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
     noise = _noise_variances(dist, scale, cols, func)
-    _, cov, _ = _moments(frame, cols, func)
-    cov = cov - np.diag(noise)
+    _, cov, n = _moments(frame, cols, func)
+    cov = _subtract_noise(cov, noise, n, cols, func)
     return pl.DataFrame({"column": cols, **{c: cov[:, i] for i, c in enumerate(cols)}})
 
 
@@ -144,8 +172,8 @@ def pca_reconstruct(
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
     noise = _noise_variances(dist, scale, cols, func)
-    mean, cov, _ = _moments(frame, cols, func)
-    cov = cov - np.diag(noise)
+    mean, cov, n = _moments(frame, cols, func)
+    cov = _subtract_noise(cov, noise, n, cols, func)
     if components is None:
         components = max(1, int((np.linalg.eigvalsh(cov) > noise.mean()).sum()))
     else:
