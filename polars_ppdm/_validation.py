@@ -120,9 +120,7 @@ def check_real(
         ok = value < high if open_high else value <= high
     if not ok:
         if low is not None and high is not None:
-            allowed = (
-                f"a float in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
-            )
+            allowed = f"a float in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
         elif low is not None:
             allowed = f"a finite float {'>' if open_low else '>='} {low:g}"
         elif high is not None:
@@ -175,17 +173,23 @@ def keep_probability(p: Any, epsilon: Any, k: int, func: str, *, column: str | N
     """
     where = f" (column {column!r})" if column is not None else ""
     check_p_or_epsilon(p, epsilon, func, column=column)
+    singular = f"(with k = {k} categories the disguise cannot be inverted)"
     if epsilon is not None:
-        return keep_from_epsilon(epsilon, k)
+        p = keep_from_epsilon(epsilon, k)
+        if math.isclose(p, 1.0 / k, rel_tol=0.0, abs_tol=1e-12):
+            # p - 1/k ~ epsilon (k - 1) / k^2: below 1e-12 the estimators' matrix is
+            # singular in floating point (a division by zero, NaN frequencies).
+            smallest = 1e-12 * k * k / (k - 1)
+            _fail(
+                "epsilon",
+                func + where,
+                f"a float >= {smallest:.3g}, where p = e^eps / (e^eps + k - 1) is not 1/k {singular}",
+                epsilon,
+            )
+        return p
     p = check_fraction("p", p, func + where)
     if math.isclose(p, 1.0 / k, rel_tol=0.0, abs_tol=1e-12):
-        _fail(
-            "p",
-            func + where,
-            f"a float in [0, 1] other than 1/k = {1.0 / k:.6g} (with k = {k} categories "
-            "the disguise cannot be inverted)",
-            p,
-        )
+        _fail("p", func + where, f"a float in [0, 1] other than 1/k = {1.0 / k:.6g} {singular}", p)
     return p
 
 

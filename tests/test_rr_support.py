@@ -191,6 +191,9 @@ def test_empty_frame_gives_empty_result():
         ({"p": 0.5}, "other than 1/k"),
         ({"p": 1.2}, r"must be a float in \[0, 1\]"),
         ({"epsilon": -1.0}, "must be a float > 0"),
+        # p rounds to 1/2: was a ZeroDivisionError / NaN frequencies with NumPy warnings
+        ({"epsilon": 1e-300}, r"'epsilon' parameter of rr_support .*must be a float >= 4e-12"),
+        ({"epsilon": 1e-13, "mode": "whole_record"}, r"'epsilon' parameter .*>= 4e-12"),
         ({"p": 0.8, "mode": "rows"}, "'mode' parameter of rr_support"),
         ({"p": [0.8, 0.9], "mode": "whole_record"}, "one 'p'"),
         ({"p": 0.8, "itemsets": [["a", "zzz"]]}, "'itemsets' parameter"),
@@ -201,6 +204,19 @@ def test_bad_parameters(kwargs, message):
     df = pl.DataFrame({"a": [True, False], "b": [1, 0]})
     with pytest.raises(InvalidParameterError, match=message):
         ppdm.rr_support(df, ["a", "b"], **kwargs)
+
+
+@pytest.mark.parametrize("miner", ["rr_support", "rr_frequent_itemsets", "rr_apriori"])
+def test_an_epsilon_too_small_to_invert_is_refused_not_divided_by(miner):
+    df = pl.DataFrame({"a": [True, False, True, True], "b": [False, True, True, False]})
+    extra = {"rr_support": {}, "rr_frequent_itemsets": {"min_support": 0.1}}
+    kwargs = extra.get(miner, {"min_support": 0.1, "min_confidence": 0.1})
+    with pytest.raises(InvalidParameterError, match=rf"'epsilon' parameter of {miner}"):
+        getattr(ppdm, miner)(df, ["a", "b"], epsilon=1e-300, **kwargs)
+    # Just above the bound: finite estimates (with standard errors that say what they are worth).
+    result = ppdm.rr_support(df, ["a", "b"], epsilon=1e-11)
+    assert np.isfinite(result["frequency"].to_numpy()).all()
+    assert (result["std_error"] > 1e9).all()
 
 
 def test_bad_values_fail_loudly():
