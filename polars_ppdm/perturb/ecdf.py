@@ -248,8 +248,11 @@ def ecdf_resample(
             _, valid = _finite_values(df[cols[0]])
             drawn = results[0][1]
             assert drawn is not None  # the first column is resampled with its draws
-            draws = _with_nulls(drawn.astype(np.float64), valid, "__draw")
-            out = out.with_columns(draws).sort("__draw", nulls_last=True, maintain_order=True).drop("__draw")
+            # Rows in draw order, null rows last in input order.  A permutation, not a
+            # sort by a helper column, whose name could collide with a user's.
+            position = np.full(df.height, df.height, dtype=np.int64)
+            position[slice(None) if valid is None else valid] = drawn
+            out = out[np.argsort(position, kind="stable")]
         return out
 
     return like(frame, as_lazy(frame).map_batches(resample, schema=out_schema))
