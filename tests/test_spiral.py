@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import stat
 
 import duckdb
 import numpy as np
@@ -211,3 +214,22 @@ def test_key_columns_from_any_sequence_of_names():
         key = ppdm.spiral_key(columns, bounds=bounds, rounds=2, secret=3)
         assert key.columns == ("a", "b") and all(type(c) is str for c in key.columns)
         assert (key.matrix == expected.matrix).all()
+
+
+def test_a_saved_key_is_a_secret_file(tmp_path):
+    key = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 1), "b": (0, 1)}, rounds=2, secret=4)
+    target = tmp_path / "key.json"
+    old_umask = os.umask(0o022)
+    try:
+        key.save(target)
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError, match="already exists"):
+        key.save(target)  # the only way back to the data is never replaced by accident
+    other = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 1), "b": (0, 1)}, rounds=2, secret=5)
+    other.save(target, overwrite=True)
+    assert (ppdm.SpiralKey.load(target).matrix == other.matrix).all()
+    target.chmod(0o644)
+    with pytest.raises(ppdm.SecretError, match=f"mode 0644.*chmod 600 {re.escape(str(target))}"):
+        ppdm.SpiralKey.load(target)

@@ -25,6 +25,7 @@ from polars_ppdm._validation import check_columns, check_int, check_numeric, is_
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.secret_files import read_secret_text, write_secret_text
 
 __all__ = ["SpiralKey", "apply_spiral_key", "invert_spiral_key", "spiral", "spiral_key"]
 
@@ -99,12 +100,17 @@ class SpiralKey:
             raise InvalidParameterError(msg)
         return cls(columns, matrix, offset, scale)
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+    def save(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write the key to a new file of mode 0600, atomically (see
+        :mod:`polars_ppdm.secret_files`); an existing file is replaced only with
+        ``overwrite=True``."""
+        write_secret_text(path, self.to_json(), overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | Path) -> SpiralKey:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Read a key saved by :meth:`save`; a file that group or others can read (or
+        change), or that another user owns, is refused with the fix (``chmod 600 PATH``)."""
+        return cls.from_json(read_secret_text(path))
 
     def __repr__(self) -> str:
         # The scale is secret too: released distances divided by it are the true ones.
@@ -159,10 +165,7 @@ def spiral_key(
     angle = _range("angle", angle, positive=False)
     scales: list[float] | tuple[float, float] | None
     if growth is not None:
-        if (
-            not is_real(growth)
-            or not abs(growth) * max(map(abs, angle)) < 700
-        ):
+        if not is_real(growth) or not abs(growth) * max(map(abs, angle)) < 700:
             msg = (
                 f"The 'growth' parameter of {_FUNC} must be a finite float with |growth * dtheta| < 700 "
                 f"(k = e^(growth * dtheta) must be a finite double). Got {growth!r} instead."
@@ -338,6 +341,8 @@ def spiral(
     check_numeric(schema, cols, _FUNC)
     # Centres are drawn inside the bounds; read off the data, they leak its extremes.
     bounds = check_bounds(DATA_BOUNDS if bounds is None else bounds, cols, _FUNC, as_lazy(frame))
-    key = spiral_key(cols, bounds=bounds, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret)
+    key = spiral_key(
+        cols, bounds=bounds, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret
+    )
     out = apply_spiral_key(frame, key)
     return (out, key) if return_key else out
