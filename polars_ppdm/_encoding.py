@@ -42,7 +42,9 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
     # Null keys of rows that need no draw (null values) hash as 0 / "": any word will do.
     if dtype.is_integer():
         keys = keys.fill_null(0) if keys.null_count() else keys
-        if dtype == pl.UInt64:
+        if dtype in _WIDE_INTEGERS:
+            keys = _narrowed(keys, func)
+        if keys.dtype == pl.UInt64:
             return keys.to_numpy()
         return keys.cast(pl.Int64).to_numpy().view(np.uint64)
     if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
@@ -59,6 +61,30 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
     msg = (
         f"The key column {keys.name!r} of {func} must be an integer or string column. "
         f"Got dtype {dtype} instead."
+    )
+    raise InvalidParameterError(msg)
+
+
+_WIDE_INTEGERS = tuple(getattr(pl, name) for name in ("Int128", "UInt128") if hasattr(pl, name))
+
+
+def _narrowed(keys: pl.Series, func: str) -> pl.Series:
+    """A 128-bit key column as Int64 or UInt64, the same keys as those dtypes give.
+
+    Refused when its values span more than 64 bits: folding them into 64 would give two
+    rows the same random draws.
+    """
+    if keys.is_empty():
+        return keys.cast(pl.Int64)
+    low, high = int(keys.min()), int(keys.max())  # type: ignore[arg-type]  # an integer column
+    if low >= -(2**63) and high < 2**63:
+        return keys.cast(pl.Int64)
+    if low >= 0 and high < 2**64:
+        return keys.cast(pl.UInt64)
+    msg = (
+        f"The key column {keys.name!r} of {func} must hold integers that fit in 64 bits "
+        f"(all in [-2^63, 2^63) or all in [0, 2^64)). Got {keys.dtype} values from {low} to {high} "
+        "instead; cast the key to String to use wider keys (strings are hashed)."
     )
     raise InvalidParameterError(msg)
 

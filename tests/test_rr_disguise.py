@@ -174,6 +174,37 @@ def test_string_keys_and_row_position_keys():
     assert_frame_equal(by_position, explicit)
 
 
+@pytest.mark.parametrize("wide", [pl.Int128, pl.UInt128])
+def test_128_bit_keys_give_the_64_bit_keys_bits_or_a_clear_refusal(wide):
+    x = [True, False, True, True] * 50
+    signed = pl.Series("id", np.arange(200) - (0 if wide == pl.UInt128 else 100))
+    narrow = pl.DataFrame({"id": signed, "x": x})
+    big = narrow.with_columns(pl.col("id").cast(wide))
+    # the same key values: the same draws as Int64 keys (and UInt64 keys above 2^63)
+    assert_frame_equal(
+        ppdm.rr_disguise(big, "x", p=0.7, secret=1, key="id").drop("id"),
+        ppdm.rr_disguise(narrow, "x", p=0.7, secret=1, key="id").drop("id"),
+    )
+    top = pl.DataFrame({"id": pl.Series([2**64 - 1, 2**63], dtype=pl.UInt64), "x": [True, False]})
+    assert_frame_equal(
+        ppdm.rr_disguise(top.with_columns(pl.col("id").cast(wide)), "x", p=0.7, secret=1, key="id").drop(
+            "id"
+        ),
+        ppdm.rr_disguise(top, "x", p=0.7, secret=1, key="id").drop("id"),
+    )
+    beyond = big.with_columns(pl.Series("id", [2**100] * 200, dtype=wide))
+    for run in (
+        lambda: ppdm.rr_disguise(beyond, "x", p=0.7, secret=1, key="id"),
+        lambda: ppdm.add_noise(beyond.with_columns(v=1.0), "v", scale=1.0, secret=1, key="id"),
+        lambda: ppdm.ecdf_resample(beyond.with_columns(v=pl.int_range(200) * 1.0), "v", secret=1, key="id"),
+    ):
+        # was Polars' raw "conversion from `i128` to `i64` failed"
+        with pytest.raises(
+            InvalidParameterError, match=r"key column 'id' .* must hold integers that fit in 64 bits"
+        ):
+            run()
+
+
 def test_no_seed_draws_a_fresh_secret_each_time(frame):
     a = ppdm.rr_disguise(frame, "flag", p=0.5001)
     b = ppdm.rr_disguise(frame, "flag", p=0.5001)
