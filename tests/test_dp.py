@@ -3,6 +3,7 @@ quadtree, k-means, the accountant, engines and bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 
@@ -292,6 +293,37 @@ def test_accountant_refuses_before_anything_is_read():
             release()
     assert acc.spent == pytest.approx(0.6)
     assert acc.ledger["release"].to_list() == ["dp_histogram(x)"]
+
+
+def test_one_accountant_shared_by_threads_never_overspends():
+    # 8 threads race to spend 0.3 each from a budget of 1.0: exactly 3 may succeed.  The
+    # epsilon's float() sleeps (releasing the GIL), which opens the window between the
+    # budget check and the record where an unlocked accountant lets several through.
+    import threading
+    import time
+
+    class SlowEpsilon(float):
+        def __float__(self):
+            time.sleep(0.002)
+            return float.__float__(self)
+
+    acc = ppdm.BudgetAccountant(1.0)
+    start, accepted = threading.Barrier(8), []
+
+    def release(i):
+        start.wait()
+        with contextlib.suppress(BudgetExceededError):
+            acc.spend(SlowEpsilon(0.3), f"release {i}")
+            accepted.append(i)
+
+    threads = [threading.Thread(target=release, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(accepted) == 3, accepted
+    assert acc.spent == pytest.approx(0.9)
+    assert acc.ledger.height == 3
 
 
 def test_accountant_parallel_composition_costs_the_maximum():

@@ -9,6 +9,9 @@ refused with :class:`~polars_ppdm.exceptions.BudgetExceededError` and nothing le
   parts of the data (one per region, one per month, ...) cost the largest of them.  The
   disjointness is the caller's promise; the accountant cannot check it.
 
+One accountant may be shared by threads: each spend checks and records under a lock, so
+concurrent releases never spend more than the total between them.
+
 References
 ----------
 McSherry, "Privacy integrated queries", SIGMOD 2009 (sequential and parallel
@@ -18,6 +21,7 @@ composition).  Zhang, Cheng, DPQT k-means (paper 004).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -75,11 +79,14 @@ class BudgetAccountant:
         self._entries: list[tuple[str, float, str]] = []  # (release, epsilon, composition)
         self._group: _Group | None = None
         self._spent_before_group = 0.0
+        # Re-entrant: spend() holds it while calling check(), which reads spent.
+        self._lock = threading.RLock()
 
     @property
     def spent(self) -> float:
         """Epsilon spent so far (an open parallel group counts its largest release)."""
-        return self._spent_before_group + (self._group.cost if self._group else 0.0)
+        with self._lock:
+            return self._spent_before_group + (self._group.cost if self._group else 0.0)
 
     @property
     def remaining(self) -> float:
@@ -88,9 +95,10 @@ class BudgetAccountant:
     @property
     def ledger(self) -> pl.DataFrame:
         """Every release: its label, its epsilon and how it composed."""
-        rows = list(self._entries)
-        if self._group is not None:
-            rows += [(name, eps, f"parallel: {self._group.label}") for name, eps in self._group.releases]
+        with self._lock:
+            rows = list(self._entries)
+            if self._group is not None:
+                rows += [(name, eps, f"parallel: {self._group.label}") for name, eps in self._group.releases]
         return pl.DataFrame(
             rows, schema={"release": pl.String, "epsilon": pl.Float64, "composition": pl.String}, orient="row"
         )
@@ -99,38 +107,41 @@ class BudgetAccountant:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon``;
         ``why`` (how the release worked ``epsilon`` out) goes into the message."""
         epsilon = check_epsilon(epsilon, release)
-        after = (
-            self._spent_before_group + max(self._group.cost, epsilon) if self._group else self.spent + epsilon
-        )
+        with self._lock:
+            group, spent = self._group, self.spent
+            after = self._spent_before_group + max(group.cost, epsilon) if group else spent + epsilon
         if after > self.epsilon * (1 + _SLACK):
             msg = (
-                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but the accountant has {self.remaining:g} left of "
-                f"{self.epsilon:g} (spent {self.spent:g}); nothing was released."
+                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but the accountant has {max(self.epsilon - spent, 0.0):g} left of "
+                f"{self.epsilon:g} (spent {spent:g}); nothing was released."
             )
             raise BudgetExceededError(msg)
 
     def spend(self, epsilon: float, release: str, *, why: str = "") -> None:
         """Record ``epsilon`` for ``release``, or refuse it (see :meth:`check`)."""
-        self.check(epsilon, release, why=why)
-        if self._group is not None:
-            self._group.releases.append((release, float(epsilon)))
-        else:
-            self._entries.append((release, float(epsilon), "sequential"))
-            self._spent_before_group += float(epsilon)
+        with self._lock:  # check and record as one step: threads never overspend
+            self.check(epsilon, release, why=why)
+            if self._group is not None:
+                self._group.releases.append((release, float(epsilon)))
+            else:
+                self._entries.append((release, float(epsilon), "sequential"))
+                self._spent_before_group += float(epsilon)
 
     @contextlib.contextmanager
     def parallel(self, label: str) -> Iterator[BudgetAccountant]:
         """Releases inside the block touch disjoint data: together they cost their maximum."""
-        if self._group is not None:
-            msg = "BudgetAccountant.parallel blocks do not nest; close the open one first."
-            raise InvalidParameterError(msg)
-        self._group = _Group(label)
+        with self._lock:
+            if self._group is not None:
+                msg = "BudgetAccountant.parallel blocks do not nest; close the open one first."
+                raise InvalidParameterError(msg)
+            self._group = group = _Group(label)
         try:
             yield self
         finally:
-            group, self._group = self._group, None
-            self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
-            self._spent_before_group += group.cost
+            with self._lock:
+                self._group = None
+                self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
+                self._spent_before_group += group.cost
 
     def __repr__(self) -> str:
         return (
