@@ -5,11 +5,11 @@ them by position or by name, ``epsilon := 1.0``; defaulted ones may be left out)
 
 Row-wise perturbations, the same bits as Polars for the same secret, key and stream:
 
-* ``ppdm_rr_disguise(x BOOLEAN, p, secret, key, stream := '', epsilon := NULL)`` --
+* ``ppdm_rr_disguise(x BOOLEAN, p, secret, key, stream, epsilon := NULL)`` --
   binary randomized response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any
   non-zero true, where the Polars expression refuses values other than 0 and 1, so check
   ``x IN (0, 1)`` first);
-* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key, stream := '',
+* ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key, stream,
   epsilon := NULL)`` -- k-ary randomized response over a public domain;
 * ``ppdm_rr_disguise_whole_record(x BOOLEAN, columns VARCHAR[], p, secret, key,
   epsilon := NULL)`` -- whole-record randomized response: one coin per row for the group
@@ -21,15 +21,19 @@ Row-wise perturbations, the same bits as Polars for the same secret, key and str
 * ``ppdm_add_noise(x DOUBLE, scale, secret, key, stream, dist := 'gaussian')`` --
   additive noise (``dist`` 'gaussian': ``scale`` is the standard deviation; 'uniform':
   the half-width of [-scale, scale]); DOUBLE out, NULL stays NULL, NaN and infinities
-  refused.  ``stream`` has no default (one stream for two columns would give them the same
-  noise): ``'add_noise/income'`` is the default of ``pl.col("income").ppdm.add_noise``.
+  refused; ``'add_noise/income'`` is the stream of ``pl.col("income").ppdm.add_noise``.
+
+``stream`` is required by ``ppdm_rr_disguise``, ``ppdm_rr_disguise_k`` and
+``ppdm_add_noise`` (a NULL or missing stream is an error saying what to pass): SQL cannot see the column's name, and one default stream for two columns disguised
+in one query gave them the same coins (they flipped together).  Pass the column's name
+(``'add_noise/<column>'`` for noise): Polars' default stream, so the same bits.
 
 Randomized response takes exactly one of ``p`` (keep probability, not 1/k) and
 ``epsilon`` (local DP; p = ``ppdm_rr_p_from_epsilon(epsilon, k)``, the bits of
 :func:`polars_ppdm.rr_p_from_epsilon`).  ``ppdm_rr_disguise(smoker, 0.8, secret, id,
 'smoker')`` is positional; ``ppdm_rr_disguise(smoker, epsilon := 1.0, secret := secret,
-key := id, stream := 'smoker')`` the same with epsilon.  A missing ``secret`` or ``key``
-is an error naming it.
+key := id, stream := 'smoker')`` the same with epsilon.  A missing ``secret``, ``key`` or
+``stream`` is an error naming it.
 
 The keyed randomness itself, for macros:
 
@@ -181,6 +185,25 @@ def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
     return resolve_secret(str(_constant(arr, "secret", func, reveal=False)))
 
 
+def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str) -> str:
+    """The ``stream`` label, required: no two columns may share their coins by default.
+
+    SQL cannot see the name of the column passed as ``x``, so it cannot derive the
+    stream as Polars does; a shared default (it was ``''``) made two columns disguised
+    in one query with the same secret and key flip together.
+    """
+    label = _constant(arr, "stream", func, optional=True)
+    if label is None:
+        msg = (
+            f"The 'stream' argument of {func} is required: it labels the draws of one column, and two "
+            "columns on the same stream with the same secret and key would get the same coins. Pass "
+            f"stream := '{prefix}<column name>' (e.g. '{prefix}smoker'), the default of the Polars "
+            "expression on that column, so that SQL and Polars give the same bits. Got NULL instead."
+        )
+        raise InvalidParameterError(msg)
+    return str(label)
+
+
 def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
     return pl.Series(name, arr)
 
@@ -217,7 +240,7 @@ def _disguise_arrow(
         epsilon=_constant(epsilon, "epsilon", func, optional=True),
         categories=categories,
         secret=_secret(secret, func).key,
-        stream=stream_id(_constant(stream, "stream", func)),
+        stream=stream_id(_stream(stream, func, "")),
         func=func,
     )
     return out.to_arrow()
@@ -267,7 +290,7 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
     if len(x) == 0:
         return pa.array([], type=pa.float64())
     dist, scale = check_noise(_constant(dist, "dist", func), _constant(scale, "scale", func), func)
-    label = _constant(stream, "stream", func)
+    label = _stream(stream, func, "add_noise/")
     values = _series(x, "x")
     valid = values.is_not_null()
     if not np.isfinite(values.filter(valid).to_numpy()).all():
@@ -320,18 +343,20 @@ def _key_udf(s):
 # The SQL faces of the random UDFs: named arguments with defaults, so that
 # ppdm_rr_disguise(x, 0.8, secret, id, 'x') and ppdm_rr_disguise(x, epsilon := 1.0,
 # secret := secret, key := id, stream := 'x') both work (DuckDB fills defaulted
-# parameters positionally too); the UDF refuses a missing secret or key, and wants
-# exactly one of p and epsilon.
+# parameters positionally too); the UDF refuses a missing secret, key or stream (NULL
+# defaults, so that the error is ours and says what to pass, not DuckDB's binder error,
+# which would also quote the SQL text and a secret written in it), and wants exactly one
+# of p and epsilon.
 _MACROS = """
-CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p := NULL, secret := NULL, key := NULL, stream := '', epsilon := NULL) AS
+CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL) AS
     _ppdm_rr_binary(x, p, epsilon, secret, key, stream);
 CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
-    x, categories, p := NULL, secret := NULL, key := NULL, stream := '', epsilon := NULL
+    x, categories, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL
 ) AS _ppdm_rr_kary(x, categories, p, epsilon, secret, key, stream);
 CREATE OR REPLACE MACRO ppdm_rr_disguise_whole_record(
     x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL
 ) AS _ppdm_rr_whole_record(x, columns, p, epsilon, secret, key);
-CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream, dist := 'gaussian') AS
+CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream := NULL, dist := 'gaussian') AS
     _ppdm_add_noise(x, dist, scale, secret, key, stream);
 """
 
@@ -344,12 +369,12 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     >>> import duckdb
     >>> import polars_ppdm as ppdm
     >>> con = ppdm.duckdb.register(duckdb.connect())
-    >>> con.sql("SELECT ppdm_rr_disguise(x, 1.0, '42', i) AS y FROM (VALUES (true, 1), (false, 2)) t(x, i)").fetchall()
+    >>> con.sql("SELECT ppdm_rr_disguise(x, 1.0, '42', i, 'x') AS y FROM (VALUES (true, 1), (false, 2)) t(x, i)").fetchall()
     [(True,), (False,)]
     >>> round(con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchall()[0][0], 4)
     1.0986
     >>> con.sql(
-    ...     "SELECT ppdm_rr_disguise(x, epsilon := 1e9, secret := '42', key := i) AS y "
+    ...     "SELECT ppdm_rr_disguise(x, epsilon := 1e9, secret := '42', key := i, stream := 'x') AS y "
     ...     "FROM (VALUES (true, 1), (false, 2)) t(x, i)"
     ... ).fetchall()
     [(True,), (False,)]

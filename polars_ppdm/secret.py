@@ -173,7 +173,16 @@ def resolve_secret(secret: SecretLike) -> Secret:
             return secret_from_env(text[4:])
         if len(text) in (32, 64) and set(text) <= _HEX:
             return Secret.from_hex(text)
-        if text.lstrip("-").isdigit():
+        digits = text.removeprefix("-")
+        # isdecimal, not isdigit: int() refuses digits such as '²' (isdigit accepts them)
+        # with a ValueError that quotes the string, i.e. the secret.
+        if digits.isdecimal() and digits.isascii():
+            if len(digits) > 4000:  # int() refuses more than 4300 digits (CVE-2020-10735)
+                msg = (
+                    "The 'secret' parameter, as decimal digits, must have at most 4000 digits. "
+                    f"Got {len(digits)} digits instead; use 64 hex digits for a strong secret."
+                )
+                raise SecretError(msg)
             return Secret.from_int(int(text))
         msg = (
             "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME' or "

@@ -82,18 +82,18 @@ def test_udf_errors_name_the_problem(con):
         "CREATE TABLE t AS SELECT i AS id, i % 2 = 0 AS x, ['a', 'b', 'z'][i % 3 + 1] AS c FROM range(10) r(i)"
     )
     with pytest.raises(duckdb.InvalidInputException, match="other than 1/k"):
-        con.execute("SELECT ppdm_rr_disguise(x, 0.5, '1', id) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(x, 0.5, '1', id, 'x') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match=r"'p' parameter of ppdm_rr_disguise .*\[0, 1\]"):
-        con.execute("SELECT ppdm_rr_disguise(x, 1.5, '1', id) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(x, 1.5, '1', id, 'x') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="outside its 'categories'"):
-        con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id, 'c') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match=r"'key' argument of ppdm_rr_disguise .* Got NULL"):
-        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT, 'x') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="null value"):
-        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', if(id = 3, NULL, id)) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', if(id = 3, NULL, id), 'x') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="'secret' parameter"):
-        con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id) FROM t").fetchall()
-    nulls = con.execute("SELECT ppdm_rr_disguise(NULL::BOOLEAN, 0.8, '1', id) FROM t").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id, 'x') FROM t").fetchall()
+    nulls = con.execute("SELECT ppdm_rr_disguise(NULL::BOOLEAN, 0.8, '1', id, 'x') FROM t").fetchall()
     assert nulls == [(None,)] * 10
 
 
@@ -172,7 +172,7 @@ def test_ppdm_key_passes_nulls_through(con):
 def test_kary_udf_with_large_arrow_lists(con):
     con.execute("SET arrow_large_buffer_size = true")
     out = con.execute(
-        "SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 1.0, '1', i) FROM (VALUES ('a', 1), ('b', 2)) t(c, i)"
+        "SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 1.0, '1', i, 'c') FROM (VALUES ('a', 1), ('b', 2)) t(c, i)"
     ).fetchall()
     assert out == [("a",), ("b",)]
 

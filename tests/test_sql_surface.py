@@ -127,8 +127,47 @@ def test_add_noise_refuses_bad_input(con, call, message):
 
 def test_add_noise_needs_its_stream(con):
     """No default stream: two columns noised on one stream would share their noise (x - y leaks)."""
-    with pytest.raises(duckdb.BinderException, match="ppdm_add_noise"):
+    with pytest.raises(
+        duckdb.InvalidInputException,
+        match=r"'stream' argument of ppdm_add_noise is required.*stream := 'add_noise/<column name>'",
+    ):
         con.execute("SELECT ppdm_add_noise(1.0, 1.0, '1', 1)").fetchall()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "ppdm_rr_disguise({c}, 0.7, '{s}', id)",
+        "ppdm_rr_disguise({c}, epsilon := 0.9, secret := '{s}', key := id)",
+        "ppdm_rr_disguise_k({c}::VARCHAR, ['true', 'false'], 0.7, '{s}', id)",
+    ],
+)
+def test_two_columns_never_share_coins_by_default(con, call):
+    """Issue 14 finding 2: with the default stream ('' then) the flips of two columns disguised
+    in one query with the same secret and key were identical (correlation 1.000).  The stream
+    is now required, with an error that says what to pass."""
+    n = 4000
+    con.execute(f"CREATE TABLE two AS SELECT i AS id, true AS a, true AS b FROM range({n}) r(i)")
+    query = f"SELECT {call.format(c='a', s=SECRET)} AS a, {call.format(c='b', s=SECRET)} AS b FROM two"
+    with pytest.raises(
+        duckdb.InvalidInputException,
+        match=r"'stream' argument of ppdm_rr_disguise(_k)? is required.*same coins.*stream := '<column name>'",
+    ):
+        con.execute(query).fetchall()
+
+
+def test_columns_on_their_own_streams_flip_independently(con):
+    """With stream := the column's name (Polars' default) the flips of a and b are independent:
+    their correlation is within 5 standard errors (1/sqrt(n)) of 0."""
+    n = 20_000
+    con.execute(f"CREATE TABLE two AS SELECT i AS id, true AS a, true AS b FROM range({n}) r(i)")
+    flips = con.execute(
+        f"SELECT NOT ppdm_rr_disguise(a, 0.7, '{SECRET}', id, 'a') AS fa, "
+        f"NOT ppdm_rr_disguise(b, 0.7, '{SECRET}', id, 'b') AS fb FROM two"
+    ).fetchnumpy()
+    r = np.corrcoef(flips["fa"].astype(float), flips["fb"].astype(float))[0, 1]
+    assert abs(r) < 5 / np.sqrt(n)
+    assert abs(flips["fa"].mean() - 0.3) < 5 * np.sqrt(0.3 * 0.7 / n)
 
 
 def test_a_secret_is_never_shown_in_an_error(con):
@@ -279,10 +318,10 @@ def test_positional_calls_still_work(con, table, people):
 @pytest.mark.parametrize(
     "call",
     [
-        "ppdm_rr_disguise(x, secret := '1', key := id)",
-        "ppdm_rr_disguise(x, 0.8, '1', id, epsilon := 1.0)",
-        "ppdm_rr_disguise_k(c, ['a', 'b'], secret := '1', key := id)",
-        "ppdm_rr_disguise_k(c, ['a', 'b'], p := 0.8, epsilon := 1.0, secret := '1', key := id)",
+        "ppdm_rr_disguise(x, secret := '1', key := id, stream := 'x')",
+        "ppdm_rr_disguise(x, 0.8, '1', id, 'x', epsilon := 1.0)",
+        "ppdm_rr_disguise_k(c, ['a', 'b'], secret := '1', key := id, stream := 'c')",
+        "ppdm_rr_disguise_k(c, ['a', 'b'], p := 0.8, epsilon := 1.0, secret := '1', key := id, stream := 'c')",
     ],
 )
 def test_exactly_one_of_p_and_epsilon(con, call):
@@ -295,7 +334,7 @@ def test_exactly_one_of_p_and_epsilon(con, call):
 
 def test_epsilon_must_be_positive(con):
     with pytest.raises(duckdb.InvalidInputException, match=r"'epsilon' parameter of ppdm_rr_disguise .* > 0"):
-        con.execute("SELECT ppdm_rr_disguise(true, epsilon := 0.0, secret := '1', key := 1)").fetchall()
+        con.execute("SELECT ppdm_rr_disguise(true, epsilon := 0.0, secret := '1', key := 1, stream := 'x')").fetchall()
 
 
 # -- k-ary corrected frequencies ---------------------------------------------------------
