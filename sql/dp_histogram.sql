@@ -3,8 +3,11 @@
 --
 -- tbl: table (or view) name, a string.   col: the numeric column, a string.
 -- low, high: the public bounds (Python's bounds=(low, high)); values outside count in the
---   edge bins.   bins: >= 1.   epsilon: > 0.   secret: the secret (VARCHAR, as for
---   ppdm_rr_disguise).
+--   edge bins.   bins: an integer in [1, 50,000,000] (the cell limit of
+--   polars_ppdm.dp_histogram: every bin is released, empty ones too).   epsilon: > 0.
+--   secret: the secret (VARCHAR, as for ppdm_rr_disguise).
+-- Every argument is checked before any row is read, with an error naming it: a NULL, a value
+-- of the wrong type, a col that names no column of tbl (the error lists its columns).
 -- Each row is its own privacy unit: limit the rows per person first where a person has
 -- several (polars_ppdm.dp_histogram does it with key= and max_contributions=).
 -- Needs ppdm_discrete_laplace of ppdm.duckdb.register.  Returns every bin, empty ones
@@ -12,36 +15,69 @@
 -- and count (BIGINT), e.g. age_bin, age_low, age_high, count; the same values as Polars
 -- for the same secret.
 CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret) AS TABLE
-WITH params AS (
+WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
+-- The table's schema on one row (an empty table too).  A lambda matching col or the extra
+-- column __ppdm_none always matches something, so a col that names no column is our error
+-- below, not DuckDB's "COLUMNS(...) resulted in an empty set" binder error.
+shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) = 2 AS col_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) AS col_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+),
+params AS (
     SELECT CASE
+               WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
+                   THEN error('The ''col'' argument of ppdm_dp_histogram must be a column name (a string). Got '
+                              || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')
+               WHEN NOT col_found
+                   THEN error('ppdm_dp_histogram: column ''' || col::VARCHAR || ''' (the ''col'' argument) not found in table '''
+                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
+               WHEN NOT regexp_full_match(col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram must be numeric. Got ' || col_type || ' instead.')
+               WHEN NOT regexp_full_match(typeof(low), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)') OR NOT regexp_full_match(typeof(high), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The ''low'' and ''high'' arguments of ppdm_dp_histogram must be finite numbers with low < high. Got '
+                              || if(low IS NULL, 'NULL', typeof(low)) || ', ' || if(high IS NULL, 'NULL', typeof(high)) || ' instead.')
                -- (DuckDB orders NaN above every number, so NaN needs its own test.)
-               WHEN low IS NULL OR high IS NULL OR isnan(low) OR isnan(high) OR NOT (low < high)
-                    OR isinf(low) OR isinf(high)
+               WHEN low IS NULL OR high IS NULL OR isnan(TRY_CAST(low AS DOUBLE)) OR isnan(TRY_CAST(high AS DOUBLE))
+                    OR NOT (TRY_CAST(low AS DOUBLE) < TRY_CAST(high AS DOUBLE))
+                    OR isinf(TRY_CAST(low AS DOUBLE)) OR isinf(TRY_CAST(high AS DOUBLE))
                    THEN error('The ''low'' and ''high'' arguments of ppdm_dp_histogram must be finite bounds with '
                               || 'low < high. Got ' || coalesce(low::VARCHAR, 'NULL') || ', '
                               || coalesce(high::VARCHAR, 'NULL') || ' instead.')
-               WHEN bins IS NULL OR NOT isfinite(bins::DOUBLE) OR bins < 1 OR bins <> floor(bins)
-                   THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1. Got '
-                              || coalesce(bins::VARCHAR, 'NULL') || ' instead.')
-               WHEN epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon > 0)
+               WHEN bins IS NULL OR NOT regexp_full_match(typeof(bins), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1 (at most 50,000,000). Got '
+                              || if(bins IS NULL, 'NULL', typeof(bins)) || ' instead.')
+               -- The cell limit of polars_ppdm.dp_histogram: every bin is a released row.
+               WHEN NOT (TRY_CAST(bins AS DOUBLE) BETWEEN 1 AND 50000000) OR TRY_CAST(bins AS DOUBLE) <> floor(TRY_CAST(bins AS DOUBLE))
+                   THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1 (at most 50,000,000, the '
+                              || 'cell limit of polars_ppdm.dp_histogram: every bin is released, empty ones too). Got '
+                              || bins::VARCHAR || ' instead.')
+               WHEN epsilon IS NULL OR NOT regexp_full_match(typeof(epsilon), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('The ''epsilon'' argument of ppdm_dp_histogram must be a finite float > 0. Got '
-                              || coalesce(epsilon::VARCHAR, 'NULL') || ' instead.')
-               ELSE bins::BIGINT
+                              || if(epsilon IS NULL, 'NULL', typeof(epsilon)) || ' instead.')
+               WHEN NOT isfinite(TRY_CAST(epsilon AS DOUBLE)) OR NOT (TRY_CAST(epsilon AS DOUBLE) > 0)
+                   THEN error('The ''epsilon'' argument of ppdm_dp_histogram must be a finite float > 0. Got '
+                              || epsilon::VARCHAR || ' instead.')
+               ELSE TRY_CAST(bins AS DOUBLE)::BIGINT
            END AS __ppdm_b,
-           low::DOUBLE AS __ppdm_lo, high::DOUBLE AS __ppdm_hi
+           TRY_CAST(low AS DOUBLE) AS __ppdm_lo, TRY_CAST(high AS DOUBLE) AS __ppdm_hi,
+           TRY_CAST(epsilon AS DOUBLE) AS __ppdm_eps
+    FROM shape
 ),
 binned AS (
     SELECT CASE
                WHEN __ppdm_x IS NULL OR isnan(__ppdm_x)
-                   THEN error('The column ' || col || ' of ppdm_dp_histogram holds null or NaN values; '
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram holds null or NaN values; '
                               || 'drop or fill them first.')
                ELSE least(greatest(floor((__ppdm_x - __ppdm_lo) * (__ppdm_b / (__ppdm_hi - __ppdm_lo))), 0),
                           __ppdm_b - 1)::BIGINT
            END AS __ppdm_bin
-    FROM (SELECT COLUMNS(lambda c: c = col)::DOUBLE AS __ppdm_x FROM query_table(tbl)), params
+    FROM (SELECT TRY_CAST(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x FROM src),
+         params
 ),
 counts AS (SELECT __ppdm_bin, count(*) AS __ppdm_n FROM binned GROUP BY __ppdm_bin),
-grid AS (SELECT i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b FROM params, range(0, __ppdm_b) r(i)),
+grid AS (SELECT i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps FROM params, range(0, __ppdm_b) r(i)),
 -- One struct column, so that a user column named like a field cannot clash below.
 noisy AS (
     SELECT {'bin': g.__ppdm_bin,
@@ -49,16 +85,21 @@ noisy AS (
             'high': CASE WHEN g.__ppdm_bin = g.__ppdm_b - 1 THEN g.__ppdm_hi
                          ELSE g.__ppdm_lo + (g.__ppdm_bin + 1) * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) END,
             'count': coalesce(c.__ppdm_n, 0)
-                     + ppdm_discrete_laplace(secret, 'dp_histogram/' || col, g.__ppdm_bin, 1.0 / epsilon)
+                     + ppdm_discrete_laplace(secret::VARCHAR, 'dp_histogram/' || col::VARCHAR, g.__ppdm_bin, 1.0 / g.__ppdm_eps)
            } AS __ppdm_cell
     FROM grid g LEFT JOIN counts c USING (__ppdm_bin)
 ),
--- An empty relation with one column named col.  An expression that mentions it takes its
--- name, and the alias pattern '\0_bin' makes <col>_bin of it (the value is never read).
-named AS (SELECT COLUMNS(lambda c: c = col) FROM query_table(tbl) LIMIT 0)
-SELECT CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN noisy.__ppdm_cell.bin END AS '\0_bin',
-       CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN noisy.__ppdm_cell.low END AS '\0_low',
-       CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN noisy.__ppdm_cell.high END AS '\0_high',
-       noisy.__ppdm_cell.count AS count
-FROM noisy LEFT JOIN named ON false
-ORDER BY noisy.__ppdm_cell.bin;
+-- An empty relation with the column col (and __ppdm_none, so that it binds when col is
+-- missing, an error above).  An expression that mentions col takes its name, and the alias
+-- pattern '\0_bin' makes <col>_bin of it (the value is never read); __ppdm_none's copies
+-- are dropped at the end.
+named AS (SELECT COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0),
+cells AS (
+    SELECT CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.bin END AS '\0_bin',
+           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.low END AS '\0_low',
+           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.high END AS '\0_high',
+           noisy.__ppdm_cell.count AS count,
+           noisy.__ppdm_cell.bin AS __ppdm_order
+    FROM noisy LEFT JOIN named ON false
+)
+SELECT * EXCLUDE (__ppdm_none_bin, __ppdm_none_low, __ppdm_none_high, __ppdm_order) FROM cells ORDER BY __ppdm_order;

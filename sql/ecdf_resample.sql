@@ -3,8 +3,11 @@
 --
 -- tbl:  the table (or view) name, a string.     col: the column to resample, a string.
 -- key:  the BIGINT row-key column, a string (DuckDB has no stable row position).
--- bins: equal-width intervals between min and max (>= 2).   secret: the secret (VARCHAR, as
+-- bins: equal-width intervals between min and max, an integer in [2, 10,000,000] (the limit of
+--       polars_ppdm.ecdf_resample: every bin costs memory).   secret: the secret (VARCHAR, as
 --       for ppdm_rr_disguise: hex, 'env:NAME' or decimal digits).
+-- Every argument is checked before any row is read, with an error naming it: a NULL, a value
+-- of the wrong type, a col or key that names no column of tbl (the error lists its columns).
 -- Needs the keyed-randomness UDFs of ppdm.duckdb.register (ppdm_uniform, ppdm_prf_word).
 -- Returns every row of tbl: the other columns as they are, then col (DOUBLE) last, each
 -- non-null value replaced by the generated value of the same rank; nulls stay null and
@@ -12,28 +15,69 @@
 -- Several columns: one call per column, each over a (temporary) table made by the previous
 -- call (DuckDB refuses a view that nests this macro in itself).
 CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, secret) AS TABLE
-WITH base AS (
+WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
+-- The arguments, checked against the table's schema on one row (an empty table too).  A
+-- lambda matching col or the extra column __ppdm_none always matches something, so a col
+-- that names no column is our error below, not DuckDB's "COLUMNS(...) resulted in an empty
+-- set" binder error; two matches mean col exists.
+shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) = 2 AS col_found,
+           len(list_value(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none'))) = 2 AS key_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) AS col_type,
+           typeof(coalesce(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none'))) AS key_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+),
+args AS (
+    SELECT CASE
+               WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
+                   THEN error('The ''col'' argument of ppdm_ecdf_resample must be a column name (a string). Got '
+                              || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')
+               WHEN NOT col_found
+                   THEN error('ppdm_ecdf_resample: column ''' || col::VARCHAR || ''' (the ''col'' argument) not found in table '''
+                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
+               WHEN key IS NULL OR typeof(key) <> 'VARCHAR'
+                   THEN error('The ''key'' argument of ppdm_ecdf_resample must be the name of the row-key column (a string). Got '
+                              || if(key IS NULL, 'NULL', typeof(key)) || ' instead.')
+               WHEN NOT key_found
+                   THEN error('ppdm_ecdf_resample: column ''' || key::VARCHAR || ''' (the ''key'' argument) not found in table '''
+                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
+               WHEN NOT regexp_full_match(col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' must be numeric, got ' || col_type)
+               WHEN NOT regexp_full_match(key_type, '(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER)')
+                   THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' must hold integers (BIGINT; for a '
+                              || 'text key, add a column ppdm_key(text) and name it). Got ' || key_type || ' instead.')
+               WHEN bins IS NULL OR NOT regexp_full_match(typeof(bins), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || if(bins IS NULL, 'NULL', typeof(bins))
+                              || ' (the ''bins'' argument: an integer in [2, 10,000,000]).')
+               -- The limit of polars_ppdm.ecdf_resample: the cut points are bins + 1 rows (and
+               -- 1e11 bins took more than 20 GB); NaN compares above every number.
+               WHEN NOT (TRY_CAST(bins AS DOUBLE) BETWEEN 2 AND 10000000) OR TRY_CAST(bins AS DOUBLE) <> floor(TRY_CAST(bins AS DOUBLE))
+                   THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || bins::VARCHAR
+                              || ' (the ''bins'' argument: an integer in [2, 10,000,000], the limit of '
+                              || 'polars_ppdm.ecdf_resample; the cut points take memory per bin).')
+               ELSE TRY_CAST(bins AS DOUBLE)::BIGINT
+           END AS b
+    FROM shape
+),
+base AS (
     SELECT *,
-           TRY_CAST(COLUMNS(lambda c: c = col) AS DOUBLE) AS __ppdm_x,  -- the type is checked below
-           typeof(COLUMNS(lambda c: c = col)) AS __ppdm_type,
-           COLUMNS(lambda c: c = key)::BIGINT AS __ppdm_key
-    FROM query_table(tbl)
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none')) AS BIGINT) AS __ppdm_key
+    FROM src
 ),
 stats AS (
     SELECT CASE
-               WHEN bins IS NULL OR NOT isfinite(bins::DOUBLE) OR bins < 2 OR bins <> floor(bins)
-                   THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || coalesce(bins::VARCHAR, 'NULL'))
-               WHEN NOT regexp_full_match(any_value(__ppdm_type), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' must be numeric, got ' || any_value(__ppdm_type))
+               WHEN (SELECT b FROM args) IS NULL THEN NULL  -- the arguments first (args raises)
                WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' holds NaN or infinite values; make them null')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' holds NaN or infinite values; make them null')
                WHEN count(*) > 0 AND count(__ppdm_x) < 2  -- an empty table gives an empty table
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
                WHEN min(__ppdm_x) = max(__ppdm_x)
-                   THEN error('ppdm_ecdf_resample: column ' || col || ' is constant; releasing it hides nothing')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' is constant; releasing it hides nothing')
                WHEN count(*) FILTER (WHERE __ppdm_x IS NOT NULL AND __ppdm_key IS NULL) > 0
-                   THEN error('ppdm_ecdf_resample: the key column ' || key || ' has nulls in rows that need a draw')
-               ELSE bins::BIGINT
+                   THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' has nulls in rows that need a draw')
+               ELSE (SELECT b FROM args)
            END AS b,
            count(__ppdm_x) AS n, min(__ppdm_x) AS lo, max(__ppdm_x) AS hi
     FROM base
@@ -65,7 +109,7 @@ levels AS (
 ),
 -- Draw i is the PRF at key i; the r-th smallest draw goes to the row of rank r.
 draws AS (
-    SELECT ppdm_uniform(secret, 'ecdf_resample/' || col, i) AS u
+    SELECT ppdm_uniform(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, i) AS u
     FROM stats, range(0, n) r(i)
 ),
 ranked_draws AS (SELECT u, row_number() OVER (ORDER BY u) AS r FROM draws),
@@ -79,7 +123,7 @@ sample AS (
 ),
 ranked_rows AS (
     SELECT *, row_number() OVER (
-        ORDER BY __ppdm_x, ppdm_prf_word(secret, 'ecdf_resample/' || col || '/ties', __ppdm_key)
+        ORDER BY __ppdm_x, ppdm_prf_word(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR || '/ties', __ppdm_key)
     ) AS __ppdm_r
     FROM base WHERE __ppdm_x IS NOT NULL
 ),
@@ -87,7 +131,12 @@ released AS (
     SELECT r.* EXCLUDE (__ppdm_r), s.v AS __ppdm_v FROM ranked_rows r JOIN sample s ON s.r = r.__ppdm_r
     UNION ALL BY NAME
     SELECT *, NULL::DOUBLE AS __ppdm_v FROM base WHERE __ppdm_x IS NULL
+),
+-- col's values replaced, under its name (the alias '\0'), last.  The lambda matches
+-- __ppdm_none too (so that it binds when col is missing, an error above): dropped here.
+named AS (
+    SELECT COLUMNS(lambda c: c NOT IN (col::VARCHAR, '__ppdm_none', '__ppdm_x', '__ppdm_key', '__ppdm_v')),
+           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN NULL ELSE __ppdm_v END AS '\0'
+    FROM released
 )
-SELECT COLUMNS(lambda c: c NOT IN (col, '__ppdm_x', '__ppdm_type', '__ppdm_key', '__ppdm_v')),
-       CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN NULL ELSE __ppdm_v END  -- keeps the name col
-FROM released;
+SELECT * EXCLUDE (__ppdm_none) FROM named;

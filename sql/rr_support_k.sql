@@ -12,30 +12,55 @@
 -- category in a column named col, observed (disguised count), frequency (the unbiased
 -- estimate M^-1 lambda; it may fall outside [0, 1]) and std_error (for the frequency in
 -- this table).  An empty table gives an empty result; nulls and values outside categories
--- are refused.
+-- are refused, and so is every argument that is NULL, of the wrong type or (col) names no
+-- column of tbl (the error lists its columns).
 CREATE OR REPLACE MACRO ppdm_rr_support_k(tbl, col, categories, p := NULL, epsilon := NULL) AS TABLE
-WITH params AS (
+WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
+-- The table's schema on one row (an empty table too).  A lambda matching col or the extra
+-- column __ppdm_none always matches something, so a col that names no column is our error
+-- below, not DuckDB's "COLUMNS(...) resulted in an empty set" binder error.
+shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) = 2 AS col_found,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+),
+params AS (
     SELECT CASE
-               WHEN categories IS NULL OR len(categories) < 2 OR len(list_distinct(categories)) <> len(categories)
+               WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
+                   THEN error('The ''col'' argument of ppdm_rr_support_k must be a column name (a string). Got '
+                              || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')
+               WHEN NOT col_found
+                   THEN error('ppdm_rr_support_k: column ''' || col::VARCHAR || ''' (the ''col'' argument) not found in table '''
+                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
+               WHEN categories IS NULL OR NOT ends_with(typeof(categories), '[]')
                    THEN error('The ''categories'' argument of ppdm_rr_support_k must be a list of k >= 2 distinct, '
-                              || 'non-null values. Got ' || coalesce(categories::VARCHAR, 'NULL') || ' instead.')
+                              || 'non-null values. Got ' || if(categories IS NULL, 'NULL', typeof(categories)) || ' instead.')
+               WHEN len(TRY_CAST(categories AS VARCHAR[])) < 2
+                    OR len(list_distinct(TRY_CAST(categories AS VARCHAR[]))) <> len(TRY_CAST(categories AS VARCHAR[]))
+                   THEN error('The ''categories'' argument of ppdm_rr_support_k must be a list of k >= 2 distinct, '
+                              || 'non-null values. Got ' || categories::VARCHAR || ' instead.')
                WHEN (p IS NULL) = (epsilon IS NULL)
                    THEN error('ppdm_rr_support_k needs exactly one of ''p'' and ''epsilon''. Got p='
                               || coalesce(p::VARCHAR, 'NULL') || ', epsilon=' || coalesce(epsilon::VARCHAR, 'NULL') || '.')
-               WHEN p IS NOT NULL AND (isnan(p::DOUBLE) OR p < 0 OR p > 1)
+               WHEN p IS NOT NULL AND NOT regexp_full_match(typeof(p), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The ''p'' argument of ppdm_rr_support_k must be a float in [0, 1]. Got ' || typeof(p) || ' instead.')
+               WHEN epsilon IS NOT NULL AND NOT regexp_full_match(typeof(epsilon), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The ''epsilon'' argument of ppdm_rr_support_k must be a float > 0. Got ' || typeof(epsilon) || ' instead.')
+               WHEN p IS NOT NULL AND (isnan(TRY_CAST(p AS DOUBLE)) OR TRY_CAST(p AS DOUBLE) < 0 OR TRY_CAST(p AS DOUBLE) > 1)
                    THEN error('The ''p'' argument of ppdm_rr_support_k must be a float in [0, 1]. Got '
                               || p::VARCHAR || ' instead.')
-               WHEN p IS NOT NULL AND abs(p::DOUBLE - 1.0 / len(categories)) <= 1e-12
+               WHEN p IS NOT NULL AND abs(TRY_CAST(p AS DOUBLE) - 1.0 / len(categories)) <= 1e-12
                    THEN error('The ''p'' argument of ppdm_rr_support_k must be a float in [0, 1] other than 1/k = '
                               || round(1.0 / len(categories), 6)::VARCHAR || ' (with k = ' || len(categories)::VARCHAR
                               || ' categories the disguise cannot be inverted). Got ' || p::VARCHAR || ' instead.')
-               WHEN p IS NULL AND (isnan(epsilon::DOUBLE) OR NOT (epsilon > 0))
+               WHEN p IS NULL AND (isnan(TRY_CAST(epsilon AS DOUBLE)) OR NOT (TRY_CAST(epsilon AS DOUBLE) > 0))
                    THEN error('The ''epsilon'' argument of ppdm_rr_support_k must be a float > 0. Got '
                               || epsilon::VARCHAR || ' instead.')
-               WHEN p IS NOT NULL THEN p::DOUBLE
-               ELSE ppdm_rr_p_from_epsilon(epsilon::DOUBLE, k := len(categories))
+               WHEN p IS NOT NULL THEN TRY_CAST(p AS DOUBLE)
+               ELSE ppdm_rr_p_from_epsilon(TRY_CAST(epsilon AS DOUBLE), k := len(categories))
            END AS __ppdm_p,
-           len(categories) AS __ppdm_k
+           len(TRY_CAST(categories AS VARCHAR[])) AS __ppdm_k
+    FROM shape
 ),
 cats AS (
     SELECT i AS __ppdm_j, categories[i] AS __ppdm_category, categories[i]::VARCHAR AS __ppdm_label
@@ -43,7 +68,7 @@ cats AS (
 ),
 obs AS (
     SELECT __ppdm_v, count(*) AS __ppdm_n
-    FROM (SELECT COLUMNS(lambda c: c = col)::VARCHAR AS __ppdm_v FROM query_table(tbl))
+    FROM (SELECT coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))::VARCHAR AS __ppdm_v FROM src)
     GROUP BY ALL
 ),
 totals AS (
@@ -83,12 +108,16 @@ estimates AS (
             'total': __ppdm_total} AS __ppdm_cell
     FROM shares, inverse
 ),
--- An empty relation with one column named col: an expression that mentions it takes its
--- name, and the alias pattern '\0' keeps it (the value is never read).
-named AS (SELECT COLUMNS(lambda c: c = col) FROM query_table(tbl) LIMIT 0)
-SELECT CASE WHEN COLUMNS(lambda c: c = col) IS NULL THEN e.__ppdm_cell.category END AS '\0',
-       e.__ppdm_cell.observed::BIGINT AS observed,
-       e.__ppdm_cell.frequency AS frequency,
-       sqrt(greatest((e.__ppdm_cell.square - e.__ppdm_cell.frequency) / e.__ppdm_cell.total, 0)) AS std_error
-FROM estimates e LEFT JOIN named ON false
-ORDER BY e.__ppdm_cell.j;
+-- An empty relation with the column col (and __ppdm_none, so that it binds when col is
+-- missing, an error above): an expression that mentions col takes its name, and the alias
+-- pattern '\0' keeps it (the value is never read); __ppdm_none's copy is dropped at the end.
+named AS (SELECT COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0),
+rows AS (
+    SELECT CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN e.__ppdm_cell.category END AS '\0',
+           e.__ppdm_cell.observed::BIGINT AS observed,
+           e.__ppdm_cell.frequency AS frequency,
+           sqrt(greatest((e.__ppdm_cell.square - e.__ppdm_cell.frequency) / e.__ppdm_cell.total, 0)) AS std_error,
+           e.__ppdm_cell.j AS __ppdm_order
+    FROM estimates e LEFT JOIN named ON false
+)
+SELECT * EXCLUDE (__ppdm_none, __ppdm_order) FROM rows ORDER BY __ppdm_order;

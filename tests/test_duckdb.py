@@ -186,7 +186,7 @@ def test_kary_udf_with_large_arrow_lists(con):
         ),
         (
             "FROM ppdm_dp_histogram('h', 'x', 0, 10, 'nan'::DOUBLE, 0.5, '1')",
-            "'bins' argument .* integer >= 1. Got nan",
+            r"'bins' argument .* integer >= 1 \(at most 50,000,000.* Got nan",
         ),
         (
             "FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'nan'::DOUBLE, '1')",
