@@ -26,15 +26,15 @@ def table() -> pl.DataFrame:
     return pl.DataFrame({"id": np.arange(N), "a": a, "b": np.exp(a) + rng.normal(0, 0.5, N)})
 
 
-def relinked_floor(table: pl.DataFrame, bins: int) -> float:
-    """Least rank linkage of a rank-relinked release of columns a and b, up to Z SE.
+def relinked_floor(table: pl.DataFrame, bins: int, columns: tuple[str, ...] = ("a", "b")) -> float:
+    """Least rank linkage of a rank-relinked release of ``columns``, up to Z SE.
 
     Every rank survives except among draws on the smoothed ECDF's point mass at the
     minimum (paper 000), which tie: m such draws in a column lose at most m rows.  Per
     column m ~ Binomial(N, F(x_0)), so m <= N F(x_0) + Z sqrt(N F(x_0)) + 1.
     """
     lost = 0.0
-    for column in ("a", "b"):
+    for column in columns:
         mean = N * smoothed_cdf(table[column].to_numpy(), bins)[1][0]
         lost += mean + Z * math.sqrt(mean) + 1
     return 1 - lost / N
@@ -96,9 +96,10 @@ def test_rank_linkage_is_total_for_rank_relinking_and_near_zero_otherwise(table)
     relinked = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4)
     independent = ppdm.ecdf_resample(table, ["a", "b"], bins=50, secret=4, link="none")
     assert ppdm.audit.rank_linkage(table, relinked, ["a", "b"]) >= relinked_floor(table, 50)
-    # link='none': a row keeps its rank in a column with probability 1 / N, in both with
-    # 1 / N^2; the count of such rows is ~ Poisson(1 / N), P(2 or more) ~ 1 / (2 N^2) = 1e-9.
-    assert ppdm.audit.rank_linkage(table, independent, ["a", "b"]) <= 1 / N
+    # link='none': a row keeps its rank in a column with probability 1 / N, so the rows
+    # linked by one column are ~ Poisson(1) (fixed points of a random permutation),
+    # P(10 or more) = 1.1e-7 per column; both columns: the rows that keep both, fewer.
+    assert ppdm.audit.rank_linkage(table, independent, ["a", "b"]) < 10 / N
 
 
 def test_rank_linkage_survives_the_shuffle_through_an_id(table):
@@ -113,6 +114,152 @@ def test_rank_linkage_survives_the_shuffle_through_an_id(table):
 def test_rank_linkage_guesses_uniformly_among_ties():
     original = pl.DataFrame({"x": [1.0, 1.0, 2.0, 3.0]})
     assert ppdm.audit.rank_linkage(original, original, "x") == pytest.approx((0.5 + 0.5 + 1 + 1) / 4)
+
+
+@pytest.fixture(scope="module")
+def people() -> pl.DataFrame:
+    """Agrawal et al.'s synthetic people: continuous salary, integer age (61 values), a
+    commission that is 0 for everyone earning 75k or more (a tie of ~57% of the rows)."""
+    return ppdm.datasets.agrawal(N, 1, seed=5).with_row_index("id")
+
+
+def test_ties_in_one_column_do_not_hide_the_others(people):
+    # The finding: income alone re-identified every row, income + an integer age 0.0003
+    # (rank vectors with ties never matched exactly).  The attacker who knows both
+    # columns does at least as well as with income alone.
+    for round_integers in (False, True):
+        released = ppdm.ecdf_resample(
+            people, ["salary", "age"], bins=100, secret=4, round_integers=round_integers
+        )
+        salary = ppdm.audit.rank_linkage(people, released, "salary")
+        assert salary >= relinked_floor(people, 100, ("salary",))
+        assert ppdm.audit.rank_linkage(people, released, ["salary", "age"]) >= salary
+        report = ppdm.audit.rank_linkage_report(people, released, ["salary", "age"])
+        linkage = dict(
+            zip(report["attack"] + ":" + report["columns"].list.join("+"), report["linkage"], strict=True)
+        )
+        assert linkage["column:salary"] == salary
+        assert linkage["all:salary+age"] >= salary
+        assert report.filter(attack="best")["linkage"].item() == report["linkage"].max()
+
+
+def test_per_column_linkage_of_an_integer_column_is_its_values_over_n(people):
+    # Rank re-linking keeps each row's rank, a point inside the tie of its original age:
+    # the candidates are that tie (m rows, 1/m each), so each of the G ages scores 1 / N.
+    # Except the m' draws on the ECDF's point mass at the minimum (paper 000), released
+    # tied: if m' exceeds the m_0 original minimums, the released tie reaches into the
+    # next age's m_1 rows (m' ~ Binomial(N, m_0 / N) < m_0 + m_1 by 17 SD), and these two
+    # ages score m' / (m_0 + m_1) + (m_0 + m_1 - m') / m_1, between 1 and 2.
+    released = ppdm.ecdf_resample(people, ["salary", "age"], bins=100, secret=4)
+    report = ppdm.audit.rank_linkage_report(people, released, ["salary", "age"])
+    assert report["attack"].to_list() == ["column", "column", "all", "best"]
+    assert report["columns"].to_list()[:3] == [["salary"], ["age"], ["salary", "age"]]
+    age = report.row(1, named=True)
+    ages = people["age"].n_unique()
+    assert (ages - 1) / N <= age["linkage"] <= ages / N
+    assert age["unique"] == 0.0  # every age is shared
+    assert (report["unique"] <= report["linkage"]).all()
+    assert report.filter(attack="best")["linkage"].item() == report["linkage"].max()
+
+
+def test_a_tie_heavy_column_scores_its_tie_once_and_the_next_column_splits_it(people):
+    # A rank-keeping release (here a monotone map): the m rows with commission 0 share one
+    # tie, worth 1 together, every other commission is unique: (N - m + 1) / N.  With age
+    # too, the tie splits into one tie per age among them: (N - m + ages) / N.
+    released = people.with_columns(pl.col("commission") * 2 + 1, pl.col("age") - 20)
+    zero = people.filter(pl.col("commission") == 0)
+    m = zero.height
+    assert 0.3 * N < m < 0.8 * N
+    report = ppdm.audit.rank_linkage_report(people, released, ["commission", "age"])
+    commission, _, both, best = report.iter_rows(named=True)
+    assert commission["linkage"] == pytest.approx((N - m + 1) / N, rel=1e-12)
+    assert commission["unique"] == pytest.approx((N - m) / N, rel=1e-12)
+    assert both["linkage"] == pytest.approx((N - m + zero["age"].n_unique()) / N, rel=1e-12)
+    assert best["columns"] == ["commission", "age"] and best["linkage"] == both["linkage"]
+    # The same through ECDF resampling: every kept rank keeps the true row a candidate in
+    # each column, so adding a column never lowers the linkage.
+    resampled = ppdm.ecdf_resample(people, ["commission", "age"], bins=100, secret=4)
+    report = ppdm.audit.rank_linkage_report(people, resampled, ["commission", "age"])
+    assert report.filter(attack="all")["linkage"].item() >= report.filter(attack="column")["linkage"].max()
+
+
+def test_the_attacker_leaves_out_a_column_whose_ranks_were_redrawn(people):
+    released = ppdm.ecdf_resample(people, "salary", bins=100, secret=4).with_columns(
+        age=pl.col("age").shuffle(seed=3)
+    )
+    assert ppdm.audit.rank_linkage(people, released, ["salary", "age"]) >= relinked_floor(
+        people, 100, ("salary",)
+    )
+    report = ppdm.audit.rank_linkage_report(people, released, ["salary", "age"])
+    assert report.filter(attack="all")["linkage"].item() < 0.1  # the shuffled age loses the true row
+    assert report.filter(attack="best")["columns"].item().to_list() == ["salary"]
+
+
+def test_an_independent_shuffle_scores_one_in_n(people):
+    # Each column shuffled on its own: a row's released value falls in its own tie of m
+    # rows with probability m / N and then scores 1 / m, so the mean is 1 / N whatever
+    # the ties, with variance sum_i (1 / (N m_i) - 1 / N^2) / N^2 ~ G / N^3 for G values
+    # (the shuffle's dependence between rows is O(1/N) smaller).  Over several columns the
+    # mean is at most 1 / N and a credit is at most 1, so the SE is at most 1 / N.
+    columns = ["age", "elevel", "car", "zipcode", "hyears"]
+    rng = np.random.default_rng(8)
+    released = people.with_columns(pl.col(c).gather(rng.permutation(N)) for c in columns)
+    report = ppdm.audit.rank_linkage_report(people, released, columns)
+    for row in report.filter(attack="column").iter_rows(named=True):
+        groups = people[row["columns"][0]].n_unique()
+        assert abs(row["linkage"] - 1 / N) < Z * math.sqrt(groups / N**3), row
+    assert report["linkage"].max() < (1 + Z) / N
+
+
+def brute_force_linkage(original: pl.DataFrame, released: pl.DataFrame, columns: list[str]) -> float:
+    """The attack of the docs, row by row: candidates whose rank ranges overlap in every column."""
+
+    def ranges(values: list) -> list[tuple[int, int]]:
+        key = [-math.inf if v is None else v for v in values]
+        return [(1 + sum(o < v for o in key), sum(o <= v for o in key)) for v in key]
+
+    orig = {c: ranges(original[c].to_list()) for c in columns}
+    rel = {c: ranges(released[c].to_list()) for c in columns}
+    credit = 0.0
+    for i in range(original.height):
+        candidates = [
+            o
+            for o in range(original.height)
+            if all(orig[c][o][0] <= rel[c][i][1] and rel[c][i][0] <= orig[c][o][1] for c in columns)
+        ]
+        credit += 1 / len(candidates) if i in candidates else 0.0
+    return credit / original.height
+
+
+def test_rank_linkage_report_is_the_attack_it_documents(monkeypatch):
+    # Small tables with ties, nulls and coarsened releases, against the row-by-row attack;
+    # a tiny chunk makes the joint count walk in many pieces.
+    from polars_ppdm.audit import linkage
+
+    monkeypatch.setattr(linkage, "_CHUNK", 7)
+    rng = np.random.default_rng(21)
+
+    def column(n: int) -> list:
+        values = [rng.normal(size=n), rng.integers(0, 4, n), np.round(rng.normal(size=n), 1)][rng.integers(3)]
+        out: list = values.astype(float).tolist()
+        for i in rng.choice(n, size=n // 4 if rng.random() < 0.3 else 0, replace=False):
+            out[i] = None
+        return out
+
+    for _ in range(120):
+        n, k = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+        cols = [f"c{j}" for j in range(k)]
+        original = pl.DataFrame({c: column(n) for c in cols}, schema=dict.fromkeys(cols, pl.Float64))
+        released = [
+            original.with_columns(pl.all() * 3),
+            pl.DataFrame({c: column(n) for c in cols}, schema=dict.fromkeys(cols, pl.Float64)),
+            original.with_columns((pl.col(c) + pl.Series(rng.normal(0, 0.5, n))).round(0) for c in cols),
+        ][rng.integers(3)]
+        report = ppdm.audit.rank_linkage_report(original, released, cols)
+        for row in report.iter_rows(named=True):
+            assert row["linkage"] == pytest.approx(
+                brute_force_linkage(original, released, row["columns"]), abs=1e-12
+            )
 
 
 def test_compare_to_additive_noise_reports_every_method_and_snr(table):
@@ -133,6 +280,11 @@ def test_compare_to_additive_noise_reports_every_method_and_snr(table):
         (lambda t: ppdm.audit.privacy_q([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], bins=1), "'bins' parameter"),
         (lambda t: ppdm.audit.rank_linkage(t, t.head(10), "a"), "same height"),
         (lambda t: ppdm.audit.rank_linkage(t, t, "zz"), "'columns' parameter"),
+        (lambda t: ppdm.audit.rank_linkage(t, t.with_columns(id=pl.lit(1)), "a", on="id"), "no repeats"),
+        (
+            lambda t: ppdm.audit.rank_linkage_report(t, t.with_columns(pl.col("id") + 1), "a", on="id"),
+            "1 released ids",
+        ),
         (lambda t: ppdm.audit.compare_to_additive_noise(t, t, "a", snr=0), "'snr' parameter"),
         (lambda t: ppdm.audit.compare_to_additive_noise(t, t.head(10), "a"), "aligned row by row. Got"),
         (

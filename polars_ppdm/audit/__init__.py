@@ -2,7 +2,7 @@
 
 from polars_ppdm.audit.information import mutual_information, privacy_q
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
-from polars_ppdm.audit.linkage import rank_linkage
+from polars_ppdm.audit.linkage import rank_linkage, rank_linkage_report
 from polars_ppdm.audit.noise_comparison import compare_to_additive_noise
 from polars_ppdm.audit.noise_stripping import pca_noise_stripping
 from polars_ppdm.audit.spiral_attack import KnownIOAttack, known_io_attack
@@ -15,6 +15,7 @@ __all__ = [
     "pca_noise_stripping",
     "privacy_q",
     "rank_linkage",
+    "rank_linkage_report",
     "rr_epsilon",
     "rr_p_from_epsilon",
 ]
