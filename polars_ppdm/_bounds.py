@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_ppdm._validation import is_real
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 
 __all__ = ["DATA_BOUNDS", "check_bounds"]
@@ -75,12 +76,17 @@ def check_bounds(
     out = {}
     for c, pair in zip(columns, pairs, strict=True):
         try:
+            if isinstance(pair, str | bytes) or not all(is_real(v) for v in pair):
+                raise TypeError  # "01", (True, 2), ("0", "1"): not a pair of numbers
             low, high = (float(v) for v in pair)
         except (TypeError, ValueError):
             msg = f"The 'bounds' parameter of {func} (column {c!r}) must be a (low, high) pair of numbers. Got {pair!r} instead."
             raise InvalidParameterError(msg) from None
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            msg = f"The 'bounds' parameter of {func} (column {c!r}) must be finite with low < high. Got {pair!r} instead."
+        if not (math.isfinite(low) and math.isfinite(high) and low < high and math.isfinite(high - low)):
+            msg = (
+                f"The 'bounds' parameter of {func} (column {c!r}) must be finite with low < high "
+                f"(and high - low finite). Got {pair!r} instead."
+            )
             raise InvalidParameterError(msg)
         out[c] = (low, high)
     return out

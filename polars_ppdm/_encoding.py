@@ -7,7 +7,7 @@ input gives the same kernel arrays whatever the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +111,12 @@ class Domain:
     def of(cls, dtype: pl.DataType, categories: Sequence[Any] | None, *, func: str, column: str) -> Domain:
         where = f"{func} (column {column!r})"
         if categories is not None:
+            if isinstance(categories, str | bytes) or not isinstance(categories, Iterable):
+                msg = (
+                    f"The 'categories' parameter of {where} must be a list of two or more "
+                    f"distinct, non-null values. Got {categories!r} instead."
+                )
+                raise InvalidParameterError(msg)
             cats = tuple(categories)
             # None is refused: a null is a missing value, and it stays null, never an output.
             if len(cats) < 2 or len(set(cats)) != len(cats) or any(c is None for c in cats):
@@ -186,11 +192,20 @@ class Domain:
                     "for a k-ary integer column."
                 )
                 raise InvalidParameterError(msg)
+            if values.dtype in (pl.Int128, pl.UInt128):  # NumPy has no 128-bit integers; 0/1 fit in 8
+                values = values.cast(pl.Int8)
             return values.to_numpy(), valid
         source = values.cast(pl.String) if self.dtype == pl.Categorical else values
         lookup = pl.Series("categories", list(self.categories))
         if source.dtype != lookup.dtype:
-            lookup = lookup.cast(source.dtype)
+            try:
+                lookup = lookup.cast(source.dtype)
+            except pl.exceptions.PolarsError:
+                msg = (
+                    f"The 'categories' parameter of {func} (column {values.name!r}) must hold "
+                    f"values of the column's dtype {values.dtype}. Got {list(self.categories)!r} instead."
+                )
+                raise InvalidParameterError(msg) from None
         outside = source.filter(source.is_not_null() & ~source.is_in(lookup.implode()))
         if len(outside):
             msg = (

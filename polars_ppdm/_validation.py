@@ -140,7 +140,7 @@ def check_bool(name: str, value: Any, func: str) -> bool:
 
 def check_choice(name: str, value: Any, allowed: Sequence[str], func: str) -> str:
     """``value`` must be one of ``allowed``."""
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         _fail(name, func, "one of " + ", ".join(repr(a) for a in allowed), value)
     return value
 

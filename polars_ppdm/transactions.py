@@ -87,6 +87,9 @@ def transactions_to_onehot(
             f"LazyFrame or Series with a list column. Got {type(transactions).__name__} instead."
         )
         raise InvalidParameterError(msg)
+    if items is not None and not isinstance(items, Iterable):
+        msg = f"The 'items' parameter of transactions_to_onehot must be a list of item names (str). Got {items!r} instead."
+        raise InvalidParameterError(msg)
     items = items if items is None or isinstance(items, str) else list(items)  # once: it may be a generator
     if isinstance(items, str) or (items is not None and not all(isinstance(i, str) for i in items)):
         msg = f"The 'items' parameter of transactions_to_onehot must be a list of item names (str). Got {items!r} instead."

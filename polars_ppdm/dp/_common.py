@@ -63,7 +63,7 @@ def bound_contributions(
     if key is None:
         return frame
     schema = frame.collect_schema()
-    if key not in schema:
+    if not isinstance(key, str) or key not in schema:
         msg = f"The 'key' parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
         raise InvalidParameterError(msg)
     if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):

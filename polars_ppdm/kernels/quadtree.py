@@ -51,7 +51,10 @@ def morton_codes(points: np.ndarray, lows: np.ndarray, highs: np.ndarray, level:
     """
     d = points.shape[1]
     side = 1 << level
-    index = np.clip(np.floor((points - lows) * (side / (highs - lows))), 0, side - 1).astype(np.int64)
+    # Clipped into the box first: (x - low) / width then lies in [0, 1], so neither a far
+    # outlier nor a tiny width overflows.
+    share = (np.clip(points, lows, highs) - lows) / (highs - lows)
+    index = np.clip(np.floor(share * side), 0, side - 1).astype(np.int64)
     code = np.zeros(len(points), dtype=np.int64)
     for bit in range(level - 1, -1, -1):
         for axis in range(d):

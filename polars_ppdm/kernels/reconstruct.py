@@ -29,10 +29,13 @@ _SUBPOINTS = 16  # points per interval at which the noise density is averaged
 
 
 def _noise_cdf(dist: str, scale: float, t: np.ndarray) -> np.ndarray:
-    if dist == "uniform":
-        return np.clip((t + scale) / (2 * scale), 0.0, 1.0)
-    erf = np.vectorize(math.erf, otypes=[float])
-    return 0.5 * (1.0 + erf(t / (scale * math.sqrt(2.0))))
+    # A subnormal scale makes t / scale overflow to +-inf, where the CDF is its limit (0
+    # or 1): the exact answer for noise that small, so the overflow is not a warning.
+    with np.errstate(over="ignore"):
+        if dist == "uniform":
+            return np.clip((t + scale) / (2 * scale), 0.0, 1.0)
+        erf = np.vectorize(math.erf, otypes=[float])
+        return 0.5 * (1.0 + erf(t / (scale * math.sqrt(2.0))))
 
 
 def transition(edges: np.ndarray, noisy_edges: np.ndarray, dist: str, scale: float) -> np.ndarray:

@@ -50,7 +50,7 @@ def keep_from_epsilon(epsilon: float, k: int) -> float:
     ratio form overflows to NaN above eps ~ 709), with the C library's ``exp`` that the
     ``ppdm_rr_p_from_epsilon`` SQL macro uses too.
     """
-    return 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
+    return 1.0 / (1.0 + (k - 1) * math.exp(-float(epsilon)))  # float: -np.uint64 wraps
 
 
 def rr_matrix(p: float, k: int) -> np.ndarray:

@@ -88,6 +88,12 @@ def reconstruct_distribution(
     ((low, high),) = check_bounds(bounds, [col], _FUNC, None).values()
     width = (high - low) / bins
     reach = scale if dist == "uniform" else 4 * scale
+    if not math.isfinite(reach / width):  # scale 1e308: 4 * scale overflows, the padding never ends
+        msg = (
+            f"The 'scale' parameter of {_FUNC} must leave the noise's reach ({reach:g}) finite in units "
+            f"of the interval width ({width:.3g}). Got {scale!r} instead."
+        )
+        raise InvalidParameterError(msg)
     pad = math.ceil(reach / width)
     noisy_bins = bins + 2 * pad
     if noisy_bins * bins > _MAX_TRANSITION_CELLS:

@@ -1,0 +1,133 @@
+"""The fuzz suite's findings that were fixed: each minimal case, kept as a plain test (each
+failed before its fix), and the known findings still open (each must still reproduce: an
+entry whose fix has landed must leave KNOWN_FINDINGS)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from fuzz_contract import KNOWN_FINDINGS, Finding, describe, violation_of_error
+
+import polars_ppdm as ppdm
+from polars_ppdm import InvalidParameterError
+
+FIXED: dict[str, tuple[Any, str]] = {
+    "categories not a list": (
+        lambda: ppdm.rr_disguise(pl.DataFrame({"x": [True, False]}), "x", p=0.7, secret=1, categories=True),
+        "'categories' parameter of rr_disguise .* must be a list",
+    ),
+    "categories not of the column's dtype": (
+        lambda: ppdm.rr_disguise(
+            pl.DataFrame({"x": pl.Series([1, 2], dtype=pl.Int8)}),
+            "x",
+            epsilon=1.0,
+            secret=1,
+            categories=["a", "b"],
+        ),
+        "'categories' parameter of rr_disguise \\(column 'x'\\) must hold values of the column's dtype Int8",
+    ),
+    "categories not of the column's dtype, rr_support": (
+        lambda: ppdm.rr_support(
+            pl.DataFrame({"x": pl.Series([1], dtype=pl.Int8)}), "x", p=0.7, categories=["a", "b"]
+        ),
+        "'categories' parameter of rr_support",
+    ),
+    "a list as the key of a DP release": (
+        lambda: ppdm.dp_histogram(
+            pl.DataFrame({"x": [0.5], "k": [1]}), "x", bounds=(0, 1), epsilon=1.0, secret=1, key=["k"]
+        ),
+        "'key' parameter of dp_histogram",
+    ),
+    "an expression as a choice": (
+        lambda: ppdm.dp_kmeans(
+            pl.DataFrame({"a": [0.1], "b": [0.2]}),
+            ["a", "b"],
+            k=2,
+            epsilon=1.0,
+            bounds=[(0, 1)] * 2,
+            method=pl.lit(1),
+        ),
+        "'method' parameter of dp_kmeans must be one of",
+    ),
+    "items not a list": (
+        lambda: ppdm.transactions_to_onehot(pl.DataFrame({"t": [["a"]]}), "t", items=True),
+        "'items' parameter of transactions_to_onehot",
+    ),
+    "bounds whose width overflows": (
+        lambda: ppdm.dp_histogram(
+            pl.DataFrame({"x": [0.5]}), "x", bounds=(-1e308, 1e308), epsilon=1.0, secret=1
+        ),
+        "'bounds' parameter of dp_histogram \\(column 'x'\\) must be finite with low < high",
+    ),
+    "bounds of strings": (
+        lambda: ppdm.dp_histogram(pl.DataFrame({"x": [0.5]}), "x", bounds={"x": ("0", "1")}, epsilon=1.0, secret=1),
+        "'bounds' parameter of dp_histogram \\(column 'x'\\) must be a \\(low, high\\) pair of numbers",
+    ),
+    "a noise scale whose reach overflows": (
+        lambda: ppdm.reconstruct_distribution(
+            pl.DataFrame({"x": [0.0, 0.5]}), "x", scale=1e308, bounds=(0, 1)
+        ),
+        "'scale' parameter of reconstruct_distribution",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FIXED)
+def test_a_fixed_finding_is_a_clear_error(case: str) -> None:
+    call, message = FIXED[case]
+    with pytest.raises(InvalidParameterError, match=message):
+        call()
+
+
+def test_a_128_bit_binary_column_is_encoded() -> None:
+    frame = pl.DataFrame({"a": pl.Series([1, 0, 1, 0], dtype=pl.Int128), "y": [True, False, True, False]})
+    tree = ppdm.rr_id3(frame, ["a"], "y", p=1.0)
+    assert ppdm.rr_accuracy(tree, frame, p=1.0) == 1.0
+
+
+def test_far_points_in_tiny_bounds_do_not_overflow() -> None:
+    frame = pl.DataFrame({"a": [1e10, -1e10, 0.0] * 5, "b": [0.0, 1e10, 5e-301] * 5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        leaves = ppdm.dp_quadtree(
+            frame, ["a", "b"], bounds=[(0, 1e-300)] * 2, epsilon=1e9, max_height=2, secret=1
+        )
+    assert leaves.height > 0
+
+
+def test_subnormal_noise_scale_reconstructs_without_warning() -> None:
+    frame = pl.DataFrame({"x": [0.0, 0.0, 0.5]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ppdm.reconstruct_distribution(frame, "x", scale=5e-324, bins=8, bounds=(0, 1), max_iter=30)
+    assert out["frequency"].to_list()[0] == pytest.approx(2 / 3)
+
+
+def test_a_numpy_unsigned_epsilon_does_not_wrap() -> None:
+    frame = pl.DataFrame({"x": ["a", "b"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ppdm.rr_support(frame, "x", epsilon=np.uint64(2**64 - 1), categories=["a", "b", "c"])
+    assert out["frequency"].to_list() == [0.5, 0.5, 0.0]
+
+
+@pytest.mark.parametrize("finding", KNOWN_FINDINGS, ids=lambda f: f.id)
+def test_every_known_finding_still_reproduces(finding: Finding) -> None:
+    """Delete the entry from KNOWN_FINDINGS when this fails: its fix has landed."""
+    import polars_ppdm.duckdb  # noqa: F401 -- repros may use ppdm.duckdb
+
+    namespace = {"ppdm": ppdm, "pl": pl, "np": np}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            exec(finding.repro, namespace)
+        except Exception as exc:
+            why = violation_of_error(exc, expression=finding.function.startswith("expr."))
+            assert why is not None, f"{finding.id} is fixed ({describe(exc)}): delete it from KNOWN_FINDINGS"
+            return
+    raw = [w for w in caught if not issubclass(w.category, (ppdm.PrivacyLeakWarning,))]
+    assert raw, f"{finding.id} no longer reproduces: delete it from KNOWN_FINDINGS"
