@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from polars_ppdm._frame import eager
@@ -25,7 +27,14 @@ def rule_scores(found: pl.DataFrame | pl.LazyFrame, truth: pl.DataFrame | pl.Laz
     """Precision, recall and F1 of the rules ``found`` against the rules ``truth``.
 
     A rule is its (antecedent, consequent) pair; support and confidence values are not
-    compared.  With no true rules, recall is 1; with no found rules, precision is 1.
+    compared.  F1 is ``2 |found & true| / (|found| + |true|)``, the harmonic mean of
+    precision and recall.
+
+    A score that divides by zero is undefined, and is NaN (never a made-up 1): precision
+    when no rule was found, recall when there is no true rule, and F1 when both sets are
+    empty -- two empty rule sets agree, but say nothing about the miner (mining with
+    thresholds too high, or data read with the wrong separator, gives two empty sets).
+    With one set empty and the other not, F1 is 0: every rule was missed or spurious.
 
     Examples
     --------
@@ -34,12 +43,15 @@ def rule_scores(found: pl.DataFrame | pl.LazyFrame, truth: pl.DataFrame | pl.Laz
     >>> f = pl.DataFrame({"antecedent": [["a"], ["c"]], "consequent": [["b"], ["a"]]})
     >>> rule_scores(f, t)
     {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'found': 2, 'true': 2}
+    >>> rule_scores(f.clear(), t.clear())
+    {'precision': nan, 'recall': nan, 'f1': nan, 'found': 0, 'true': 0}
     """
     found_set, true_set = _rule_set(found, "found"), _rule_set(truth, "truth")
     hits = len(found_set & true_set)
-    precision = hits / len(found_set) if found_set else 1.0
-    recall = hits / len(true_set) if true_set else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    total = len(found_set) + len(true_set)
+    precision = hits / len(found_set) if found_set else math.nan
+    recall = hits / len(true_set) if true_set else math.nan
+    f1 = 2 * hits / total if total else math.nan
     return {
         "precision": precision,
         "recall": recall,
