@@ -19,10 +19,11 @@ score) is the strongest rank attacker on a released table:
   true row, so the attacker, knowing the method, leaves such a column out.
 * **What the figure means.**  The expected share of released rows linked to the right
   person: the mean over released rows of ``1 / (number of candidates)`` where the true row
-  is a candidate, 0 where it is not.  Ties are therefore neither an obstacle (as an exact
-  match of average ranks makes them, which reported 0.0003 for a rank-kept income and
-  age where income alone gives 1.0) nor a free win: a tie of m rows left unresolved
-  by the other columns scores 1/m for each.
+  is a candidate, 0 where it is not; equally, the chance that the attacker, targeting a
+  person picked at random, finds that person's released row.  Ties are neither an
+  obstacle (as an exact match of average ranks makes them, which reported 0.0015 for a
+  rank-kept income and age of 20,000 rows where income alone gives 0.998) nor a free
+  win: a tie of m rows left unresolved by the other columns scores 1/m for each.
 
 Rank linkage scores what ranks disclose, not values: a release that keeps original values
 (``round_integers=True`` puts many ages back exactly) discloses those values too, which an
@@ -243,9 +244,10 @@ def _aligned(
         if frame[on].null_count() or frame[on].n_unique() != frame.height:
             msg = f"The 'on' column {on!r} of {func} must identify each row of {name} (no nulls, no repeats)."
             raise InvalidParameterError(msg)
+    row = f"{on}_row"  # the only other column of the join: never the same name
     index = released.select(on).join(
-        original.select(on).with_row_index("__ppdm_row"), on=on, how="left", maintain_order="left"
-    )["__ppdm_row"]
+        original.select(on).with_row_index(row), on=on, how="left", maintain_order="left"
+    )[row]
     if index.null_count():
         msg = f"The 'on' column {on!r} of {func} holds {index.null_count()} released ids not in original."
         raise InvalidParameterError(msg)
@@ -345,11 +347,12 @@ def rank_linkage_report(
 
     Notes
     -----
-    Time is O(n log n) per column and subset (ranks, sorts, group-bys): about 1 s for two
-    columns of a million rows.  Counting the candidates of a box of tie groups walks the
-    shorter of the groups in the box and the original rows' group vectors in one column's
-    range, so ties that the release coarsens (a released tie overlapping many original
-    ties in every column) cost more.  Under independence (a release unrelated to the
+    Time is O(n log n) per column and subset (ranks, sorts, group-bys): 1.1 s for salary
+    and age of a million rows (rank re-linked; 2.5 s with commission too).  Counting the
+    candidates of a box of tie groups walks the shorter of the groups in the box and the
+    original rows' group vectors in one column's range, so ties that the release coarsens
+    (a released tie overlapping many original ties in every column) cost more: 5.6 s for
+    two continuous columns of a million rows released rounded to 1/10 of an SD.  Under independence (a release unrelated to the
     original) a column scores 1/n in expectation, whatever its ties.
 
     Examples
