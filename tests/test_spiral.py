@@ -233,3 +233,74 @@ def test_a_saved_key_is_a_secret_file(tmp_path):
     target.chmod(0o644)
     with pytest.raises(ppdm.SecretError, match=f"mode 0644.*chmod 600 {re.escape(str(target))}"):
         ppdm.SpiralKey.load(target)
+
+
+def test_a_constant_column_with_bounds_from_the_data_gets_a_zero_width_range():
+    # Before: refused ("low < high"), though real data sets have constant columns.
+    rng = np.random.default_rng(21)
+    x = rng.uniform(0, 10, (400, 3))
+    x[:, 1] = 4.25  # constant
+    frame = pl.DataFrame(x, schema=["a", "flat", "b"]).with_columns(
+        pl.when(pl.int_range(pl.len()) == 7).then(None).otherwise(pl.col("flat")).alias("flat")
+    )  # a null does not make it non-constant
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        out, key = ppdm.spiral(frame, ["a", "flat", "b"], rounds=5, secret=8, return_key=True)
+    messages = [str(w.message) for w in caught]
+    assert any("not public" in m for m in messages)
+    assert any("['flat'] hold one value" in m and "hyperplane" in m for m in messages)
+    y = out.drop_nulls().to_numpy()
+    kept = np.delete(x, 7, axis=0)
+    # Invertible: the data owner gets the constant back.
+    assert np.abs(key.invert(y) - kept).max() <= 1e-9 * 10
+    # Distances are all multiplied by the scale.
+    before, after = pairwise(kept[:50]), pairwise(y[:50])
+    off = ~np.eye(50, dtype=bool)
+    assert np.abs(after[off] / (key.scale * before[off]) - 1).max() <= 1e-9
+    # No released column shows the constant: each varies.
+    assert (y.std(axis=0) > 0.1).all()
+    # What the docs say it shows: (Q e_j) . y = s c + (Q e_j) . b in every row.
+    direction = key.matrix[:, 1] / key.scale
+    along = y @ direction
+    assert np.abs(along - (key.scale * 4.25 + direction @ key.offset)).max() <= 1e-9 * np.abs(along).max()
+
+
+def test_public_zero_width_bounds_put_every_centre_on_the_constant():
+    bounds = {"a": (0, 10), "flat": (3, 3), "b": (-1, 1)}
+    key = ppdm.spiral_key(["a", "flat", "b"], bounds=bounds, rounds=4, secret=2)
+    assert np.allclose(key.matrix @ key.matrix.T, key.scale**2 * np.eye(3))  # still a similarity
+    rounds = draw_rounds(
+        ppdm.resolve_secret(2).key,
+        np.array([0.0, 3, -1]),
+        np.array([10.0, 3, 1]),
+        4,
+        scales=(0.1, 5.0),
+        angle=(0.1, 1.0),
+        eps=None,
+    )
+    for r in rounds:
+        for members, centre in zip(r.groups, r.centres, strict=True):
+            assert all(value == 3.0 for m, value in zip(members, centre, strict=True) if m == 1)
+    # The same key from a sequence of pairs and from an array.
+    as_list = ppdm.spiral_key(["a", "flat", "b"], bounds=[(0, 10), (3, 3), (-1, 1)], rounds=4, secret=2)
+    as_array = ppdm.spiral_key(
+        ["a", "flat", "b"], bounds=np.array([[0, 10], [3, 3], [-1, 1]]), rounds=4, secret=2
+    )
+    assert (as_list.matrix == key.matrix).all() and (as_array.offset == key.offset).all()
+    every = ppdm.spiral_key(["a", "b"], bounds={"a": (1, 1), "b": (2, 2)}, rounds=2, secret=2)
+    assert np.isfinite(every.offset).all()
+
+
+@pytest.mark.parametrize(
+    ("bounds", "message"),
+    [
+        ({"a": (3, 3), "b": (1, 0)}, "column 'b'.*low < high"),
+        ({"a": (3, 3), "b": "11"}, "column 'b'.*pair of numbers"),
+        ({"a": (float("nan"), float("nan")), "b": (0, 1)}, "column 'a'.*low < high"),
+        ({"a": (float("inf"), float("inf")), "b": (0, 1)}, "column 'a'.*low < high"),
+        ({"a": (3, 3)}, "no \\(low, high\\)"),
+        ([(3, 3)], "one \\(low, high\\) per column"),
+    ],
+)
+def test_zero_width_bounds_do_not_let_bad_bounds_through(bounds, message):
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.spiral_key(["a", "b"], bounds=bounds, rounds=1, secret=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from polars_ppdm._affine import affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_int, check_numeric, is_real
-from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SecretLike, resolve_secret
 from polars_ppdm.secret_files import read_secret_text, write_secret_text
@@ -130,6 +131,68 @@ def _range(name: str, value: Any, *, positive: bool) -> tuple[float, float]:
     return low, high
 
 
+def _point(pair: Any) -> float | None:
+    """The value of a zero-width range ``(c, c)``; None for anything else."""
+    if isinstance(pair, str | bytes):
+        return None
+    try:
+        low, high = (float(v) for v in pair)
+    except (TypeError, ValueError):
+        return None
+    return low if math.isfinite(low) and low == high else None
+
+
+def _spiral_bounds(bounds: Any, cols: list[str]) -> dict[str, tuple[float, float]]:
+    """The bounds as :func:`check_bounds` reads them, except that a zero-width range
+    ``(c, c)`` -- a constant column -- is allowed: its centres are all ``c``."""
+    if isinstance(bounds, np.ndarray | pl.Series):
+        bounds = bounds.tolist() if isinstance(bounds, np.ndarray) else bounds.to_list()
+    pairs: dict[str, Any] | None = None
+    if isinstance(bounds, Mapping) and all(c in bounds for c in cols):
+        pairs = {c: bounds[c] for c in cols}
+    elif isinstance(bounds, Sequence) and not isinstance(bounds, str) and len(bounds) == len(cols):
+        pairs = dict(zip(cols, bounds, strict=True))
+    points = {c: point for c, pair in (pairs or {}).items() if (point := _point(pair)) is not None}
+    if pairs is None or not points:
+        return check_bounds(bounds, cols, _FUNC, None)  # its messages for every other case
+    rest = [c for c in cols if c not in points]
+    checked = check_bounds({c: pairs[c] for c in rest}, rest, _FUNC, None) if rest else {}
+    return {c: (points[c], points[c]) if c in points else checked[c] for c in cols}
+
+
+def _data_bounds(frame: pl.LazyFrame, cols: list[str]) -> dict[str, tuple[Any, Any]]:
+    """Each column's (min, max), with the warnings that they are not public and, for a
+    constant column, what the release shows of it."""
+    warnings.warn(
+        f"{_FUNC}: bounds='data' reads the min and max off the private data. They are not "
+        "public, and what the result reveals of them is not protected. Pass public bounds.",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+    row = (
+        frame.select(
+            *(pl.col(c).min().alias(f"lo{i}") for i, c in enumerate(cols)),
+            *(pl.col(c).max().alias(f"hi{i}") for i, c in enumerate(cols)),
+        )
+        .collect()
+        .row(0)
+    )
+    found = {c: (row[i], row[len(cols) + i]) for i, c in enumerate(cols)}
+    constant = [c for c, (low, high) in found.items() if low is not None and low == high]
+    if constant:
+        warnings.warn(
+            f"{_FUNC}: column(s) {constant} hold one value (min == max): a zero-width range, so "
+            "every centre sits on that value. The transform stays invertible and keeps distances; "
+            "but the released rows lie on a hyperplane (one combination of the released columns "
+            "is the same in every row), which shows that a column was constant and gives away "
+            "one direction of the key (not the value). A constant column carries nothing for "
+            "clustering: leave it out of the release.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+    return found
+
+
 def spiral_key(
     columns: Sequence[str],
     *,
@@ -179,7 +242,7 @@ def spiral_key(
             raise InvalidParameterError(msg)
     else:
         scales = _range("factors", factors, positive=True)
-    checked = check_bounds(bounds, cols, _FUNC, None)
+    checked = _spiral_bounds(bounds, cols)
     lows = np.array([checked[c][0] for c in cols])
     highs = np.array([checked[c][1] for c in cols])
     drawn = draw_rounds(
@@ -308,7 +371,8 @@ def spiral(
     bounds : mapping column -> (low, high), or "data"
         Public bounds inside which the centres are drawn: a mapping, or one pair per
         column.  ``"data"`` or None reads them off the data, with a
-        :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.
+        :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`.  A zero-width range
+        ``(c, c)`` (a constant column) is allowed: see Notes.
     secret : Secret, bytes, hex str, 'env:NAME', int or None
         The secret the rounds are drawn from.
     return_key : bool
@@ -325,6 +389,16 @@ def spiral(
     solves for it and undoes every other row (:func:`polars_ppdm.audit.known_io_attack`).
     More rounds do not help against this.
 
+    A constant column (bounds ``(c, c)``, or read off data in which the column holds one
+    value, with a second warning) has a zero-width range: every centre sits on ``c`` in
+    that coordinate.  The centres only set the offset of the map, so it is still a
+    similarity (invertible, every distance multiplied by the same factor).  The released
+    rows then lie on a hyperplane, as the input rows did: one combination of the
+    released columns, along the direction ``Q e_j`` of the key, is the same in every row.
+    That shows a constant column and gives away that direction of the key; the constant
+    itself is hidden behind the key's offset and scale (the released hyperplane sits at
+    ``s c + (Q e_j) . b``).  It carries nothing for clustering: leave it out.
+
     Examples
     --------
     >>> import polars as pl
@@ -340,9 +414,11 @@ def spiral(
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     # Centres are drawn inside the bounds; read off the data, they leak its extremes.
-    bounds = check_bounds(DATA_BOUNDS if bounds is None else bounds, cols, _FUNC, as_lazy(frame))
+    if bounds is None or (isinstance(bounds, str) and bounds == DATA_BOUNDS):
+        bounds = _data_bounds(as_lazy(frame), cols)
+    checked = _spiral_bounds(bounds, cols)
     key = spiral_key(
-        cols, bounds=bounds, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret
+        cols, bounds=checked, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret
     )
     out = apply_spiral_key(frame, key)
     return (out, key) if return_key else out
