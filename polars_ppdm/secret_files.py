@@ -265,7 +265,7 @@ def _exists_message(target: Path) -> str:
 def _rename_new(temporary: str, target: Path) -> None:
     """Give ``temporary`` the name ``target``, which must be free (atomic with a hard link)."""
     try:
-        os.link(temporary, target, follow_symlinks=False)
+        os.link(temporary, target)
     except FileExistsError:
         raise FileExistsError(_exists_message(target)) from None
     except (OSError, NotImplementedError):
