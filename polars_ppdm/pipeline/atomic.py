@@ -1,0 +1,119 @@
+"""Atomic output files: written under a temporary name in the target's folder, fsync-ed,
+then renamed over the target (:func:`os.replace`), and the folder fsync-ed.
+
+A reader, or a run killed at any point, sees the previous file or the new one whole,
+never a part of one under the final name.  A killed run leaves its temporary file
+(``.NAME.ppdm-PID-XXXXXXXX.tmp``) behind; the next write to the same target removes
+those whose process is gone.
+
+(:mod:`polars_ppdm.secret_files` writes secret files the same way, with mode 0600 and
+without ever replacing an existing file.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_path", "file_sha256", "remove_stale", "write_bytes_atomic"]
+
+_POSIX = os.name == "posix"
+_CHUNK = 1 << 20
+
+
+def _temporary_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove temporary files of ``target`` left by processes that no longer run."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.ppdm-(\d+)-[0-9a-f]{{8}}\.tmp")
+    removed: list[Path] = []
+    folder = target.parent
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        match = pattern.fullmatch(entry.name)
+        if match and not _alive(int(match[1])):
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def file_sha256(path: Path, *, sync: bool = False) -> str:
+    """The SHA-256 of a file, read in 1 MiB chunks (flat memory); ``sync``: fsync it too."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(_CHUNK):
+            digest.update(chunk)
+        if sync:
+            os.fsync(file.fileno())
+    return digest.hexdigest()
+
+
+def _fsync_folder(folder: Path) -> None:
+    if not _POSIX:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """A temporary path beside ``target`` to write to; when the block ends without an
+    error the file is fsync-ed and renamed to ``target``, otherwise removed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_path(target) as temporary:
+    ...     _ = temporary.write_text("new")
+    ...     target.exists()
+    False
+    >>> target.read_text()
+    'new'
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target)
+    temporary = _temporary_name(target)
+    try:
+        yield temporary
+        with open(temporary, "rb") as file:
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+        _fsync_folder(target.parent)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def write_bytes_atomic(target: Path, data: bytes) -> str:
+    """Write ``data`` to ``target`` atomically; returns its SHA-256."""
+    with atomic_path(target) as temporary:
+        with open(temporary, "wb") as file:
+            file.write(data)
+    return hashlib.sha256(data).hexdigest()

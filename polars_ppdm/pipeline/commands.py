@@ -1,0 +1,192 @@
+"""The ``ppdm run``, ``ppdm plan`` and ``ppdm ledger`` subcommands.
+
+Each handler returns the exit status (see :mod:`polars_ppdm.pipeline.errors`) and prints
+errors as one line (or one line per problem) on stderr, never a traceback: ``ppdm run:
+...``.  Nothing printed holds the secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PPDMError, SecretError
+from polars_ppdm.pipeline.errors import (
+    EXIT_BUDGET,
+    EXIT_BUSY,
+    EXIT_INPUT,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_OTHER,
+    InputError,
+)
+
+__all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code"]
+
+EXIT_CODES_HELP = (
+    "exit status: 0 success (an identical re-run too: it spends nothing); 1 other error; "
+    "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
+    "read or spent); 4 input missing or unreadable; 5 ledger busy"
+)
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit status of an error of a run."""
+    busy = _busy_error()
+    if busy is not None and isinstance(error, busy):
+        return EXIT_BUSY
+    if isinstance(error, BudgetExceededError):
+        return EXIT_BUDGET
+    if isinstance(error, InputError):
+        return EXIT_INPUT
+    if isinstance(error, InvalidParameterError | SecretError):
+        return EXIT_INVALID
+    return EXIT_OTHER
+
+
+def _busy_error() -> type[BaseException] | None:
+    from polars_ppdm import exceptions
+
+    found = getattr(exceptions, "LedgerBusyError", None)
+    return found if isinstance(found, type) else None
+
+
+def _fail(command: str, error: BaseException) -> int:
+    code = exit_code(error)
+    if isinstance(error, PPDMError):
+        text = str(error)
+    else:
+        text = f"{type(error).__name__}: {error}"
+    print(f"ppdm {command}: {text}", file=sys.stderr)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    from polars_ppdm.pipeline.progress import make_progress
+    from polars_ppdm.pipeline.run import run_pipeline
+
+    progress = make_progress(quiet=args.quiet)
+    try:
+        result = run_pipeline(args.pipeline, ledger=args.ledger, progress=progress)
+    except Exception as error:
+        progress.close()
+        return _fail("run", error)
+    progress.close()
+    if not args.quiet:
+        spent = (
+            f"spent epsilon {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
+        )
+        rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
+        print(
+            f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
+            f"{spent} ({result.left:g} left of {result.budget:g}); manifest {result.manifest} (run {result.run_id[:12]})"
+        )
+    return EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from polars_ppdm.pipeline.config import load_pipeline
+    from polars_ppdm.pipeline.plan import make_plan
+
+    try:
+        pipeline = load_pipeline(args.pipeline)
+        plan = make_plan(pipeline, source=str(Path(args.pipeline)), ledger=args.ledger)
+    except Exception as error:
+        return _fail("plan", error)
+    print(json.dumps(plan.to_json(), indent=2) if args.json else plan.render())
+    return EXIT_OK
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import polars as pl
+
+    try:
+        path: Any = args.ledger
+        if path is None:
+            from polars_ppdm.pipeline.config import load_pipeline
+            from polars_ppdm.pipeline.plan import ledger_path
+
+            if args.pipeline is None:
+                print("ppdm ledger: give --ledger PATH or --pipeline FILE", file=sys.stderr)
+                return EXIT_INVALID
+            path = ledger_path(load_pipeline(args.pipeline), None)
+        if not Path(path).exists():
+            msg = f"--ledger: {str(path)!r} does not exist (a ledger is made by the first `ppdm run`)."
+            raise InputError(msg)
+        from polars_ppdm.ledger import Ledger
+
+        book = Ledger(path)
+        releases = book.table(args.dataset)
+        datasets = book.datasets()
+        if args.dataset is not None:
+            datasets = datasets.filter(pl.col("dataset") == args.dataset)
+    except Exception as error:
+        return _fail("ledger", error)
+    if args.json:
+        print(
+            json.dumps(
+                {"datasets": datasets.to_dicts(), "releases": releases.to_dicts()}, indent=2, default=str
+            )
+        )
+        return EXIT_OK
+    with pl.Config(
+        tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=True
+    ):
+        print(datasets)
+        print(releases)
+    return EXIT_OK
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``run``, ``plan`` and ``ledger`` to the ``ppdm`` command's subparsers."""
+    run = subparsers.add_parser(
+        "run",
+        help="run a pipeline file: perturb, release, write atomically, record the budget spent",
+        description="Run a pipeline file (TOML): check the budget in the ledger, stream the inputs "
+        "through the perturb steps into the published table, compute the releases, write every "
+        "output atomically and then a manifest. An identical re-run spends nothing.",
+        epilog=EXIT_CODES_HELP,
+    )
+    run.add_argument("pipeline", metavar="PIPELINE", help="the pipeline file (TOML)")
+    run.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file); default: [dataset] ledger")
+    run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    run.set_defaults(run=_run)
+
+    plan = subparsers.add_parser(
+        "plan",
+        help="show what a pipeline would read, perturb, release, write and spend (reads no row)",
+        description="A dry run: the inputs (row counts from metadata), each step's columns and "
+        "epsilon, the outputs, and the budget left before and after, from the ledger.",
+        epilog=EXIT_CODES_HELP,
+    )
+    plan.add_argument("pipeline", metavar="PIPELINE", help="the pipeline file (TOML)")
+    plan.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file); default: [dataset] ledger")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(run=_plan)
+
+    ledger = subparsers.add_parser(
+        "ledger",
+        help="print the privacy-budget ledger: budgets, and every release with its epsilon",
+        description="Print each dataset's budget, spent and left, and every release recorded.",
+    )
+    where = ledger.add_mutually_exclusive_group()
+    where.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file)")
+    where.add_argument("--pipeline", metavar="FILE", help="read the ledger's path from this pipeline file")
+    ledger.add_argument("--dataset", metavar="NAME", help="only this dataset")
+    ledger.add_argument("--json", action="store_true", help="print JSON")
+    ledger.set_defaults(run=_ledger)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m polars_ppdm.pipeline``: the three subcommands alone (for tests)."""
+    parser = argparse.ArgumentParser(prog="ppdm")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.run(args)
+    return code

@@ -1,0 +1,712 @@
+"""The pipeline file: a TOML document, validated by a pydantic schema.
+
+Every step's parameters carry the library's names (README, "Parameters across the
+library"); the row key and the secret are given once, in ``[dataset]`` and ``[secret]``,
+and passed to every step.  A bad file is refused with one line per problem naming the
+step, the field, what is allowed and what was found (:class:`PipelineError`); the value
+of anything under ``[secret]`` is never shown.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from polars_ppdm.audit.ldp import rr_epsilon
+from polars_ppdm.pipeline.errors import PipelineError
+
+__all__ = [
+    "PERTURB_STEPS",
+    "RELEASE_STEPS",
+    "Pipeline",
+    "load_pipeline",
+    "parse_pipeline",
+    "step_epsilon",
+]
+
+# A value a k-ary column may take (TOML has no null).
+Scalar = str | int | float | bool
+Columns = Annotated[list[str], Field(min_length=1)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+# A (low, high) pair: a TOML array of two numbers.
+Bound = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
+
+
+def _listify(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class _Model(BaseModel):
+    # extra="forbid": an unknown parameter is an error, never ignored.  strict: "1" is not 1.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Step(_Model):
+    columns: Columns
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+    @field_validator("columns")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        twice = sorted({c for c in value if value.count(c) > 1})
+        if twice:
+            msg = f"names the column(s) {twice} more than once"
+            raise ValueError(msg)
+        return value
+
+    @property
+    def title(self) -> str:
+        return f"{getattr(self, 'step', '?')}({', '.join(self.columns)})"
+
+    def parameters(self) -> dict[str, Any]:
+        """The step's parameters as given (None left out), for plans and manifests."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _bounds_cover(bounds: dict[str, Bound], columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in bounds]
+    extra = [c for c in bounds if c not in columns]
+    if missing or extra:
+        msg = (
+            f"'bounds' needs one public [low, high] pair per column of 'columns' {list(columns)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; {extra} are not in 'columns'" if extra else "")
+        )
+        raise ValueError(msg)
+    for column, (low, high) in bounds.items():
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            msg = f"'bounds' of column {column!r} must be finite with low < high. Got [{low:g}, {high:g}] instead"
+            raise ValueError(msg)
+
+
+# ---- perturb steps ---------------------------------------------------------------------
+
+
+class RRDisguise(_Step):
+    """Randomized response (:func:`polars_ppdm.rr_disguise`)."""
+
+    step: Literal["rr_disguise"]
+    p: Probability | dict[str, Probability] | None = None
+    epsilon: Positive | dict[str, Positive] | None = None
+    mode: Literal["per_attribute", "whole_record"] = "per_attribute"
+    categories: list[Scalar] | dict[str, list[Scalar]] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> RRDisguise:
+        if (self.p is None) == (self.epsilon is None):
+            msg = "needs exactly one of 'p' and 'epsilon' (the keep probability or the local-DP epsilon)"
+            raise ValueError(msg)
+        for name in ("p", "epsilon", "categories"):
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                _per_column_keys(name, value, self.columns)
+        return self
+
+    def k(self, column: str) -> int:
+        """The number of values of ``column``: its categories, else 2 (binary)."""
+        cats = self.categories
+        if isinstance(cats, dict):
+            cats = cats.get(column)
+        return len(cats) if cats else 2
+
+    def column_epsilon(self, column: str) -> float:
+        if self.epsilon is not None:
+            return self.epsilon[column] if isinstance(self.epsilon, dict) else self.epsilon
+        assert self.p is not None
+        p = self.p[column] if isinstance(self.p, dict) else self.p
+        return rr_epsilon(p, self.k(column))
+
+
+class EcdfResample(_Step):
+    """ECDF resampling (:func:`polars_ppdm.ecdf_resample`); needs a full pass (ranks)."""
+
+    step: Literal["ecdf_resample"]
+    bins: Annotated[int, Field(ge=1)] | dict[str, Annotated[int, Field(ge=1)]] = 100
+    link: Literal["rank", "none"] = "rank"
+    shuffle: bool = False
+    round_integers: bool = False
+
+
+class Spiral(_Step):
+    """Log-spiral perturbation (:func:`polars_ppdm.spiral`); its key goes to ``path`` (0600)."""
+
+    step: Literal["spiral"]
+    bounds: dict[str, Bound]
+    path: Annotated[str, Field(min_length=1)]
+    rounds: Annotated[int, Field(ge=1)] = 7
+    factors: Bound = [0.1, 5.0]
+    angle: Bound = [0.01 * math.pi, 0.5 * math.pi]
+    growth: Positive | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Spiral:
+        if len(self.columns) < 2:
+            msg = "rotates at least 2 columns"
+            raise ValueError(msg)
+        _bounds_cover(self.bounds, self.columns)
+        return self
+
+
+class AddNoise(_Step):
+    """Additive noise (:func:`polars_ppdm.add_noise`)."""
+
+    step: Literal["add_noise"]
+    scale: Positive | dict[str, Positive]
+    dist: Literal["gaussian", "uniform"] = "gaussian"
+
+    @model_validator(mode="after")
+    def _check(self) -> AddNoise:
+        if isinstance(self.scale, dict):
+            _per_column_keys("scale", self.scale, self.columns)
+        return self
+
+
+class Keep(_Step):
+    """Columns published as they are."""
+
+    step: Literal["keep"]
+
+
+class Drop(_Step):
+    """Columns left out of the published table."""
+
+    step: Literal["drop"]
+
+
+PerturbStep = Annotated[
+    RRDisguise | EcdfResample | Spiral | AddNoise | Keep | Drop, Field(discriminator="step")
+]
+PERTURB_STEPS = ("rr_disguise", "ecdf_resample", "spiral", "add_noise", "keep", "drop")
+# Steps whose output depends on the whole column, not on each row alone.
+FULL_PASS_STEPS = {"ecdf_resample": "ranks and the empirical distribution of the whole column"}
+
+# ---- release steps ---------------------------------------------------------------------
+
+
+class _Release(_Step):
+    output: Annotated[str, Field(min_length=1)]
+
+
+class RRSupport(_Release):
+    """Corrected supports of disguised columns (:func:`polars_ppdm.rr_support`); the
+    randomized-response parameters are those of the rr_disguise steps of the columns."""
+
+    step: Literal["rr_support"]
+    itemsets: list[list[str]] | None = None
+
+
+class RRApriori(_Release):
+    """Association rules from disguised binary columns (:func:`polars_ppdm.rr_apriori`)."""
+
+    step: Literal["rr_apriori"]
+    min_support: Probability
+    min_confidence: Probability
+    max_length: Annotated[int, Field(ge=1)] | None = None
+
+
+class _DP(_Release):
+    epsilon: Positive
+    bounds: dict[str, Bound]
+    max_contributions: Annotated[int, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _check(self) -> _DP:
+        _bounds_cover(self.bounds, self.columns)
+        return self
+
+
+class DPHistogram(_DP):
+    """A differentially private histogram (:func:`polars_ppdm.dp_histogram`)."""
+
+    step: Literal["dp_histogram"]
+    bins: Annotated[int, Field(ge=1)] | dict[str, Annotated[int, Field(ge=1)]] = 10
+
+
+class DPQuadtree(_DP):
+    """A differentially private quadtree (:func:`polars_ppdm.dp_quadtree`)."""
+
+    step: Literal["dp_quadtree"]
+    gamma: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    max_height: Annotated[int, Field(ge=0)] | None = None
+    threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    n: Positive | None = None
+
+
+class DPKMeans(_DP):
+    """Differentially private k-means centres (:func:`polars_ppdm.dp_kmeans`)."""
+
+    step: Literal["dp_kmeans"]
+    k: Annotated[int, Field(ge=1)]
+    method: Literal["quadtree", "lloyd", "grid"] = "quadtree"
+    gamma: Annotated[float, Field(gt=0, lt=1)] = 0.3
+    max_height: Annotated[int, Field(ge=0)] | None = None
+    threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    n: Positive | None = None
+    iterations: Annotated[int, Field(ge=1)] = 5
+
+
+ReleaseStep = Annotated[
+    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans, Field(discriminator="step")
+]
+RELEASE_STEPS = ("rr_support", "rr_apriori", "dp_histogram", "dp_quadtree", "dp_kmeans")
+
+# ---- the file ----------------------------------------------------------------------------
+
+_HEX_SECRET = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{64})")
+
+
+class Dataset(_Model):
+    name: Annotated[str, Field(min_length=1)]
+    inputs: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    epsilon_budget: Positive
+    key: Annotated[str, Field(min_length=1)] | None = None
+    format: Literal["parquet", "csv", "ipc"] | None = None
+    ledger: Annotated[str, Field(min_length=1)] | None = None
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+
+class SecretSource(_Model):
+    env: Annotated[str, Field(min_length=1)] | None = None
+    file: Annotated[str, Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> SecretSource:
+        if (self.env is None) == (self.file is None):
+            msg = "needs exactly one of 'env' (an environment variable's name) and 'file' (a 0600 file)"
+            raise ValueError(msg)
+        if self.env is not None and _HEX_SECRET.fullmatch(self.env):
+            msg = "'env' holds 32 or 64 hex digits: that is a secret, not a variable's name; a literal secret is refused"
+            raise ValueError(msg)
+        return self
+
+
+class Output(_Model):
+    manifest: Annotated[str, Field(min_length=1)]
+    table: Annotated[str, Field(min_length=1)] | None = None
+
+
+class Pipeline(_Model):
+    """A validated pipeline file.  Paths are as written; :attr:`base` resolves them."""
+
+    dataset: Dataset
+    secret: SecretSource
+    output: Output
+    perturb: list[PerturbStep] = []
+    release: list[ReleaseStep] = []
+    base: Path = Field(default=Path(), exclude=True)
+
+    def resolve(self, path: str) -> Path:
+        """``path`` relative to the pipeline file's folder (an absolute path as it is)."""
+        return self.base / os.path.expanduser(path)
+
+    @property
+    def ledger_path(self) -> Path | None:
+        return None if self.dataset.ledger is None else self.resolve(self.dataset.ledger)
+
+    def steps(self) -> Iterator[tuple[str, int, Any]]:
+        """``(section, index from 1, step)`` of every step in file order."""
+        for i, perturb in enumerate(self.perturb, 1):
+            yield "perturb", i, perturb
+        for i, release in enumerate(self.release, 1):
+            yield "release", i, release
+
+    def epsilons(self) -> list[tuple[str, float]]:
+        """``(step label, epsilon)`` of everything the run releases that spends budget:
+        each rr_disguise step (its local-DP epsilon per row: the sum over columns, or one
+        coin's for whole-record) and each DP release."""
+        out = []
+        for section, index, step in self.steps():
+            eps = step_epsilon(step)
+            if eps is not None:
+                out.append((step_label(section, index, step), eps))
+        return out
+
+    def canonical(self) -> dict[str, Any]:
+        """The file's content after validation (defaults filled in), for the run id."""
+        return self.model_dump(mode="json")
+
+
+def step_label(section: str, index: int, step: Any) -> str:
+    """How a step is named in messages, plans, manifests and the ledger."""
+    return f"[[{section}]] {index} {step.title}"
+
+
+def step_epsilon(step: Any) -> float | None:
+    """The epsilon a step spends, or None when it is not differentially private."""
+    if isinstance(step, RRDisguise):
+        if step.mode == "whole_record":
+            return step.column_epsilon(step.columns[0])
+        return math.fsum(step.column_epsilon(c) for c in step.columns)
+    if isinstance(step, _DP):
+        return step.epsilon
+    return None
+
+
+def _per_column_keys(name: str, value: dict[str, Any], columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in value]
+    extra = [c for c in value if c not in columns]
+    if missing or extra:
+        msg = (
+            f"'{name}' as a table needs one entry per column of 'columns' {list(columns)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; {extra} are not in 'columns'" if extra else "")
+        )
+        raise ValueError(msg)
+
+
+# ---- loading and the messages ------------------------------------------------------------
+
+_LITERAL_SECRET = (
+    "a literal secret is refused: anyone who reads the pipeline file could undo the "
+    'perturbation. Give [secret] env = "NAME" (an environment variable) or '
+    'file = "PATH" (a file of mode 0600, e.g. from `ppdm secret --output PATH`)'
+)
+
+
+def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
+    """Read and validate a pipeline file.
+
+    Raises
+    ------
+    PipelineError
+        One line per problem, each naming the step and the field.
+    InputError
+        When the file itself cannot be read.
+    """
+    from polars_ppdm.pipeline.errors import InputError
+
+    source = Path(path)
+    try:
+        text = source.read_bytes()
+    except OSError as error:
+        msg = f"The pipeline file {str(source)!r} cannot be read: {error.strerror or error}."
+        raise InputError(msg) from None
+    try:
+        document = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        msg = f"{source}: not a TOML file: {error}"
+        raise PipelineError(msg) from None
+    return parse_pipeline(document, base=source.resolve().parent, name=str(source))
+
+
+def parse_pipeline(document: dict[str, Any], *, base: Path = Path(), name: str = "pipeline") -> Pipeline:
+    """Validate a parsed TOML document (see :func:`load_pipeline`).
+
+    Examples
+    --------
+    >>> doc = {"dataset": {"name": "d", "inputs": "d.parquet", "epsilon_budget": 1.0},
+    ...        "secret": {"env": "PPDM_SECRET"}, "output": {"manifest": "m.json"},
+    ...        "release": [{"step": "dp_histogram", "columns": "x", "bounds": {"x": [0, 1]},
+    ...                     "epsilon": 0, "output": "h.parquet"}]}
+    >>> parse_pipeline(doc)
+    Traceback (most recent call last):
+    ...
+    polars_ppdm.pipeline.errors.PipelineError: pipeline: [[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got 0 instead.
+    """
+    problems = list(_literal_secrets(document))
+    if problems:
+        raise _error(name, problems)
+    try:
+        pipeline = Pipeline.model_validate(document)
+    except ValidationError as error:
+        raise _error(name, _messages(document, error.errors())) from None
+    pipeline = pipeline.model_copy(update={"base": base})
+    problems = list(_cross_checks(pipeline))
+    if problems:
+        raise _error(name, problems)
+    return pipeline
+
+
+def _error(name: str, problems: list[str]) -> PipelineError:
+    if len(problems) == 1:
+        return PipelineError(f"{name}: {problems[0]}")
+    return PipelineError(f"{name}: {len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def _literal_secrets(document: dict[str, Any]) -> Iterator[str]:
+    """A secret written into the file (anywhere a step could take ``secret=``)."""
+    section = document.get("secret")
+    if isinstance(section, dict):
+        for field in section:
+            if field not in ("env", "file"):
+                yield f"[secret], field {field!r}: {_LITERAL_SECRET}."
+    elif "secret" in document:
+        yield f"'secret': {_LITERAL_SECRET}."
+    for where in ("dataset", "output"):
+        if isinstance(document.get(where), dict) and "secret" in document[where]:
+            yield f"[{where}], field 'secret': {_LITERAL_SECRET}."
+    for section_name in ("perturb", "release"):
+        steps = document.get(section_name)
+        if isinstance(steps, list):
+            for i, step in enumerate(steps, 1):
+                if isinstance(step, dict) and "secret" in step:
+                    yield f"{_step_where(section_name, i, step)}, field 'secret': {_LITERAL_SECRET}."
+
+
+def _step_where(section: str, index: int, step: Any) -> str:
+    kind = step.get("step") if isinstance(step, dict) else None
+    return f"[[{section}]] {index}" + (f" ({kind})" if isinstance(kind, str) else "")
+
+
+_ALLOWED: dict[str, type[BaseModel]] = {
+    "dataset": Dataset,
+    "secret": SecretSource,
+    "output": Output,
+    "rr_disguise": RRDisguise,
+    "ecdf_resample": EcdfResample,
+    "spiral": Spiral,
+    "add_noise": AddNoise,
+    "keep": Keep,
+    "drop": Drop,
+    "rr_support": RRSupport,
+    "rr_apriori": RRApriori,
+    "dp_histogram": DPHistogram,
+    "dp_quadtree": DPQuadtree,
+    "dp_kmeans": DPKMeans,
+}
+
+
+def _fields(model: type[BaseModel]) -> str:
+    return ", ".join(name for name in model.model_fields if name != "step")
+
+
+_KINDS = {
+    "a valid dictionary": "a table (one value per column)",
+    "a valid number": "a number",
+    "a valid list": "a list",
+    "a valid string": "a string",
+    "a valid integer": "an integer",
+    "a valid boolean": "true or false",
+    "a valid tuple": "a [low, high] pair",
+}
+
+
+def _messages(document: dict[str, Any], errors: list[Any]) -> list[str]:
+    """The errors in the project's words; the several errors of one union field (a
+    number, or a table of one per column) become one line."""
+    lines: dict[str, list[str]] = {}
+
+    def field_of(error: Any) -> tuple[Any, ...]:
+        loc = tuple(error["loc"])
+        return loc[:4] if loc[:1] in (("perturb",), ("release",)) else loc[:2]
+
+    fields = [field_of(e) for e in errors]
+    for error in errors:
+        if (
+            isinstance(error.get("input"), dict)
+            and error["type"].endswith("_type")
+            and fields.count(field_of(error)) > 1
+        ):
+            continue  # a table was given: the "must be a number" branch says nothing
+        line = _message(document, error)
+        head, _, rest = line.partition(": must be ")
+        if rest:
+            lines.setdefault(head, []).append(rest)
+        else:
+            lines.setdefault(line, [])
+    out = []
+    for head, rests in lines.items():
+        if not rests:
+            out.append(head)
+            continue
+        kinds, got = [], ""
+        for rest in rests:
+            kind, _, tail = rest.partition(". Got ")
+            kinds.append(_KINDS.get(kind, kind))
+            got = got or (f" Got {tail}" if tail else "")
+        unique = list(dict.fromkeys(kinds))
+        out.append(f"{head}: must be {' or '.join(unique)}.{got}")
+    return out
+
+
+def _message(document: dict[str, Any], error: Any) -> str:
+    """One pydantic error in the project's words: where, what is allowed, what was found."""
+    loc = list(error["loc"])
+    kind = error["type"]
+    where = "the file"
+    model: type[BaseModel] | None = None
+    if loc and loc[0] in ("perturb", "release") and len(loc) >= 2 and isinstance(loc[1], int):
+        section, index = loc[0], loc[1]
+        step = document[section][index]
+        where = _step_where(section, index + 1, step)
+        loc = loc[2:]
+        if loc and isinstance(loc[0], str) and loc[0] in _ALLOWED:
+            model = _ALLOWED[loc[0]]
+            loc = loc[1:]
+    elif loc and loc[0] in ("dataset", "secret", "output"):
+        where = f"[{loc[0]}]"
+        model = _ALLOWED[str(loc[0])]
+        loc = loc[1:]
+    # The innermost field named (a union's member types are dropped from the path).
+    names = [str(part) for part in loc if isinstance(part, str) and not _is_type_name(part)]
+    field = names[0] if names else None
+    where_field = f"{where}, field {field!r}" if field else where
+    if len(names) > 1:
+        where_field += f" for column {names[1]!r}"
+    secret_value = error["loc"][:1] == ("secret",)
+    got = "" if secret_value else f" Got {error.get('input')!r} instead."
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        allowed = f"; {where.split('(')[-1].rstrip(')')} takes: {_fields(model)}" if model else ""
+        if model is None and where == "the file":
+            allowed = "; a pipeline file has [dataset], [secret], [output], [[perturb]] and [[release]]"
+        return f"{where}: unknown parameter {field!r}{allowed}."
+    if kind == "union_tag_invalid":
+        section = error["loc"][0]
+        steps = PERTURB_STEPS if section == "perturb" else RELEASE_STEPS
+        return f"{where}: unknown step {ctx.get('tag')!r}; [[{section}]] steps are: {', '.join(steps)}."
+    if kind == "union_tag_not_found":
+        section = error["loc"][0]
+        steps = PERTURB_STEPS if section == "perturb" else RELEASE_STEPS
+        return f"{where}: has no 'step'; give step = one of: {', '.join(steps)}."
+    if kind == "missing":
+        if field == "epsilon_budget":
+            return (
+                f"{where}: the field 'epsilon_budget' is required: the total epsilon this "
+                "dataset may ever spend, kept in the ledger."
+            )
+        return f"{where_field}: is required."
+    if kind == "literal_error":
+        return f"{where_field}: must be one of {ctx.get('expected')}.{got}"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bound = next(iter(ctx.values()), "?")
+        bound = f"{bound:g}" if isinstance(bound, float) else bound
+        word = {
+            "greater_than": "greater than",
+            "greater_than_equal": "at least",
+            "less_than": "less than",
+            "less_than_equal": "at most",
+        }[kind]
+        return f"{where_field}: must be {word} {bound}.{got}"
+    text = str(error["msg"])
+    text = text.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    text = text.replace("Input should be", "must be").replace("input should be", "must be")
+    if kind == "value_error":
+        return f"{where_field}: {text}."
+    return f"{where_field}: {text[0].lower() + text[1:]}.{got}"
+
+
+def _is_type_name(part: str) -> bool:
+    # pydantic puts a union member in the path: 'float', 'dict[str,float]', 'list[...]',
+    # 'function-after[...]', 'constrained-float' and such.
+    return bool(re.fullmatch(r"[a-z_-]+(\[.*\])?", part)) and (
+        "[" in part or part in ("float", "int", "str", "bool", "list", "dict", "tuple", "constrained-float")
+    )
+
+
+def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
+    """What one field cannot say alone: columns named twice, budget, paths."""
+    named: dict[str, str] = {}
+    for index, step in enumerate(pipeline.perturb, 1):
+        label = step_label("perturb", index, step)
+        for column in step.columns:
+            if column in named:
+                yield (
+                    f"{label}, field 'columns': the column {column!r} is already named by "
+                    f"{named[column]}; each column gets exactly one perturb step (a perturbation, keep or drop)."
+                )
+            else:
+                named[column] = label
+    disguised = {c: s for s in pipeline.perturb if isinstance(s, RRDisguise) for c in s.columns}
+    for index, release in enumerate(pipeline.release, 1):
+        if isinstance(release, RRSupport | RRApriori):
+            label = step_label("release", index, release)
+            plain = [c for c in release.columns if c not in disguised]
+            if plain:
+                yield (
+                    f"{label}, field 'columns': {plain} are not disguised by an rr_disguise step; "
+                    f"{release.step} estimates from randomized-response columns only."
+                )
+                continue
+            modes = {disguised[c].mode for c in release.columns}
+            kinds = {"p" if disguised[c].p is not None else "epsilon" for c in release.columns}
+            if len(modes) > 1 or len(kinds) > 1:
+                yield (
+                    f"{label}, field 'columns': its columns were disguised with different "
+                    f"{'modes' if len(modes) > 1 else 'kinds of parameter (p and epsilon)'}; give their rr_disguise "
+                    "steps one mode and one of p or epsilon."
+                )
+            if isinstance(release, RRSupport) and release.itemsets:
+                stray = sorted({c for s in release.itemsets for c in s} - set(release.columns))
+                if stray:
+                    yield f"{label}, field 'itemsets': {stray} are not in 'columns'."
+    budget = pipeline.dataset.epsilon_budget
+    spends = pipeline.epsilons()
+    for label, eps in spends:
+        if eps > budget * (1 + 1e-12):
+            yield (
+                f"{label}, field 'epsilon': spends {eps:g}, more than the whole budget "
+                f"[dataset] epsilon_budget = {budget:g}; it could never run."
+            )
+    total = math.fsum(eps for _, eps in spends)
+    if total > budget * (1 + 1e-12) and all(eps <= budget for _, eps in spends):
+        yield (
+            f"[dataset], field 'epsilon_budget': one run spends {total:g} ("
+            + " + ".join(f"{eps:g}" for _, eps in spends)
+            + f") but the budget is {budget:g}; it could never run."
+        )
+    yield from _path_checks(pipeline)
+
+
+def _path_checks(pipeline: Pipeline) -> Iterator[str]:
+    import glob
+
+    inputs: list[tuple[str, Path]] = []
+    for pattern in pipeline.dataset.inputs:
+        resolved = pipeline.resolve(pattern)
+        inputs.append((pattern, resolved))
+    written: list[tuple[str, Path]] = [
+        ("[output], field 'manifest'", pipeline.resolve(pipeline.output.manifest))
+    ]
+    if pipeline.output.table is not None:
+        written.append(("[output], field 'table'", pipeline.resolve(pipeline.output.table)))
+    for section, index, step in pipeline.steps():
+        if section == "release":
+            written.append(
+                (f"{step_label(section, index, step)}, field 'output'", pipeline.resolve(step.output))
+            )
+        elif isinstance(step, Spiral):
+            written.append((f"{step_label(section, index, step)}, field 'path'", pipeline.resolve(step.path)))
+    ledger = pipeline.ledger_path
+    if ledger is not None:
+        written.append(("[dataset], field 'ledger'", ledger))
+    seen: dict[str, str] = {}
+    for where, path in written:
+        real = os.path.realpath(path)
+        for pattern, resolved in inputs:
+            if real == os.path.realpath(resolved) or (
+                glob.has_magic(str(resolved)) and _matches(real, str(resolved))
+            ):
+                yield f"{where}: {str(path)!r} is an input ([dataset] inputs {pattern!r}); a run never writes over its input."
+        if real in seen:
+            yield f"{where}: {str(path)!r} is also written by {seen[real]}; each output needs its own path."
+        else:
+            seen[real] = where
+    for where, path in written:
+        if where.endswith("'output'") or where.endswith("'table'"):
+            if path.suffix.lower() not in (".parquet", ".csv"):
+                yield f"{where}: {str(path)!r} must end in .parquet or .csv (the format written)."
+
+
+def _matches(real: str, pattern: str) -> bool:
+    import fnmatch
+
+    return fnmatch.fnmatch(
+        real, os.path.realpath(os.path.dirname(pattern)) + os.sep + os.path.basename(pattern)
+    ) or fnmatch.fnmatch(real, os.path.abspath(pattern))

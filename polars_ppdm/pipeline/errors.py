@@ -1,0 +1,45 @@
+"""The errors of a pipeline run, and the exit status of each.
+
+==== ================================================================================
+exit meaning
+==== ================================================================================
+0    success (also an identical re-run, which spends nothing)
+1    any other error (a bug, a full disk, a failed write); the message says what failed
+2    invalid pipeline: the pipeline file, a step's parameters, the secret's source, or
+     the input's columns against the steps (also a bad command line)
+3    budget refused: the run would spend more epsilon than the dataset has left;
+     nothing was read and nothing was spent
+4    an input is missing or unreadable (no file matches, a damaged file)
+5    the ledger is busy (another run held it longer than its timeout); nothing spent
+==== ================================================================================
+"""
+
+from __future__ import annotations
+
+from polars_ppdm.exceptions import InvalidParameterError, PPDMError
+
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_BUSY",
+    "EXIT_INPUT",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_OTHER",
+    "InputError",
+    "PipelineError",
+]
+
+EXIT_OK = 0
+EXIT_OTHER = 1
+EXIT_INVALID = 2
+EXIT_BUDGET = 3
+EXIT_INPUT = 4
+EXIT_BUSY = 5
+
+
+class PipelineError(InvalidParameterError):
+    """A pipeline file that cannot run: the message names the step and the field."""
+
+
+class InputError(PPDMError):
+    """An input of a pipeline is missing or cannot be read."""

@@ -1,0 +1,249 @@
+"""``ppdm plan``: what a run will read, perturb, release, write and spend, from the
+pipeline file, the inputs' metadata and the ledger; no row is read.
+
+:func:`check_columns` is shared with the run: both refuse the same pipelines."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from polars_ppdm.pipeline.config import (
+    FULL_PASS_STEPS,
+    Drop,
+    Keep,
+    Pipeline,
+    Spiral,
+    step_epsilon,
+    step_label,
+)
+from polars_ppdm.pipeline.errors import PipelineError
+from polars_ppdm.pipeline.inputs import InputFile, expand, input_format, metadata, read_schema
+
+__all__ = ["Plan", "check_columns", "ledger_path", "make_plan", "published_columns"]
+
+
+def ledger_path(pipeline: Pipeline, override: str | os.PathLike[str] | None) -> Path:
+    """``--ledger``, else ``[dataset] ledger``; one of them is required."""
+    if override is not None:
+        return Path(override)
+    if pipeline.ledger_path is not None:
+        return pipeline.ledger_path
+    msg = (
+        "[dataset], field 'ledger': no ledger given; add ledger = \"PATH\" (a DuckDB file "
+        "that keeps the budget across runs) or pass --ledger PATH."
+    )
+    raise PipelineError(msg)
+
+
+def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
+    """The columns of the published table, in the input's order (all but dropped)."""
+    dropped = {c for s in pipeline.perturb if isinstance(s, Drop) for c in s.columns}
+    return [c for c in schema.names() if c not in dropped]
+
+
+def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
+    """Every column a step names exists; when a table is published, every input column
+    is named by exactly one perturb step (perturbed, kept or dropped)."""
+    names = set(schema.names())
+    problems = []
+    key = pipeline.dataset.key
+    if key is not None and key not in names:
+        problems.append(f"[dataset], field 'key': the input has no column {key!r}; it has {schema.names()}.")
+    for section, index, step in pipeline.steps():
+        missing = [c for c in step.columns if c not in names]
+        if missing:
+            problems.append(
+                f"{step_label(section, index, step)}, field 'columns': the input has no column(s) {missing}; "
+                f"it has {schema.names()}."
+            )
+    if pipeline.output.table is not None:
+        named = {c for s in pipeline.perturb for c in s.columns}
+        loose = [c for c in schema.names() if c not in named]
+        if loose:
+            problems.append(
+                f"[[perturb]]: the input column(s) {loose} are neither perturbed, kept nor dropped; "
+                "a column is never published by accident: name each in a perturb step, a "
+                '[[perturb]] step = "keep" or a [[perturb]] step = "drop".'
+            )
+    if problems:
+        raise PipelineError(
+            "\n".join(problems)
+            if len(problems) == 1
+            else f"{len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems)
+        )
+
+
+@dataclass
+class StepPlan:
+    label: str
+    section: str
+    step: str
+    columns: list[str]
+    parameters: dict[str, Any]
+    epsilon: float | None
+    pass_: str  # "row by row" or why a full pass is needed
+    output: str | None = None
+
+
+@dataclass
+class Plan:
+    pipeline: str
+    dataset: str
+    key: str | None
+    ledger: str
+    inputs: list[InputFile]
+    format: str
+    steps: list[StepPlan]
+    outputs: list[str]
+    epsilon: float
+    budget: float
+    spent_before: float
+    published: list[str] = field(default_factory=list)
+
+    @property
+    def left_before(self) -> float:
+        return max(self.budget - self.spent_before, 0.0)
+
+    @property
+    def left_after(self) -> float:
+        return self.left_before - self.epsilon
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pipeline": self.pipeline,
+            "dataset": self.dataset,
+            "key": self.key,
+            "ledger": self.ledger,
+            "format": self.format,
+            "inputs": [{"path": str(i.path), "bytes": i.bytes, "rows": i.rows} for i in self.inputs],
+            "steps": [
+                {
+                    "step": s.label,
+                    "columns": s.columns,
+                    "parameters": s.parameters,
+                    "epsilon": s.epsilon,
+                    "pass": s.pass_,
+                    "output": s.output,
+                }
+                for s in self.steps
+            ],
+            "published_columns": self.published,
+            "outputs": self.outputs,
+            "epsilon": self.epsilon,
+            "budget": self.budget,
+            "spent_before": self.spent_before,
+            "left_before": self.left_before,
+            "left_after": self.left_after,
+        }
+
+    def render(self) -> str:
+        lines = [
+            f"pipeline {self.pipeline}: dataset {self.dataset!r}, privacy unit: "
+            + (f"column {self.key!r}" if self.key else "the row (no key column)")
+        ]
+        lines.append(f"read ({self.format}):")
+        for i in self.inputs:
+            rows = f"{i.rows:,} rows" if i.rows is not None else "rows unknown until read (no metadata)"
+            lines.append(f"  {i.path}  {i.bytes:,} bytes, {rows}")
+        lines.append("steps:")
+        for s in self.steps:
+            if s.epsilon is not None:
+                eps = f"epsilon {s.epsilon:g}"
+            elif s.step in ("rr_support", "rr_apriori"):
+                eps = "no new epsilon (computed from the disguised columns)"
+            elif s.step == "keep":
+                eps = "published as they are (no protection)"
+            elif s.step == "drop":
+                eps = "not published"
+            else:
+                eps = "not differentially private (no epsilon)"
+            out = f" -> {s.output}" if s.output else ""
+            lines.append(f"  {s.label}{out}: {eps}; {s.pass_}")
+        if self.published:
+            lines.append(f"published columns: {', '.join(self.published)}")
+        lines.append("write: " + ", ".join(self.outputs))
+        lines.append(
+            f"epsilon: this run spends {self.epsilon:g} (nothing if it is an identical re-run); "
+            f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}"
+        )
+        if self.left_after < -1e-12 * self.budget:
+            lines.append(
+                "the budget left is short: `ppdm run` will refuse this run (unless it is an identical re-run)"
+            )
+        return "\n".join(lines)
+
+
+def _pass(section: str, step: Any) -> str:
+    if section == "release":
+        return "a pass over the " + ("perturbed" if step.step.startswith("rr_") else "input") + " rows"
+    if step.step in FULL_PASS_STEPS:
+        return f"full pass ({FULL_PASS_STEPS[step.step]})"
+    if isinstance(step, Keep | Drop):
+        return "row by row (streamed)"
+    return "row by row (streamed)"
+
+
+def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str] | None = None) -> Plan:
+    """The plan of a run (reads metadata and the ledger; creates no file)."""
+    path = ledger_path(pipeline, ledger)
+    budget = pipeline.dataset.epsilon_budget
+    spent = 0.0
+    if path.exists():
+        from polars_ppdm.ledger import Ledger
+
+        book = Ledger(path)
+        known = book.datasets()
+        if pipeline.dataset.name in known["dataset"].to_list():
+            spent = book.spent(pipeline.dataset.name)
+            budget = book.budget(pipeline.dataset.name)
+    files = expand(pipeline)
+    fmt = input_format(pipeline, files)
+    inputs = metadata(files, fmt)
+    schema = read_schema(files, fmt)
+    check_columns(pipeline, schema)
+    steps = []
+    outputs = []
+    for section, index, step in pipeline.steps():
+        params = step.parameters()
+        out = None
+        if section == "release":
+            out = str(pipeline.resolve(step.output))
+            outputs.append(out)
+        elif isinstance(step, Spiral):
+            out = f"key file {pipeline.resolve(step.path)} (mode 0600)"
+            outputs.append(str(pipeline.resolve(step.path)))
+        steps.append(
+            StepPlan(
+                label=step_label(section, index, step),
+                section=section,
+                step=step.step,
+                columns=list(step.columns),
+                parameters=params,
+                epsilon=step_epsilon(step),
+                pass_=_pass(section, step),
+                output=out,
+            )
+        )
+    if pipeline.output.table is not None:
+        outputs.insert(0, str(pipeline.resolve(pipeline.output.table)))
+    outputs.append(str(pipeline.resolve(pipeline.output.manifest)))
+    return Plan(
+        pipeline=source,
+        dataset=pipeline.dataset.name,
+        key=pipeline.dataset.key,
+        ledger=str(path),
+        inputs=inputs,
+        format=fmt,
+        steps=steps,
+        outputs=outputs,
+        epsilon=math.fsum(eps for _, eps in pipeline.epsilons()),
+        budget=budget,
+        spent_before=spent,
+        published=published_columns(pipeline, schema) if pipeline.output.table is not None else [],
+    )

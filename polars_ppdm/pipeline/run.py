@@ -1,0 +1,470 @@
+"""``ppdm run``: plan, check the budget, stream scan -> perturb -> sink, release, write
+every output atomically, then the manifest; the ledger records the run.
+
+Order, and why
+    1. The pipeline file is validated and the secret read (nothing else is opened).
+    2. The budget: when the dataset has less epsilon left than the run needs, the run is
+       refused *before any input is opened* -- unless it is an identical re-run (same
+       pipeline, inputs and secret), which spends nothing; telling that needs the
+       inputs' fingerprints, so only then their bytes are hashed, and an input that
+       cannot be opened leaves the refusal a budget refusal.
+    3. The inputs' metadata and schema: every column accounted for.
+    4. The ledger reserves the epsilon in one transaction (or finds the identical run).
+    5. The perturbed table is one lazy query sunk by Polars' streaming engine
+       (``sink_parquet`` / ``sink_csv``) into a temporary file, fsync-ed and renamed:
+       flat memory for the row-wise steps (rr_disguise, add_noise, spiral, keep, drop).
+       ``ecdf_resample`` needs a full pass over its columns (ranks); the releases each
+       read the rows once more.
+    6. The manifest is written last, and its SHA-256 goes into the ledger.
+
+A run that fails after the reservation keeps its epsilon spent (the ledger says so).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import polars as pl
+
+from polars_ppdm.exceptions import BudgetExceededError, SecretError
+from polars_ppdm.pipeline.atomic import atomic_path, file_sha256
+from polars_ppdm.pipeline.config import (
+    AddNoise,
+    DPHistogram,
+    DPKMeans,
+    DPQuadtree,
+    EcdfResample,
+    Pipeline,
+    RRApriori,
+    RRDisguise,
+    RRSupport,
+    Spiral,
+    load_pipeline,
+    step_epsilon,
+    step_label,
+)
+from polars_ppdm.pipeline.errors import EXIT_OK, InputError, PipelineError
+from polars_ppdm.pipeline.inputs import (
+    InputFile,
+    combined_fingerprint,
+    expand,
+    fingerprint,
+    input_format,
+    metadata,
+    read_schema,
+    scan,
+)
+from polars_ppdm.pipeline.manifest import Manifest
+from polars_ppdm.pipeline.plan import check_columns, ledger_path, published_columns
+from polars_ppdm.pipeline.progress import Progress
+from polars_ppdm.secret import Secret, secret_from_env
+
+__all__ = ["RunResult", "read_secret", "run_id", "run_pipeline"]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    dataset: str
+    new: bool
+    epsilon: float
+    spent: float
+    left: float
+    budget: float
+    manifest: Path
+    rows: int | None
+    outputs: list[Path] = field(default_factory=list)
+
+
+def read_secret(pipeline: Pipeline) -> Secret:
+    """The secret named by ``[secret]``; its value never appears in a message."""
+    source = pipeline.secret
+    if source.env is not None:
+        try:
+            return secret_from_env(source.env)
+        except SecretError as error:
+            msg = f"[secret], field 'env': {error}"
+            raise PipelineError(msg) from None
+    assert source.file is not None
+    path = pipeline.resolve(source.file)
+    from polars_ppdm.secret_files import read_secret_file
+
+    try:
+        return read_secret_file(path)
+    except SecretError as error:
+        msg = f"[secret], field 'file': {error}"
+        raise PipelineError(msg) from None
+    except OSError as error:
+        msg = f"[secret], field 'file': the secret file {str(path)!r} cannot be read: {error.strerror or type(error).__name__}."
+        raise PipelineError(msg) from None
+
+
+def run_id(pipeline: Pipeline, input_fingerprints: list[str], secret: Secret) -> str:
+    """sha256 over (canonical pipeline content, each input's fingerprint, secret's fingerprint)."""
+    content = json.dumps(pipeline.canonical(), sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256()
+    for part in (content, combined_fingerprint(input_fingerprints), secret.fingerprint()):
+        digest.update(part.encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _refusal(name: str, needed: float, left: float, budget: float) -> BudgetExceededError:
+    return BudgetExceededError(
+        f"dataset {name!r}: this run needs epsilon {needed:g} but {left:g} is left of the budget "
+        f"{budget:g} (spent {budget - left:g}); nothing was read and nothing was spent."
+    )
+
+
+def _spiral_key(step: Spiral, secret: Secret) -> Any:
+    from polars_ppdm.perturb.spiral import spiral_key
+
+    return spiral_key(
+        step.columns,
+        bounds={c: (b[0], b[1]) for c, b in step.bounds.items()},
+        rounds=step.rounds,
+        factors=tuple(step.factors),
+        angle=(step.angle[0], step.angle[1]),
+        growth=step.growth,
+        secret=secret,
+    )
+
+
+def _check_key_files(pipeline: Pipeline, secret: Secret, label_of: dict[int, str]) -> list[tuple[Path, Any]]:
+    """Each spiral step's key, and its file: absent (to be written) or holding this key."""
+    from polars_ppdm.secret_files import read_secret_text
+
+    keys = []
+    for index, step in enumerate(pipeline.perturb, 1):
+        if not isinstance(step, Spiral):
+            continue
+        key = _spiral_key(step, secret)
+        path = pipeline.resolve(step.path)
+        if path.exists() or path.is_symlink():
+            try:
+                same = read_secret_text(path) == key.to_json()
+            except (SecretError, OSError) as error:
+                msg = f"{label_of[index]}, field 'path': {error}"
+                raise PipelineError(msg) from None
+            if not same:
+                msg = (
+                    f"{label_of[index]}, field 'path': the key file {str(path)!r} holds another key (another "
+                    "secret or other parameters); it undoes an earlier release, so it is never overwritten: "
+                    "move it away or choose another path."
+                )
+                raise PipelineError(msg)
+        keys.append((path, key))
+    return keys
+
+
+def _perturbed(pipeline: Pipeline, frame: pl.LazyFrame, secret: Secret) -> pl.LazyFrame:
+    """The lazy query of every perturb step, in file order (keep and drop change nothing here)."""
+    import polars_ppdm as ppdm
+
+    key = pipeline.dataset.key
+    for step in pipeline.perturb:
+        if isinstance(step, RRDisguise):
+            frame = ppdm.rr_disguise(
+                frame,
+                step.columns,
+                p=step.p,
+                epsilon=step.epsilon,
+                mode=step.mode,
+                categories=cast(Any, step.categories),
+                secret=secret,
+                key=key,
+            )
+        elif isinstance(step, AddNoise):
+            frame = ppdm.add_noise(
+                frame, step.columns, dist=step.dist, scale=step.scale, secret=secret, key=key
+            )
+        elif isinstance(step, EcdfResample):
+            frame = ppdm.ecdf_resample(
+                frame,
+                step.columns,
+                bins=step.bins,
+                secret=secret,
+                key=key,
+                link=step.link,
+                shuffle=step.shuffle,
+                round_integers=step.round_integers,
+            )
+        elif isinstance(step, Spiral):
+            from polars_ppdm.perturb.spiral import apply_spiral_key
+
+            frame = apply_spiral_key(frame, _spiral_key(step, secret))
+    return frame
+
+
+def _rr_design(pipeline: Pipeline, columns: list[str]) -> dict[str, Any]:
+    """rr_support / rr_apriori's p or epsilon, mode and categories, from the steps that
+    disguised ``columns`` (config checked they agree on mode and kind)."""
+    steps = {c: s for s in pipeline.perturb if isinstance(s, RRDisguise) for c in s.columns}
+    first = steps[columns[0]]
+    kind = "p" if first.p is not None else "epsilon"
+
+    def value(step: RRDisguise, name: str, column: str) -> Any:
+        got = getattr(step, name)
+        return got.get(column) if isinstance(got, dict) else got
+
+    out: dict[str, Any] = {kind: {c: value(steps[c], kind, c) for c in columns}, "mode": first.mode}
+    cats = {c: value(steps[c], "categories", c) for c in columns}
+    if any(v is not None for v in cats.values()):
+        out["categories"] = {c: v for c, v in cats.items() if v is not None}
+    if first.mode == "whole_record":
+        out[kind] = out[kind][columns[0]]
+    return out
+
+
+def _release(
+    pipeline: Pipeline, step: Any, original: pl.LazyFrame, disguised: pl.LazyFrame, secret: Secret
+) -> pl.DataFrame:
+    import polars_ppdm as ppdm
+
+    key = pipeline.dataset.key
+    got: pl.DataFrame | pl.LazyFrame
+    if isinstance(step, RRSupport):
+        got = ppdm.rr_support(
+            disguised, step.columns, itemsets=step.itemsets, **_rr_design(pipeline, step.columns)
+        )
+    elif isinstance(step, RRApriori):
+        got = ppdm.rr_apriori(
+            disguised,
+            step.columns,
+            min_support=step.min_support,
+            min_confidence=step.min_confidence,
+            max_length=step.max_length,
+            **_rr_design(pipeline, step.columns),
+        )
+    else:
+        bounds = {c: (b[0], b[1]) for c, b in step.bounds.items()}
+        common: dict[str, Any] = {
+            "bounds": bounds,
+            "epsilon": step.epsilon,
+            "secret": secret,
+            "key": key,
+            "max_contributions": step.max_contributions,
+        }
+        if isinstance(step, DPHistogram):
+            got = ppdm.dp_histogram(original, step.columns, bins=step.bins, **common)
+        elif isinstance(step, DPQuadtree):
+            got = ppdm.dp_quadtree(
+                original,
+                step.columns,
+                gamma=step.gamma,
+                max_height=step.max_height,
+                threshold=step.threshold,
+                n=step.n,
+                **common,
+            )
+        else:
+            assert isinstance(step, DPKMeans)
+            got = ppdm.dp_kmeans(
+                original,
+                step.columns,
+                k=step.k,
+                method=step.method,
+                gamma=step.gamma,
+                max_height=step.max_height,
+                threshold=step.threshold,
+                n=step.n,
+                iterations=step.iterations,
+                **common,
+            ).centres
+    return got.collect() if isinstance(got, pl.LazyFrame) else got
+
+
+def _write_frame(frame: pl.DataFrame, target: Path) -> tuple[int, str]:
+    with atomic_path(target) as temporary:
+        if target.suffix.lower() == ".csv":
+            lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
+            frame.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(", ") for c in lists).write_csv(
+                temporary
+            )
+        else:
+            frame.write_parquet(temporary)
+        digest = file_sha256(temporary)
+    return frame.height, digest
+
+
+def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] | None) -> tuple[int, str]:
+    """Stream ``query`` into ``target`` atomically; returns (rows, sha256)."""
+    if count is not None and query.collect_schema().names():
+        first = query.collect_schema().names()[0]
+        dtype = query.collect_schema()[first]
+
+        def counted(series: pl.Series) -> pl.Series:
+            count(len(series))
+            return series
+
+        query = query.with_columns(
+            pl.col(first).map_batches(counted, return_dtype=dtype, is_elementwise=True)
+        )
+    with atomic_path(target) as temporary:
+        if target.suffix.lower() == ".csv":
+            query.sink_csv(temporary)
+            rows = pl.scan_csv(temporary).select(pl.len()).collect().item()
+        else:
+            query.sink_parquet(temporary)
+            import pyarrow.parquet as pq
+
+            rows = pq.read_metadata(temporary).num_rows
+        digest = file_sha256(temporary)
+    return int(rows), digest
+
+
+def run_pipeline(
+    path: str | os.PathLike[str],
+    *,
+    ledger: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> RunResult:
+    """Run the pipeline file at ``path`` (see the module's docstring for the order).
+
+    Raises
+    ------
+    PipelineError
+        An invalid pipeline, secret source or column set (exit 2).
+    BudgetExceededError
+        Not enough budget left (exit 3); nothing read, nothing spent.
+    InputError
+        An input missing or unreadable (exit 4).
+    """
+    progress = progress or Progress()
+    started = _now()
+    source = Path(path)
+    pipeline = load_pipeline(source)
+    pipeline_sha256 = file_sha256(source)
+    book_path = ledger_path(pipeline, ledger)
+    secret = read_secret(pipeline)
+    name = pipeline.dataset.name
+    budget = pipeline.dataset.epsilon_budget
+    spends = pipeline.epsilons()
+    needed = math.fsum(eps for _, eps in spends)
+
+    from polars_ppdm.ledger import Ledger
+
+    book_path.parent.mkdir(parents=True, exist_ok=True)
+    book = Ledger(book_path)
+    book.open_dataset(name, budget)
+    left = book.remaining(name)
+    if needed > left * (1 + 1e-12) + 1e-15:
+        # Short of budget: only an identical re-run may go on; an input that cannot even
+        # be opened cannot be one.
+        try:
+            files = expand(pipeline)
+            candidate = run_id(pipeline, [fingerprint(f) for f in files], secret)
+        except (InputError, OSError):
+            raise _refusal(name, needed, left, budget) from None
+        if book.run_spent(candidate) is None:
+            raise _refusal(name, needed, left, budget)
+    files = expand(pipeline)
+    fmt = input_format(pipeline, files)
+    inputs: list[InputFile] = metadata(files, fmt)
+    schema = read_schema(files, fmt)
+    check_columns(pipeline, schema)
+    label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
+    keys = _check_key_files(pipeline, secret, label_of)
+    for item in inputs:
+        item.sha256 = fingerprint(item.path)
+    this_run = run_id(pipeline, [i.sha256 or "" for i in inputs], secret)
+
+    manifest = Manifest(
+        pipeline=str(source),
+        pipeline_sha256=pipeline_sha256,
+        dataset=name,
+        run_id=this_run,
+        secret_fingerprint=secret.fingerprint(),
+        started=started,
+        inputs=[{"path": str(i.path), "bytes": i.bytes, "rows": i.rows, "sha256": i.sha256} for i in inputs],
+        steps=[
+            {
+                "step": step_label(section, index, step),
+                "parameters": step.parameters(),
+                "epsilon": step_epsilon(step),
+            }
+            for section, index, step in pipeline.steps()
+        ],
+        releases=[{"step": label, "epsilon": eps} for label, eps in spends],
+    )
+    reservation = book.reserve(name, this_run, spends, pipeline=str(source))
+    manifest.spent = needed if reservation.new else 0.0
+    manifest.identical_rerun = not reservation.new
+    manifest_path = pipeline.resolve(pipeline.output.manifest)
+    total_rows = (
+        sum(i.rows for i in inputs if i.rows is not None) if all(i.rows is not None for i in inputs) else None
+    )
+    table_rows: int | None = None
+    written: list[Path] = []
+    try:
+        for (key_path, key), step in zip(
+            keys, [s for s in pipeline.perturb if isinstance(s, Spiral)], strict=True
+        ):
+            if not key_path.exists():
+                key.save(key_path)
+            manifest.outputs.append(
+                {
+                    "path": str(key_path),
+                    "what": f"spiral key of {step.title} (mode 0600; its content is not recorded)",
+                }
+            )
+        original = scan(files, fmt)
+        disguised = _perturbed(pipeline, original, secret)
+        if pipeline.output.table is not None:
+            target = pipeline.resolve(pipeline.output.table)
+            label = "perturbed table"
+            advance = progress.start(label, total_rows) if progress.active else None
+            query = disguised.select(published_columns(pipeline, schema))
+            table_rows, digest = _sink_table(query, target, advance)
+            progress.done(label)
+            written.append(target)
+            manifest.outputs.append(
+                {"path": str(target), "what": "perturbed table", "rows": table_rows, "sha256": digest}
+            )
+        for index, release in enumerate(pipeline.release, 1):
+            label = step_label("release", index, release)
+            progress.start(label, None)
+            frame = _release(pipeline, release, original, disguised, secret)
+            target = pipeline.resolve(release.output)
+            rows, digest = _write_frame(frame, target)
+            progress.done(label)
+            written.append(target)
+            manifest.outputs.append({"path": str(target), "what": label, "rows": rows, "sha256": digest})
+    except BaseException as error:
+        manifest.status, manifest.finished = "failed", _now()
+        manifest.error = (
+            f"{type(error).__name__}: {error}" if isinstance(error, Exception) else type(error).__name__
+        )
+        failed_digest = ""
+        try:
+            failed_digest = manifest.write(manifest_path)
+        finally:
+            book.complete(this_run, manifest_sha256=failed_digest, status="failed")
+        raise
+    manifest.status, manifest.finished, manifest.exit_code = "succeeded", _now(), EXIT_OK
+    manifest_digest = manifest.write(manifest_path)
+    book.complete(this_run, manifest_sha256=manifest_digest, status="succeeded")
+    return RunResult(
+        run_id=this_run,
+        dataset=name,
+        new=reservation.new,
+        epsilon=needed,
+        spent=manifest.spent,
+        left=book.remaining(name),
+        budget=budget,
+        manifest=manifest_path,
+        rows=table_rows,
+        outputs=written,
+    )

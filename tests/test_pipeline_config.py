@@ -1,0 +1,210 @@
+"""Bad pipeline files: each refused with a clear error naming the step and the field
+(issue 15), through the command (exit status 2) and the parser."""
+
+from __future__ import annotations
+
+import copy
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from polars_ppdm.pipeline.commands import main
+from polars_ppdm.pipeline.config import load_pipeline, parse_pipeline
+from polars_ppdm.pipeline.errors import EXIT_INVALID, PipelineError
+
+BASE = {
+    "dataset": {"name": "d", "inputs": ["d.parquet"], "key": "id", "epsilon_budget": 2.0, "ledger": "l.duckdb"},
+    "secret": {"env": "PPDM_TEST_SECRET"},
+    "perturb": [
+        {"step": "rr_disguise", "columns": ["a"], "epsilon": 1.0},
+        {"step": "keep", "columns": ["id"]},
+    ],
+    "release": [
+        {"step": "dp_histogram", "columns": ["x"], "bounds": {"x": [0.0, 1.0]}, "epsilon": 0.5, "output": "h.parquet"}
+    ],
+    "output": {"table": "out.parquet", "manifest": "m.json"},
+}
+
+
+def refused(change) -> str:
+    document = copy.deepcopy(BASE)
+    change(document)
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(document, base=Path("/data"))
+    text = str(info.value)
+    assert "Traceback" not in text and "pydantic" not in text and "errors.pydantic.dev" not in text
+    return text
+
+
+def test_the_base_pipeline_is_valid():
+    pipeline = parse_pipeline(copy.deepcopy(BASE), base=Path("/data"))
+    assert pipeline.epsilons() == [("[[perturb]] 1 rr_disguise(a)", 1.0), ("[[release]] 1 dp_histogram(x)", 0.5)]
+
+
+def test_unknown_step():
+    text = refused(lambda d: d["perturb"].append({"step": "rr_flip", "columns": ["b"]}))
+    assert "[[perturb]] 3 (rr_flip): unknown step 'rr_flip'" in text
+    assert "rr_disguise, ecdf_resample, spiral, add_noise, keep, drop" in text
+    text = refused(lambda d: d["release"].append({"step": "dp_mean", "columns": ["x"], "output": "o.csv"}))
+    assert "[[release]] 2 (dp_mean): unknown step 'dp_mean'" in text and "dp_histogram" in text
+
+
+def test_unknown_parameter_names_the_step_and_lists_the_allowed_ones():
+    text = refused(lambda d: d["perturb"][0].update(seed=3))
+    assert "[[perturb]] 1 (rr_disguise): unknown parameter 'seed'" in text
+    assert "columns, p, epsilon, mode, categories" in text
+    text = refused(lambda d: d["release"][0].update(sigma=1.0))
+    assert "[[release]] 1 (dp_histogram): unknown parameter 'sigma'" in text and "max_contributions" in text
+
+
+def test_missing_budget():
+    text = refused(lambda d: d["dataset"].pop("epsilon_budget"))
+    assert "[dataset]: the field 'epsilon_budget' is required" in text
+
+
+def test_column_perturbed_twice():
+    text = refused(lambda d: d["perturb"].append({"step": "add_noise", "columns": ["a"], "scale": 1.0}))
+    assert "[[perturb]] 3 add_noise(a), field 'columns': the column 'a' is already named by [[perturb]] 1 rr_disguise(a)" in text
+
+
+@pytest.mark.parametrize("value", [0, -1.0, 0.0])
+def test_epsilon_not_positive(value):
+    text = refused(lambda d: d["release"][0].update(epsilon=value))
+    assert f"[[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got {value!r} instead." in text
+    text = refused(lambda d: d["perturb"][0].update(epsilon=value))
+    assert "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0" in text
+
+
+def test_epsilon_per_column_table_names_the_column():
+    text = refused(lambda d: d["perturb"][0].update(epsilon={"a": -2.0}))
+    assert "field 'epsilon' for column 'a': must be greater than 0. Got -2.0 instead." in text
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [{"value": "ab" * 32}, {"hex": "ab" * 16}, {"env": "ab" * 32}, {"env": "X", "secret": "ab" * 16}],
+)
+def test_literal_secret_refused_and_never_shown(secret):
+    text = refused(lambda d: d.update(secret=secret))
+    assert "literal secret is refused" in text
+    assert "ab" * 16 not in text
+
+
+def test_literal_secret_in_a_step_refused():
+    text = refused(lambda d: d["perturb"][0].update(secret="ab" * 16))
+    assert "[[perturb]] 1 (rr_disguise), field 'secret': a literal secret is refused" in text
+    assert "ab" * 16 not in text
+
+
+def test_output_path_equal_to_an_input_path():
+    text = refused(lambda d: d["output"].update(table="./d.parquet"))
+    assert "[output], field 'table': '/data/d.parquet' is an input" in text
+    text = refused(lambda d: (d["dataset"].update(inputs=["parts/*.parquet"]), d["release"][0].update(output="parts/h.parquet")))
+    assert "[[release]] 1 dp_histogram(x), field 'output'" in text and "is an input" in text
+
+
+def test_budget_lower_than_one_release():
+    text = refused(lambda d: d["release"][0].update(epsilon=3.0))
+    assert "[[release]] 1 dp_histogram(x), field 'epsilon': spends 3, more than the whole budget [dataset] epsilon_budget = 2" in text
+
+
+def test_budget_lower_than_one_run():
+    text = refused(lambda d: d["release"].append({**d["release"][0], "epsilon": 0.9, "output": "h2.parquet"}))
+    assert "[dataset], field 'epsilon_budget': one run spends 2.4 (1 + 0.5 + 0.9) but the budget is 2" in text
+
+
+def test_bad_choice_lists_the_allowed_values():
+    text = refused(lambda d: d["perturb"][0].update(mode="record"))
+    assert "field 'mode': must be one of 'per_attribute' or 'whole_record'. Got 'record' instead." in text
+
+
+def test_bounds_must_cover_the_columns():
+    text = refused(lambda d: d["release"][0].update(bounds={"y": [0.0, 1.0]}))
+    assert "[[release]] 1 (dp_histogram): 'bounds' needs one public [low, high] pair per column" in text
+
+
+def test_rr_support_needs_disguised_columns():
+    text = refused(lambda d: d["release"].append({"step": "rr_support", "columns": ["x"], "output": "s.csv"}))
+    assert "[[release]] 2 rr_support(x), field 'columns': ['x'] are not disguised by an rr_disguise step" in text
+
+
+def test_several_problems_are_listed_together():
+    text = refused(lambda d: (d["release"][0].update(epsilon=-1), d["perturb"][0].update(mode="x")))
+    assert "2 problems" in text and "field 'epsilon'" in text and "field 'mode'" in text
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "pipeline.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_not_toml(tmp_path):
+    with pytest.raises(PipelineError, match="not a TOML file"):
+        load_pipeline(write(tmp_path, "[dataset\n"))
+
+
+def test_the_command_exits_2_with_one_line_per_problem(tmp_path, capsys):
+    path = write(
+        tmp_path,
+        """
+        [dataset]
+        name = "d"
+        inputs = ["d.parquet"]
+        ledger = "l.duckdb"
+        [secret]
+        env = "PPDM_TEST_SECRET"
+        [[perturb]]
+        step = "rr_disguise"
+        columns = ["a"]
+        epsilon = 0
+        [output]
+        manifest = "m.json"
+        """,
+    )
+    for command in ("run", "plan"):
+        assert main([command, str(path)]) == EXIT_INVALID
+        err = capsys.readouterr().err
+        assert err.startswith(f"ppdm {command}: {path}: 2 problems:")
+        assert "[dataset]: the field 'epsilon_budget' is required" in err
+        assert "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0 or a table (one value per column). Got 0 instead." in err
+        assert "Traceback" not in err
+
+
+def test_unreadable_secret_file(tmp_path, capsys):
+    import polars as pl
+
+    pl.DataFrame({"id": [1, 2], "a": [True, False]}).write_parquet(tmp_path / "d.parquet")
+    secret = tmp_path / "ppdm.secret"
+    secret.write_text("ab" * 32 + "\n")
+    os.chmod(secret, 0o644)
+    path = write(
+        tmp_path,
+        """
+        [dataset]
+        name = "d"
+        inputs = ["d.parquet"]
+        key = "id"
+        epsilon_budget = 1.0
+        ledger = "l.duckdb"
+        [secret]
+        file = "ppdm.secret"
+        [[perturb]]
+        step = "keep"
+        columns = ["id", "a"]
+        [output]
+        table = "o.parquet"
+        manifest = "m.json"
+        """,
+    )
+    assert main(["run", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "[secret], field 'file'" in err and "mode 0644" in err and "chmod 600" in err
+    assert "ab" * 16 not in err
+    secret.unlink()
+    assert main(["run", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "[secret], field 'file': the secret file" in err and "cannot be read" in err
+    assert not (tmp_path / "o.parquet").exists()
