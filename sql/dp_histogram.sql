@@ -35,7 +35,8 @@ params AS (
                               || tbl::VARCHAR || '''; its columns are ' || names || '.')
                WHEN NOT regexp_full_match(col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram must be numeric. Got ' || col_type || ' instead.')
-               WHEN NOT regexp_full_match(typeof(low), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)') OR NOT regexp_full_match(typeof(high), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+               WHEN (low IS NOT NULL AND NOT regexp_full_match(typeof(low), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
+                    OR (high IS NOT NULL AND NOT regexp_full_match(typeof(high), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
                    THEN error('The ''low'' and ''high'' arguments of ppdm_dp_histogram must be finite numbers with low < high. Got '
                               || if(low IS NULL, 'NULL', typeof(low)) || ', ' || if(high IS NULL, 'NULL', typeof(high)) || ' instead.')
                -- (DuckDB orders NaN above every number, so NaN needs its own test.)

@@ -135,7 +135,7 @@ released AS (
 -- col's values replaced, under its name (the alias '\0'), last.  The lambda matches
 -- __ppdm_none too (so that it binds when col is missing, an error above): dropped here.
 named AS (
-    SELECT COLUMNS(lambda c: c NOT IN (col::VARCHAR, '__ppdm_none', '__ppdm_x', '__ppdm_key', '__ppdm_v')),
+    SELECT COLUMNS(lambda c: c NOT IN (coalesce(col::VARCHAR, '__ppdm_none'), '__ppdm_none', '__ppdm_x', '__ppdm_key', '__ppdm_v')),
            CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN NULL ELSE __ppdm_v END AS '\0'
     FROM released
 )

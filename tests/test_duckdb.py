@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -262,3 +263,140 @@ def test_ecdf_macro_keeps_user_columns_with_dunder_names(con):
 def test_bulk_path_checks_batch_rows(con):
     with pytest.raises(ppdm.exceptions.InvalidParameterError, match="'batch_rows' parameter"):
         ppdm.duckdb.rr_disguise_batches(con, "SELECT true AS x", "x", p=0.8, secret=1, batch_rows=0)
+
+
+# -- issue 14 finding 5: bounded memory, named columns, checked arguments ----------------
+
+_BOUNDED = """
+import sys
+import duckdb
+import polars_ppdm as ppdm
+con = ppdm.duckdb.register(duckdb.connect())
+con.execute("SET memory_limit = '1GB'")
+con.execute("SET threads = 2")
+con.execute("CREATE TABLE h AS SELECT i::DOUBLE AS x, i AS id FROM range(50) r(i)")
+try:
+    con.execute(sys.argv[1]).fetchall()
+except duckdb.Error as err:
+    print(type(err).__name__, err)
+"""
+
+
+def _address_space_limit() -> None:  # pragma: no cover - runs in the child
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "FROM ppdm_ecdf_resample('h', 'x', 'id', 1e11, '1')",
+            r"InvalidInputException .*bins must be an integer >= 2, got 100000000000.0 \(the 'bins' argument: "
+            r"an integer in \[2, 10,000,000\], the limit of polars_ppdm.ecdf_resample",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 50, 1e11, 1.0, '1')",
+            r"InvalidInputException .*'bins' argument of ppdm_dp_histogram must be an integer >= 1 "
+            r"\(at most 50,000,000, the cell limit of polars_ppdm.dp_histogram",
+        ),
+    ],
+)
+def test_huge_bins_are_refused_before_any_memory_is_taken(sql, message):
+    """Issue 14 finding 5: bins = 1e11 took more than 20 GB in the ECDF macro (and the histogram
+    macro ran for minutes generating 1e11 noisy cells).  Run in a child with 3 GB of address
+    space, a 1 GB DuckDB limit and a timeout, so that the old behaviour fails the test instead
+    of the machine."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BOUNDED, sql],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        preexec_fn=_address_space_limit,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(message, done.stdout), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "FROM ppdm_ecdf_resample('h', 'nosuch', 'id', 5, '1')",
+            r"ppdm_ecdf_resample: column 'nosuch' \(the 'col' argument\) not found in table 'h'; "
+            r"its columns are \[x, id, email\]",
+        ),
+        (
+            "FROM ppdm_ecdf_resample('h', 'x', 'row_id', 5, '1')",
+            r"ppdm_ecdf_resample: column 'row_id' \(the 'key' argument\) not found in table 'h'",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'nosuch', 0, 10, 5, 1.0, '1')",
+            r"ppdm_dp_histogram: column 'nosuch' \(the 'col' argument\) not found in table 'h'; "
+            r"its columns are \[x, id, email\]",
+        ),
+        (
+            "FROM ppdm_rr_support_k('h', 'nosuch', ['a', 'b'], p := 0.8)",
+            r"ppdm_rr_support_k: column 'nosuch' \(the 'col' argument\) not found in table 'h'",
+        ),
+        # The same on an empty table: the check reads the schema, not the rows.
+        (
+            "FROM ppdm_ecdf_resample('empty', 'nosuch', 'id', 5, '1')",
+            r"column 'nosuch' \(the 'col' argument\) not found in table 'empty'; its columns are \[x, id\]",
+        ),
+        (
+            "FROM ppdm_dp_histogram('empty', 'nosuch', 0, 10, 5, 1.0, '1')",
+            r"column 'nosuch' \(the 'col' argument\) not found in table 'empty'",
+        ),
+    ],
+)
+def test_a_missing_column_is_named(con, sql, message):
+    """Issue 14 finding 5: was DuckDB's 'COLUMNS(...) resulted in an empty set of columns'
+    binder error (which also quotes the SQL text, secret literal included)."""
+    con.execute("CREATE TABLE h AS SELECT i::DOUBLE AS x, i AS id, 'e' || i AS email FROM range(50) r(i)")
+    con.execute("CREATE TABLE empty (x DOUBLE, id BIGINT)")
+    with pytest.raises(duckdb.InvalidInputException, match=message) as info:
+        con.execute(sql).fetchall()
+    assert "LINE 1" not in str(info.value)  # our error, not a binder error quoting the query
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("FROM ppdm_ecdf_resample('h', NULL, 'id', 5, '1')", r"'col' argument of ppdm_ecdf_resample .* Got NULL"),
+        ("FROM ppdm_ecdf_resample('h', 5, 'id', 5, '1')", r"'col' argument of ppdm_ecdf_resample .* Got INTEGER"),
+        ("FROM ppdm_ecdf_resample('h', 'x', NULL, 5, '1')", r"'key' argument of ppdm_ecdf_resample .* Got NULL"),
+        (
+            "FROM ppdm_ecdf_resample('h', 'x', 'email', 5, '1')",
+            r"key column email must hold integers .*ppdm_key.* Got VARCHAR",
+        ),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', NULL, '1')", r"bins must be an integer >= 2, got NULL"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'abc', '1')", r"bins must be an integer >= 2, got VARCHAR"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', [5], '1')", r"bins must be an integer >= 2, got INTEGER\[\]"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 5.5, '1')", r"bins must be an integer >= 2, got 5.5"),
+        ("FROM ppdm_ecdf_resample('h', 'x', 'id', 5, 'short')", r"'secret' parameter, as a string"),
+        ("FROM ppdm_dp_histogram('h', NULL, 0, 10, 5, 1.0, '1')", r"'col' argument of ppdm_dp_histogram .* Got NULL"),
+        ("FROM ppdm_dp_histogram('h', 'email', 0, 10, 5, 1.0, '1')", r"column email of ppdm_dp_histogram must be numeric"),
+        ("FROM ppdm_dp_histogram('h', 'x', 'a', 10, 5, 1.0, '1')", r"'low' and 'high' .* Got VARCHAR, INTEGER"),
+        ("FROM ppdm_dp_histogram('h', 'x', NULL, 10, 5, 1.0, '1')", r"'low' and 'high' .* Got NULL, 10"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, NULL, 1.0, '1')", r"'bins' argument of ppdm_dp_histogram .* Got NULL"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 0, 1.0, '1')", r"'bins' argument of ppdm_dp_histogram .* Got 0 "),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'e', '1')", r"'epsilon' argument .* Got VARCHAR"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, NULL, '1')", r"'epsilon' argument .* Got NULL"),
+        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 1.0, 'short')", r"'secret' parameter, as a string"),
+        ("FROM ppdm_rr_support_k('h', NULL, ['a', 'b'], p := 0.8)", r"'col' argument of ppdm_rr_support_k .* Got NULL"),
+        ("FROM ppdm_rr_support_k('h', 'email', 'ab', p := 0.8)", r"'categories' argument .* Got VARCHAR"),
+        ("FROM ppdm_rr_support_k('h', 'email', NULL, p := 0.8)", r"'categories' argument .* Got NULL"),
+        ("FROM ppdm_rr_support_k('h', 'email', ['a', 'b'], p := 'q')", r"'p' argument .* Got VARCHAR"),
+        ("FROM ppdm_rr_support_k('h', 'email', ['a', 'b'], epsilon := [1])", r"'epsilon' argument .* Got INTEGER\[\]"),
+    ],
+)
+def test_macro_arguments_null_or_of_the_wrong_type(con, sql, message):
+    """Issue 14 finding 5: NULLs and wrong types were DuckDB binder or conversion errors
+    ('Could not choose a best candidate function for floor(STRING_LITERAL)', ...)."""
+    con.execute("CREATE TABLE h AS SELECT i::DOUBLE AS x, i AS id, 'e' || i AS email FROM range(50) r(i)")
+    with pytest.raises(duckdb.InvalidInputException, match=message):
+        con.execute(sql).fetchall()
