@@ -63,7 +63,9 @@ class _RichProgress(Progress):
         self._lock = threading.Lock()  # Polars calls the counter from its threads
 
     def start(self, label: str, total: int | None) -> Callable[[int], None]:
-        task = self._bar.add_task(label, total=total)
+        from rich.markup import escape
+
+        task = self._bar.add_task(escape(label), total=total)  # "[[release]]" is not markup
         self._tasks[label] = task
 
         def advance(rows: int) -> None:

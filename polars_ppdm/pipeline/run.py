@@ -413,6 +413,7 @@ def run_pipeline(
             keys, [s for s in pipeline.perturb if isinstance(s, Spiral)], strict=True
         ):
             if not key_path.exists():
+                key_path.parent.mkdir(parents=True, exist_ok=True)
                 key.save(key_path)
             manifest.outputs.append(
                 {

@@ -1,0 +1,328 @@
+"""`ppdm run` / `ppdm plan` on the example pipelines (issue 15): plan and run agree on
+epsilon, an identical re-run spends nothing and writes byte-identical outputs, a changed
+input or secret spends again, overspend is refused before any input is opened, exit
+statuses, the secret never leaves, progress only on a terminal."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from polars_ppdm.pipeline.commands import main
+from polars_ppdm.pipeline.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SECRET = "5e" * 8 + "c0ffee00" * 6  # 64 hex digits
+OTHER_SECRET = "17" * 32
+
+
+@pytest.fixture
+def example(tmp_path, monkeypatch):
+    """A copy of examples/NAME (the tests never write into the repository)."""
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(EXAMPLES / name, target)
+        return target / "pipeline.toml"
+
+    return copy
+
+
+def run(*args: str) -> int:
+    return main(["run", "--quiet", *args])
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((folder / "out").iterdir()) if p.suffix in (".parquet", ".csv")}
+
+
+def manifest(path: Path) -> dict:
+    return json.loads((path.parent / "out" / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["survey", "events"])
+def test_plan_and_run_agree_on_epsilon(example, capsys, name):
+    path = example(name)
+    assert main(["plan", "--json", str(path)]) == EXIT_OK
+    plan = json.loads(capsys.readouterr().out)
+    assert run(str(path)) == EXIT_OK
+    got = manifest(path)
+    planned = [(s["step"], s["epsilon"]) for s in plan["steps"] if s["epsilon"] is not None]
+    assert planned == [(r["step"], r["epsilon"]) for r in got["epsilon"]["releases"]]
+    assert plan["epsilon"] == got["epsilon"]["total"] == got["epsilon"]["spent_by_this_run"]
+    assert got["status"] == "succeeded" and got["exit_code"] == 0
+    # The plan after the run starts from what the run left.
+    assert main(["plan", "--json", str(path)]) == EXIT_OK
+    after = json.loads(capsys.readouterr().out)
+    assert after["left_before"] == pytest.approx(plan["left_after"])
+
+
+def test_survey_outputs(example):
+    path = example("survey")
+    assert run(str(path)) == EXIT_OK
+    table = pl.read_parquet(path.parent / "out" / "survey_perturbed.parquet")
+    source = pl.read_csv(path.parent / "survey.csv")
+    assert table.columns == ["age", "income", "smoker", "vote", "region"]  # key and name dropped
+    assert table.height == source.height
+    assert table["region"].to_list() == source["region"].to_list()  # kept as is
+    assert set(table["vote"].unique()) <= {"green", "red", "blue", "none"}
+    assert (table["income"] != source["income"]).all()
+    got = manifest(path)
+    assert [o["rows"] for o in got["outputs"]] == [1000, 2]
+    for output in got["outputs"]:
+        import hashlib
+
+        assert hashlib.sha256(Path(output["path"]).read_bytes()).hexdigest() == output["sha256"]
+    assert got["inputs"][0]["sha256"] == __import__("hashlib").sha256((path.parent / "survey.csv").read_bytes()).hexdigest()
+
+
+def test_identical_rerun_spends_nothing_and_writes_the_same_bytes(example):
+    path = example("survey")
+    assert run(str(path)) == EXIT_OK
+    first, first_manifest = outputs(path.parent), manifest(path)
+    assert run(str(path)) == EXIT_OK
+    again = manifest(path)
+    assert outputs(path.parent) == first
+    assert again["run_id"] == first_manifest["run_id"]
+    assert again["epsilon"]["spent_by_this_run"] == 0 and again["epsilon"]["identical_rerun"] is True
+    from polars_ppdm.ledger import Ledger
+
+    assert Ledger(path.parent / "out" / "ledger.duckdb").spent("survey") == pytest.approx(2.5)
+
+
+def test_changed_input_or_secret_is_a_new_run_that_spends(example, monkeypatch):
+    from polars_ppdm.ledger import Ledger
+
+    path = example("survey")
+    book = path.parent / "out" / "ledger.duckdb"
+    assert run(str(path)) == EXIT_OK
+    first = outputs(path.parent)
+    data = path.parent / "survey.csv"
+    frame = pl.read_csv(data)
+    frame.with_columns(pl.when(pl.col("respondent_id") == 1).then(99).otherwise(pl.col("age")).alias("age")).write_csv(data)
+    assert run(str(path)) == EXIT_OK
+    assert Ledger(book).spent("survey") == pytest.approx(5.0)
+    monkeypatch.setenv("PPDM_SECRET", OTHER_SECRET)
+    frame.write_csv(data)  # the first input again, under another secret
+    assert main(["run", "--quiet", str(path)]) == EXIT_BUDGET  # 2.5 more than the 1 left
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    assert run(str(path)) == EXIT_OK  # the first run again: spends nothing, same bytes
+    assert outputs(path.parent) == first
+    assert Ledger(book).spent("survey") == pytest.approx(5.0)
+
+
+def test_overspend_refused_before_the_input_is_opened(example, capsys):
+    path = example("events")
+    assert run(str(path)) == EXIT_OK  # spends 2 of 4
+    text = path.read_text().replace("bins = 10\nepsilon = 0.5", "bins = 10\nepsilon = 1.5")
+    assert "epsilon = 1.5" in text
+    path.write_text(text)  # now needs 3, 2 are left
+    (path.parent / "events.parquet").unlink()  # and the input cannot be opened at all
+    assert main(["run", str(path)]) == EXIT_BUDGET
+    err = capsys.readouterr().err
+    assert "needs epsilon 3 but 2 is left of the budget 4" in err and "nothing was read" in err
+    # With the budget enough, the same missing input is an input error (exit 4).
+    path.write_text(text.replace("epsilon = 1.5", "epsilon = 0.5").replace("k = 3\nepsilon = 1.0", "k = 3\nepsilon = 0.25"))
+    assert main(["run", str(path)]) == EXIT_INPUT
+    assert "events.parquet' does not exist" in capsys.readouterr().err
+
+
+def test_columns_neither_perturbed_nor_kept_are_refused(example, capsys):
+    path = example("survey")
+    path.write_text(path.read_text().replace('columns = ["region"]', 'columns = ["respondent_id"]', 1).replace(
+        'columns = ["respondent_id", "name"]', 'columns = ["name"]'))
+    assert main(["run", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "the input column(s) ['region'] are neither perturbed, kept nor dropped" in err
+    assert not (path.parent / "out" / "survey_perturbed.parquet").exists()
+    from polars_ppdm.ledger import Ledger
+
+    assert Ledger(path.parent / "out" / "ledger.duckdb").spent("survey") == 0  # refused before reserving
+
+
+def test_unknown_column_refused(example, capsys):
+    path = example("events")
+    path.write_text(path.read_text().replace('columns = ["amount"]', 'columns = ["amount_eur"]').replace(
+        "amount = [0.0, 500.0]", "amount_eur = [0.0, 500.0]"))
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    assert "[[release]] 1 dp_histogram(amount_eur), field 'columns': the input has no column(s) ['amount_eur']" in capsys.readouterr().err
+
+
+def secret_forms(hex_text: str) -> list[bytes]:
+    raw = bytes.fromhex(hex_text)
+    forms = [hex_text.encode(), hex_text.upper().encode(), raw, base64.b64encode(raw), base64.urlsafe_b64encode(raw)]
+    forms += [f.rstrip(b"=") for f in forms[-2:]]
+    return forms
+
+
+def test_the_secret_never_appears_in_files_or_output(tmp_path):
+    env = {**os.environ, "PPDM_SECRET": SECRET, "NO_COLOR": "1"}
+    seen = b""
+    for name in ("survey", "events"):
+        shutil.copytree(EXAMPLES / name, tmp_path / name)
+        before = {p for p in tmp_path.rglob("*")}
+        for command in (["plan"], ["run"], ["run"], ["ledger", "--pipeline"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "polars_ppdm.pipeline", *command, str(tmp_path / name / "pipeline.toml")],
+                capture_output=True, env=env, check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            seen += done.stdout + done.stderr
+        written = [p for p in tmp_path.rglob("*") if p.is_file() and p not in before]
+        assert len(written) >= 4
+        seen += b"".join(p.read_bytes() for p in written)
+    # A failing run's message too.
+    bad = subprocess.run(
+        [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "nowhere.toml")],
+        capture_output=True, env=env, check=False,
+    )
+    seen += bad.stdout + bad.stderr
+    for form in secret_forms(SECRET):
+        assert form not in seen
+
+
+def test_summary_line_when_not_a_terminal_and_quiet(example, capsys):
+    path = example("survey")
+    assert main(["run", str(path)]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert len(out.splitlines()) == 1
+    assert out.startswith("ppdm run: dataset 'survey': 1,000 rows published, 2 output(s) written; spent epsilon 2.5 (3.5 left of 6)")
+    assert main(["run", str(path)]) == EXIT_OK
+    assert "identical to an earlier run: spent nothing (3.5 left of 6)" in capsys.readouterr().out
+    assert main(["run", "--quiet", str(path)]) == EXIT_OK
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_on_a_terminal(tmp_path):
+    """Under a pseudo-terminal the run draws rows done of rows total per step."""
+    import pty
+
+    shutil.copytree(EXAMPLES / "events", tmp_path / "events")
+    env = {**os.environ, "PPDM_SECRET": SECRET, "COLUMNS": "160"}
+    main_fd, child_fd = pty.openpty()
+    done = subprocess.run(
+        [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "events" / "pipeline.toml")],
+        stdin=child_fd, stdout=subprocess.PIPE, stderr=child_fd, env=env, check=False, timeout=120,
+    )
+    os.close(child_fd)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(main_fd)
+    assert done.returncode == 0
+    text = drawn.decode(errors="replace")
+    assert "[[release]] 1 dp_histogram(amount)" in text and "ETA" in text
+    assert done.stdout.decode().startswith("ppdm run: dataset 'events'")
+
+
+def test_table_progress_counts_rows(example):
+    from polars_ppdm.pipeline.progress import Progress
+    from polars_ppdm.pipeline.run import run_pipeline
+
+    class Counting(Progress):
+        active = True
+
+        def __init__(self):
+            self.rows: dict[str, int] = {}
+            self.totals: dict[str, int | None] = {}
+
+        def start(self, label, total):
+            self.totals[label] = total
+            self.rows[label] = 0
+
+            def advance(n):
+                self.rows[label] += n
+
+            return advance
+
+    path = example("survey")
+    shown = Counting()
+    result = run_pipeline(path, progress=shown)
+    assert shown.rows["perturbed table"] == result.rows == 1000
+    assert shown.totals["perturbed table"] is None  # CSV: no row count in metadata
+
+
+def test_exit_codes_are_documented():
+    from polars_ppdm.pipeline import commands, errors
+
+    for code in (0, 1, 2, 3, 4, 5):
+        assert f"{code} " in commands.EXIT_CODES_HELP
+        assert f"\n{code}    " in errors.__doc__
+
+
+def test_missing_pipeline_file_is_an_input_error(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "absent.toml")]) == EXIT_INPUT
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_plan_reads_no_rows_and_writes_nothing(example, capsys):
+    path = example("events")
+    assert main(["plan", str(path)]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "events.parquet  71,055 bytes, 5,000 rows" in text
+    assert "[[release]] 2 dp_kmeans(x, y) -> " in text and "epsilon 1;" in text
+    assert "this run spends 2" in text and "left before 4, after 2" in text
+    assert not (path.parent / "out").exists()
+
+
+def test_spiral_key_goes_to_a_0600_file_never_into_outputs(tmp_path, monkeypatch):
+    import stat
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    frame = pl.DataFrame({"id": range(200), "a": [float(i % 17) for i in range(200)], "b": [float(i % 5) for i in range(200)]})
+    frame.write_parquet(tmp_path / "in.parquet")
+    path = tmp_path / "p.toml"
+    path.write_text(
+        """
+[dataset]
+name = "s"
+inputs = "in.parquet"
+key = "id"
+epsilon_budget = 1.0
+ledger = "l.duckdb"
+[secret]
+env = "PPDM_SECRET"
+[[perturb]]
+step = "spiral"
+columns = ["a", "b"]
+bounds = { a = [0.0, 20.0], b = [0.0, 5.0] }
+rounds = 3
+path = "keys/spiral.key"
+[[perturb]]
+step = "keep"
+columns = ["id"]
+[output]
+table = "out/t.parquet"
+manifest = "out/m.json"
+"""
+    )
+    assert run(str(path)) == EXIT_OK
+    key = tmp_path / "keys" / "spiral.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    secret_key = json.loads(key.read_text())
+    text = (tmp_path / "out" / "m.json").read_text()
+    assert str(key) in text and "matrix" not in text
+    assert json.dumps(secret_key["matrix"])[:20] not in text
+    from polars_ppdm import SpiralKey, invert_spiral_key
+
+    back = invert_spiral_key(pl.read_parquet(tmp_path / "out" / "t.parquet"), SpiralKey.load(key))
+    assert back["a"].round(6).to_list() == frame["a"].to_list()
+    assert run(str(path)) == EXIT_OK  # the same key: kept
+    monkeypatch.setenv("PPDM_SECRET", OTHER_SECRET)
+    assert main(["run", "--quiet", str(path)]) == EXIT_INVALID  # another key would replace it: refused
