@@ -152,8 +152,10 @@ def ecdf_resample(
         interpolates between integers, so a released 39.7 may stand for a 39 or a 40,
         and a model's threshold learnt on released data (age < 39.6) then misplaces
         every original 40; rounding restores the integer grid.  Every released value
-        is then one that occurs in the data's range -- most of them real values of
-        someone -- which discloses nothing beyond the rank that re-linking keeps.
+        is then an integer of the data's range, and most rows get their own original
+        value back exactly (92.5% of ages 20-80 and 97.1% of years on 100,000 Agrawal
+        rows; 0.4-80% per column of the Statlog Shuttle data; measured by
+        ``python benchmarks/ecdf_exact_values.py``): this discloses values, not only ranks.
 
     Returns
     -------
@@ -164,8 +166,11 @@ def ecdf_resample(
     Notes
     -----
     The minimum of each column is released as is whenever a draw falls in the point
-    mass (probability about 1/n per draw for continuous data); every other released
-    value is interpolated and, for continuous data, almost surely new.  A constant
+    mass, whose probability is the minimum's share of the column: about 1/n per draw
+    for continuous data, but a common minimum comes back for about that share of rows,
+    the very rows that held it (57.6% of an Agrawal commission that is 0 above a
+    salary; 1.6% of ages).  Every other released value is interpolated and, for
+    continuous data, almost surely new.  A constant
     column (min = max) is refused: its ECDF is the constant itself.  An empty frame gives
     an empty frame (a column with rows needs at least two non-null values).
 
