@@ -119,8 +119,12 @@ def test_the_namespaces_are_the_functions():
 
 def test_the_command_line_and_sql_use_the_same_names():
     table = table_names()
-    flags = [a.dest for action in cli._parser()._subparsers._group_actions for a in action.choices["rules"]._actions]
+    commands = {name: sub for action in cli._parser()._subparsers._group_actions for name, sub in action.choices.items()}
+    flags = [a.dest for a in commands["rules"]._actions]
     assert "secret" in flags and "seed" not in flags
+    for name, sub in commands.items():  # every flag of every command, beside the Python names
+        for action in sub._actions:
+            assert action.dest == "help" or action.dest in table, f"ppdm {name}: flag {action.dest!r} is not in the table"
     con = ppdm.duckdb.register(duckdb.connect())
     rows = con.sql(
         "SELECT function_name, parameters FROM duckdb_functions() "
