@@ -15,14 +15,26 @@ from polars_ppdm.pipeline.config import load_pipeline, parse_pipeline
 from polars_ppdm.pipeline.errors import EXIT_INVALID, PipelineError
 
 BASE = {
-    "dataset": {"name": "d", "inputs": ["d.parquet"], "key": "id", "epsilon_budget": 2.0, "ledger": "l.duckdb"},
+    "dataset": {
+        "name": "d",
+        "inputs": ["d.parquet"],
+        "key": "id",
+        "epsilon_budget": 2.0,
+        "ledger": "l.duckdb",
+    },
     "secret": {"env": "PPDM_TEST_SECRET"},
     "perturb": [
         {"step": "rr_disguise", "columns": ["a"], "epsilon": 1.0},
         {"step": "keep", "columns": ["id"]},
     ],
     "release": [
-        {"step": "dp_histogram", "columns": ["x"], "bounds": {"x": [0.0, 1.0]}, "epsilon": 0.5, "output": "h.parquet"}
+        {
+            "step": "dp_histogram",
+            "columns": ["x"],
+            "bounds": {"x": [0.0, 1.0]},
+            "epsilon": 0.5,
+            "output": "h.parquet",
+        }
     ],
     "output": {"table": "out.parquet", "manifest": "m.json"},
 }
@@ -40,7 +52,10 @@ def refused(change) -> str:
 
 def test_the_base_pipeline_is_valid():
     pipeline = parse_pipeline(copy.deepcopy(BASE), base=Path("/data"))
-    assert pipeline.epsilons() == [("[[perturb]] 1 rr_disguise(a)", 1.0), ("[[release]] 1 dp_histogram(x)", 0.5)]
+    assert pipeline.epsilons() == [
+        ("[[perturb]] 1 rr_disguise(a)", 1.0),
+        ("[[release]] 1 dp_histogram(x)", 0.5),
+    ]
 
 
 def test_unknown_step():
@@ -66,13 +81,19 @@ def test_missing_budget():
 
 def test_column_perturbed_twice():
     text = refused(lambda d: d["perturb"].append({"step": "add_noise", "columns": ["a"], "scale": 1.0}))
-    assert "[[perturb]] 3 add_noise(a), field 'columns': the column 'a' is already named by [[perturb]] 1 rr_disguise(a)" in text
+    assert (
+        "[[perturb]] 3 add_noise(a), field 'columns': the column 'a' is already named by [[perturb]] 1 rr_disguise(a)"
+        in text
+    )
 
 
 @pytest.mark.parametrize("value", [0, -1.0, 0.0])
 def test_epsilon_not_positive(value):
     text = refused(lambda d: d["release"][0].update(epsilon=value))
-    assert f"[[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got {value!r} instead." in text
+    assert (
+        f"[[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got {value!r} instead."
+        in text
+    )
     text = refused(lambda d: d["perturb"][0].update(epsilon=value))
     assert "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0" in text
 
@@ -101,13 +122,21 @@ def test_literal_secret_in_a_step_refused():
 def test_output_path_equal_to_an_input_path():
     text = refused(lambda d: d["output"].update(table="./d.parquet"))
     assert "[output], field 'table': '/data/d.parquet' is an input" in text
-    text = refused(lambda d: (d["dataset"].update(inputs=["parts/*.parquet"]), d["release"][0].update(output="parts/h.parquet")))
+    text = refused(
+        lambda d: (
+            d["dataset"].update(inputs=["parts/*.parquet"]),
+            d["release"][0].update(output="parts/h.parquet"),
+        )
+    )
     assert "[[release]] 1 dp_histogram(x), field 'output'" in text and "is an input" in text
 
 
 def test_budget_lower_than_one_release():
     text = refused(lambda d: d["release"][0].update(epsilon=3.0))
-    assert "[[release]] 1 dp_histogram(x), field 'epsilon': spends 3, more than the whole budget [dataset] epsilon_budget = 2" in text
+    assert (
+        "[[release]] 1 dp_histogram(x), field 'epsilon': spends 3, more than the whole budget [dataset] epsilon_budget = 2"
+        in text
+    )
 
 
 def test_budget_lower_than_one_run():
@@ -127,7 +156,9 @@ def test_bounds_must_cover_the_columns():
 
 def test_rr_support_needs_disguised_columns():
     text = refused(lambda d: d["release"].append({"step": "rr_support", "columns": ["x"], "output": "s.csv"}))
-    assert "[[release]] 2 rr_support(x), field 'columns': ['x'] are not disguised by an rr_disguise step" in text
+    assert (
+        "[[release]] 2 rr_support(x), field 'columns': ['x'] are not disguised by an rr_disguise step" in text
+    )
 
 
 def test_several_problems_are_listed_together():
@@ -169,7 +200,10 @@ def test_the_command_exits_2_with_one_line_per_problem(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"ppdm {command}: {path}: 2 problems:")
         assert "[dataset]: the field 'epsilon_budget' is required" in err
-        assert "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0 or a table (one value per column). Got 0 instead." in err
+        assert (
+            "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0 or a table (one value per column). Got 0 instead."
+            in err
+        )
         assert "Traceback" not in err
 
 

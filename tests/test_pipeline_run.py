@@ -42,7 +42,9 @@ def run(*args: str) -> int:
 
 
 def outputs(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((folder / "out").iterdir()) if p.suffix in (".parquet", ".csv")}
+    return {
+        p.name: p.read_bytes() for p in sorted((folder / "out").iterdir()) if p.suffix in (".parquet", ".csv")
+    }
 
 
 def manifest(path: Path) -> dict:
@@ -82,7 +84,10 @@ def test_survey_outputs(example):
         import hashlib
 
         assert hashlib.sha256(Path(output["path"]).read_bytes()).hexdigest() == output["sha256"]
-    assert got["inputs"][0]["sha256"] == __import__("hashlib").sha256((path.parent / "survey.csv").read_bytes()).hexdigest()
+    assert (
+        got["inputs"][0]["sha256"]
+        == __import__("hashlib").sha256((path.parent / "survey.csv").read_bytes()).hexdigest()
+    )
 
 
 def test_identical_rerun_spends_nothing_and_writes_the_same_bytes(example):
@@ -108,7 +113,9 @@ def test_changed_input_or_secret_is_a_new_run_that_spends(example, monkeypatch):
     first = outputs(path.parent)
     data = path.parent / "survey.csv"
     frame = pl.read_csv(data)
-    frame.with_columns(pl.when(pl.col("respondent_id") == 1).then(99).otherwise(pl.col("age")).alias("age")).write_csv(data)
+    frame.with_columns(
+        pl.when(pl.col("respondent_id") == 1).then(99).otherwise(pl.col("age")).alias("age")
+    ).write_csv(data)
     assert run(str(path)) == EXIT_OK
     assert Ledger(book).spent("survey") == pytest.approx(5.0)
     monkeypatch.setenv("PPDM_SECRET", OTHER_SECRET)
@@ -131,15 +138,22 @@ def test_overspend_refused_before_the_input_is_opened(example, capsys):
     err = capsys.readouterr().err
     assert "needs epsilon 3 but 2 is left of the budget 4" in err and "nothing was read" in err
     # With the budget enough, the same missing input is an input error (exit 4).
-    path.write_text(text.replace("epsilon = 1.5", "epsilon = 0.5").replace("k = 3\nepsilon = 1.0", "k = 3\nepsilon = 0.25"))
+    path.write_text(
+        text.replace("epsilon = 1.5", "epsilon = 0.5").replace(
+            "k = 3\nepsilon = 1.0", "k = 3\nepsilon = 0.25"
+        )
+    )
     assert main(["run", str(path)]) == EXIT_INPUT
     assert "events.parquet' does not exist" in capsys.readouterr().err
 
 
 def test_columns_neither_perturbed_nor_kept_are_refused(example, capsys):
     path = example("survey")
-    path.write_text(path.read_text().replace('columns = ["region"]', 'columns = ["respondent_id"]', 1).replace(
-        'columns = ["respondent_id", "name"]', 'columns = ["name"]'))
+    path.write_text(
+        path.read_text()
+        .replace('columns = ["region"]', 'columns = ["respondent_id"]', 1)
+        .replace('columns = ["respondent_id", "name"]', 'columns = ["name"]')
+    )
     assert main(["run", str(path)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert "the input column(s) ['region'] are neither perturbed, kept nor dropped" in err
@@ -151,15 +165,27 @@ def test_columns_neither_perturbed_nor_kept_are_refused(example, capsys):
 
 def test_unknown_column_refused(example, capsys):
     path = example("events")
-    path.write_text(path.read_text().replace('columns = ["amount"]', 'columns = ["amount_eur"]').replace(
-        "amount = [0.0, 500.0]", "amount_eur = [0.0, 500.0]"))
+    path.write_text(
+        path.read_text()
+        .replace('columns = ["amount"]', 'columns = ["amount_eur"]')
+        .replace("amount = [0.0, 500.0]", "amount_eur = [0.0, 500.0]")
+    )
     assert main(["plan", str(path)]) == EXIT_INVALID
-    assert "[[release]] 1 dp_histogram(amount_eur), field 'columns': the input has no column(s) ['amount_eur']" in capsys.readouterr().err
+    assert (
+        "[[release]] 1 dp_histogram(amount_eur), field 'columns': the input has no column(s) ['amount_eur']"
+        in capsys.readouterr().err
+    )
 
 
 def secret_forms(hex_text: str) -> list[bytes]:
     raw = bytes.fromhex(hex_text)
-    forms = [hex_text.encode(), hex_text.upper().encode(), raw, base64.b64encode(raw), base64.urlsafe_b64encode(raw)]
+    forms = [
+        hex_text.encode(),
+        hex_text.upper().encode(),
+        raw,
+        base64.b64encode(raw),
+        base64.urlsafe_b64encode(raw),
+    ]
     forms += [f.rstrip(b"=") for f in forms[-2:]]
     return forms
 
@@ -172,8 +198,16 @@ def test_the_secret_never_appears_in_files_or_output(tmp_path):
         before = {p for p in tmp_path.rglob("*")}
         for command in (["plan"], ["run"], ["run"], ["ledger", "--pipeline"]):
             done = subprocess.run(
-                [sys.executable, "-m", "polars_ppdm.pipeline", *command, str(tmp_path / name / "pipeline.toml")],
-                capture_output=True, env=env, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "polars_ppdm.pipeline",
+                    *command,
+                    str(tmp_path / name / "pipeline.toml"),
+                ],
+                capture_output=True,
+                env=env,
+                check=False,
             )
             assert done.returncode == 0, done.stderr
             seen += done.stdout + done.stderr
@@ -183,7 +217,9 @@ def test_the_secret_never_appears_in_files_or_output(tmp_path):
     # A failing run's message too.
     bad = subprocess.run(
         [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "nowhere.toml")],
-        capture_output=True, env=env, check=False,
+        capture_output=True,
+        env=env,
+        check=False,
     )
     seen += bad.stdout + bad.stderr
     for form in secret_forms(SECRET):
@@ -196,7 +232,9 @@ def test_summary_line_when_not_a_terminal_and_quiet(example, capsys):
     out, err = capsys.readouterr()
     assert err == ""
     assert len(out.splitlines()) == 1
-    assert out.startswith("ppdm run: dataset 'survey': 1,000 rows published, 2 output(s) written; spent epsilon 2.5 (3.5 left of 6)")
+    assert out.startswith(
+        "ppdm run: dataset 'survey': 1,000 rows published, 2 output(s) written; spent epsilon 2.5 (3.5 left of 6)"
+    )
     assert main(["run", str(path)]) == EXIT_OK
     assert "identical to an earlier run: spent nothing (3.5 left of 6)" in capsys.readouterr().out
     assert main(["run", "--quiet", str(path)]) == EXIT_OK
@@ -212,7 +250,12 @@ def test_progress_on_a_terminal(tmp_path):
     main_fd, child_fd = pty.openpty()
     done = subprocess.run(
         [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "events" / "pipeline.toml")],
-        stdin=child_fd, stdout=subprocess.PIPE, stderr=child_fd, env=env, check=False, timeout=120,
+        stdin=child_fd,
+        stdout=subprocess.PIPE,
+        stderr=child_fd,
+        env=env,
+        check=False,
+        timeout=120,
     )
     os.close(child_fd)
     drawn = b""
@@ -285,7 +328,9 @@ def test_spiral_key_goes_to_a_0600_file_never_into_outputs(tmp_path, monkeypatch
     import stat
 
     monkeypatch.setenv("PPDM_SECRET", SECRET)
-    frame = pl.DataFrame({"id": range(200), "a": [float(i % 17) for i in range(200)], "b": [float(i % 5) for i in range(200)]})
+    frame = pl.DataFrame(
+        {"id": range(200), "a": [float(i % 17) for i in range(200)], "b": [float(i % 5) for i in range(200)]}
+    )
     frame.write_parquet(tmp_path / "in.parquet")
     path = tmp_path / "p.toml"
     path.write_text(
