@@ -97,6 +97,70 @@ KNOWN_FINDINGS: list[Finding] = [
         "lists of column names with InvalidParameterError naming 'itemsets')",
         "ppdm.rr_support(pl.DataFrame({'x': [True, False]}), ['x'], p=0.8, itemsets=[True])",
     ),
+    Finding(
+        "sql-p-from-epsilon-overflow",
+        "sql.ppdm_rr_p_from_epsilon",
+        r"Overflow in negation",
+        "sql/rr_p_from_epsilon.sql (cast epsilon to DOUBLE before negating it, or refuse it by name)",
+        "ppdm.duckdb.register(__import__('duckdb').connect()).execute("
+        "'SELECT ppdm_rr_p_from_epsilon(18446744073709551615::UBIGINT)')",
+    ),
+    Finding(
+        "memory-mutual-information-bins",
+        "memory:audit.mutual_information(bins)",
+        r".",
+        "polars_ppdm/audit/information.py (cap bins, e.g. at the row count or 10^7, with InvalidParameterError)",
+        "ppdm.audit.mutual_information(np.arange(10.0), np.arange(10.0), bins=10**11)  # MemoryError: 745 GiB",
+    ),
+    Finding(
+        "memory-dp-kmeans-k",
+        "memory:dp_kmeans(k)",
+        r".",
+        "polars_ppdm/dp/kmeans.py (cap k, e.g. at the number of quadtree leaves / rows, before allocating)",
+        "ppdm.dp_kmeans(df, ['x', 'y'], k=10**11, epsilon=1.0, bounds=[(0, 1)] * 2, secret=1)  # MemoryError",
+    ),
+    Finding(
+        "memory-dp-kmeans-iterations",
+        "memory:dp_kmeans(iterations)",
+        r".",
+        "polars_ppdm/dp/kmeans.py (cap iterations: epsilon x 2^-T underflows long before T = 10^11)",
+        "ppdm.dp_kmeans(df, ['x', 'y'], k=2, epsilon=1.0, bounds=[(0, 1)] * 2, method='lloyd', iterations=10**11, secret=1)  # MemoryError",
+    ),
+    Finding(
+        "memory-dp-quadtree-max-height",
+        "memory:dp_quadtree(max_height)",
+        r".",
+        "polars_ppdm/dp/quadtree.py + kernels/quadtree.py (cap max_height: Morton codes are int64, so d x max_height <= 62)",
+        "ppdm.dp_quadtree(df, ['x', 'y'], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=10**11, secret=1)  # MemoryError",
+    ),
+    Finding(
+        "memory-generated-baskets-n",
+        "memory:generated_baskets(n)",
+        r".",
+        "polars_ppdm/datasets.py (cap n with InvalidParameterError)",
+        "ppdm.datasets.generated_baskets(10**11)  # MemoryError: 745 GiB",
+    ),
+    Finding(
+        "hang-reconstruct-max-iter",
+        "memory:reconstruct_distribution(max_iter)",
+        r".",
+        "polars_ppdm/mine/reconstruct.py (cap max_iter, e.g. 10^6; tol=0 then runs max_iter EM steps)",
+        "ppdm.reconstruct_distribution(df, 'x', scale=1.0, bins=10, bounds=(0, 1), max_iter=10**11, tol=0.0)  # runs for hours",
+    ),
+    Finding(
+        "hang-spiral-rounds",
+        "memory:spiral(rounds)",
+        r".",
+        "polars_ppdm/perturb/spiral.py (cap rounds; the key is the product of `rounds` rotations)",
+        "ppdm.spiral(df, ['x', 'y'], rounds=10**11, bounds={'x': (0, 1), 'y': (0, 1)}, secret=1)  # no answer in 30 s",
+    ),
+    Finding(
+        "memory-sql-ecdf-bins",
+        "memory:sql ppdm_ecdf_resample(bins)",
+        r".",
+        "sql/ecdf_resample.sql (issue 14 item 5: refuse bins above the Polars path's 10^7)",
+        "con.execute(\"FROM ppdm_ecdf_resample('t', 'x', 'k', 100000000000, '42')\")  # > 3 GB",
+    ),
 ]
 
 

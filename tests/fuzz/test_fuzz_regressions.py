@@ -64,7 +64,9 @@ FIXED: dict[str, tuple[Any, str]] = {
         "'bounds' parameter of dp_histogram \\(column 'x'\\) must be finite with low < high",
     ),
     "bounds of strings": (
-        lambda: ppdm.dp_histogram(pl.DataFrame({"x": [0.5]}), "x", bounds={"x": ("0", "1")}, epsilon=1.0, secret=1),
+        lambda: ppdm.dp_histogram(
+            pl.DataFrame({"x": [0.5]}), "x", bounds={"x": ("0", "1")}, epsilon=1.0, secret=1
+        ),
         "'bounds' parameter of dp_histogram \\(column 'x'\\) must be a \\(low, high\\) pair of numbers",
     ),
     "a noise scale whose reach overflows": (
@@ -115,9 +117,13 @@ def test_a_numpy_unsigned_epsilon_does_not_wrap() -> None:
     assert out["frequency"].to_list() == [0.5, 0.5, 0.0]
 
 
-@pytest.mark.parametrize("finding", KNOWN_FINDINGS, ids=lambda f: f.id)
+@pytest.mark.parametrize(
+    "finding", [f for f in KNOWN_FINDINGS if not f.function.startswith("memory:")], ids=lambda f: f.id
+)
 def test_every_known_finding_still_reproduces(finding: Finding) -> None:
-    """Delete the entry from KNOWN_FINDINGS when this fails: its fix has landed."""
+    """Delete the entry from KNOWN_FINDINGS when this fails: its fix has landed.  (The
+    memory findings are re-run in a subprocess by test_fuzz_memory.py under the slow
+    profile: a fixed one passes there, and its entry goes.)"""
     import polars_ppdm.duckdb  # noqa: F401 -- repros may use ppdm.duckdb
 
     namespace = {"ppdm": ppdm, "pl": pl, "np": np}
