@@ -135,11 +135,9 @@ def _ledger(args: argparse.Namespace) -> int:
             )
         )
         return EXIT_OK
-    with pl.Config(
-        tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=True
-    ):
-        print(datasets)
-        print(releases)
+    from polars_ppdm.ledger import format_ledger
+
+    print(format_ledger(releases, datasets))
     return EXIT_OK
 
 

@@ -448,7 +448,7 @@ def run_pipeline(
         manifest.error = (
             f"{type(error).__name__}: {error}" if isinstance(error, Exception) else type(error).__name__
         )
-        failed_digest = ""
+        failed_digest: str | None = None
         try:
             failed_digest = manifest.write(manifest_path)
         finally:
