@@ -32,6 +32,7 @@ from polars_ppdm.exceptions import InvalidParameterError, PPDMError
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine.apriori import rr_apriori
 from polars_ppdm.perturb.rr import rr_disguise
+from polars_ppdm.pipeline.commands import add_commands as add_pipeline_commands
 from polars_ppdm.secret import Secret, resolve_secret
 from polars_ppdm.secret_files import write_secret_file
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
@@ -401,6 +402,7 @@ def _parser() -> argparse.ArgumentParser:
         help="write the secret to FILE (created with mode 0600; never overwritten) instead of printing it",
     )
     secret.set_defaults(run=_secret)
+    add_pipeline_commands(commands)  # ppdm plan / run / ledger
     return parser
 
 
