@@ -16,9 +16,8 @@ from randomized data", SIGMOD 2005.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
