@@ -65,6 +65,13 @@ def test_pattern_rules_refuses_bad_tables(change, message):
         ppdm.pattern_rules(patterns.with_columns(change), ["A", "B"], min_confidence=0.5)
 
 
+def test_pattern_rules_refuses_what_is_not_a_frame():  # was a raw AttributeError
+    with pytest.raises(
+        InvalidParameterError, match=r"pattern_rules takes a polars DataFrame or LazyFrame\. Got dict"
+    ):
+        ppdm.pattern_rules({"A": [0, 1], "frequency": [0.5, 0.5]}, ["A"], min_confidence=0.5)
+
+
 @pytest.fixture(scope="module")
 def truth_frame() -> pl.DataFrame:
     rng = np.random.default_rng(5)
@@ -198,6 +205,10 @@ def test_empty_frame_gives_empty_result():
         ({"p": [0.8, 0.9], "mode": "whole_record"}, "one 'p'"),
         ({"p": 0.8, "itemsets": [["a", "zzz"]]}, "'itemsets' parameter"),
         ({"p": 0.8, "itemsets": [[]]}, "'itemsets' parameter"),
+        # were raw "'bool' object is not iterable" TypeErrors
+        ({"p": 0.8, "itemsets": True}, "'itemsets' parameter .* Got True"),
+        ({"p": 0.8, "itemsets": [True]}, "'itemsets' parameter .* Got the itemset True"),
+        ({"p": 0.8, "itemsets": [[1]]}, r"'itemsets' parameter .* Got the itemset \[1\]"),
     ],
 )
 def test_bad_parameters(kwargs, message):

@@ -329,6 +329,7 @@ def pattern_rules(
     [(['B'], ['A'], 0.8)]
     """
     func = "pattern_rules"
+    schema_of(frame, func)  # a clear error for anything but a frame
     patterns = eager(frame)  # a table of at most 2^k rows
     cols = check_columns(columns, patterns.columns, func)
     check_columns([frequency], patterns.columns, func, name="frequency")

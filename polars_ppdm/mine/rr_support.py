@@ -13,7 +13,7 @@ Wen Han, *Randomization methods for privacy-preserving data mining*, Zhejiang Un
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,15 +114,19 @@ def itemset_estimates(
 
 def _canonical_itemsets(design: RRDesign, itemsets: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
     order = {c: i for i, c in enumerate(design.columns)}
+    allowed = f"a list of non-empty lists of distinct names from 'columns' {design.columns}"
+    if isinstance(itemsets, str) or not isinstance(itemsets, Iterable):
+        msg = f"The 'itemsets' parameter of {design.func} must be {allowed}. Got {itemsets!r} instead."
+        raise InvalidParameterError(msg)
     out = []
     for itemset in itemsets:
+        if not isinstance(itemset, str | Iterable):
+            msg = f"The 'itemsets' parameter of {design.func} must be {allowed}. Got the itemset {itemset!r}."
+            raise InvalidParameterError(msg)
         items = [itemset] if isinstance(itemset, str) else list(itemset)
-        unknown = [c for c in items if c not in order]
+        unknown = [c for c in items if not isinstance(c, str) or c not in order]
         if not items or unknown or len(set(items)) != len(items):
-            msg = (
-                f"The 'itemsets' parameter of {design.func} must hold non-empty lists of "
-                f"distinct names from 'columns' {design.columns}. Got {items!r} instead."
-            )
+            msg = f"The 'itemsets' parameter of {design.func} must be {allowed}. Got the itemset {items!r}."
             raise InvalidParameterError(msg)
         out.append(tuple(sorted(items, key=order.__getitem__)))
     return out
