@@ -127,6 +127,20 @@ def test_changed_input_or_secret_is_a_new_run_that_spends(example, monkeypatch):
     assert Ledger(book).spent("survey") == pytest.approx(5.0)
 
 
+def test_two_secrets_with_the_same_fingerprint_are_two_runs(example, monkeypatch):
+    # The fingerprint is 32 bits (for people, in manifests): the run id must not rest on
+    # it, or a colliding secret would pass for an identical re-run and spend nothing.
+    from polars_ppdm.pipeline.config import load_pipeline
+    from polars_ppdm.pipeline.run import run_id
+    from polars_ppdm.secret import Secret
+
+    monkeypatch.setattr(Secret, "fingerprint", lambda self: "00000000")
+    pipeline = load_pipeline(example("survey"))
+    first, second = Secret.from_hex(SECRET), Secret.from_hex(OTHER_SECRET)
+    assert run_id(pipeline, ["f"], first) == run_id(pipeline, ["f"], Secret.from_hex(SECRET))
+    assert run_id(pipeline, ["f"], first) != run_id(pipeline, ["f"], second)
+
+
 def test_overspend_refused_before_the_input_is_opened(example, capsys):
     path = example("events")
     assert run(str(path)) == EXIT_OK  # spends 2 of 4

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import hmac
 import json
 import math
 import os
@@ -108,10 +109,16 @@ def read_secret(pipeline: Pipeline) -> Secret:
 
 
 def run_id(pipeline: Pipeline, input_fingerprints: list[str], secret: Secret) -> str:
-    """sha256 over (canonical pipeline content, each input's fingerprint, secret's fingerprint)."""
+    """HMAC-SHA256, keyed by the secret, over (canonical pipeline content, the inputs'
+    fingerprints).
+
+    Keyed by the whole secret, not its 32-bit fingerprint: two secrets whose fingerprints
+    collide would otherwise make a run with new noise look like an identical re-run that
+    spends nothing.  The HMAC reveals nothing of the secret.
+    """
     content = json.dumps(pipeline.canonical(), sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256()
-    for part in (content, combined_fingerprint(input_fingerprints), secret.fingerprint()):
+    digest = hmac.new(secret.key, b"polars_ppdm/run-id\x00", hashlib.sha256)
+    for part in (content, combined_fingerprint(input_fingerprints)):
         digest.update(part.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
