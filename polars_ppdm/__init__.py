@@ -15,10 +15,12 @@ from polars_ppdm.exceptions import (
     BudgetExceededError,
     EstimateWarning,
     InvalidParameterError,
+    LedgerBusyError,
     PPDMError,
     PrivacyLeakWarning,
     SecretError,
 )
+from polars_ppdm.ledger import Ledger
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import (
     RRTree,
@@ -68,6 +70,8 @@ __all__ = [
     "DPKMeansResult",
     "EstimateWarning",
     "InvalidParameterError",
+    "Ledger",
+    "LedgerBusyError",
     "PPDMError",
     "PrivacyLeakWarning",
     "RRTree",

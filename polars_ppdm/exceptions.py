@@ -6,6 +6,7 @@ __all__ = [
     "BudgetExceededError",
     "EstimateWarning",
     "InvalidParameterError",
+    "LedgerBusyError",
     "PPDMError",
     "PrivacyLeakWarning",
     "SecretError",
@@ -46,4 +47,13 @@ class BudgetExceededError(PPDMError):
     """A release would spend more privacy budget than its accountant has left.
 
     Raised before anything is computed or released.
+    """
+
+
+class LedgerBusyError(PPDMError, TimeoutError):
+    """Another process held the privacy-budget ledger's file for longer than the timeout.
+
+    DuckDB lets one process at a time open a database file for writing; the ledger
+    retries with growing pauses and raises this (naming the file and what to do) when
+    the wait runs out.  Nothing was spent.
     """

@@ -1,0 +1,736 @@
+"""A privacy budget that persists across runs: the ledger, an embedded DuckDB file.
+
+An in-memory :class:`~polars_ppdm.BudgetAccountant` forgets what it spent when the
+process ends, so a job that runs every night would spend its epsilon again every night.
+A :class:`Ledger` keeps, in one DuckDB database file, the budget of each dataset (the unit
+of accounting) and every release charged to it: the run, the step, its epsilon, how it
+composed, when, the run's status and its manifest's SHA-256.  ``ppdm run`` charges it;
+:meth:`Ledger.accountant` hands notebooks a ``BudgetAccountant`` that charges it too.
+
+Runs
+    A run reserves the epsilon of all its releases in one transaction, before it reads a
+    row: either all of it fits in what is left, or nothing is recorded and
+    :class:`~polars_ppdm.exceptions.BudgetExceededError` says what was needed and what is
+    left.  A reserved run is spent: if it then fails, or its process dies, the epsilon
+    stays spent (a run that did not finish may have released something; the ledger takes
+    the safe side) and the table shows it as such.  A run id names the run's content (the
+    pipeline runner hashes the pipeline, its inputs' fingerprints and the secret's
+    fingerprint): reserving a run id that is already recorded spends nothing, since keyed
+    randomness makes the identical run release the identical bits.
+
+Several processes
+    DuckDB lets one process at a time open a database file for writing.  Every operation
+    opens the file, runs one transaction and closes it, so the file is held for
+    milliseconds; a process that finds it locked retries with growing pauses, and after
+    ``timeout`` seconds raises :class:`~polars_ppdm.exceptions.LedgerBusyError` naming the
+    file and what to do.  The check "does it fit" and the record "spent" happen in one
+    transaction while the file is held, so processes racing for the last of a budget never
+    spend more than the budget between them.  Threads of one process are serialised by a
+    lock per file.
+
+What the file holds
+    Dataset names, budgets, epsilons, step names, run ids, statuses, times and manifest
+    hashes: never a secret, never a row of data.  The file carries a schema version; a
+    file written by a newer polars_ppdm is refused with a message saying so, not misread.
+
+References
+----------
+McSherry, "Privacy integrated queries", SIGMOD 2009 (sequential and parallel
+composition).  Dwork and Roth, "The algorithmic foundations of differential privacy",
+2014, Thm 3.14 (basic sequential composition, which the ledger applies across runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import math
+import os
+import random
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+import polars as pl
+
+from polars_ppdm._validation import check_choice, check_real
+from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, LedgerBusyError, PPDMError
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["SCHEMA_VERSION", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
+
+#: The version of the tables this module writes; a file with a higher one is refused.
+SCHEMA_VERSION = 1
+
+# Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
+_SLACK = 1e-12
+
+_STATUSES = ("reserved", "succeeded", "failed", "accountant")
+_SHOWN = {
+    "reserved": "reserved (run did not finish; budget kept spent)",
+    "succeeded": "succeeded",
+    "failed": "failed (budget kept spent)",
+    "accountant": "spent by a BudgetAccountant",
+}
+
+_SCHEMA = """
+CREATE TABLE ppdm_ledger_schema (version INTEGER NOT NULL, written_by VARCHAR NOT NULL, created TIMESTAMP NOT NULL);
+CREATE TABLE ppdm_datasets (
+    dataset VARCHAR PRIMARY KEY,
+    epsilon_budget DOUBLE NOT NULL CHECK (epsilon_budget > 0),
+    created TIMESTAMP NOT NULL
+);
+CREATE TABLE ppdm_runs (
+    run_id VARCHAR PRIMARY KEY,
+    dataset VARCHAR NOT NULL,
+    pipeline VARCHAR NOT NULL,
+    epsilon DOUBLE NOT NULL CHECK (epsilon >= 0),
+    status VARCHAR NOT NULL,
+    reserved_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP,
+    manifest_sha256 VARCHAR
+);
+CREATE TABLE ppdm_releases (
+    run_id VARCHAR NOT NULL,
+    seq INTEGER NOT NULL,
+    step VARCHAR NOT NULL,
+    epsilon DOUBLE NOT NULL CHECK (epsilon > 0),
+    composition VARCHAR NOT NULL,
+    charged DOUBLE NOT NULL CHECK (charged >= 0),
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+_TABLE_SCHEMA = pl.Schema(
+    [
+        ("dataset", pl.String()),
+        ("run_id", pl.String()),
+        ("step", pl.String()),
+        ("epsilon", pl.Float64()),
+        ("composition", pl.String()),
+        ("status", pl.String()),
+        ("time", pl.Datetime("us", "UTC")),
+        ("manifest_sha256", pl.String()),
+        ("charged", pl.Float64()),
+    ]
+)
+
+# One lock per ledger file for the threads of this process (DuckDB's file lock is per process).
+_PATH_LOCKS: dict[str, threading.RLock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(key: str) -> threading.RLock:
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(key, threading.RLock())
+
+
+def _now() -> _dt.datetime:
+    """UTC, naive (the TIMESTAMP columns hold UTC)."""
+    return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
+
+
+def _fail(name: str, func: str, allowed: str, got: Any) -> NoReturn:
+    msg = f"The {name!r} parameter of {func} must be {allowed}. Got {got!r} instead."
+    raise InvalidParameterError(msg)
+
+
+def _check_name(name: str, value: Any, func: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        _fail(name, func, "a non-empty string", value)
+    return value
+
+
+class Reservation(NamedTuple):
+    """What :meth:`Ledger.reserve` did: the run, its epsilon, and whether it was spent now
+    (``new=True``) or by an earlier identical run (``new=False``, nothing spent)."""
+
+    run_id: str
+    epsilon: float
+    new: bool
+
+
+class Ledger:
+    """A persistent privacy-budget ledger in an embedded DuckDB database file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The database file; created (with its tables) by the first operation.  Its folder
+        must exist.
+    timeout : float
+        Seconds to keep retrying while another process holds the file, then
+        :class:`~polars_ppdm.exceptions.LedgerBusyError`.  0: try once.
+
+    Notes
+    -----
+    Every method opens the file, runs one transaction and closes it (see the module's
+    documentation); a ``Ledger`` object holds no connection and may be shared by threads.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> ledger = Ledger(os.path.join(folder, "ledger.duckdb"))
+    >>> ledger.open_dataset("visits", epsilon_budget=1.0)
+    >>> ledger.reserve("visits", "run-1", [("histogram", 0.3), ("kmeans", 0.5)])
+    Reservation(run_id='run-1', epsilon=0.8, new=True)
+    >>> ledger.reserve("visits", "run-1", [("histogram", 0.3), ("kmeans", 0.5)])  # the same run again
+    Reservation(run_id='run-1', epsilon=0.8, new=False)
+    >>> ledger.complete("run-1", manifest_sha256="ab" * 32)
+    >>> round(ledger.remaining("visits"), 6)
+    0.2
+    >>> ledger.reserve("visits", "run-2", [("histogram", 0.3)])
+    Traceback (most recent call last):
+    ...
+    polars_ppdm.exceptions.BudgetExceededError: run 'run-2' needs epsilon 0.3 on dataset 'visits' but the ledger has 0.2 left of 1 (spent 0.8); nothing was spent or released. ...
+    >>> ledger.table("visits").select("run_id", "step", "epsilon", "status")
+    shape: (2, 4)
+    ┌────────┬───────────┬─────────┬───────────┐
+    │ run_id ┆ step      ┆ epsilon ┆ status    │
+    │ ---    ┆ ---       ┆ ---     ┆ ---       │
+    │ str    ┆ str       ┆ f64     ┆ str       │
+    ╞════════╪═══════════╪═════════╪═══════════╡
+    │ run-1  ┆ histogram ┆ 0.3     ┆ succeeded │
+    │ run-1  ┆ kmeans    ┆ 0.5     ┆ succeeded │
+    └────────┴───────────┴─────────┴───────────┘
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+            _fail("path", "Ledger", "a file path (str or os.PathLike)", path)
+        self.path = Path(os.fspath(path)).expanduser()
+        if self.path.is_dir():
+            _fail("path", "Ledger", "a file path, not a folder", str(path))
+        if not self.path.parent.is_dir():
+            _fail("path", "Ledger", "a file in an existing folder", str(path))
+        self.timeout = check_real("timeout", timeout, "Ledger", low=0)
+        self._lock = _path_lock(os.path.realpath(self.path))
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # --- opening the file --------------------------------------------------------------
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file read-write, retrying while another process holds it."""
+        import duckdb
+
+        deadline = time.monotonic() + self.timeout
+        pause = 0.005
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as err:
+                text = str(err)
+                if "Could not set lock" not in text and "Conflicting lock" not in text:
+                    msg = f"Could not open the ledger file {str(self.path)!r}: {text}"
+                    raise PPDMError(msg) from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LedgerBusyError(self._busy_message(text)) from None
+                time.sleep(min(pause * random.uniform(0.5, 1.5), left))
+                pause = min(pause * 2, 0.05)
+            except duckdb.Error as err:
+                msg = f"Could not open the ledger file {str(self.path)!r}: {err}"
+                raise PPDMError(msg) from None
+
+    def _busy_message(self, text: str) -> str:
+        holder = re.search(r"PID (\d+)", text)
+        who = f"another process (PID {holder.group(1)})" if holder else "another process"
+        return (
+            f"The ledger file {str(self.path)!r} is held by {who}, still after {self.timeout:g} s (the "
+            f"timeout). Another run is probably recording its budget there: try again when it has "
+            f"finished, or wait longer (Ledger(path, timeout=SECONDS)). If no run is going on, stop the "
+            f"process that holds the file open (a Python session or DuckDB shell connected to it)."
+        )
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            con = self._connect()
+            try:
+                new = self._check_schema(con)
+                con.execute("BEGIN TRANSACTION")
+                if new:
+                    self._create_schema(con)
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    con.execute("ROLLBACK")
+                raise
+            finally:
+                con.close()
+
+    def _check_schema(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Check the file's schema version (before the transaction: a failed query would end
+        it); True if the file is new and needs the tables."""
+        import duckdb
+
+        try:
+            found = con.execute(
+                "SELECT max(version), any_value(written_by) FROM ppdm_ledger_schema"
+            ).fetchone()
+        except duckdb.CatalogException:
+            # Only the first operation on a file gets here (duckdb_tables() is slow to start).
+            query = "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            tables = sorted(row[0] for row in con.execute(query).fetchall())
+            if tables:
+                msg = (
+                    f"The file {str(self.path)!r} is a DuckDB database but not a polars_ppdm ledger (it has "
+                    f"the tables {tables} and no ppdm_ledger_schema). Give a new file or an existing ledger."
+                )
+                raise PPDMError(msg) from None
+            return True
+        version = found[0] if found else None
+        if version is None or version > SCHEMA_VERSION:
+            written_by = found[1] if found else "?"
+            msg = (
+                f"The ledger file {str(self.path)!r} has schema version {version} (written by {written_by}); "
+                f"this polars_ppdm reads version {SCHEMA_VERSION} and older. Upgrade polars_ppdm to use it; "
+                f"the file was left untouched."
+            )
+            raise PPDMError(msg)
+        return False
+
+    @staticmethod
+    def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
+        from polars_ppdm import __version__
+
+        con.execute(_SCHEMA)
+        con.execute(
+            "INSERT INTO ppdm_ledger_schema VALUES (?, ?, ?)",
+            [SCHEMA_VERSION, f"polars_ppdm {__version__}", _now()],
+        )
+
+    # --- datasets ------------------------------------------------------------------------
+
+    @staticmethod
+    def _budget_of(con: duckdb.DuckDBPyConnection, dataset: str) -> float | None:
+        row = con.execute("SELECT epsilon_budget FROM ppdm_datasets WHERE dataset = ?", [dataset]).fetchone()
+        return None if row is None else float(row[0])
+
+    @staticmethod
+    def _spent_of(con: duckdb.DuckDBPyConnection, dataset: str) -> float:
+        # fsum: the same total whatever order DuckDB returns the runs in.
+        rows = con.execute("SELECT epsilon FROM ppdm_runs WHERE dataset = ?", [dataset]).fetchall()
+        return math.fsum(row[0] for row in rows)
+
+    def _known_budget(self, con: duckdb.DuckDBPyConnection, dataset: str, func: str) -> float:
+        _check_name("dataset", dataset, func)
+        budget = self._budget_of(con, dataset)
+        if budget is None:
+            known = [row[0] for row in con.execute("SELECT dataset FROM ppdm_datasets ORDER BY 1").fetchall()]
+            _fail(
+                "dataset",
+                func,
+                f"a dataset of the ledger {str(self.path)!r} ({', '.join(map(repr, known)) or 'it has none yet'}; "
+                f"add one with Ledger.open_dataset(dataset, epsilon_budget))",
+                dataset,
+            )
+        return budget
+
+    def open_dataset(self, dataset: str, epsilon_budget: float) -> None:
+        """Record ``dataset`` with its total budget, or check the recorded budget is this one.
+
+        A different budget is refused: a budget is changed on purpose, with
+        :meth:`set_budget`, not by editing a pipeline file.
+        """
+        _check_name("dataset", dataset, "Ledger.open_dataset")
+        budget = check_real("epsilon_budget", epsilon_budget, "Ledger.open_dataset", low=0, open_low=True)
+        with self._transaction() as con:
+            recorded = self._budget_of(con, dataset)
+            if recorded is None:
+                con.execute("INSERT INTO ppdm_datasets VALUES (?, ?, ?)", [dataset, budget, _now()])
+            elif not math.isclose(recorded, budget, rel_tol=_SLACK, abs_tol=0.0):
+                msg = (
+                    f"The 'epsilon_budget' parameter of Ledger.open_dataset must be the budget the ledger "
+                    f"{str(self.path)!r} holds for dataset {dataset!r}, {recorded:g}. Got {budget:g} instead. "
+                    f"To change it on purpose, call Ledger.set_budget({dataset!r}, {budget:g}) (it refuses a "
+                    f"budget below what is spent)."
+                )
+                raise InvalidParameterError(msg)
+
+    def set_budget(self, dataset: str, epsilon_budget: float) -> None:
+        """Change the total budget of a recorded dataset; never below what it has spent."""
+        budget = check_real("epsilon_budget", epsilon_budget, "Ledger.set_budget", low=0, open_low=True)
+        with self._transaction() as con:
+            self._known_budget(con, dataset, "Ledger.set_budget")
+            spent = self._spent_of(con, dataset)
+            if budget < spent * (1 - _SLACK):
+                _fail(
+                    "epsilon_budget",
+                    "Ledger.set_budget",
+                    f"at least what dataset {dataset!r} has spent, {spent:g} (spent epsilon cannot be unspent)",
+                    budget,
+                )
+            con.execute("UPDATE ppdm_datasets SET epsilon_budget = ? WHERE dataset = ?", [budget, dataset])
+
+    def budget(self, dataset: str) -> float:
+        """The total budget of ``dataset``."""
+        with self._transaction() as con:
+            return self._known_budget(con, dataset, "Ledger.budget")
+
+    def spent(self, dataset: str) -> float:
+        """The epsilon ``dataset`` has spent: every reserved run, finished or not."""
+        with self._transaction() as con:
+            self._known_budget(con, dataset, "Ledger.spent")
+            return self._spent_of(con, dataset)
+
+    def remaining(self, dataset: str) -> float:
+        """The budget of ``dataset`` minus what it has spent."""
+        with self._transaction() as con:
+            budget = self._known_budget(con, dataset, "Ledger.remaining")
+            return max(budget - self._spent_of(con, dataset), 0.0)
+
+    def datasets(self) -> pl.DataFrame:
+        """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining``."""
+        with self._transaction() as con:
+            budgets = con.execute(
+                "SELECT dataset, epsilon_budget FROM ppdm_datasets ORDER BY dataset"
+            ).fetchall()
+            rows = []
+            for dataset, budget in budgets:
+                spent = self._spent_of(con, dataset)
+                rows.append((dataset, budget, spent, max(budget - spent, 0.0)))
+        schema = {"dataset": pl.String, "budget": pl.Float64, "spent": pl.Float64, "remaining": pl.Float64}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def run_spent(self, run_id: str) -> float | None:
+        """What the run ``run_id`` reserved, or None if the ledger has no such run."""
+        _check_name("run_id", run_id, "Ledger.run_spent")
+        with self._transaction() as con:
+            row = con.execute("SELECT epsilon FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
+        return None if row is None else float(row[0])
+
+    def reserve(
+        self, dataset: str, run_id: str, releases: Sequence[tuple[str, float]], *, pipeline: str = ""
+    ) -> Reservation:
+        """Spend the epsilon of every release of a run, all or nothing, before the run reads a row.
+
+        Parameters
+        ----------
+        dataset : str
+            The dataset charged (recorded by :meth:`open_dataset`).
+        run_id : str
+            Names the run's content; a run id already recorded spends nothing
+            (``Reservation(new=False)``, with the epsilon it spent then).
+        releases : sequence of (str, float)
+            ``(step, epsilon)`` per release; they compose sequentially (their epsilons
+            add up).  Empty: a run that releases nothing DP (it is still recorded).
+        pipeline : str
+            What ran (the pipeline file's name), shown in the table.
+
+        Raises
+        ------
+        BudgetExceededError
+            The releases need more than the dataset has left; nothing is recorded.
+        """
+        func = "Ledger.reserve"
+        _check_name("dataset", dataset, func)
+        _check_name("run_id", run_id, func)
+        if not isinstance(pipeline, str):
+            _fail("pipeline", func, "a string", pipeline)
+        if isinstance(releases, str | bytes) or not isinstance(releases, Sequence):
+            _fail("releases", func, "a list of (step, epsilon) pairs", releases)
+        rows = []
+        for release in releases:
+            if not isinstance(release, tuple | list) or len(release) != 2:
+                _fail("releases", func, "a list of (step, epsilon) pairs", release)
+            step = _check_name("releases", release[0], func)
+            epsilon = check_epsilon(release[1], func, name="releases")
+            rows.append((step, epsilon, "sequential", epsilon))
+        return self._reserve(
+            dataset, run_id, rows, pipeline=pipeline, status="reserved", who=f"run {run_id!r}"
+        )
+
+    def _reserve(
+        self,
+        dataset: str,
+        run_id: str,
+        rows: Sequence[tuple[str, float, str, float]],
+        *,
+        pipeline: str,
+        status: str,
+        who: str,
+        why: str = "",
+    ) -> Reservation:
+        """``rows``: (step, epsilon, composition, charged); the run costs the sum of ``charged``."""
+        charge = math.fsum(row[3] for row in rows)
+        with self._transaction() as con:
+            earlier = con.execute(
+                "SELECT dataset, epsilon FROM ppdm_runs WHERE run_id = ?", [run_id]
+            ).fetchone()
+            if earlier is not None:
+                if earlier[0] != dataset:
+                    msg = (
+                        f"The run {run_id!r} is recorded in the ledger {str(self.path)!r} for dataset "
+                        f"{earlier[0]!r}, not {dataset!r}: a run id names one run over one dataset."
+                    )
+                    raise InvalidParameterError(msg)
+                return Reservation(run_id, float(earlier[1]), False)
+            budget = self._known_budget(con, dataset, "Ledger.reserve")
+            spent = self._spent_of(con, dataset)
+            if spent + charge > budget * (1 + _SLACK):
+                msg = (
+                    f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
+                    f"ledger has {max(budget - spent, 0.0):g} left of {budget:g} (spent {spent:g}); nothing was "
+                    f"spent or released. (Ledger file {str(self.path)!r}; Ledger.set_budget raises a budget, "
+                    f"if raising it is what you mean.)"
+                )
+                raise BudgetExceededError(msg)
+            con.execute(
+                "INSERT INTO ppdm_runs VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+                [run_id, dataset, pipeline, charge, status, _now()],
+            )
+            if rows:
+                con.executemany(
+                    "INSERT INTO ppdm_releases VALUES (?, ?, ?, ?, ?, ?)",
+                    [[run_id, seq, *row] for seq, row in enumerate(rows)],
+                )
+        return Reservation(run_id, charge, True)
+
+    def complete(self, run_id: str, *, manifest_sha256: str | None, status: str = "succeeded") -> None:
+        """Record how a reserved run ended, and its manifest's SHA-256 (64 hex digits).
+
+        ``status`` is ``"succeeded"`` or ``"failed"``; either way the run's epsilon stays
+        spent.  A run already recorded as succeeded is left as it is (a re-run of the
+        identical run changes nothing in the ledger).  ``manifest_sha256`` may be None
+        for a run that failed before it wrote a manifest.
+        """
+        func = "Ledger.complete"
+        _check_name("run_id", run_id, func)
+        check_choice("status", status, ("succeeded", "failed"), func)
+        if manifest_sha256 is not None and (
+            not isinstance(manifest_sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", manifest_sha256)
+        ):
+            _fail("manifest_sha256", func, "a SHA-256 as 64 hex digits, or None", manifest_sha256)
+        with self._transaction() as con:
+            row = con.execute("SELECT status FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
+            if row is None:
+                _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
+            elif row[0] != "succeeded":
+                con.execute(
+                    "UPDATE ppdm_runs SET status = ?, finished_at = ?, manifest_sha256 = ? WHERE run_id = ?",
+                    [status, _now(), None if manifest_sha256 is None else manifest_sha256.lower(), run_id],
+                )
+
+    def table(self, dataset: str | None = None) -> pl.DataFrame:
+        """Every release, oldest first (of one dataset, or of all).
+
+        Columns: ``dataset``, ``run_id``, ``step``, ``epsilon``, ``composition``,
+        ``status`` (``reserved``: the run has not finished, or died, and keeps its epsilon
+        spent; ``succeeded``; ``failed``; ``accountant``: spent by a
+        :meth:`accountant`), ``time`` (of the reservation, UTC), ``manifest_sha256``, and
+        ``charged``: what the release added to the dataset's spent epsilon (its epsilon,
+        or less inside a parallel composition).  A run with no release has one row with
+        a null step.
+        """
+        query = """
+            SELECT r.dataset, r.run_id, l.step, coalesce(l.epsilon, 0.0), l.composition, r.status,
+                   r.reserved_at, r.manifest_sha256, coalesce(l.charged, 0.0)
+            FROM ppdm_runs r LEFT JOIN ppdm_releases l USING (run_id)
+            {where} ORDER BY r.reserved_at, r.run_id, l.seq
+        """
+        with self._transaction() as con:
+            if dataset is None:
+                rows = con.execute(query.format(where="")).fetchall()
+            else:
+                self._known_budget(con, dataset, "Ledger.table")
+                rows = con.execute(query.format(where="WHERE r.dataset = ?"), [dataset]).fetchall()
+        utc = [(*row[:6], row[6].replace(tzinfo=_dt.UTC), *row[7:]) for row in rows]
+        return pl.DataFrame(utc, schema=_TABLE_SCHEMA, orient="row")
+
+    def accountant(self, dataset: str) -> LedgerAccountant:
+        """A :class:`~polars_ppdm.BudgetAccountant` of ``dataset`` whose spends go to the ledger.
+
+        Every ``spend`` (every DP release given ``accountant=``) is a run of its own in the
+        ledger, so the budget survives the session: a new session's accountant starts
+        from what earlier ones spent.
+        """
+        return LedgerAccountant(self, dataset)
+
+
+class LedgerAccountant(BudgetAccountant):
+    """A :class:`~polars_ppdm.BudgetAccountant` whose budget and spends live in a :class:`Ledger`.
+
+    Made by :meth:`Ledger.accountant`.  ``epsilon`` is the dataset's budget in the ledger
+    and ``spent`` what every run and session spent on it; ``spend`` checks and records in
+    one ledger transaction (a run with a random id and status ``accountant``), so other
+    processes charging the same dataset are accounted for.  Inside ``parallel(label)``
+    each release is charged only what it adds to the block's largest release.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "ledger.duckdb")
+    >>> Ledger(path).open_dataset("visits", epsilon_budget=1.0)
+    >>> acc = Ledger(path).accountant("visits")
+    >>> acc.spend(0.4, "histogram of age")
+    >>> later = Ledger(path).accountant("visits")        # another session
+    >>> round(later.spent, 6), round(later.remaining, 6)
+    (0.4, 0.6)
+    """
+
+    def __init__(self, ledger: Ledger, dataset: str) -> None:
+        if not isinstance(ledger, Ledger):
+            _fail("ledger", "LedgerAccountant", "a Ledger", ledger)
+        self._ledger = ledger
+        self.dataset = dataset
+        super().__init__(ledger.budget(dataset))
+
+    @property
+    def epsilon(self) -> float:
+        """The dataset's budget, as the ledger holds it now."""
+        return self._ledger.budget(self.dataset)
+
+    @epsilon.setter
+    def epsilon(self, value: float) -> None:
+        # BudgetAccountant.__init__ sets it; the ledger is where a budget changes.
+        if value != self._ledger.budget(self.dataset):
+            msg = f"Change the budget of dataset {self.dataset!r} with Ledger.set_budget, not through its accountant."
+            raise InvalidParameterError(msg)
+
+    @property
+    def spent(self) -> float:
+        """Epsilon spent on the dataset by every run and session (from the ledger)."""
+        return self._ledger.spent(self.dataset)
+
+    @property
+    def ledger(self) -> pl.DataFrame:
+        """Every release charged to the dataset, from the ledger: ``release``, ``epsilon``, ``composition``."""
+        table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
+        return table.select(pl.col("step").alias("release"), "epsilon", "composition")
+
+    def _charge(self, epsilon: float) -> tuple[float, str]:
+        group = self._group
+        if group is None:
+            return epsilon, "sequential"
+        return max(group.cost, epsilon) - group.cost, f"parallel: {group.label}"
+
+    def check(self, epsilon: float, release: str, *, why: str = "") -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` now.
+
+        Advisory: another process may spend in between; :meth:`spend` checks again and
+        records in one transaction.
+        """
+        epsilon = check_epsilon(epsilon, release)
+        with self._lock:
+            charge, _ = self._charge(epsilon)
+            budget, spent = self._ledger.budget(self.dataset), self._ledger.spent(self.dataset)
+        if spent + charge > budget * (1 + _SLACK):
+            msg = (
+                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but dataset {self.dataset!r} "
+                f"has {max(budget - spent, 0.0):g} left of {budget:g} in the ledger (spent {spent:g}); "
+                f"nothing was released."
+            )
+            raise BudgetExceededError(msg)
+
+    def spend(self, epsilon: float, release: str, *, why: str = "") -> None:
+        """Record ``epsilon`` for ``release`` in the ledger, or refuse it (nothing recorded)."""
+        epsilon = check_epsilon(epsilon, release)
+        with self._lock:
+            charge, composition = self._charge(epsilon)
+            self._ledger._reserve(
+                self.dataset,
+                uuid.uuid4().hex,
+                [(release, epsilon, composition, charge)],
+                pipeline="BudgetAccountant",
+                status="accountant",
+                who=repr(release),
+                why=why,
+            )
+            if self._group is not None:
+                self._group.releases.append((release, epsilon))
+            else:
+                self._entries.append((release, epsilon, "sequential"))
+                self._spent_before_group += epsilon
+
+    def __repr__(self) -> str:
+        return (
+            f"LedgerAccountant(dataset={self.dataset!r}, ledger={str(self._ledger.path)!r}, "
+            f"epsilon={self.epsilon:g}, spent={self.spent:g})"
+        )
+
+
+def _short(value: object, width: int = 12) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[:width]
+
+
+def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> str:
+    """The ledger as text, for ``ppdm ledger``: one line per release, grouped by dataset.
+
+    Parameters
+    ----------
+    table : pl.DataFrame
+        :meth:`Ledger.table` (all datasets or one).
+    datasets : pl.DataFrame, optional
+        :meth:`Ledger.datasets`: adds each dataset's budget, spent and remaining above its
+        releases (and lists datasets with no release yet).
+
+    Run ids and manifest hashes are shortened to 12 characters; a run that reserved its
+    budget and did not finish reads "reserved (run did not finish; budget kept spent)".
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> ledger = Ledger(os.path.join(tempfile.mkdtemp(), "ledger.duckdb"))
+    >>> ledger.open_dataset("visits", epsilon_budget=1.0)
+    >>> _ = ledger.reserve("visits", "0123456789abcdef", [("histogram", 0.25)], pipeline="nightly.toml")
+    >>> text = format_ledger(ledger.table(), ledger.datasets())
+    >>> print(text.splitlines()[0])
+    dataset 'visits': budget 1, spent 0.25, remaining 0.75
+    >>> "reserved (run did not finish; budget kept spent)" in text
+    True
+    """
+    missing = sorted(set(_TABLE_SCHEMA) - set(table.columns) - {"charged"})
+    if missing:
+        _fail("table", "format_ledger", "a frame of Ledger.table()", f"a frame without the columns {missing}")
+    header = ("time (UTC)", "run", "step", "epsilon", "composition", "status", "manifest")
+    summaries: dict[str, str] = {}
+    if datasets is not None:
+        for dataset, budget, spent, remaining in datasets.select(
+            "dataset", "budget", "spent", "remaining"
+        ).iter_rows():
+            summaries[dataset] = (
+                f"dataset {dataset!r}: budget {budget:g}, spent {spent:g}, remaining {remaining:g}"
+            )
+    names = list(dict.fromkeys([*table.get_column("dataset").to_list(), *summaries]))
+    if not names:
+        return "The ledger has no datasets yet."
+    blocks = []
+    for dataset in names:
+        lines = [summaries.get(dataset, f"dataset {dataset!r}")]
+        rows = [
+            (
+                row["time"].strftime("%Y-%m-%d %H:%M:%S") if row["time"] is not None else "",
+                _short(row["run_id"]),
+                row["step"] if row["step"] is not None else "(no release)",
+                f"{row['epsilon']:g}",
+                row["composition"] or "",
+                _SHOWN.get(row["status"], row["status"]),
+                _short(row["manifest_sha256"]),
+            )
+            for row in table.filter(pl.col("dataset") == dataset).iter_rows(named=True)
+        ]
+        if not rows:
+            lines.append("  (no releases yet)")
+        else:
+            widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+            for cells in (header, *rows):
+                lines.append(
+                    "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+                )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
