@@ -366,32 +366,65 @@ def test_a_missing_column_is_named(con, sql, message):
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("FROM ppdm_ecdf_resample('h', NULL, 'id', 5, '1')", r"'col' argument of ppdm_ecdf_resample .* Got NULL"),
-        ("FROM ppdm_ecdf_resample('h', 5, 'id', 5, '1')", r"'col' argument of ppdm_ecdf_resample .* Got INTEGER"),
-        ("FROM ppdm_ecdf_resample('h', 'x', NULL, 5, '1')", r"'key' argument of ppdm_ecdf_resample .* Got NULL"),
+        (
+            "FROM ppdm_ecdf_resample('h', NULL, 'id', 5, '1')",
+            r"'col' argument of ppdm_ecdf_resample .* Got NULL",
+        ),
+        (
+            "FROM ppdm_ecdf_resample('h', 5, 'id', 5, '1')",
+            r"'col' argument of ppdm_ecdf_resample .* Got INTEGER",
+        ),
+        (
+            "FROM ppdm_ecdf_resample('h', 'x', NULL, 5, '1')",
+            r"'key' argument of ppdm_ecdf_resample .* Got NULL",
+        ),
         (
             "FROM ppdm_ecdf_resample('h', 'x', 'email', 5, '1')",
             r"key column email must hold integers .*ppdm_key.* Got VARCHAR",
         ),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', NULL, '1')", r"bins must be an integer >= 2, got NULL"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 'abc', '1')", r"bins must be an integer >= 2, got VARCHAR"),
-        ("FROM ppdm_ecdf_resample('h', 'x', 'id', [5], '1')", r"bins must be an integer >= 2, got INTEGER\[\]"),
+        (
+            "FROM ppdm_ecdf_resample('h', 'x', 'id', [5], '1')",
+            r"bins must be an integer >= 2, got INTEGER\[\]",
+        ),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 5.5, '1')", r"bins must be an integer >= 2, got 5.5"),
         ("FROM ppdm_ecdf_resample('h', 'x', 'id', 5, 'short')", r"'secret' parameter, as a string"),
-        ("FROM ppdm_dp_histogram('h', NULL, 0, 10, 5, 1.0, '1')", r"'col' argument of ppdm_dp_histogram .* Got NULL"),
-        ("FROM ppdm_dp_histogram('h', 'email', 0, 10, 5, 1.0, '1')", r"column email of ppdm_dp_histogram must be numeric"),
-        ("FROM ppdm_dp_histogram('h', 'x', 'a', 10, 5, 1.0, '1')", r"'low' and 'high' .* Got VARCHAR, INTEGER"),
+        (
+            "FROM ppdm_dp_histogram('h', NULL, 0, 10, 5, 1.0, '1')",
+            r"'col' argument of ppdm_dp_histogram .* Got NULL",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'email', 0, 10, 5, 1.0, '1')",
+            r"column email of ppdm_dp_histogram must be numeric",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 'a', 10, 5, 1.0, '1')",
+            r"'low' and 'high' .* Got VARCHAR, INTEGER",
+        ),
         ("FROM ppdm_dp_histogram('h', 'x', NULL, 10, 5, 1.0, '1')", r"'low' and 'high' .* Got NULL, 10"),
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, NULL, 1.0, '1')", r"'bins' argument of ppdm_dp_histogram .* Got NULL"),
-        ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 0, 1.0, '1')", r"'bins' argument of ppdm_dp_histogram .* Got 0 "),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 10, NULL, 1.0, '1')",
+            r"'bins' argument of ppdm_dp_histogram .* Got NULL",
+        ),
+        (
+            "FROM ppdm_dp_histogram('h', 'x', 0, 10, 0, 1.0, '1')",
+            r"'bins' argument of ppdm_dp_histogram .* Got 0 ",
+        ),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 'e', '1')", r"'epsilon' argument .* Got VARCHAR"),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, NULL, '1')", r"'epsilon' argument .* Got NULL"),
         ("FROM ppdm_dp_histogram('h', 'x', 0, 10, 5, 1.0, 'short')", r"'secret' parameter, as a string"),
-        ("FROM ppdm_rr_support_k('h', NULL, ['a', 'b'], p := 0.8)", r"'col' argument of ppdm_rr_support_k .* Got NULL"),
+        (
+            "FROM ppdm_rr_support_k('h', NULL, ['a', 'b'], p := 0.8)",
+            r"'col' argument of ppdm_rr_support_k .* Got NULL",
+        ),
         ("FROM ppdm_rr_support_k('h', 'email', 'ab', p := 0.8)", r"'categories' argument .* Got VARCHAR"),
         ("FROM ppdm_rr_support_k('h', 'email', NULL, p := 0.8)", r"'categories' argument .* Got NULL"),
         ("FROM ppdm_rr_support_k('h', 'email', ['a', 'b'], p := 'q')", r"'p' argument .* Got VARCHAR"),
-        ("FROM ppdm_rr_support_k('h', 'email', ['a', 'b'], epsilon := [1])", r"'epsilon' argument .* Got INTEGER\[\]"),
+        (
+            "FROM ppdm_rr_support_k('h', 'email', ['a', 'b'], epsilon := [1])",
+            r"'epsilon' argument .* Got INTEGER\[\]",
+        ),
     ],
 )
 def test_macro_arguments_null_or_of_the_wrong_type(con, sql, message):

@@ -334,7 +334,9 @@ def test_exactly_one_of_p_and_epsilon(con, call):
 
 def test_epsilon_must_be_positive(con):
     with pytest.raises(duckdb.InvalidInputException, match=r"'epsilon' parameter of ppdm_rr_disguise .* > 0"):
-        con.execute("SELECT ppdm_rr_disguise(true, epsilon := 0.0, secret := '1', key := 1, stream := 'x')").fetchall()
+        con.execute(
+            "SELECT ppdm_rr_disguise(true, epsilon := 0.0, secret := '1', key := 1, stream := 'x')"
+        ).fetchall()
 
 
 # -- k-ary corrected frequencies ---------------------------------------------------------
