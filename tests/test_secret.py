@@ -71,3 +71,12 @@ def test_env_variable_with_a_bad_secret_does_not_echo_it(monkeypatch):
     assert "not-hex-at-all-but-private" not in str(info.value)
     with pytest.raises(SecretError, match="must be 128 or 256"):
         Secret.generate(64)
+
+
+@pytest.mark.parametrize("seed", ["918273645546372819\u00b2", "7" * 5000])
+def test_digit_like_strings_are_refused_as_secret_errors_without_echo(seed):
+    """Issue 14: '12\u00b2' passed isdigit() and int() then raised a ValueError quoting the
+    string (the secret); 5000 digits hit int()'s digit limit with a raw ValueError."""
+    with pytest.raises(SecretError) as info:
+        resolve_secret(seed)
+    assert seed[:12] not in str(info.value)
