@@ -2,7 +2,7 @@
 # Each creates .venv and installs only what it needs. They share the one .venv, with a
 # stamp file per install level, so they work in either order and a second run installs
 # nothing (a changed pyproject.toml makes the stamps stale and reinstalls).
-#   make demo   the main job, `ppdm rules`; installs the package and its five dependencies
+#   make demo   the main job (examples/survey/pipeline.toml, run twice); installs the package and its dependencies
 #   make test   the whole test suite; installs the test stack (scikit-learn, river, Jupyter...)
 #   make check  ruff and mypy; installs the lint extra
 # Another interpreter: make demo PYTHON=python3.12 (or a full path).
@@ -46,8 +46,23 @@ $(VENV)/.lint: pyproject.toml | $(VENV)/.created
 	$(PIP) -e '.[lint]'
 	touch $@ $(VENV)/.core
 
+# The main job: the survey pipeline (examples/survey/pipeline.toml) on its bundled data
+# (made by examples/make_data.py when absent), run twice: the second run is identical
+# (same pipeline, data and secret) and spends nothing. Its secret is a file of mode 0600
+# made once by `ppdm secret --output` beside the pipeline (a new file each clone; no
+# secret is written in the Makefile or the pipeline). `ppdm rules` is the groceries demo.
+DEMO := examples/survey
 demo: $(VENV)/.core
-	$(BIN)/ppdm rules
+	@[ -f $(DEMO)/survey.csv ] || $(BIN)/python examples/make_data.py
+	@if [ ! -f $(DEMO)/ppdm.secret ]; then $(BIN)/ppdm secret --output $(DEMO)/ppdm.secret && \
+	  echo "made the demo's secret: $(DEMO)/ppdm.secret (mode 0600; only this clone's demo uses it)"; fi
+	@echo; echo "== ppdm plan $(DEMO)/pipeline.toml"; $(BIN)/ppdm plan $(DEMO)/pipeline.toml
+	@echo; echo "== ppdm run $(DEMO)/pipeline.toml"; $(BIN)/ppdm run $(DEMO)/pipeline.toml
+	@echo; echo "== ppdm run $(DEMO)/pipeline.toml   (again: the identical run spends nothing)"; \
+	  $(BIN)/ppdm run $(DEMO)/pipeline.toml
+	@echo; echo "== ppdm ledger --pipeline $(DEMO)/pipeline.toml"; $(BIN)/ppdm ledger --pipeline $(DEMO)/pipeline.toml
+	@echo; echo "The published table, the release and the manifest are in $(DEMO)/out/ (the manifest:"; \
+	  echo "$(DEMO)/out/manifest.json). The groceries rules comparison: $(BIN)/ppdm rules"
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q

@@ -24,17 +24,27 @@ SECRET = "5e" * 8 + "c0ffee00" * 6  # 64 hex digits
 OTHER_SECRET = "17" * 32
 
 
+def set_secret(folder: Path, secret: str) -> None:
+    """The secret of a copied example: events reads PPDM_SECRET (set by the caller),
+    survey its 0600 file ppdm.secret (as `ppdm secret --output` writes it)."""
+    from polars_ppdm.secret_files import write_secret_text
+
+    if 'file = "ppdm.secret"' in (folder / "pipeline.toml").read_text():
+        write_secret_text(folder / "ppdm.secret", secret, overwrite=True)
+
+
+def copy_example(name: str, folder: Path, secret: str = SECRET) -> Path:
+    target = folder / name
+    shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("out", "ppdm.secret"))
+    set_secret(target, secret)
+    return target / "pipeline.toml"
+
+
 @pytest.fixture
 def example(tmp_path, monkeypatch):
     """A copy of examples/NAME (the tests never write into the repository)."""
     monkeypatch.setenv("PPDM_SECRET", SECRET)
-
-    def copy(name: str) -> Path:
-        target = tmp_path / name
-        shutil.copytree(EXAMPLES / name, target)
-        return target / "pipeline.toml"
-
-    return copy
+    return lambda name: copy_example(name, tmp_path)
 
 
 def run(*args: str) -> int:
@@ -118,10 +128,10 @@ def test_changed_input_or_secret_is_a_new_run_that_spends(example, monkeypatch):
     ).write_csv(data)
     assert run(str(path)) == EXIT_OK
     assert Ledger(book).spent("survey") == pytest.approx(5.0)
-    monkeypatch.setenv("PPDM_SECRET", OTHER_SECRET)
+    set_secret(path.parent, OTHER_SECRET)
     frame.write_csv(data)  # the first input again, under another secret
     assert main(["run", "--quiet", str(path)]) == EXIT_BUDGET  # 2.5 more than the 1 left
-    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    set_secret(path.parent, SECRET)
     assert run(str(path)) == EXIT_OK  # the first run again: spends nothing, same bytes
     assert outputs(path.parent) == first
     assert Ledger(book).spent("survey") == pytest.approx(5.0)
@@ -208,7 +218,7 @@ def test_the_secret_never_appears_in_files_or_output(tmp_path):
     env = {**os.environ, "PPDM_SECRET": SECRET, "NO_COLOR": "1"}
     seen = b""
     for name in ("survey", "events"):
-        shutil.copytree(EXAMPLES / name, tmp_path / name)
+        copy_example(name, tmp_path)
         before = {p for p in tmp_path.rglob("*")}
         for command in (["plan"], ["run"], ["run"], ["ledger", "--pipeline"]):
             done = subprocess.run(
@@ -259,7 +269,7 @@ def test_progress_on_a_terminal(tmp_path):
     """Under a pseudo-terminal the run draws rows done of rows total per step."""
     import pty
 
-    shutil.copytree(EXAMPLES / "events", tmp_path / "events")
+    copy_example("events", tmp_path)
     env = {**os.environ, "PPDM_SECRET": SECRET, "COLUMNS": "160"}
     main_fd, child_fd = pty.openpty()
     done = subprocess.run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PPDMError, SecretError
@@ -63,6 +64,14 @@ def _fail(command: str, error: BaseException) -> int:
     return code
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working folder when it lies inside it, else absolute."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _run(args: argparse.Namespace) -> int:
     from polars_ppdm.pipeline.progress import make_progress
     from polars_ppdm.pipeline.run import run_pipeline
@@ -79,9 +88,11 @@ def _run(args: argparse.Namespace) -> int:
             f"spent epsilon {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
         )
         rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
+        written = ", ".join(_shown(p) for p in result.outputs) or "none"
         print(
             f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
-            f"{spent} ({result.left:g} left of {result.budget:g}); manifest {result.manifest} (run {result.run_id[:12]})"
+            f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
+            f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
         )
     return EXIT_OK
 
