@@ -62,7 +62,14 @@ class TreePlan:
 
 def _check_gamma(gamma: object, func: str) -> float:
     return check_real(
-        "gamma", gamma, func, low=0, high=1, open_low=True, open_high=True, why=" (the tree's share of epsilon)"
+        "gamma",
+        gamma,
+        func,
+        low=0,
+        high=1,
+        open_low=True,
+        open_high=True,
+        why=" (the tree's share of epsilon)",
     )
 
 
@@ -95,9 +102,13 @@ def check_tree_noise(
     checked before the budget is charged (the tree height is bounded by 62 // d)."""
     heights = 62 // d if max_height is None else min(int(max_height), 62 // d)
     rest = epsilon * (1 - N_SHARE)  # when n is estimated first
-    scales = [contributions / (N_SHARE * epsilon), contributions / ((1 - gamma) * rest)]
+    shares = [N_SHARE * epsilon, (1 - gamma) * rest] + ([gamma * rest] if heights else [])
+    if min(shares) == 0.0:  # a subnormal epsilon: its shares underflow to 0, the noise is unbounded
+        msg = f"The 'epsilon' parameter of {func} is too small to split over the tree: a share of it is 0. Got {epsilon!r} instead."
+        raise InvalidParameterError(msg)
+    scales = [contributions / shares[0], contributions / shares[1]]
     if heights:
-        scales.append(contributions * heights / (gamma * rest))
+        scales.append(contributions * heights / shares[2])
     check_integer_scale(max(scales), func)
 
 

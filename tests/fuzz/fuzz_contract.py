@@ -213,6 +213,32 @@ KNOWN_FINDINGS: list[Finding] = [
         "ppdm.pca_reconstruct(pl.DataFrame({'x': [0.0, 1.0, 2.0], 'y': [1.0, 0.0, 2.0]}), ['x', 'y'], scale=1e308)",
     ),
     Finding(
+        "audit-compare-snr-overflow",
+        "audit.compare_to_additive_noise",
+        r"overflow encountered in scalar divide",
+        "polars_ppdm/audit/noise_comparison.py (refuse an snr whose noise variance variance/snr overflows; the kernel "
+        "scale_for_snr in kernels/noise.py then never sees it)",
+        "ppdm.audit.compare_to_additive_noise(pl.DataFrame({'x': np.linspace(0, 1, 20)}), "
+        "pl.DataFrame({'x': np.linspace(0, 1, 20)}), 'x', snr=[5e-324], secret=1)",
+    ),
+    Finding(
+        "chain-noise-stripping-zero-noise",
+        "chain.noise",
+        r"ZeroDivisionError",
+        "polars_ppdm/audit/noise_stripping.py (line 64: 1 - attack_rms / noise_rms with noise_rms = 0, e.g. rows where the "
+        "noisy and original values coincide or a single row)",
+        "ppdm.audit.pca_noise_stripping(pl.DataFrame({'x': [1.0, 2.0], 'y': [1.0, 3.0]}), "
+        "pl.DataFrame({'x': [1.0, 2.0], 'y': [1.0, 3.0]}), ['x', 'y'], scale=0.5)",
+    ),
+    Finding(
+        "chain-spiral-overflow",
+        "chain.spiral",
+        r"overflow encountered in matmul",
+        "polars_ppdm/perturb/spiral.py (bounds='data' over values near 1e308: the rotated values overflow; refuse data or "
+        "bounds whose scaled range is not finite)",
+        "ppdm.spiral(pl.DataFrame({'x': [-1e307, 1e307], 'y': [1e307, -1e307]}), ['x', 'y'], bounds='data', secret=1)",
+    ),
+    Finding(
         "memory-mutual-information-bins",
         "memory:audit.mutual_information(bins)",
         r".",
