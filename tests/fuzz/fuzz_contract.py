@@ -233,7 +233,15 @@ KNOWN_FINDINGS: list[Finding] = [
     Finding(
         "chain-spiral-overflow",
         "chain.spiral",
-        r"overflow encountered in matmul",
+        r"(overflow|invalid value) encountered in matmul",
+        "polars_ppdm/perturb/spiral.py (bounds='data' over values near 1e308: the rotated values overflow; refuse data or "
+        "bounds whose scaled range is not finite)",
+        "ppdm.spiral(pl.DataFrame({'x': [-1e307, 1e307], 'y': [1e307, -1e307]}), ['x', 'y'], bounds='data', secret=1)",
+    ),
+    Finding(
+        "spiral-overflow",
+        "spiral",
+        r"(overflow|invalid value) encountered in matmul",
         "polars_ppdm/perturb/spiral.py (bounds='data' over values near 1e308: the rotated values overflow; refuse data or "
         "bounds whose scaled range is not finite)",
         "ppdm.spiral(pl.DataFrame({'x': [-1e307, 1e307], 'y': [1e307, -1e307]}), ['x', 'y'], bounds='data', secret=1)",

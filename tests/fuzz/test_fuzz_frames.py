@@ -68,8 +68,9 @@ def run(
             result = getattr(subject.ppdm, target.name)(**kwargs)
         else:
             result = target.func(subject, **kwargs)
-        if isinstance(result, pl.LazyFrame):  # errors at collect time count too
-            result.collect()
+        frame_out = result[0] if isinstance(result, tuple) else result  # spiral(..., return_key=True)
+        if isinstance(frame_out, pl.LazyFrame):  # errors at collect time count too
+            frame_out.collect()
         return result
 
     check = (
