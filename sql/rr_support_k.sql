@@ -73,11 +73,14 @@ obs AS (
 ),
 totals AS (
     SELECT CASE
+               -- The arguments first (params raises): this CTE does not otherwise depend on
+               -- params, and DuckDB may run it first.
+               WHEN (SELECT __ppdm_p FROM params) IS NULL THEN NULL
                WHEN bool_or(o.__ppdm_v IS NULL)
-                   THEN error('The column ' || col || ' of ppdm_rr_support_k has null values; nulls carry no '
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_rr_support_k has null values; nulls carry no '
                               || 'disguised answer, so drop or fill them first.')
                WHEN bool_or(c.__ppdm_j IS NULL)
-                   THEN error('The column ' || col || ' of ppdm_rr_support_k holds values outside its ''categories'' '
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_rr_support_k holds values outside its ''categories'' '
                               || categories::VARCHAR || ': '
                               || list_slice(list_sort(list(o.__ppdm_v) FILTER (WHERE c.__ppdm_j IS NULL)), 1, 5)::VARCHAR || '.')
                ELSE sum(o.__ppdm_n)::DOUBLE
