@@ -12,5 +12,5 @@ CREATE OR REPLACE MACRO ppdm_rr_epsilon(p, k := 2) AS
             THEN error('The ''k'' argument of ppdm_rr_epsilon must be an integer >= 2. Got '
                        || coalesce(k::VARCHAR, 'NULL') || ' instead.')
         WHEN p = 1 OR p = 0 THEN 'inf'::DOUBLE
-        ELSE abs(ln(p * (k - 1) / (1 - p)))
+        ELSE abs(ln(p::DOUBLE * (k::DOUBLE - 1) / (1 - p::DOUBLE)))  -- in DOUBLE, as Python (a HUGEINT k overflowed)
     END;

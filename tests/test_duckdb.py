@@ -433,3 +433,12 @@ def test_macro_arguments_null_or_of_the_wrong_type(con, sql, message):
     con.execute("CREATE TABLE h AS SELECT i::DOUBLE AS x, i AS id, 'e' || i AS email FROM range(50) r(i)")
     with pytest.raises(duckdb.InvalidInputException, match=message):
         con.execute(sql).fetchall()
+
+
+def test_rr_epsilon_in_double_like_python(con):
+    """A HUGEINT k overflowed the DECIMAL arithmetic ('Overflow in multiplication'); in DOUBLE
+    the macro gives Python's bits."""
+    k = 2**127 - 1
+    got = con.execute(f"SELECT ppdm_rr_epsilon(0.75, {k}::HUGEINT), ppdm_rr_epsilon(0.8, k := 3)").fetchone()
+    assert got[0] == pytest.approx(np.log(0.75 * (float(k) - 1) / 0.25), rel=1e-15)
+    assert got[1] == ppdm.rr_epsilon(0.8, 3)
