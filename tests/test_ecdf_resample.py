@@ -186,7 +186,7 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
 @pytest.mark.parametrize(
     ("column", "bins", "message"),
     [
-        ("nope", 10, "empty set of columns"),
+        ("nope", 10, r"column 'nope' \(the 'col' argument\) not found in table 't'"),
         ("c", 10, "column c is constant"),
         ("nan", 10, "NaN or infinite"),
         ("s", 10, "must be numeric, got VARCHAR"),
