@@ -197,14 +197,6 @@ KNOWN_FINDINGS: list[Finding] = [
         "'b', p=0.75, secret=1, key=pl.lit(1)).read_all()",
     ),
     Finding(
-        "sql-rr-epsilon-overflow",
-        "sql.ppdm_rr_epsilon",
-        r"Overflow in multiplication",
-        "sql/rr_epsilon.sql (cast p and k to DOUBLE first, or refuse k beyond a bound by name)",
-        "ppdm.duckdb.register(__import__('duckdb').connect()).execute("
-        "'SELECT ppdm_rr_epsilon(0.75, 170141183460469231731687303715884105727::HUGEINT)')",
-    ),
-    Finding(
         "pca-reconstruct-scale-overflow",
         "pca_reconstruct",
         r"OverflowError",
@@ -294,13 +286,6 @@ KNOWN_FINDINGS: list[Finding] = [
         r".",
         "polars_ppdm/perturb/spiral.py (cap rounds; the key is the product of `rounds` rotations)",
         "ppdm.spiral(df, ['x', 'y'], rounds=10**11, bounds={'x': (0, 1), 'y': (0, 1)}, secret=1)  # no answer in 30 s",
-    ),
-    Finding(
-        "memory-sql-ecdf-bins",
-        "memory:sql ppdm_ecdf_resample(bins)",
-        r".",
-        "sql/ecdf_resample.sql (issue 14 item 5: refuse bins above the Polars path's 10^7)",
-        "con.execute(\"FROM ppdm_ecdf_resample('t', 'x', 'k', 100000000000, '42')\")  # > 3 GB",
     ),
 ]
 
