@@ -13,5 +13,5 @@ CREATE OR REPLACE MACRO ppdm_rr_p_from_epsilon(epsilon, k := 2) AS
         WHEN k IS NULL OR k < 2 OR k <> floor(k)
             THEN error('The ''k'' argument of ppdm_rr_p_from_epsilon must be an integer >= 2. Got '
                        || coalesce(k::VARCHAR, 'NULL') || ' instead.')
-        ELSE 1 / (1 + (k - 1) * exp(-epsilon))
+        ELSE 1 / (1 + (k - 1) * exp(-(epsilon::DOUBLE)))  -- in DOUBLE, as Python (-UBIGINT max overflowed)
     END;

@@ -442,3 +442,23 @@ def test_rr_epsilon_in_double_like_python(con):
     got = con.execute(f"SELECT ppdm_rr_epsilon(0.75, {k}::HUGEINT), ppdm_rr_epsilon(0.8, k := 3)").fetchone()
     assert got[0] == pytest.approx(np.log(0.75 * (float(k) - 1) / 0.25), rel=1e-15)
     assert got[1] == ppdm.rr_epsilon(0.8, 3)
+
+
+@pytest.mark.parametrize(
+    "epsilon",
+    [
+        "18446744073709551615::UBIGINT",
+        "4294967295::UINTEGER",
+        "340282366920938463463374607431768211455::UHUGEINT",
+        "170141183460469231731687303715884105727::HUGEINT",
+        "1e308",
+    ],
+)
+def test_p_from_epsilon_of_any_numeric_type_computes_in_double(con, epsilon):
+    """Negating the largest UBIGINT/HUGEINT overflowed ('Overflow in negation', fuzz finding
+    sql-p-from-epsilon-overflow); in DOUBLE the macro gives Python's bits."""
+    got = con.execute(
+        f"SELECT ppdm_rr_p_from_epsilon({epsilon}), ppdm_rr_p_from_epsilon({epsilon}, k := 3)"
+    ).fetchone()
+    value = con.execute(f"SELECT ({epsilon})::DOUBLE").fetchone()[0]
+    assert got == (ppdm.rr_p_from_epsilon(value), ppdm.rr_p_from_epsilon(value, 3)) == (1.0, 1.0)

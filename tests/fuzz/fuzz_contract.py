@@ -83,14 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "sql-p-from-epsilon-overflow",
-        "sql.ppdm_rr_p_from_epsilon",
-        r"Overflow in negation",
-        "sql/rr_p_from_epsilon.sql (cast epsilon to DOUBLE before negating it, or refuse it by name)",
-        "ppdm.duckdb.register(__import__('duckdb').connect()).execute("
-        "'SELECT ppdm_rr_p_from_epsilon(18446744073709551615::UBIGINT)')",
-    ),
-    Finding(
         "audit-pca-stripping-overflow",
         "audit.pca_noise_stripping",
         "OverflowError",
