@@ -449,6 +449,15 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _check_spiral_macro(key: Any, name: Any, func: str) -> None:
+    if not isinstance(key, SpiralKey):
+        msg = f"The 'key' parameter of {func} must be a SpiralKey (from spiral_key). Got {type(key).__name__} instead."
+        raise InvalidParameterError(msg)
+    if not isinstance(name, str) or not name:
+        msg = f"The 'name' parameter of {func} must be a non-empty str (the macro's name). Got {name!r} instead."
+        raise InvalidParameterError(msg)
+
+
 def spiral_macro_sql(key: SpiralKey, name: str = "ppdm_spiral") -> str:
     """The SQL of a table macro ``name(tbl)`` applying a :class:`~polars_ppdm.SpiralKey`.
 
@@ -458,6 +467,7 @@ def spiral_macro_sql(key: SpiralKey, name: str = "ppdm_spiral") -> str:
     ``duckdb_functions()``) can undo the perturbation; use it on connections the data
     owner controls.
     """
+    _check_spiral_macro(key, name, "spiral_macro_sql")
     cols = list(key.columns)
     x = {c: f"{_identifier(c)}::DOUBLE" for c in cols}
     checks = " OR ".join(f"isnan({x[c]}) OR isinf({x[c]})" for c in cols)
@@ -468,7 +478,8 @@ def spiral_macro_sql(key: SpiralKey, name: str = "ppdm_spiral") -> str:
         ]
         expr = "(" + " + ".join(terms) + ")"
         if i == 0:  # refuse NaN and infinities, as Polars does
-            expr = f"CASE WHEN {checks} THEN error('{name}: NaN or infinite values; replace them or make them null') ELSE {expr} END"
+            message = f"{name}: NaN or infinite values; replace them or make them null".replace("'", "''")
+            expr = f"CASE WHEN {checks} THEN error('{message}') ELSE {expr} END"
         moved.append(f"{expr} AS {_identifier(c)}")
     return f"CREATE OR REPLACE MACRO {_identifier(name)}(tbl) AS TABLE SELECT * REPLACE ({', '.join(moved)}) FROM query_table(tbl);"
 
@@ -489,6 +500,7 @@ def register_spiral_key(
     >>> con.sql("FROM perturb('df') ORDER BY id").pl().equals(ppdm.apply_spiral_key(df, key))
     True
     """
+    _check_spiral_macro(key, name, "register_spiral_key")
     con.execute(spiral_macro_sql(key, name))
     return con
 
@@ -545,6 +557,9 @@ def rr_disguise_batches(
     if not is_count(batch_rows) or batch_rows < 1:
         msg = f"The 'batch_rows' parameter of rr_disguise_batches must be an int >= 1. Got {batch_rows!r} instead."
         raise InvalidParameterError(msg)
+    if key is not None and not isinstance(key, str):
+        msg = f"The 'key' parameter of rr_disguise_batches must be a column name (str) or None. Got {key!r} instead."
+        raise InvalidParameterError(msg)
     secret = resolve_secret(secret)  # once, so every batch shares a secret=None secret
     relation = con.cursor().sql(query) if isinstance(query, str) else query
     reader = relation.to_arrow_reader(batch_rows)
@@ -563,7 +578,7 @@ def rr_disguise_batches(
             epsilon=epsilon,
             mode=mode,
             secret=secret,
-            key=key or _POSITION,
+            key=_POSITION if key is None else key,
             categories=categories,
         )
         return (out.drop(_POSITION) if key is None else out).to_arrow()

@@ -462,3 +462,40 @@ def test_p_from_epsilon_of_any_numeric_type_computes_in_double(con, epsilon):
     ).fetchone()
     value = con.execute(f"SELECT ({epsilon})::DOUBLE").fetchone()[0]
     assert got == (ppdm.rr_p_from_epsilon(value), ppdm.rr_p_from_epsilon(value, 3)) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("key", [pl.lit(1), 1, ["id"]])
+def test_bulk_path_refuses_a_key_that_is_not_a_column_name(con, key):
+    """A polars expression as key raised Polars' 'truth value of an Expr is ambiguous'
+    (fuzz finding duckdb-batches-key-expr)."""
+    query = "SELECT true AS b, range AS id FROM range(5)"
+    with pytest.raises(ppdm.exceptions.InvalidParameterError, match="'key' parameter of rr_disguise_batches"):
+        ppdm.duckdb.rr_disguise_batches(con, query, "b", p=0.75, secret=1, key=key)
+
+
+@pytest.fixture(scope="module")
+def spiral_key() -> ppdm.SpiralKey:
+    return ppdm.spiral_key(["a", "b"], bounds={"a": (0, 5), "b": (0, 5)}, rounds=2, secret=1)
+
+
+@pytest.mark.parametrize("func", ["spiral_macro_sql", "register_spiral_key"])
+def test_spiral_macro_checks_key_and_name(spiral_key, func):
+    """key=None raised a raw AttributeError (fuzz findings duckdb-spiral-key-type and
+    duckdb-spiral-sql-type)."""
+    call = getattr(ppdm.duckdb, func)
+    args = (duckdb.connect(),) if func == "register_spiral_key" else ()
+    for key in (None, "a", {"columns": ["a", "b"]}):
+        with pytest.raises(
+            ppdm.exceptions.InvalidParameterError, match=f"'key' parameter of {func} must be a SpiralKey"
+        ):
+            call(*args, key)
+    for name in (None, "", 3, pl.lit("x")):
+        with pytest.raises(ppdm.exceptions.InvalidParameterError, match=f"'name' parameter of {func}"):
+            call(*args, spiral_key, name)
+
+
+def test_spiral_macro_named_with_a_quote_still_refuses_nan(spiral_key):
+    con = ppdm.duckdb.register_spiral_key(duckdb.connect(), spiral_key, "it's")
+    con.execute("CREATE TABLE t AS SELECT 'nan'::DOUBLE AS a, 1.0 AS b")
+    with pytest.raises(duckdb.InvalidInputException, match="it's: NaN or infinite values"):
+        con.sql("""FROM "it's"('t')""").fetchall()

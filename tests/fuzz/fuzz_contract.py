@@ -125,20 +125,6 @@ KNOWN_FINDINGS: list[Finding] = [
         "ppdm.datasets.normalise(None, ['x'])",
     ),
     Finding(
-        "duckdb-spiral-key-type",
-        "duckdb.register_spiral_key",
-        ".",
-        "polars_ppdm/duckdb.py (check key is a SpiralKey and name a str before use)",
-        "ppdm.duckdb.register_spiral_key(__import__('duckdb').connect(), None)",
-    ),
-    Finding(
-        "duckdb-spiral-sql-type",
-        "duckdb.spiral_macro_sql",
-        ".",
-        "polars_ppdm/duckdb.py (spiral_macro_sql: check key and name)",
-        "ppdm.duckdb.spiral_macro_sql(None)",
-    ),
-    Finding(
         "metrics-clustering-types",
         "metrics.assign",
         ".",
@@ -179,14 +165,6 @@ KNOWN_FINDINGS: list[Finding] = [
         ".",
         "polars_ppdm/secret.py (check name is a non-empty str)",
         "ppdm.secret_from_env(None)",
-    ),
-    Finding(
-        "duckdb-batches-key-expr",
-        "duckdb.rr_disguise_batches",
-        r"truth value of an Expr",
-        "polars_ppdm/duckdb.py (rr_disguise_batches: check key is a str or None before `key in ...`)",
-        "ppdm.duckdb.rr_disguise_batches(__import__('duckdb').connect(), 'SELECT true AS b, range AS id FROM range(5)', "
-        "'b', p=0.75, secret=1, key=pl.lit(1)).read_all()",
     ),
     Finding(
         "pca-reconstruct-scale-overflow",
