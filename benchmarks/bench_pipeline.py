@@ -1,7 +1,9 @@
 """Benchmark: `ppdm run` against the same Polars streaming query written by hand.
 
-    python benchmarks/bench_pipeline.py               # 100M rows (about 2 GB in /tmp)
-    python benchmarks/bench_pipeline.py --rows 5000000 # a quick run
+    python benchmarks/bench_pipeline.py                    # 100M rows (about 2 GB in /tmp)
+    python benchmarks/bench_pipeline.py --rows 5000000     # a quick run
+    python benchmarks/bench_pipeline.py --repeats 3        # best of 3, the sides interleaved
+    python benchmarks/bench_pipeline.py --morsel-size 20000  # both sides with a smaller Polars morsel
 
 The input is a Parquet file generated into a temporary folder (``--folder``): an id
 column, three Boolean columns and two float columns.  Both sides disguise the three
@@ -10,12 +12,18 @@ the two float columns, streaming scan -> perturb -> sink_parquet, each in a fres
 process whose peak RSS is read from ``resource.getrusage(RUSAGE_CHILDREN)``:
 
 * **by hand**: ``scan_parquet``, ``ppdm.rr_disguise``, ``ppdm.add_noise``,
-  ``sink_parquet`` -- the query a user would write;
+  ``sink_parquet`` with the same (default) options -- the query a user would write; the
+  same file, byte for byte (checked);
+* **by hand + fsync**: the same, then ``os.fsync`` of the output: the durability a run
+  needs for its atomic rename (a run's output survives a crash or power loss whole);
 * **ppdm run**: the pipeline file doing the same, with everything a run adds: the
-  ledger (DuckDB), the inputs' SHA-256, the temporary file, fsync and rename, the
-  output's SHA-256 and the manifest.
+  ledger (DuckDB), the inputs' SHA-256 (before anything is reserved or read: the run id
+  needs it), the temporary file, the output's SHA-256 (hashed while Polars writes it),
+  fsync and rename, and the manifest.
 
-Bars (issue 15): ``ppdm run`` peaks at <= 300 MB RSS and takes <= 1.3x the hand query.
+Bars (issue 15): ``ppdm run`` peaks at <= 300 MB RSS and takes <= 1.3x the hand query;
+both ratios are printed (against the query alone, and against the query plus the fsync
+a durable write needs), with the machine they were measured on.
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ frame = pl.scan_parquet(source)
 frame = ppdm.rr_disguise(frame, ["a", "b", "c"], epsilon=1.0, secret=secret, key="id")
 frame = ppdm.add_noise(frame, ["x", "y"], scale=1.0, secret=secret, key="id")
 frame.sink_parquet(target)
+if len(sys.argv) > 4:  # "fsync": as durable as ppdm run's output
+    import os
+    with open(target, "rb") as file:
+        os.fsync(file.fileno())
 """
 
 PIPELINE = """
@@ -90,13 +102,39 @@ def generate(path: Path, rows: int) -> None:
 
 
 # Each side runs under this wrapper, in a process of its own: RUSAGE_CHILDREN's ru_maxrss is
-# the largest child the wrapper ever had, i.e. this side alone.
+# the largest child the wrapper ever had, i.e. this side alone; its CPU time (user + system)
+# is less disturbed than the wall time when other processes share the machine.
 WRAPPER = """
 import resource, subprocess, sys, time
 started = time.perf_counter()
 subprocess.run(sys.argv[1:], check=True)
-print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - started, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 """
+
+
+def machine() -> str:
+    """CPU model, cores, memory and load, as measured on."""
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    memory = ""
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        memory = (
+            f", {int(fields['MemTotal'].split()[0]) / 2**20:.0f} GiB RAM "
+            f"({int(fields['MemAvailable'].split()[0]) / 2**20:.1f} available)"
+        )
+    except (OSError, KeyError, ValueError):
+        pass
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{model}, {os.cpu_count()} logical cores{memory}{load}"
 
 
 def main() -> None:
@@ -104,7 +142,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=100_000_000)
-    parser.add_argument("--repeats", type=int, default=1, help="best of N timings per side")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="best of N timings per side (the sides interleaved)"
+    )
+    parser.add_argument(
+        "--morsel-size",
+        type=int,
+        default=None,
+        help="POLARS_IDEAL_MORSEL_SIZE for both sides (rows per streaming batch; Polars' default 100000)",
+    )
     parser.add_argument(
         "--folder", type=Path, default=None, help="where the data goes (default: a new /tmp folder)"
     )
@@ -118,36 +164,41 @@ def main() -> None:
     print(f"input: {source} ({source.stat().st_size / 2**20:,.0f} MiB, {args.rows:,} rows)")
     secret = "ab" * 32
     env = {**os.environ, "PPDM_SECRET": secret}
+    if args.morsel_size is not None:
+        env["POLARS_IDEAL_MORSEL_SIZE"] = str(args.morsel_size)
     pipeline = folder / "pipeline.toml"
     pipeline.write_text(PIPELINE.format(source=source, folder=folder))
+    hand = [sys.executable, "-c", HAND, str(source), str(folder / "hand_out.parquet"), secret]
     sides = {
-        "by hand (Polars streaming)": [
-            sys.executable,
-            "-c",
-            HAND,
-            str(source),
-            str(folder / "hand_out.parquet"),
-            secret,
-        ],
+        "by hand (Polars streaming)": hand,
+        "by hand + fsync": [*hand, "fsync"],
         "ppdm run": [sys.executable, "-m", "polars_ppdm.pipeline", "run", "--quiet", str(pipeline)],
     }
-    results = {}
-    for name, command in sides.items():
-        best, peak = float("inf"), 0.0
-        for _ in range(args.repeats):
+    print(f"machine: {machine()}")
+    if args.morsel_size is not None:
+        print(f"both sides with POLARS_IDEAL_MORSEL_SIZE={args.morsel_size}")
+    results = {name: (float("inf"), 0.0, float("inf")) for name in sides}
+    for _ in range(args.repeats):
+        for name, command in sides.items():
             (folder / "ledger.duckdb").unlink(missing_ok=True)  # each repeat a new run that spends
             out = subprocess.run(
                 [sys.executable, "-c", WRAPPER, *command], env=env, check=True, capture_output=True, text=True
             ).stdout.split()
-            best, peak = min(best, float(out[0])), max(peak, float(out[1]))
-        results[name] = (best, peak)
-        print(f"{name:30s} {best:8.2f} s   peak RSS {peak:7.0f} MB", flush=True)
-    hand, run = results["by hand (Polars streaming)"], results["ppdm run"]
-    same = (folder / "hand_out.parquet").stat().st_size, (folder / "pipeline_out.parquet").stat().st_size
+            best, peak, cpu = results[name]
+            results[name] = (min(best, float(out[0])), max(peak, float(out[1])), min(cpu, float(out[2])))
+    for name, (best, peak, cpu) in results.items():
+        print(f"{name:30s} {best:8.2f} s wall  {cpu:8.2f} s CPU   peak RSS {peak:7.0f} MB")
+    plain, durable, run = (results[name] for name in sides)
     print(
-        f"ppdm run / by hand: time {run[0] / hand[0]:.2f}x (bar <= 1.3x); peak RSS {run[1]:.0f} MB (bar <= 300 MB)"
+        f"ppdm run / by hand: wall {run[0] / plain[0]:.2f}x, CPU {run[2] / plain[2]:.2f}x; "
+        f"/ by hand + fsync: wall {run[0] / durable[0]:.2f}x, CPU {run[2] / durable[2]:.2f}x (bar <= 1.3x); "
+        f"peak RSS {run[1]:.0f} MB, by hand {plain[1]:.0f} MB (bar <= 300 MB)"
     )
-    print(f"output sizes (bytes): by hand {same[0]:,}, ppdm run {same[1]:,}")
+    from polars_ppdm.pipeline.atomic import file_sha256
+
+    same = file_sha256(folder / "hand_out.parquet") == file_sha256(folder / "pipeline_out.parquet")
+    size = (folder / "pipeline_out.parquet").stat().st_size
+    print(f"output: {size:,} bytes; by hand and ppdm run byte-identical: {same}")
 
 
 if __name__ == "__main__":

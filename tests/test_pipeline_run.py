@@ -6,6 +6,7 @@ statuses, the secret never leaves, progress only on a terminal."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -91,13 +92,11 @@ def test_survey_outputs(example):
     got = manifest(path)
     assert [o["rows"] for o in got["outputs"]] == [1000, 2]
     for output in got["outputs"]:
-        import hashlib
-
         assert hashlib.sha256(Path(output["path"]).read_bytes()).hexdigest() == output["sha256"]
-    assert (
-        got["inputs"][0]["sha256"]
-        == __import__("hashlib").sha256((path.parent / "survey.csv").read_bytes()).hexdigest()
-    )
+    data = (path.parent / "survey.csv").read_bytes()
+    block = hashlib.sha256(data).digest()  # one 64 MiB block
+    top = hashlib.sha256(b"polars_ppdm/input/64MiB-blocks\x00" + len(data).to_bytes(8, "big") + block)
+    assert got["inputs"][0]["fingerprint"] == top.hexdigest()
 
 
 def test_identical_rerun_spends_nothing_and_writes_the_same_bytes(example):
@@ -395,3 +394,63 @@ manifest = "out/m.json"
     assert run(str(path)) == EXIT_OK  # the same key: kept
     monkeypatch.setenv("PPDM_SECRET", OTHER_SECRET)
     assert main(["run", "--quiet", str(path)]) == EXIT_INVALID  # another key would replace it: refused
+
+
+def test_damaged_parquet_input_is_an_input_error(example, capsys):
+    # Row counts come from Polars reading the footer: a damaged file is exit 4 with the
+    # file named, never a traceback or another library's exception class.
+    path = example("events")
+    (path.parent / "events.parquet").write_bytes(b"PAR1 not really parquet PAR1")
+    for command in ("plan", "run"):
+        assert main([command, str(path)]) == EXIT_INPUT
+        err = capsys.readouterr().err
+        assert f"ppdm {command}: [dataset] inputs: " in err and "events.parquet' cannot be read" in err
+
+
+def test_table_hashed_while_written_matches_the_file(tmp_path, monkeypatch):
+    # The table's SHA-256 is computed while Polars writes it (GrowingFileHash): over a
+    # table of many row groups, written in many pieces, it must be the finished file's.
+    import numpy as np
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    rng = np.random.default_rng(3)
+    rows = 600_000
+    pl.DataFrame({"id": np.arange(rows), "a": rng.random(rows) < 0.5, "x": rng.random(rows)}).write_parquet(
+        tmp_path / "in.parquet", row_group_size=50_000
+    )
+    path = tmp_path / "p.toml"
+    path.write_text(
+        """
+[dataset]
+name = "t"
+inputs = "in.parquet"
+key = "id"
+epsilon_budget = 10.0
+ledger = "l.duckdb"
+[secret]
+env = "PPDM_SECRET"
+[[perturb]]
+step = "rr_disguise"
+columns = ["a"]
+epsilon = 1.0
+[[perturb]]
+step = "add_noise"
+columns = ["x"]
+scale = 1.0
+[[perturb]]
+step = "keep"
+columns = ["id"]
+[output]
+table = "out/t.parquet"
+manifest = "out/m.json"
+"""
+    )
+    for suffix in ("parquet", "csv"):
+        path.write_text(path.read_text().replace('"out/t.parquet"', f'"out/t.{suffix}"'))
+        assert run(str(path)) == EXIT_OK
+        table = json.loads((tmp_path / "out" / "m.json").read_text())["outputs"][0]
+        written = Path(table["path"])
+        assert written.suffix == f".{suffix}" and written.stat().st_size > 4 << 20
+        assert table["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
+        assert table["rows"] == rows
+        path.write_text(path.read_text().replace(f'"out/t.{suffix}"', '"out/t.parquet"'))

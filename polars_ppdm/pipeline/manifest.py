@@ -1,7 +1,9 @@
 """The manifest of a run: one JSON file that says what was read, done, written and spent.
 
 It holds the pipeline's hash, the versions of polars_ppdm, Polars, DuckDB, NumPy and
-Python, the inputs (paths, sizes, row counts, SHA-256), each step's parameters and
+Python, the inputs (paths, sizes, row counts, content fingerprints: SHA-256 over the
+SHA-256 of each 64 MiB block, :func:`polars_ppdm.pipeline.inputs.fingerprint`), each
+step's parameters and
 epsilon, the outputs (paths, row counts, SHA-256), the epsilon spent, the secret's
 fingerprint (eight hex digits of a hash, never the secret), start and end times and the
 exit status.  A spiral key appears by its file's path only.

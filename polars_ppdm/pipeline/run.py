@@ -36,7 +36,7 @@ from typing import Any, cast
 import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
-from polars_ppdm.pipeline.atomic import atomic_path, file_sha256
+from polars_ppdm.pipeline.atomic import GrowingFileHash, atomic_path, file_sha256
 from polars_ppdm.pipeline.config import (
     AddNoise,
     DPHistogram,
@@ -320,15 +320,21 @@ def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] 
             pl.col(first).map_batches(counted, return_dtype=dtype, is_elementwise=True)
         )
     with atomic_path(target) as temporary:
+        # Hashed while Polars writes it (the sink appends; see GrowingFileHash).
+        follow = GrowingFileHash(temporary)
+        try:
+            if target.suffix.lower() == ".csv":
+                query.sink_csv(temporary)
+            else:
+                query.sink_parquet(temporary)
+        except BaseException:
+            follow.abandon()
+            raise
+        digest = follow.finish()
         if target.suffix.lower() == ".csv":
-            query.sink_csv(temporary)
             rows = pl.scan_csv(temporary).select(pl.len()).collect().item()
         else:
-            query.sink_parquet(temporary)
-            import pyarrow.parquet as pq
-
-            rows = pq.read_metadata(temporary).num_rows
-        digest = file_sha256(temporary)
+            rows = pl.scan_parquet(temporary).select(pl.len()).collect().item()
     return int(rows), digest
 
 
@@ -385,8 +391,8 @@ def run_pipeline(
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     for item in inputs:
-        item.sha256 = fingerprint(item.path)
-    this_run = run_id(pipeline, [i.sha256 or "" for i in inputs], secret)
+        item.fingerprint = fingerprint(item.path)
+    this_run = run_id(pipeline, [i.fingerprint or "" for i in inputs], secret)
 
     manifest = Manifest(
         pipeline=str(source),
@@ -395,7 +401,10 @@ def run_pipeline(
         run_id=this_run,
         secret_fingerprint=secret.fingerprint(),
         started=started,
-        inputs=[{"path": str(i.path), "bytes": i.bytes, "rows": i.rows, "sha256": i.sha256} for i in inputs],
+        inputs=[
+            {"path": str(i.path), "bytes": i.bytes, "rows": i.rows, "fingerprint": i.fingerprint}
+            for i in inputs
+        ],
         steps=[
             {
                 "step": step_label(section, index, step),
