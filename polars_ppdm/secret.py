@@ -135,6 +135,12 @@ def secret_from_env(name: str = "PPDM_SECRET") -> Secret:
     >>> secret_from_env("DOC_SECRET") == Secret(bytes(16))
     True
     """
+    if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+        msg = (
+            "The 'name' parameter of secret_from_env must be the name of an environment variable "
+            f"(a non-empty str without '=' or NUL). Got {name!r} instead."
+        )
+        raise SecretError(msg)
     value = os.environ.get(name)
     if value is None:
         msg = f"The environment variable {name!r} holding the secret is not set."

@@ -80,3 +80,11 @@ def test_digit_like_strings_are_refused_as_secret_errors_without_echo(seed):
     with pytest.raises(SecretError) as info:
         resolve_secret(seed)
     assert seed[:12] not in str(info.value)
+
+
+@pytest.mark.parametrize("name", [None, "", 3, b"PPDM_SECRET", "A=B", "A\0B"])
+def test_env_variable_name_must_be_a_variable_name(name):
+    """None raised os's raw TypeError, 'A\\0B' a ValueError 'embedded null byte' (fuzz finding
+    secret-from-env-name); '' and 'A=B' can name no variable."""
+    with pytest.raises(SecretError, match="'name' parameter of secret_from_env"):
+        ppdm.secret_from_env(name)

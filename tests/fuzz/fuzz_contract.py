@@ -160,13 +160,6 @@ KNOWN_FINDINGS: list[Finding] = [
         "ppdm.read_transactions([None])",
     ),
     Finding(
-        "secret-from-env-name",
-        "secret_from_env",
-        ".",
-        "polars_ppdm/secret.py (check name is a non-empty str)",
-        "ppdm.secret_from_env(None)",
-    ),
-    Finding(
         "pca-reconstruct-scale-overflow",
         "pca_reconstruct",
         r"OverflowError",
