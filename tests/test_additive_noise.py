@@ -199,3 +199,27 @@ def test_negative_variance_estimate_is_reported_not_passed_on_silently():
         right = ppdm.estimate_covariance(noisy, ["income", "rent"], scale={"income": 50.0, "rent": 0.0})
     # Var of a sample variance of normal data: 2 S^2 / n
     assert abs(right["rent"][1] - 100.0) <= Z * 100.0 * math.sqrt(2 / n)
+
+
+@pytest.mark.parametrize("func", ["pca_reconstruct", "estimate_covariance"])
+@pytest.mark.parametrize(("dist", "scale"), [("gaussian", 1e308), ("gaussian", 1e154), ("uniform", 1e308)])
+def test_a_scale_whose_noise_variance_overflows_is_refused_by_name(func, dist, scale):
+    """scale**2 raised a raw OverflowError (fuzz finding pca-reconstruct-scale-overflow);
+    1e154 squares to 1e308, finite, but two of them sum to inf in the noise's mean."""
+    df = pl.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 2.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            InvalidParameterError, match=rf"'scale' parameter of {func} .* finite floats: at most about"
+        ):
+            getattr(ppdm, func)(df, ["x", "y"], dist=dist, scale=scale)
+
+
+def test_the_largest_accepted_scale_gives_an_estimate_without_numpy_warnings():
+    df = pl.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 2.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", EstimateWarning)  # the declared noise exceeds the data's
+        cov = ppdm.estimate_covariance(df, ["x", "y"], scale=9e153)
+        rebuilt = ppdm.pca_reconstruct(df, ["x", "y"], scale=9e153)
+    assert cov["x"][0] == 1.0 - 9e153**2 and rebuilt.height == 3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -303,3 +304,56 @@ def test_compare_to_additive_noise_reports_every_method_and_snr(table):
 def test_bad_audit_input(table, call, message):
     with pytest.raises(InvalidParameterError, match=message):
         call(table)
+
+
+def test_noise_stripping_refuses_a_scale_whose_noise_variance_overflows():
+    """scale=1e308 raised a raw OverflowError (fuzz finding audit-pca-stripping-overflow)."""
+    df = pl.DataFrame({"x": [0.0, 1.0, 2.0]})
+    with pytest.raises(
+        InvalidParameterError, match=r"'scale' parameter of pca_noise_stripping .* finite floats"
+    ):
+        ppdm.audit.pca_noise_stripping(df, df, ["x"], scale=1e308)
+
+
+def test_noise_stripping_of_a_release_equal_to_the_original_is_nan_and_a_leak_warning():
+    """noise_rms 0 raised ZeroDivisionError (fuzz finding chain-noise-stripping-zero-noise):
+    values of 1e20 absorb noise of scale 0.5, so the release is the original."""
+    df = pl.DataFrame({"x": [1e20, 2e20, 3e20], "y": [1.0, 3.0, 2.0]})
+    noisy = ppdm.add_noise(df, ["x", "y"], scale=0.5, secret=1)
+    assert noisy["x"].equals(df["x"]) and not noisy["y"].equals(df["y"])
+    with pytest.warns(ppdm.PrivacyLeakWarning, match="released column 'x' equals the original"):
+        report = ppdm.audit.pca_noise_stripping(df, noisy, ["x", "y"], scale=0.5)
+    assert report["noise_rms"][0] == 0 and math.isnan(report["stripped"][0])
+    assert report["noise_rms"][1] > 0 and math.isfinite(report["stripped"][1])
+
+
+def test_noise_stripping_rms_of_large_values_without_overflow():
+    """Differences of 1.2e154 square to 1.44e308: the mean of four of them overflowed
+    ('overflow encountered in reduce'); the RMS is taken on scaled values."""
+    df = pl.DataFrame({"x": [0.0, 1e150, 2e150, 3e150], "y": [1.0, 0.0, 2.0, 5.0]})
+    noisy = df.with_columns(pl.col("x") + 1.2e154, pl.col("y") - 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ppdm.EstimateWarning)  # the declared noise exceeds y's variance
+        report = ppdm.audit.pca_noise_stripping(df, noisy, ["x", "y"], scale=1.0)
+    assert report["noise_rms"].to_list() == pytest.approx([1.2e154, 1.0], rel=1e-12)
+
+
+@pytest.mark.parametrize("snr", [5e-324, [1.0, 1e-310]])
+def test_compare_refuses_an_snr_whose_noise_variance_overflows(table, snr):
+    """snr=5e-324 gave NumPy's 'overflow encountered in scalar divide' (fuzz finding
+    audit-compare-snr-overflow)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            InvalidParameterError, match=r"'snr' parameter of compare_to_additive_noise .* column 'a'"
+        ):
+            ppdm.audit.compare_to_additive_noise(table, table, "a", snr=snr, secret=1)
+
+
+def test_compare_refuses_a_column_whose_variance_overflows():
+    df = pl.DataFrame({"x": [-1e307, 1e307, 0.0, 5.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidParameterError, match="variance of column 'x' is not a finite float"):
+            ppdm.audit.compare_to_additive_noise(df, df, "x", snr=1.0, secret=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from typing import cast
 
@@ -68,6 +70,7 @@ def compare_to_additive_noise(
     secret = resolve_secret(secret).key
     values = {c: original[c].cast(pl.Float64).to_numpy() for c in cols}
     keys = np.arange(original.height, dtype=np.uint64)
+    scales = _noise_scales(values, snrs, func)
 
     def row(method: str, level: float | None, frame: pl.DataFrame) -> dict:
         out = {"method": method, "snr": level, "rank_linkage": rank_linkage(original, frame, cols)}
@@ -80,14 +83,40 @@ def compare_to_additive_noise(
             noisy = pl.DataFrame(
                 {
                     c: values[c]
-                    + draw(
-                        secret,
-                        stream_id(f"audit_noise/{dist}/{c}"),
-                        keys,
-                        scale_for_snr(values[c].var(), level, dist),
-                    )
+                    + draw(secret, stream_id(f"audit_noise/{dist}/{c}"), keys, scales[level, dist, c])
                     for c in cols
                 }
             )
             rows.append(row(f"{dist} noise", float(level), noisy))
     return pl.DataFrame(rows)
+
+
+def _noise_scales(
+    values: dict[str, np.ndarray], snrs: list[float], func: str
+) -> dict[tuple[float, str, str], float]:
+    """The noise scale per (snr, dist, column), refused by name where a variance or a
+    scale is not a finite float (e.g. snr 5e-324: Var(X) / snr overflows).  A finite
+    scale is at most ~2.3e154 and a finite variance keeps |x| below ~1e308 / n, so
+    ``x + noise`` stays finite."""
+    scales = {}
+    for c, x in values.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            variance = float(x.var())
+        if not math.isfinite(variance):
+            msg = f"{func}: the variance of column {c!r} is not a finite float (values too large or not finite)."
+            raise InvalidParameterError(msg)
+        for level in snrs:
+            for dist in ("uniform", "gaussian"):
+                noise_variance = variance / float(level)  # Python floats: inf, not a NumPy warning
+                scale = (
+                    scale_for_snr(variance, float(level), dist) if math.isfinite(noise_variance) else math.inf
+                )
+                if not math.isfinite(scale):
+                    msg = (
+                        f"The 'snr' parameter of {func} must be large enough that the noise variance "
+                        f"Var(X) / snr of column {c!r} (Var(X) = {variance:.4g}) is a finite float: at least "
+                        f"about {variance / sys.float_info.max * 3:.4g}. Got {level!r} instead."
+                    )
+                    raise InvalidParameterError(msg)
+                scales[level, dist, c] = scale
+    return scales

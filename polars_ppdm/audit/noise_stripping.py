@@ -8,14 +8,17 @@ Wen Han (2006), paper 003, chapter 4.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from polars_ppdm.audit._aligned import aligned_numeric
+from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 from polars_ppdm.mine.covariance import pca_reconstruct
-from polars_ppdm.perturb.noise import noise_scales
+from polars_ppdm.perturb.noise import noise_variances
 
 __all__ = ["pca_noise_stripping"]
 
@@ -35,6 +38,9 @@ def pca_noise_stripping(
     ``dist`` and ``scale`` are the noise that was added (as :func:`polars_ppdm.add_noise`),
     which the attacker knows: the noise law is public.  Rows must be aligned (same order).  A ``stripped`` near 1 means the noise protects
     little: the columns are so correlated that the released rows give the originals back.
+    A released column equal to the original (``noise_rms`` 0: the noise was rounded away
+    by values far larger than the scale) has ``stripped`` NaN, with a
+    :class:`~polars_ppdm.PrivacyLeakWarning`.
 
     Examples
     --------
@@ -49,19 +55,38 @@ def pca_noise_stripping(
     """
     func = "pca_noise_stripping"
     original, noisy, cols = aligned_numeric(original, noisy, columns, func)
-    noise_scales(dist, scale, cols, func)  # > 0: there is noise to strip on every column
+    noise_variances(dist, scale, cols, func)  # > 0 and finite: there is noise to strip on every column
+    not_finite = [c for c in cols if not original[c].cast(pl.Float64).is_finite().all()]
+    if not_finite:
+        msg = f"{func}: the original columns {not_finite} hold NaN or infinite values."
+        raise InvalidParameterError(msg)
     attack = pca_reconstruct(noisy, cols, dist=dist, scale=scale, components=components)
     rows = []
     for c in cols:
         truth = original[c].cast(pl.Float64).to_numpy()
-        noise_rms = float(np.sqrt(np.nanmean((noisy[c].cast(pl.Float64).to_numpy() - truth) ** 2)))
-        attack_rms = float(np.sqrt(np.nanmean((attack[c].to_numpy() - truth) ** 2)))
+        noise_rms = _rms(noisy[c].cast(pl.Float64).to_numpy(), truth)
+        attack_rms = _rms(attack[c].to_numpy(), truth)
+        if noise_rms == 0:
+            msg = (
+                f"{func}: the released column {c!r} equals the original (noise_rms 0): the noise was "
+                "lost, e.g. rounded away by values far larger than the scale. Its 'stripped' is NaN."
+            )
+            warnings.warn(msg, PrivacyLeakWarning, stacklevel=2)
         rows.append(
             {
                 "column": c,
                 "noise_rms": noise_rms,
                 "attack_rms": attack_rms,
-                "stripped": 1 - attack_rms / noise_rms,
+                "stripped": 1 - attack_rms / noise_rms if noise_rms > 0 else math.nan,
             }
         )
     return pl.DataFrame(rows)
+
+
+def _rms(values: np.ndarray, truth: np.ndarray) -> float:
+    """The root mean square of ``values - truth``, scaled so that no square overflows."""
+    diff = values / 2 - truth / 2  # halves: the difference of two finite floats stays finite
+    top = float(np.max(np.abs(diff)))
+    if top == 0 or not math.isfinite(top):
+        return 2 * top
+    return 2 * top * math.sqrt(float(np.mean((diff / top) ** 2)))

@@ -26,15 +26,15 @@ from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_int, check_numeric
 from polars_ppdm.exceptions import EstimateWarning, InvalidParameterError
-from polars_ppdm.perturb.noise import noise_scales, noise_std
+from polars_ppdm.perturb.noise import noise_variances
 
 __all__ = ["estimate_covariance", "pca_reconstruct", "principal_axes"]
 
 
 def _noise_variances(dist: object, scale: object, cols: list[str], func: str) -> np.ndarray:
     """The variance of the noise on each column (``scale`` 0: a column left without noise)."""
-    scales = noise_scales(dist, scale, cols, func, allow_zero=True)
-    return np.array([noise_std(str(dist), scales[c]) ** 2 for c in cols])
+    variances = noise_variances(dist, scale, cols, func, allow_zero=True)
+    return np.array([variances[c] for c in cols])
 
 
 def _subtract_noise(cov: np.ndarray, noise: np.ndarray, n: int, cols: list[str], func: str) -> np.ndarray:
@@ -50,9 +50,10 @@ def _subtract_noise(cov: np.ndarray, noise: np.ndarray, n: int, cols: list[str],
     for i in np.flatnonzero(np.diag(cov) < 0):
         se = observed[i] * np.sqrt(2.0 / (n - 1))
         below = -cov[i, i] / se if se > 0 else np.inf
+        below_text = f"{below:,.1f}" if below < 1e6 else f"{below:.3g}"
         msg = (
             f"{func}: the estimated variance of column {cols[i]!r} is {cov[i, i]:.4g}, "
-            f"{below:,.1f} standard errors below 0 ({n} rows): the declared noise variance "
+            f"{below_text} standard errors below 0 ({n} rows): the declared noise variance "
             f"{noise[i]:.4g} exceeds the noisy column's variance {observed[i]:.4g}. Check the "
             f"'scale' given for {cols[i]!r} (0 if it got no noise); the estimate is returned as computed."
         )
@@ -84,7 +85,10 @@ def _moments(
     for i, j in pairs:
         cov[i, j] = cov[j, i] = row[f"c{i}_{j}"]
     if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
-        msg = f"{func}: the columns {cols} hold NaN or infinite values."
+        msg = (
+            f"{func}: the columns {cols} hold NaN or infinite values, or values so large that their "
+            "mean or covariance overflows a float."
+        )
         raise InvalidParameterError(msg)
     return mean, cov, n
 

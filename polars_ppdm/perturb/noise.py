@@ -14,6 +14,7 @@ Agrawal, Srikant, "Privacy-preserving data mining", SIGMOD 2000.  Wen Han (2006)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,15 @@ from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.perturb.rr import key_expr
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["DISTRIBUTIONS", "add_noise", "add_noise_expr", "check_noise", "noise_scales", "noise_std"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "add_noise",
+    "add_noise_expr",
+    "check_noise",
+    "noise_scales",
+    "noise_std",
+    "noise_variances",
+]
 
 DISTRIBUTIONS = ("uniform", "gaussian")
 
@@ -55,6 +64,25 @@ def noise_scales(
     """``scale`` spread over ``columns`` (one value, a sequence or a mapping), each checked."""
     spread = per_column("scale", scale, columns, func)
     return {c: check_noise(dist, spread[c], func, allow_zero=allow_zero)[1] for c in columns}
+
+
+def noise_variances(
+    dist: object, scale: object, columns: Sequence[str], func: str, *, allow_zero: bool = False
+) -> dict[str, float]:
+    """The variance of the noise on each column (as :func:`noise_scales` spreads ``scale``):
+    ``scale^2`` (gaussian) or ``scale^2 / 3`` (uniform), refused by name when it, or its
+    sum over the columns, is not a finite float (a scale above ~1e154)."""
+    scales = noise_scales(dist, scale, columns, func, allow_zero=allow_zero)
+    variances = {c: noise_std(str(dist), s) * noise_std(str(dist), s) for c, s in scales.items()}
+    if not math.isfinite(sum(variances.values())):  # the miners add them up (inf, not an error)
+        limit = math.sqrt(sys.float_info.max / len(columns)) * (math.sqrt(3.0) if dist == "uniform" else 1.0)
+        msg = (
+            f"The 'scale' parameter of {func} must be small enough that the noise variances "
+            f"(gaussian: scale^2, uniform: scale^2 / 3) and their sum over the {len(columns)} columns "
+            f"are finite floats: at most about {limit:.4g}. Got {scale!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    return variances
 
 
 def noise_std(dist: str, scale: float) -> float:

@@ -83,13 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "audit-pca-stripping-overflow",
-        "audit.pca_noise_stripping",
-        "OverflowError",
-        "polars_ppdm/audit/noise_stripping.py (refuse a non-finite scale^2 / huge scale)",
-        "ppdm.audit.pca_noise_stripping(pl.DataFrame({'x': [0.0, 1.0, 2.0]}), pl.DataFrame({'x': [0.0, 1.0, 2.0]}), ['x'], scale=1e308)",
-    ),
-    Finding(
         "audit-information-types",
         "audit.privacy_q",
         ".",
@@ -158,32 +151,6 @@ KNOWN_FINDINGS: list[Finding] = [
         ".",
         "polars_ppdm/transactions.py (source: str/PathLike or iterable of str, each line a str; NOT FIXED for lack of time)",
         "ppdm.read_transactions([None])",
-    ),
-    Finding(
-        "pca-reconstruct-scale-overflow",
-        "pca_reconstruct",
-        r"OverflowError",
-        "polars_ppdm/mine/covariance.py (the declared noise variance scale**2 overflows: refuse a scale whose square is "
-        "not finite, by name)",
-        "ppdm.pca_reconstruct(pl.DataFrame({'x': [0.0, 1.0, 2.0], 'y': [1.0, 0.0, 2.0]}), ['x', 'y'], scale=1e308)",
-    ),
-    Finding(
-        "audit-compare-snr-overflow",
-        "audit.compare_to_additive_noise",
-        r"overflow encountered in scalar divide",
-        "polars_ppdm/audit/noise_comparison.py (refuse an snr whose noise variance variance/snr overflows; the kernel "
-        "scale_for_snr in kernels/noise.py then never sees it)",
-        "ppdm.audit.compare_to_additive_noise(pl.DataFrame({'x': np.linspace(0, 1, 20)}), "
-        "pl.DataFrame({'x': np.linspace(0, 1, 20)}), 'x', snr=[5e-324], secret=1)",
-    ),
-    Finding(
-        "chain-noise-stripping-zero-noise",
-        "chain.noise",
-        r"ZeroDivisionError",
-        "polars_ppdm/audit/noise_stripping.py (line 64: 1 - attack_rms / noise_rms with noise_rms = 0, e.g. rows where the "
-        "noisy and original values coincide or a single row)",
-        "ppdm.audit.pca_noise_stripping(pl.DataFrame({'x': [1.0, 2.0], 'y': [1.0, 3.0]}), "
-        "pl.DataFrame({'x': [1.0, 2.0], 'y': [1.0, 3.0]}), ['x', 'y'], scale=0.5)",
     ),
     Finding(
         "chain-spiral-overflow",
