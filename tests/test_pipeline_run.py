@@ -343,6 +343,7 @@ def test_plan_reads_no_rows_and_writes_nothing(example, capsys):
     text = capsys.readouterr().out
     assert "events.parquet  71,055 bytes, 5,000 rows" in text
     assert "[[release]] 2 dp_kmeans(x, y) -> " in text and "epsilon 1;" in text
+    assert "a pass over the input rows, 5,000 rows" in text  # each step's rows, from metadata
     assert "this run spends 2" in text and "left before 4, after 2" in text
     assert not (path.parent / "out").exists()
 

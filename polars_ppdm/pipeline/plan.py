@@ -89,6 +89,7 @@ class StepPlan:
     epsilon: float | None
     pass_: str  # "row by row" or why a full pass is needed
     output: str | None = None
+    rows: int | None = None  # the rows the step reads (from the inputs' metadata), None: unknown
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Plan:
                     "parameters": s.parameters,
                     "epsilon": s.epsilon,
                     "pass": s.pass_,
+                    "rows": s.rows,
                     "output": s.output,
                 }
                 for s in self.steps
@@ -164,7 +166,8 @@ class Plan:
             else:
                 eps = "not differentially private (no epsilon)"
             out = f" -> {s.output}" if s.output else ""
-            lines.append(f"  {s.label}{out}: {eps}; {s.pass_}")
+            rows = f", {s.rows:,} rows" if s.rows is not None else ""
+            lines.append(f"  {s.label}{out}: {eps}; {s.pass_}{rows}")
         if self.published:
             lines.append(f"published columns: {', '.join(self.published)}")
         lines.append("write: " + ", ".join(self.outputs))
@@ -209,6 +212,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
     check_columns(pipeline, schema)
     steps = []
     outputs = []
+    total = sum(i.rows or 0 for i in inputs) if all(i.rows is not None for i in inputs) else None
     for section, index, step in pipeline.steps():
         params = step.parameters()
         out = None
@@ -228,6 +232,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
                 epsilon=step_epsilon(step),
                 pass_=_pass(section, step),
                 output=out,
+                rows=total,
             )
         )
     if pipeline.output.table is not None:
