@@ -8,6 +8,7 @@ import math
 import os
 import re
 import stat
+import warnings
 
 import duckdb
 import numpy as np
@@ -304,3 +305,66 @@ def test_public_zero_width_bounds_put_every_centre_on_the_constant():
 def test_zero_width_bounds_do_not_let_bad_bounds_through(bounds, message):
     with pytest.raises(InvalidParameterError, match=message):
         ppdm.spiral_key(["a", "b"], bounds=bounds, rounds=1, secret=1)
+
+
+def test_rounds_are_capped_so_a_key_is_drawn_fast():
+    """rounds=10**11 drew rounds for hours (fuzz finding hang-spiral-rounds)."""
+    df = pl.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.9]})
+    with pytest.raises(
+        InvalidParameterError, match=r"'rounds' parameter of spiral must be an int in \[1, 1,000\]"
+    ):
+        ppdm.spiral(df, ["x", "y"], rounds=10**11, bounds={"x": (0, 1), "y": (0, 1)}, secret=1)
+    key = ppdm.spiral_key(
+        ["x", "y"], bounds={"x": (0, 1), "y": (0, 1)}, rounds=1000, factors=(0.9, 1.1), secret=1
+    )
+    assert np.allclose(key.invert(key.apply(df.to_numpy())), df.to_numpy())
+
+
+@pytest.mark.parametrize(
+    ("bounds", "factors"),
+    [({"x": (-1e307, 1e307), "y": (-1e307, 1e307)}, (0.1, 5.0)), ({"x": (0, 1), "y": (0, 1)}, (4.0, 5.0))],
+)
+def test_a_key_that_overflows_a_float_is_refused_by_name(bounds, factors):
+    """The composed offset (bounds near 1e307) or scale (5^1000) overflowed inside NumPy's
+    matmul (fuzz findings spiral-overflow, chain-spiral-overflow)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            InvalidParameterError, match=r"composed key is not a finite float map.*'rounds'.*'bounds'"
+        ):
+            ppdm.spiral_key(
+                ["x", "y"], bounds=bounds, rounds=1000 if factors[0] > 1 else 7, factors=factors, secret=1
+            )
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_data_that_the_key_moves_past_the_largest_float_is_refused(lazy):
+    """Finite key, but 1e307 times its scale is inf: Polars gave inf silently, NumPy warned."""
+    df = pl.DataFrame({"x": [-1e307, 1e307, None], "y": [1e307, -1e307, 1.0]})
+    frame = df.lazy() if lazy else df
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidParameterError, match="hold values too large for the key"):
+            out = ppdm.spiral(frame, ["x", "y"], bounds={"x": (0, 1), "y": (0, 1)}, secret=1)
+            if lazy:
+                out.collect()
+        with pytest.warns(PrivacyLeakWarning), pytest.raises(InvalidParameterError, match="'bounds'"):
+            ppdm.spiral(frame, ["x", "y"], bounds="data", secret=1)
+
+
+def test_inverse_of_a_key_with_a_scale_above_1e154():
+    """The inverse divided by scale**2, which overflows (OverflowError) for scale > 1.3e154."""
+    key = ppdm.spiral_key(
+        ["x", "y"], bounds={"x": (0, 1), "y": (0, 1)}, rounds=220, factors=(5.0, 6.0), secret=1
+    )
+    assert key.scale > 1e154
+    x = np.array([[0.25, 0.5], [0.75, 0.125]])
+    assert np.allclose(key.invert(key.apply(x)), x, rtol=0, atol=1e-6)
+
+
+def test_a_key_file_with_a_scale_not_above_zero_is_damaged():
+    text = ppdm.spiral_key(["x", "y"], bounds={"x": (0, 1), "y": (0, 1)}, rounds=2, secret=1).to_json()
+    for scale in (0.0, -1.0, float("inf")):
+        data = json.loads(text) | {"scale": scale}
+        with pytest.raises(InvalidParameterError, match=r"damaged spiral key.*scale > 0"):
+            ppdm.SpiralKey.from_json(json.dumps(data))

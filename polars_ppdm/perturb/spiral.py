@@ -32,6 +32,9 @@ __all__ = ["SpiralKey", "apply_spiral_key", "invert_spiral_key", "spiral", "spir
 
 _FUNC = "spiral"
 _FORMAT = "polars_ppdm.spiral_key/1"
+# Rounds compose into one similarity, so more of them add no secret (see spiral's Notes);
+# the cap keeps a key's drawing under a second (rounds=10**11 ran for hours).
+MAX_ROUNDS = 1000
 
 
 @dataclass(frozen=True, repr=False)
@@ -54,7 +57,7 @@ class SpiralKey:
 
     def inverse(self) -> tuple[np.ndarray, np.ndarray]:
         """``(A^-1, -A^-1 b)``: ``A = s Q`` with Q orthogonal, so ``A^-1 = A^T / s^2``."""
-        inverse = self.matrix.T / self.scale**2
+        inverse = self.matrix.T / self.scale / self.scale  # s^2 itself overflows for s > 1e154
         return inverse, -inverse @ self.offset
 
     def invert(self, y: np.ndarray) -> np.ndarray:
@@ -96,8 +99,9 @@ class SpiralKey:
             or offset.shape != (m,)
             or not np.isfinite(matrix).all()
             or not np.isfinite(offset).all()
+            or not 0 < scale < math.inf
         ):
-            msg = f"A damaged spiral key: {m} columns need a finite {m} x {m} matrix and {m} offsets."
+            msg = f"A damaged spiral key: {m} columns need a finite {m} x {m} matrix, {m} offsets and a scale > 0."
             raise InvalidParameterError(msg)
         return cls(columns, matrix, offset, scale)
 
@@ -224,7 +228,9 @@ def spiral_key(
     if len(cols) < 2:
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
-    rounds = check_int("rounds", rounds, _FUNC, low=1)
+    rounds = check_int(
+        "rounds", rounds, _FUNC, low=1, high=MAX_ROUNDS, why=" (the rounds compose into one map: more add no secret)"
+    )
     angle = _range("angle", angle, positive=False)
     scales: list[float] | tuple[float, float] | None
     if growth is not None:
@@ -248,8 +254,18 @@ def spiral_key(
     drawn = draw_rounds(
         resolve_secret(secret).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=growth
     )
-    A, b, s = compose(drawn, len(cols))
-    return SpiralKey(tuple(cols), A, b, s)
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        A, b, s = compose(drawn, len(cols))
+        key = SpiralKey(tuple(cols), A, b, s)
+        inverse, back = key.inverse()
+    if not all(np.isfinite(m).all() for m in (A, b, inverse, back)) or not 0 < s < math.inf:
+        msg = (
+            f"{_FUNC}: the composed key is not a finite float map (its scale, the product of the "
+            f"{rounds} rounds' factors k, is {s:.3g}; its offset grows with the 'bounds' and the scale). "
+            "Pass fewer 'rounds', 'factors' nearer 1, or smaller 'bounds'."
+        )
+        raise InvalidParameterError(msg)
+    return key
 
 
 def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndarray, func: str) -> Frame:
@@ -264,11 +280,24 @@ def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndar
             raise InvalidParameterError(msg)
         return bad
 
+    def refuse_overflow(bad: pl.Series) -> pl.Series:
+        if bad.any():
+            msg = (
+                f"{func}: the columns {cols} hold values too large for the key: moved, they overflow "
+                "a float (the key's scale and offset multiply and shift them)."
+            )
+            raise InvalidParameterError(msg)
+        return bad
+
     bad = pl.any_horizontal(x[c].is_nan() | x[c].is_infinite() for c in cols)
     checked = bad.map_batches(refuse_non_finite, return_dtype=pl.Boolean, is_elementwise=True)
     moved = affine_exprs(cols, matrix, offset)  # a null in a row nulls its every spiral column
     moved[0] = pl.when(checked).then(None).otherwise(moved[0]).alias(cols[0])
-    return like(frame, as_lazy(frame).with_columns(moved), engine="streaming")
+    # The input is finite (refused above): a non-finite output is an overflow.
+    overflow = pl.any_horizontal(~pl.col(c).is_finite() for c in cols)
+    refused = overflow.map_batches(refuse_overflow, return_dtype=pl.Boolean, is_elementwise=True)
+    first = pl.when(refused).then(None).otherwise(pl.col(cols[0])).alias(cols[0])
+    return like(frame, as_lazy(frame).with_columns(moved).with_columns(first), engine="streaming")
 
 
 def _check_key(key: Any, func: str) -> SpiralKey:

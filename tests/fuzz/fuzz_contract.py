@@ -153,22 +153,6 @@ KNOWN_FINDINGS: list[Finding] = [
         "ppdm.read_transactions([None])",
     ),
     Finding(
-        "chain-spiral-overflow",
-        "chain.spiral",
-        r"(overflow|invalid value) encountered in matmul",
-        "polars_ppdm/perturb/spiral.py (bounds='data' over values near 1e308: the rotated values overflow; refuse data or "
-        "bounds whose scaled range is not finite)",
-        "ppdm.spiral(pl.DataFrame({'x': [-1e307, 1e307], 'y': [1e307, -1e307]}), ['x', 'y'], bounds='data', secret=1)",
-    ),
-    Finding(
-        "spiral-overflow",
-        "spiral",
-        r"(overflow|invalid value) encountered in matmul",
-        "polars_ppdm/perturb/spiral.py (bounds='data' over values near 1e308: the rotated values overflow; refuse data or "
-        "bounds whose scaled range is not finite)",
-        "ppdm.spiral(pl.DataFrame({'x': [-1e307, 1e307], 'y': [1e307, -1e307]}), ['x', 'y'], bounds='data', secret=1)",
-    ),
-    Finding(
         "memory-mutual-information-bins",
         "memory:audit.mutual_information(bins)",
         r".",
@@ -209,13 +193,6 @@ KNOWN_FINDINGS: list[Finding] = [
         r".",
         "polars_ppdm/mine/reconstruct.py (cap max_iter, e.g. 10^6; tol=0 then runs max_iter EM steps)",
         "ppdm.reconstruct_distribution(df, 'x', scale=1.0, bins=10, bounds=(0, 1), max_iter=10**11, tol=0.0)  # runs for hours",
-    ),
-    Finding(
-        "hang-spiral-rounds",
-        "memory:spiral(rounds)",
-        r".",
-        "polars_ppdm/perturb/spiral.py (cap rounds; the key is the product of `rounds` rotations)",
-        "ppdm.spiral(df, ['x', 'y'], rounds=10**11, bounds={'x': (0, 1), 'y': (0, 1)}, secret=1)  # no answer in 30 s",
     ),
 ]
 
