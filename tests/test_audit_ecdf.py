@@ -273,6 +273,41 @@ def test_compare_to_additive_noise_reports_every_method_and_snr(table):
     assert (noisy["privacy_q_a"] < out["privacy_q_a"][0]).all()
 
 
+@pytest.mark.parametrize("func", [ppdm.audit.mutual_information, ppdm.audit.privacy_q])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([1j, 2j, 3j]),
+        ["a", "b", "c"],
+        pl.Series(["a", "b", "c"]),
+        None,
+        [None, 1.0, 2.0],
+        [[1, 2], [3]],
+        [10**400, 1, 2],
+    ],
+    ids=["complex", "strings", "string series", "None", "a null", "ragged", "an int beyond floats"],
+)
+def test_values_that_are_not_real_numbers_are_refused_by_name(func, x):
+    # Complex input was cast with NumPy's ComplexWarning (imaginary part dropped), strings parsed.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            InvalidParameterError, match=f"The 'x' parameter of {func.__name__} must be a 1-D"
+        ):
+            func(x, np.array([1.0, 2.0, 3.0]), bins=2)
+
+
+def test_more_classes_than_rows_cut_no_finer_and_stay_bounded():
+    # bins = 1e11 built 1e11 quantile edges (745 GiB) and an n-by-n table at bins = n;
+    # from bins = n on, every distinct value has its own class already.
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=300)
+    y = np.round(x + rng.normal(size=300), 1)  # ties: fewer classes than rows
+    at_n = ppdm.audit.mutual_information(x, y, bins=300)
+    assert ppdm.audit.mutual_information(x, y, bins=10**11) == at_n
+    assert ppdm.audit.mutual_information(x, y, bins=3000) == at_n
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -83,20 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "audit-information-types",
-        "audit.privacy_q",
-        ".",
-        "polars_ppdm/audit/information.py (validate x, y: real 1-D arrays of one length; complex, strings, None refused by name)",
-        "ppdm.audit.privacy_q(np.array([1j, 2j, 3j]), np.array([1.0, 2.0, 3.0]), bins=2)",
-    ),
-    Finding(
-        "audit-information-types-mi",
-        "audit.mutual_information",
-        ".",
-        "polars_ppdm/audit/information.py (as privacy_q)",
-        "ppdm.audit.mutual_information(np.array([1j, 2j, 3j]), np.array([1.0, 2.0, 3.0]), bins=2)",
-    ),
-    Finding(
         "datasets-params",
         "datasets.agrawal",
         ".",
@@ -151,13 +137,6 @@ KNOWN_FINDINGS: list[Finding] = [
         ".",
         "polars_ppdm/transactions.py (source: str/PathLike or iterable of str, each line a str; NOT FIXED for lack of time)",
         "ppdm.read_transactions([None])",
-    ),
-    Finding(
-        "memory-mutual-information-bins",
-        "memory:audit.mutual_information(bins)",
-        r".",
-        "polars_ppdm/audit/information.py (cap bins, e.g. at the row count or 10^7, with InvalidParameterError)",
-        "ppdm.audit.mutual_information(np.arange(10.0), np.arange(10.0), bins=10**11)  # MemoryError: 745 GiB",
     ),
     Finding(
         "memory-dp-kmeans-k",
