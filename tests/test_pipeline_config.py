@@ -242,3 +242,11 @@ def test_unreadable_secret_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "[secret], field 'file': the secret file" in err and "cannot be read" in err
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_union_member_types_never_named_as_a_column():
+    # bins is an int or a table of ints: pydantic puts 'constrained-int' in the error's
+    # path; the message must name the field, never that as a column.
+    text = refused(lambda d: d["release"][0].update(bins=[10, 30]))
+    assert "[[release]] 1 (dp_histogram), field 'bins'" in text
+    assert "constrained" not in text and "for column" not in text

@@ -606,7 +606,9 @@ def _is_type_name(part: str) -> bool:
     # pydantic puts a union member in the path: 'float', 'dict[str,float]', 'list[...]',
     # 'function-after[...]', 'constrained-float' and such.
     return bool(re.fullmatch(r"[a-z_-]+(\[.*\])?", part)) and (
-        "[" in part or part in ("float", "int", "str", "bool", "list", "dict", "tuple", "constrained-float")
+        "[" in part
+        or part in ("float", "int", "str", "bool", "list", "dict", "tuple")
+        or part.startswith("constrained-")
     )
 
 
