@@ -8,14 +8,17 @@ skewed popularity and planted associations, so rules exist to be found.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_ppdm._validation import check_int
+from polars_ppdm._frame import Frame, as_lazy, schema_of
+from polars_ppdm._validation import check_columns, check_int, check_numeric, check_real, is_count
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.secret import Secret
@@ -96,6 +99,22 @@ _ITEMS: tuple[tuple[str, float, int | None], ...] = (
 _PROFILE_SHARE = (0.30, 0.30, 0.25, 0.15)
 _PROFILE_BOOST = 0.25
 
+# The most rows a generator makes in one call.  Drawing takes ~40 bytes a row for each
+# column at once (the uniform draws and NumPy's one-byte booleans): 10^8 rows are a few
+# GB already; more was a MemoryError (10^11 baskets asked for 745 GiB) after a long wait.
+MAX_ROWS = 10**8
+_ROWS_WHY = (
+    " (the most one call generates: drawing takes tens of bytes a row per column; concatenate calls "
+    "with different seeds for more)"
+)
+
+
+def _check_seed(seed: Any, func: str) -> int:
+    if not is_count(seed):
+        msg = f"The 'seed' parameter of {func} must be an int. Got {seed!r} instead."
+        raise InvalidParameterError(msg)
+    return int(seed)
+
 
 def find_shared_data(name: str = "groceries.csv") -> Path | None:
     """The path of a shared data file, or None when no shared data folder is found.
@@ -148,8 +167,8 @@ def generated_baskets(n: int = 10_000, *, seed: int = 0) -> pl.DataFrame:
     >>> generated_baskets(1000).equals(baskets)
     True
     """
-    n = check_int("n", n, "generated_baskets", low=1)
-    secret = Secret.from_int(seed).key
+    n = check_int("n", n, "generated_baskets", low=1, high=MAX_ROWS, why=_ROWS_WHY)
+    secret = Secret.from_int(_check_seed(seed, "generated_baskets")).key
     rows = np.arange(n, dtype=np.uint64)
     profile = np.searchsorted(
         np.cumsum(_PROFILE_SHARE), uniform(secret, stream_id("generated_baskets/profile"), rows), side="right"
@@ -252,11 +271,12 @@ def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
     >>> bool(((people["age"] < 40) | (people["age"] >= 60) == people["group_a"]).all())
     True
     """
-    n = check_int("n", n, "agrawal", low=1)
-    if function not in (1, 2, 3, 4, 5):
+    n = check_int("n", n, "agrawal", low=1, high=MAX_ROWS, why=_ROWS_WHY)
+    if not is_count(function) or function not in (1, 2, 3, 4, 5):
         msg = f"The 'function' parameter of agrawal must be one of 1, 2, 3, 4, 5. Got {function!r} instead."
         raise InvalidParameterError(msg)
-    secret = Secret.from_int(seed).key
+    function = int(function)
+    secret = Secret.from_int(_check_seed(seed, "agrawal")).key
     rows = np.arange(n, dtype=np.uint64)
 
     def u(name: str) -> np.ndarray:
@@ -277,14 +297,50 @@ def agrawal(n: int, function: int, *, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame({**a, "group_a": _agrawal_group_a(function, a)})
 
 
-def normalise(
-    frame: pl.DataFrame, columns: Iterable[str], low: float = 0.0, high: float = 10.0
-) -> pl.DataFrame:
-    """Min-max scale ``columns`` to [low, high] (paper 002 normalises to [0, 10])."""
-    return frame.with_columns(
-        (low + (pl.col(c) - pl.col(c).min()) / (pl.col(c).max() - pl.col(c).min()) * (high - low)).alias(c)
-        for c in columns
+def normalise(frame: Frame, columns: str | Iterable[str], low: float = 0.0, high: float = 10.0) -> Frame:
+    """Min-max scale ``columns`` to [low, high] (paper 002 normalises to [0, 10]).
+
+    Each column's minimum goes to ``low`` and its maximum to ``high``; nulls stay null.
+    A column that cannot be scaled is refused by name: one with no two distinct values
+    (no range), one holding an infinite value, or one whose range overflows a float.
+    A LazyFrame stays lazy (its minima and maxima are collected first).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> normalise(pl.DataFrame({"x": [2.0, 4.0, None, 6.0]}), "x", 0, 1)["x"].to_list()
+    [0.0, 0.5, None, 1.0]
+    """
+    func = "normalise"
+    schema = schema_of(frame, func)
+    cols = check_columns(columns, list(schema), func)
+    check_numeric(schema, cols, func)
+    low = check_real("low", low, func)
+    high = check_real("high", high, func)
+    if not low < high or not math.isfinite(high - low):
+        msg = f"normalise needs low < high with a finite high - low. Got low={low!r}, high={high!r}."
+        raise InvalidParameterError(msg)
+    stats = (
+        as_lazy(frame)
+        .select(
+            *(pl.col(c).cast(pl.Float64).min().alias(f"min {i}") for i, c in enumerate(cols)),
+            *(pl.col(c).cast(pl.Float64).max().alias(f"max {i}") for i, c in enumerate(cols)),
+        )
+        .collect()
+        .row(0)
     )
+    scaled = []
+    for i, c in enumerate(cols):
+        least, most = stats[i], stats[len(cols) + i]
+        width = None if least is None else most - least
+        if width is None or not math.isfinite(width) or width <= 0:
+            msg = (
+                f"The column {c!r} of normalise must hold finite values with a finite range max - min > 0. "
+                f"Got min={least!r}, max={most!r} instead."
+            )
+            raise InvalidParameterError(msg)
+        scaled.append((low + (pl.col(c) - least) / width * (high - low)).alias(c))
+    return frame.with_columns(scaled)
 
 
 def breast_cancer() -> pl.DataFrame:

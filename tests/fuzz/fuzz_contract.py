@@ -83,27 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "datasets-params",
-        "datasets.agrawal",
-        ".",
-        "polars_ppdm/datasets.py (validate n, function, seed with check_int; NOT FIXED by the fuzz author for lack of time)",
-        "ppdm.datasets.agrawal(20, pl.lit(1))",
-    ),
-    Finding(
-        "datasets-baskets-params",
-        "datasets.generated_baskets",
-        ".",
-        "polars_ppdm/datasets.py (validate n with check_int and a cap; NOT FIXED for lack of time)",
-        "ppdm.datasets.generated_baskets(20, seed=float('nan'))",
-    ),
-    Finding(
-        "datasets-normalise-params",
-        "datasets.normalise",
-        ".",
-        "polars_ppdm/datasets.py (normalise: schema_of + check_columns + check_real low < high; NOT FIXED for lack of time)",
-        "ppdm.datasets.normalise(None, ['x'])",
-    ),
-    Finding(
         "metrics-clustering-types",
         "metrics.assign",
         ".",
@@ -158,13 +137,6 @@ KNOWN_FINDINGS: list[Finding] = [
         r".",
         "polars_ppdm/dp/quadtree.py + kernels/quadtree.py (cap max_height: Morton codes are int64, so d x max_height <= 62)",
         "ppdm.dp_quadtree(df, ['x', 'y'], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=10**11, secret=1)  # MemoryError",
-    ),
-    Finding(
-        "memory-generated-baskets-n",
-        "memory:generated_baskets(n)",
-        r".",
-        "polars_ppdm/datasets.py (cap n with InvalidParameterError)",
-        "ppdm.datasets.generated_baskets(10**11)  # MemoryError: 745 GiB",
     ),
     Finding(
         "hang-reconstruct-max-iter",
