@@ -57,7 +57,7 @@ args AS (
                               || ' (the ''bins'' argument: an integer in [2, 10,000,000], the limit of '
                               || 'polars_ppdm.ecdf_resample; the cut points take memory per bin).')
                ELSE TRY_CAST(bins AS DOUBLE)::BIGINT
-           END AS b
+           END AS __ppdm_b
     FROM shape
 ),
 base AS (
@@ -66,9 +66,11 @@ base AS (
            TRY_CAST(coalesce(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none')) AS BIGINT) AS __ppdm_key
     FROM src
 ),
+-- Every column this macro makes is named __ppdm_*: base carries the user's columns, and a
+-- user column named like one of ours (b, lo, hi...) made a join with it ambiguous.
 stats AS (
     SELECT CASE
-               WHEN (SELECT b FROM args) IS NULL THEN NULL  -- the arguments first (args raises)
+               WHEN (SELECT __ppdm_b FROM args) IS NULL THEN NULL  -- the arguments first (args raises)
                WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' holds NaN or infinite values; make them null')
                WHEN count(*) > 0 AND count(__ppdm_x) < 2  -- an empty table gives an empty table
@@ -77,49 +79,55 @@ stats AS (
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' is constant; releasing it hides nothing')
                WHEN count(*) FILTER (WHERE __ppdm_x IS NOT NULL AND __ppdm_key IS NULL) > 0
                    THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' has nulls in rows that need a draw')
-               ELSE (SELECT b FROM args)
-           END AS b,
-           count(__ppdm_x) AS n, min(__ppdm_x) AS lo, max(__ppdm_x) AS hi
+               ELSE (SELECT __ppdm_b FROM args)
+           END AS __ppdm_b,
+           count(__ppdm_x) AS __ppdm_n, min(__ppdm_x) AS __ppdm_lo, max(__ppdm_x) AS __ppdm_hi
     FROM base
 ),
 -- Cut points exactly as the kernel computes them: lo + (hi - lo) * (j / b), the last = hi.
 cuts AS (
-    SELECT j, CASE WHEN j = b THEN hi ELSE lo + (hi - lo) * (j::DOUBLE / b) END AS x
-    FROM stats, range(0, b + 1) r(j)
+    SELECT __ppdm_j,
+           CASE WHEN __ppdm_j = __ppdm_b THEN __ppdm_hi
+                ELSE __ppdm_lo + (__ppdm_hi - __ppdm_lo) * (__ppdm_j::DOUBLE / __ppdm_b) END AS __ppdm_cut
+    FROM stats, range(0, __ppdm_b + 1) r(__ppdm_j)
 ),
 -- Each value's interval: the smallest j with value <= cut j, from an arithmetic guess
 -- corrected against the real cut points (rounding can put the guess one off).
 guess AS (
-    SELECT __ppdm_x, least(greatest(ceil((__ppdm_x - lo) / (hi - lo) * b), 0), b)::BIGINT AS g
+    SELECT __ppdm_x,
+           least(greatest(ceil((__ppdm_x - __ppdm_lo) / (__ppdm_hi - __ppdm_lo) * __ppdm_b), 0), __ppdm_b)::BIGINT AS __ppdm_g
     FROM base, stats WHERE __ppdm_x IS NOT NULL
 ),
 located AS (
-    SELECT CASE WHEN __ppdm_x > c.x THEN g + 1 WHEN g > 0 AND __ppdm_x <= p.x THEN g - 1 ELSE g END AS j
+    SELECT CASE WHEN __ppdm_x > c.__ppdm_cut THEN __ppdm_g + 1
+                WHEN __ppdm_g > 0 AND __ppdm_x <= p.__ppdm_cut THEN __ppdm_g - 1
+                ELSE __ppdm_g END AS __ppdm_j
     FROM guess
-    JOIN cuts c ON c.j = g
-    LEFT JOIN cuts p ON p.j = g - 1
+    JOIN cuts c ON c.__ppdm_j = __ppdm_g
+    LEFT JOIN cuts p ON p.__ppdm_j = __ppdm_g - 1
 ),
-counts AS (SELECT j, count(*) AS n FROM located GROUP BY j),
+counts AS (SELECT __ppdm_j, count(*) AS __ppdm_n FROM located GROUP BY __ppdm_j),
 cdf AS (
-    SELECT c.j, c.x, sum(greatest(coalesce(k.n, 0), 1)) OVER (ORDER BY c.j) AS cum
-    FROM cuts c LEFT JOIN counts k USING (j)
+    SELECT c.__ppdm_j, c.__ppdm_cut, sum(greatest(coalesce(k.__ppdm_n, 0), 1)) OVER (ORDER BY c.__ppdm_j) AS __ppdm_cum
+    FROM cuts c LEFT JOIN counts k USING (__ppdm_j)
 ),
 levels AS (
-    SELECT j, x, cum::DOUBLE / max(cum) OVER () AS f FROM cdf
+    SELECT __ppdm_j, __ppdm_cut, __ppdm_cum::DOUBLE / max(__ppdm_cum) OVER () AS __ppdm_f FROM cdf
 ),
 -- Draw i is the PRF at key i; the r-th smallest draw goes to the row of rank r.
 draws AS (
-    SELECT ppdm_uniform(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, i) AS u
-    FROM stats, range(0, n) r(i)
+    SELECT ppdm_uniform(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_i) AS __ppdm_u
+    FROM stats, range(0, __ppdm_n) r(__ppdm_i)
 ),
-ranked_draws AS (SELECT u, row_number() OVER (ORDER BY u) AS r FROM draws),
+ranked_draws AS (SELECT __ppdm_u, row_number() OVER (ORDER BY __ppdm_u) AS __ppdm_r FROM draws),
 sample AS (
-    SELECT d.r,
-           CASE WHEN lv.j IS NULL THEN (SELECT lo FROM stats)
-                ELSE lv.x + (d.u - lv.f) / (up.f - lv.f) * (up.x - lv.x) END AS v
+    SELECT d.__ppdm_r,
+           CASE WHEN lv.__ppdm_j IS NULL THEN (SELECT __ppdm_lo FROM stats)
+                ELSE lv.__ppdm_cut + (d.__ppdm_u - lv.__ppdm_f) / (up.__ppdm_f - lv.__ppdm_f) * (up.__ppdm_cut - lv.__ppdm_cut)
+           END AS __ppdm_v
     FROM ranked_draws d
-    ASOF LEFT JOIN levels lv ON d.u >= lv.f
-    LEFT JOIN levels up ON up.j = lv.j + 1
+    ASOF LEFT JOIN levels lv ON d.__ppdm_u >= lv.__ppdm_f
+    LEFT JOIN levels up ON up.__ppdm_j = lv.__ppdm_j + 1
 ),
 ranked_rows AS (
     SELECT *, row_number() OVER (
@@ -128,7 +136,7 @@ ranked_rows AS (
     FROM base WHERE __ppdm_x IS NOT NULL
 ),
 released AS (
-    SELECT r.* EXCLUDE (__ppdm_r), s.v AS __ppdm_v FROM ranked_rows r JOIN sample s ON s.r = r.__ppdm_r
+    SELECT r.* EXCLUDE (__ppdm_r), s.__ppdm_v FROM ranked_rows r JOIN sample s ON s.__ppdm_r = r.__ppdm_r
     UNION ALL BY NAME
     SELECT *, NULL::DOUBLE AS __ppdm_v FROM base WHERE __ppdm_x IS NULL
 ),

@@ -12,6 +12,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import polars_ppdm as ppdm
 
@@ -499,3 +500,42 @@ def test_spiral_macro_named_with_a_quote_still_refuses_nan(spiral_key):
     con.execute("CREATE TABLE t AS SELECT 'nan'::DOUBLE AS a, 1.0 AS b")
     with pytest.raises(duckdb.InvalidInputException, match="it's: NaN or infinite values"):
         con.sql("""FROM "it's"('t')""").fetchall()
+
+
+def _words_of_macro(name: str) -> list[str]:
+    """Every identifier-like word of a macro's SQL (comments and strings left out), once
+    per spelling DuckDB tells apart (it is case-insensitive), except our __ppdm_ names."""
+    text = re.sub(r"'(?:[^']|'')*'", "", re.sub(r"--[^\n]*", "", (SQL / f"{name}.sql").read_text()))
+    found = {w.lower() for w in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", text)}
+    return sorted(w for w in found if not w.startswith("__ppdm"))
+
+
+@pytest.mark.parametrize(
+    ("macro", "query", "columns"),
+    [
+        (
+            "ecdf_resample",
+            "FROM ppdm_ecdf_resample('t', 'val', 'id', 5, '42') ORDER BY id",
+            "range * 1.5 AS val, range AS id",
+        ),
+        ("dp_histogram", "FROM ppdm_dp_histogram('t', 'val', 0, 10, 4, 1.0, '42')", "range::DOUBLE AS val"),
+        (
+            "rr_support_k",
+            "FROM ppdm_rr_support_k('t', 'val', ['a', 'b', 'c'], p := 0.8)",
+            "['a', 'b', 'c'][range % 3 + 1] AS val",
+        ),
+    ],
+)
+def test_table_macros_ignore_user_columns_named_like_their_internals(con, macro, query, columns):
+    """A column named b broke ppdm_ecdf_resample ('Ambiguous reference to column name "b"'),
+    and lo, hi too: the macro's own columns clashed with the table's.  With a column named
+    like every word of the macro, the result is the same."""
+    con.execute(f"CREATE TABLE t AS SELECT {columns} FROM range(10)")
+    expected = con.sql(query).pl()
+    # The words of the macro, and the names its CTEs used before they became __ppdm_ ones.
+    before = {"b", "n", "lo", "hi", "j", "x", "g", "cum", "f", "u", "r", "i", "v"}
+    words = sorted((set(_words_of_macro(macro)) | before) - {"val", "id"})
+    extra = ", ".join(f'(range % 3)::INTEGER AS "{w}"' for w in words)
+    con.execute(f"CREATE OR REPLACE TABLE t AS SELECT {columns}, {extra} FROM range(10)")
+    got = con.sql(query).pl()
+    assert_frame_equal(got.select(expected.columns), expected)
