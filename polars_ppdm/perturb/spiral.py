@@ -388,7 +388,9 @@ def spiral(
         of them comes back null in all of them (a rotation mixes them).  NaN and
         infinities are refused.
     rounds : int
-        t >= 1 (paper: 7 on Breast Cancer, 4 on Image Segmentation).
+        t in [1, 1000] (paper: 7 on Breast Cancer, 4 on Image Segmentation).  The rounds
+        compose into one map, so more add no secret (see Notes); a key whose scale (the
+        product of the k's) or offset overflows a float is refused.
     factors : (low, high) tuple, or a list with one k per round
         The range of each round's scaling factor k, > 0 (paper: (0.1, 5) and (1, 10)).
     angle : (low, high)
