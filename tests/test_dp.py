@@ -251,6 +251,47 @@ def test_dp_kmeans_finds_well_separated_clusters(method):
     assert fit.epsilon == (2.0 * (1 - 2**-5) if method == "lloyd" else 2.0)
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # 1-D arrays raised NumPy's AxisError, strings "could not convert string to float",
+        # empty points a "Mean of empty slice" RuntimeWarning, empty labels "zero-size array".
+        (
+            lambda: ppdm.metrics.assign(np.zeros(3), np.zeros(3)),
+            "'points' parameter of assign must be a non-empty 2-D",
+        ),
+        (lambda: ppdm.metrics.assign(np.zeros((3, 2)), [["a", "b"]]), "'centres' parameter of assign"),
+        (
+            lambda: nicv(np.zeros((0, 2)), np.zeros((1, 2))),
+            "'points' parameter of nicv must be a non-empty 2-D",
+        ),
+        (lambda: nicv(np.zeros((3, 2)), np.zeros((1, 3))), "nicv needs points and centres of the same width"),
+        (lambda: nicv(np.full((3, 2), np.nan), np.zeros((1, 2))), "'points' parameter of nicv .* finite"),
+        (lambda: nicv(np.full((3, 2), 1e300), np.zeros((1, 2))), "squared distances overflow"),
+        (
+            lambda: f_measure(np.array([]), np.array([])),
+            "'reference' parameter of f_measure must be a non-empty 1-D",
+        ),
+        (lambda: f_measure([0, 1], [0, 1, 1]), "f_measure needs reference and clusters of the same length"),
+        (lambda: f_measure([0, None], [0, 1]), "'reference' parameter of f_measure"),
+        (lambda: f_measure([0, 1], [[0], [1]]), "'clusters' parameter of f_measure"),
+        (lambda: ppdm.metrics.rcp(0.5, None), "'nicv_baseline' parameter of rcp must be a finite float > 0"),
+        (lambda: ppdm.metrics.rcp(0.5, 0.0), "'nicv_baseline' parameter of rcp"),
+        (lambda: ppdm.metrics.rcp("0.5", 1.0), "'nicv_method' parameter of rcp"),
+    ],
+)
+def test_clustering_metrics_refuse_bad_input_by_name(call, message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidParameterError, match=message):
+            call()
+
+
+def test_f_measure_takes_labels_of_strings_from_polars():
+    reference = pl.Series(["a", "a", "b", "b"]).to_numpy()  # an object array
+    assert f_measure(reference, np.array([5, 5, 7, 7])) == 1.0
+
+
 def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
     df, points, _ = blobs()
     scores = {

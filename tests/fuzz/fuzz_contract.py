@@ -83,34 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "metrics-clustering-types",
-        "metrics.assign",
-        ".",
-        "polars_ppdm/metrics/clustering.py (validate 2-D real arrays of matching width, non-empty; NOT FIXED for lack of time)",
-        "__import__('polars_ppdm.metrics', fromlist=['x']).assign(np.zeros(3), np.zeros(3))",
-    ),
-    Finding(
-        "metrics-nicv-types",
-        "metrics.nicv",
-        ".",
-        "polars_ppdm/metrics/clustering.py (as assign; empty input gives a RuntimeWarning)",
-        "__import__('polars_ppdm.metrics', fromlist=['x']).nicv(np.zeros(3), np.zeros(3))",
-    ),
-    Finding(
-        "metrics-f-measure-empty",
-        "metrics.f_measure",
-        ".",
-        "polars_ppdm/metrics/clustering.py (refuse empty / mismatched label arrays)",
-        "__import__('polars_ppdm.metrics', fromlist=['x']).f_measure(np.array([]), np.array([]))",
-    ),
-    Finding(
-        "metrics-rcp-types",
-        "metrics.rcp",
-        ".",
-        "polars_ppdm/metrics/clustering.py (check_real on both)",
-        "__import__('polars_ppdm.metrics', fromlist=['x']).rcp(0.5, None)",
-    ),
-    Finding(
         "read-transactions-types",
         "read_transactions",
         ".",
