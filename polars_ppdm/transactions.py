@@ -35,11 +35,27 @@ def read_transactions(source: str | PathLike | Iterable[str], *, sep: str | None
     if sep is not None and (not isinstance(sep, str) or sep == ""):
         msg = f"The 'sep' parameter of read_transactions must be a non-empty string or None (whitespace). Got {sep!r} instead."
         raise InvalidParameterError(msg)
+    allowed = "a path (str or os.PathLike) or an iterable of lines (str)"
     if isinstance(source, str | PathLike):
-        with Path(source).open(encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        try:
+            with Path(source).open(encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        except UnicodeDecodeError as exc:
+            msg = f"The 'source' parameter of read_transactions must be a UTF-8 text file. {str(source)!r} is not: {exc}."
+            raise InvalidParameterError(msg) from None
+    elif isinstance(source, bytes | bytearray | memoryview) or not isinstance(source, Iterable):
+        msg = f"The 'source' parameter of read_transactions must be {allowed}. Got {source!r:.80} instead."
+        raise InvalidParameterError(msg)
     else:
-        lines = [line.rstrip("\r\n") for line in source]
+        lines = []
+        for number, line in enumerate(source):
+            if not isinstance(line, str):
+                msg = (
+                    f"The 'source' parameter of read_transactions must be {allowed}. "
+                    f"Got {line!r:.80} as line {number} instead."
+                )
+                raise InvalidParameterError(msg)
+            lines.append(line.rstrip("\r\n"))
     baskets = [[item.strip() for item in line.split(sep) if item.strip()] for line in lines]
     return pl.DataFrame({"items": baskets}, schema={"items": pl.List(pl.String)})
 

@@ -197,6 +197,33 @@ def test_transactions_and_rule_scores_refuse_bad_input():
         ppdm.rule_scores(pl.DataFrame({"x": [1]}), rules)
 
 
+@pytest.mark.parametrize(
+    ("source", "got"),
+    [
+        ([None], "Got None as line 0"),
+        (["a b", 1], "Got 1 as line 1"),
+        (None, "Got None"),
+        (3, "Got 3"),
+        (b"a b", "Got b'a b'"),
+    ],
+)
+def test_read_transactions_refuses_what_is_not_lines_by_name(source, got):
+    # [None] raised AttributeError: 'NoneType' object has no attribute 'rstrip'.
+    with pytest.raises(
+        InvalidParameterError, match=f"'source' parameter of read_transactions must be .*{got}"
+    ):
+        ppdm.read_transactions(source)
+
+
+def test_read_transactions_refuses_a_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "baskets.dat"
+    path.write_bytes(b"milk \xff bread\n")
+    with pytest.raises(
+        InvalidParameterError, match="'source' parameter of read_transactions must be a UTF-8 text file"
+    ):
+        ppdm.read_transactions(path)
+
+
 def test_numpy_supports_and_generator_items():
     rules = ppdm.association_rules(
         {("a",): np.float32(0.6), ("b",): np.float64(0.5), ("a", "b"): np.float32(0.4)}, min_confidence=0.7

@@ -83,13 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "read-transactions-types",
-        "read_transactions",
-        ".",
-        "polars_ppdm/transactions.py (source: str/PathLike or iterable of str, each line a str; NOT FIXED for lack of time)",
-        "ppdm.read_transactions([None])",
-    ),
-    Finding(
         "memory-dp-kmeans-k",
         "memory:dp_kmeans(k)",
         r".",
