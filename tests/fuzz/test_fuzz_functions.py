@@ -128,7 +128,8 @@ def test_chains_keep_the_contract(data: st.DataObject) -> None:
         released, key = ppdm.spiral(frame, [x, y], bounds="data", secret=SECRET, return_key=True)
         restored = ppdm.invert_spiral_key(released, key)
         return ppdm.audit.known_io_attack(
-            frame.select(x, y).to_numpy()[:3], restored.select(x, y).to_numpy()[:3]
+            frame.select(pl.col(x, y).cast(pl.Float64)).to_numpy()[:3],
+            restored.select(pl.col(x, y).cast(pl.Float64)).to_numpy()[:3],
         )
 
     checked(f"chain.{chain}", run, names=[a, b, x, y, "columns", "frame"])
