@@ -292,6 +292,39 @@ def test_f_measure_takes_labels_of_strings_from_polars():
     assert f_measure(reference, np.array([5, 5, 7, 7])) == 1.0
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # k = 10^11 and iterations = 10^11 ran out of memory (an array of k centres; 2**T).
+        ({"k": 10**11}, "'k' parameter of dp_kmeans must be an int in \\[1, 10,000\\] \\(the fit compares"),
+        ({"k": 10_001, "method": "lloyd"}, "'k' parameter of dp_kmeans"),
+        (
+            {"method": "lloyd", "iterations": 10**11},
+            "'iterations' parameter of dp_kmeans must be an int in \\[1, 1,000\\]",
+        ),
+        ({"method": "lloyd", "iterations": 1000, "epsilon": 1e-30}, "integer noise of scale inf"),
+    ],
+)
+def test_dp_kmeans_sizes_are_refused_before_anything_is_spent(settings, message):
+    accountant = ppdm.BudgetAccountant(10.0)
+    df = pl.DataFrame({"x": [0.1, 0.9], "y": [0.2, 0.8]})
+    args = {"k": 2, "epsilon": 1.0, "bounds": [(0, 1)] * 2, "secret": 1, "accountant": accountant, **settings}
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.dp_kmeans(df, ["x", "y"], **args)
+    assert accountant.spent == 0
+
+
+def test_the_grid_of_eug_stays_within_its_cap_for_a_huge_n():
+    # n = 1e30 asked for 2^62 cells ("array is too big").
+    from polars_ppdm.kernels.dp_kmeans import MAX_GRID_BITS, grid_buckets
+
+    points = np.array([[0.1, 0.2], [0.9, 0.8]])
+    centres, counts = grid_buckets(points, np.zeros(2), np.ones(2), 2, 1.0, 1, 1e30, SECRET, "grid-cap")
+    assert len(counts) == len(centres) == 2**MAX_GRID_BITS
+    centres, counts = grid_buckets(points, np.zeros(2), np.ones(2), 2, 1e300, 1, 1e308, SECRET, "grid-cap")
+    assert len(counts) == 2**MAX_GRID_BITS
+
+
 def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
     df, points, _ = blobs()
     scores = {

@@ -9,7 +9,8 @@
 * ``"grid"`` (EUG k-means; Su, Cao, Li, Bertino, Lin, Wang, "Differentially private
   k-means clustering and a hybrid approach", VLDBJ 2017): a uniform grid of
   ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (rounded up to a power of two,
-  and to at least k cells in all, so that k centres exist) with noisy counts, then the
+  and to at least k cells in all, so that k centres exist; at most 2^20 cells in all,
+  which m passes only for N epsilon > 10^7 in 2-D) with noisy counts, then the
   weighted k-means of the quadtree method.
 
 References
@@ -54,6 +55,14 @@ __all__ = ["DPKMeansResult", "dp_kmeans"]
 
 _FUNC = "dp_kmeans"
 METHODS = ("quadtree", "lloyd", "grid")
+
+# The most centres: the fit on the buckets compares every bucket with every centre, and
+# "quadtree" and "grid" have at least k buckets, so its work grows as k^2 (k = 10^4
+# already takes minutes and GBs).  Asked for more (k = 10^11) it ran out of memory.
+MAX_K = 10_000
+# The most DPLloyd iterations: iteration t spends epsilon / 2^t, so its noise scale
+# doubles each time; past a few dozen the counts are noise, and 2^-t leaves the floats.
+MAX_ITERATIONS = 1_000
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,8 @@ def dp_kmeans(
     columns : str or sequence of str
         Numeric coordinates; nulls and NaN are refused.
     k : int
-        Number of centres (>= 1; at most the number of buckets with a positive noisy
-        count for ``"quadtree"`` and ``"grid"``).
+        Number of centres, in [1, 10,000] (and at most the number of buckets for
+        ``"quadtree"`` and ``"grid"``).
     epsilon : float
         The whole release's budget (> 0).
     bounds : mapping column -> (low, high), one pair per column, or "data"
@@ -124,7 +133,8 @@ def dp_kmeans(
         The tree of ``"quadtree"`` (see :func:`polars_ppdm.dp_quadtree`); ``n`` also sizes
         the grid of ``"grid"`` (without it, 5% of epsilon buys a noisy count).
     iterations : int
-        Iterations of ``"lloyd"`` (epsilon / 2, / 4, ...: together epsilon (1 - 2^-T)).
+        Iterations of ``"lloyd"``, in [1, 1,000] (epsilon / 2, / 4, ...: together
+        epsilon (1 - 2^-T)).
     secret, key, max_contributions, accountant
         As :func:`polars_ppdm.dp_histogram`.
 
@@ -150,8 +160,22 @@ def dp_kmeans(
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     check_choice("method", method, METHODS, _FUNC)
-    k = check_int("k", k, _FUNC, low=1)
-    iterations = check_int("iterations", iterations, _FUNC, low=1)
+    k = check_int(
+        "k",
+        k,
+        _FUNC,
+        low=1,
+        high=MAX_K,
+        why=" (the fit compares each of at least k buckets with each centre: k^2 work)",
+    )
+    iterations = check_int(
+        "iterations",
+        iterations,
+        _FUNC,
+        low=1,
+        high=MAX_ITERATIONS,
+        why=" (DPLloyd's iteration t spends epsilon / 2^t: its noise doubles each iteration)",
+    )
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)  # n also sizes the grid method

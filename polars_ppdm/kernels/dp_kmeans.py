@@ -18,7 +18,12 @@ from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.kernels.quadtree import cell_index, count_codes, morton_codes
 from polars_ppdm.kernels.weighted_kmeans import nearest
 
-__all__ = ["dp_lloyd", "grid_buckets", "lloyd_count_scale"]
+__all__ = ["MAX_GRID_BITS", "dp_lloyd", "grid_buckets", "lloyd_count_scale"]
+
+# The grid has at most 2^20 cells: the weighted k-means then fits every one of them (10
+# restarts of up to 100 iterations: ~30 s at 2^20 buckets, minutes at 2^22).  Su et al.'s
+# m passes it only for N epsilon > 10^7 in 2-D; n = 1e30 asked for 2^62 cells.
+MAX_GRID_BITS = 20
 
 
 def grid_buckets(
@@ -35,12 +40,14 @@ def grid_buckets(
     """EUG's buckets: cell centres of a uniform grid and their noisy counts.
 
     ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (Su et al.), rounded up to a
-    power of two (the quadtree's Z-order cells) and to at least k cells in all.
+    power of two (the quadtree's Z-order cells) and to at least k cells in all; at
+    most ``2^MAX_GRID_BITS`` cells in all.
     """
     d = points.shape[1]
-    side = max(1, math.ceil((n * epsilon / 10) ** (2 / (2 + d))), math.ceil(k ** (1 / d)))
+    wanted = min((n * epsilon / 10) ** (2 / (2 + d)), 2.0**MAX_GRID_BITS)  # inf for a huge n epsilon
+    side = max(1, math.ceil(wanted), math.ceil(k ** (1 / d)))
     level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
-    level = min(level, 62 // d)
+    level = min(level, MAX_GRID_BITS // d)
     codes = np.sort(morton_codes(points, lows, highs, level))
     cells = np.arange(1 << (d * level), dtype=np.int64)
     counts = count_codes(codes, cells) + discrete_laplace(
@@ -52,7 +59,8 @@ def grid_buckets(
 
 def lloyd_count_scale(contributions: int, epsilon: float, t: int) -> float:
     """Noise scale of DPLloyd's counts in iteration t: half of ``epsilon / 2^t``."""
-    return contributions / ((epsilon / 2**t) / 2)
+    share = epsilon * 2.0**-t / 2
+    return contributions / share if share > 0 else math.inf  # a share below the floats: no bound
 
 
 def dp_lloyd(

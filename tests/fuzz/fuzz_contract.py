@@ -83,20 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "memory-dp-kmeans-k",
-        "memory:dp_kmeans(k)",
-        r".",
-        "polars_ppdm/dp/kmeans.py (cap k, e.g. at the number of quadtree leaves / rows, before allocating)",
-        "ppdm.dp_kmeans(df, ['x', 'y'], k=10**11, epsilon=1.0, bounds=[(0, 1)] * 2, secret=1)  # MemoryError",
-    ),
-    Finding(
-        "memory-dp-kmeans-iterations",
-        "memory:dp_kmeans(iterations)",
-        r".",
-        "polars_ppdm/dp/kmeans.py (cap iterations: epsilon x 2^-T underflows long before T = 10^11)",
-        "ppdm.dp_kmeans(df, ['x', 'y'], k=2, epsilon=1.0, bounds=[(0, 1)] * 2, method='lloyd', iterations=10**11, secret=1)  # MemoryError",
-    ),
-    Finding(
         "memory-dp-quadtree-max-height",
         "memory:dp_quadtree(max_height)",
         r".",
