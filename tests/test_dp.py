@@ -208,6 +208,38 @@ def test_quadtree_leaves_tile_the_box_and_count_every_point(d):
     assert leaves["level"].max() == max(1, round(math.log(20_000) / d))
 
 
+@pytest.mark.parametrize(("d", "height"), [(2, 32), (2, 10**11), (3, 21), (6, 11)])
+def test_a_height_past_the_cell_codes_is_refused_before_anything_is_spent(d, height):
+    # max_height = 10^11 was cut to 62 // d without a word, then ran out of memory.
+    accountant = ppdm.BudgetAccountant(10.0)
+    df = pl.DataFrame({f"c{a}": [0.1, 0.9] for a in range(d)})
+    with pytest.raises(
+        InvalidParameterError,
+        match=f"'max_height' parameter of dp_quadtree must be an int in \\[0, {62 // d}\\] for {d} columns",
+    ):
+        ppdm.dp_quadtree(
+            df,
+            df.columns,
+            bounds=[(0, 1)] * d,
+            epsilon=1.0,
+            max_height=height,
+            secret=1,
+            accountant=accountant,
+        )
+    assert accountant.spent == 0
+
+
+def test_a_tree_whose_frontier_explodes_is_refused_before_it_is_drawn():
+    # In 2-D at the largest height the noise splits about half the empty nodes: the
+    # frontier doubles each level (2^31 nodes at the bottom was a MemoryError).
+    df = pl.DataFrame({"x": np.linspace(0, 1, 200), "y": np.linspace(1, 0, 200)})
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"dp_quadtree: the tree would examine .* more than 4,194,304 .* 'max_height' parameter",
+    ):
+        ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=31, secret=1)
+
+
 def test_quadtree_noise_has_the_documented_scales():
     """Split counts: scale c * maxH / (gamma eps); leaf counts: c / ((1 - gamma) eps)."""
     pts = np.random.default_rng(0).random((3000, 2))

@@ -223,7 +223,7 @@ def dp_kmeans(
             )
             # The top levels always split, so the tree has at least k leaves to fit.
             leaves = quadtree_leaves(
-                points, lows, highs, plan, contributions, secret, label, min_leaves=int(k)
+                points, lows, highs, plan, contributions, secret, label, min_leaves=int(k), func=_FUNC
             )
             bucket_centres, counts = leaves.centre, leaves.count
         else:

@@ -29,7 +29,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.kernels.quadtree import Leaves, build_quadtree
+from polars_ppdm.kernels.quadtree import CODE_BITS, Leaves, build_quadtree
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = [
@@ -98,9 +98,16 @@ def check_tree_settings(n: Any, max_height: Any, threshold: Any, func: str) -> N
 def check_tree_noise(
     epsilon: float, gamma: float, contributions: int, max_height: int | None, d: int, func: str
 ) -> None:
-    """The largest noise scales a tree of these settings can draw fit integer noise:
-    checked before the budget is charged (the tree height is bounded by 62 // d)."""
-    heights = 62 // d if max_height is None else min(int(max_height), 62 // d)
+    """``max_height`` fits the cells' codes (d x max_height <= 62 bits), and the largest
+    noise scales a tree of these settings can draw fit integer noise: checked before the
+    budget is charged."""
+    if max_height is not None and max_height * d > CODE_BITS:
+        msg = (
+            f"The 'max_height' parameter of {func} must be an int in [0, {CODE_BITS // d}] for {d} columns: a cell's "
+            f"Z-order code holds d x max_height <= {CODE_BITS} bits. Got {max_height!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    heights = CODE_BITS // d if max_height is None else int(max_height)
     rest = epsilon * (1 - N_SHARE)  # when n is estimated first
     shares = [N_SHARE * epsilon, (1 - gamma) * rest] + ([gamma * rest] if heights else [])
     if min(shares) == 0.0:  # a subnormal epsilon: its shares underflow to 0, the noise is unbounded
@@ -136,7 +143,7 @@ def plan_tree(
     if max_height is None:  # the default grows to min_height; a given height is kept
         assert n is not None  # given, or estimated just above
         max_height = max(1, round(math.log(n) / d), min_height)
-    max_height = min(int(max_height), 62 // d)  # Z-order codes of d * height bits in an int64
+    max_height = min(int(max_height), CODE_BITS // d)  # Z-order codes of d * height bits in an int64
     if threshold is None:
         assert n is not None  # given, or estimated just above
         threshold = n / 1000
@@ -155,6 +162,7 @@ def quadtree_leaves(
     label: str,
     *,
     min_leaves: int = 1,
+    func: str = _FUNC,
 ) -> Leaves:
     """The tree's leaves; with ``min_leaves``, the top levels split until there are at
     least that many cells (the height grows to allow it)."""
@@ -170,6 +178,7 @@ def quadtree_leaves(
         secret=secret,
         label=label,
         split_levels=split_levels_for(min_leaves, points.shape[1]),
+        func=func,
     )
 
 

@@ -21,10 +21,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 
-__all__ = ["Leaves", "build_quadtree", "cell_index", "count_codes", "morton_codes"]
+__all__ = ["CODE_BITS", "MAX_NODES", "Leaves", "build_quadtree", "cell_index", "count_codes", "morton_codes"]
+
+# A cell's Z-order code holds d bits per level in an int64: d * height <= 62.
+CODE_BITS = 62
+# The most nodes one level examines.  Empty nodes split too, whenever their noise passes
+# the threshold (about half the time when T is near 0), so a tall tree's frontier can
+# double every level: max_height = 31 in 2-D reached 2^31 nodes (a MemoryError).  The
+# paper's default height ln(N) / d stays below 2^21 nodes for N up to 10^9.
+MAX_NODES = 2**22
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,14 @@ def build_quadtree(
     secret: bytes,
     label: str,
     split_levels: int = 0,
+    func: str = "build_quadtree",
 ) -> Leaves:
     """Grow the tree level by level; ``level_scale`` / ``leaf_scale`` are the noise
     scales (sensitivity / epsilon) of the split counts and of the leaf counts.  The
     first ``split_levels`` levels split whatever their counts (a rule that reads no
-    data: k-means on the leaves needs at least k of them).
+    data: k-means on the leaves needs at least k of them).  A level of more than
+    :data:`MAX_NODES` nodes is refused (an :class:`InvalidParameterError` naming
+    ``func``'s max_height and threshold) before it is drawn.
 
     Examples
     --------
@@ -108,8 +120,8 @@ def build_quadtree(
     1.0
     """
     d = points.shape[1]
-    if max_height * d > 62:
-        msg = f"build_quadtree: max_height * dimensions must be <= 62 (Z-order codes in int64). Got {max_height} * {d}."
+    if max_height * d > CODE_BITS:
+        msg = f"build_quadtree: max_height * dimensions must be <= {CODE_BITS} (Z-order codes in int64). Got {max_height} * {d}."
         raise ValueError(msg)
     finest = np.sort(morton_codes(points, lows, highs, max_height))
     children = np.arange(1 << d, dtype=np.int64)
@@ -128,6 +140,16 @@ def build_quadtree(
         is_leaf = (noisy <= threshold) & (level >= split_levels)
         leaf_levels.append(np.full(int(is_leaf.sum()), level))
         leaf_codes.append(frontier[is_leaf])
+        splits = len(frontier) - int(is_leaf.sum())
+        if splits << d > MAX_NODES:
+            msg = (
+                f"{func}: the tree would examine {splits << d:,} nodes at level {level + 1}, more than "
+                f"{MAX_NODES:,} (2^{MAX_NODES.bit_length() - 1}): the noisy counts of {splits:,} nodes passed the "
+                f"threshold {threshold:g}.  Lower the 'max_height' parameter (the tree has {max_height} levels) "
+                "or raise the 'threshold' parameter (or epsilon: less noise splits fewer empty nodes).  "
+                "The budget of this call is spent."
+            )
+            raise InvalidParameterError(msg)
         frontier = ((frontier[~is_leaf] << d)[:, None] | children[None, :]).ravel()
     levels, codes = np.concatenate(leaf_levels), np.concatenate(leaf_codes)
     counts = np.empty(len(codes), dtype=np.int64)

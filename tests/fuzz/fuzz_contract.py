@@ -83,13 +83,6 @@ class Finding:
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
     Finding(
-        "memory-dp-quadtree-max-height",
-        "memory:dp_quadtree(max_height)",
-        r".",
-        "polars_ppdm/dp/quadtree.py + kernels/quadtree.py (cap max_height: Morton codes are int64, so d x max_height <= 62)",
-        "ppdm.dp_quadtree(df, ['x', 'y'], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=10**11, secret=1)  # MemoryError",
-    ),
-    Finding(
         "hang-reconstruct-max-iter",
         "memory:reconstruct_distribution(max_iter)",
         r".",
