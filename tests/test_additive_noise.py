@@ -63,6 +63,11 @@ def test_bad_noise_parameters(kwargs, message):
     [
         (dict(max_iter=0), "'max_iter' parameter .* Got 0"),
         (dict(max_iter=2.5), "'max_iter'"),
+        # max_iter = 10^11 with tol = 0 ran for hours; one past the cap still ran to the end.
+        (
+            dict(max_iter=100_001, tol=0.0),
+            "'max_iter' parameter of reconstruct_distribution must be an int in \\[1, 100,000\\]",
+        ),
         (dict(tol=float("nan")), "'tol' parameter .* Got nan"),
         (dict(tol=-1.0), "'tol'"),
         (dict(bins=1000, scale=100.0), "transition matrix"),
@@ -189,7 +194,10 @@ def test_negative_variance_estimate_is_reported_not_passed_on_silently():
     n = 50_000
     x = pl.DataFrame({"income": rng.normal(1_000, 300, n), "rent": rng.normal(500, 10, n)})
     noisy = ppdm.add_noise(x, ["income"], scale=50.0, secret=5)
-    with pytest.warns(EstimateWarning, match=r"column 'rent' is -2\d{3}, [\d,.]+ standard errors below 0.*'scale' given for 'rent'"):
+    with pytest.warns(
+        EstimateWarning,
+        match=r"column 'rent' is -2\d{3}, [\d,.]+ standard errors below 0.*'scale' given for 'rent'",
+    ):
         wrong = ppdm.estimate_covariance(noisy, ["income", "rent"], scale=50.0)
     assert wrong["rent"][1] < 0  # returned as computed: clipping would bias it
     with pytest.warns(EstimateWarning, match="'rent'"):

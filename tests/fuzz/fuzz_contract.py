@@ -82,13 +82,6 @@ class Finding:
 # One list: each entry is filtered out of the fuzz results (the suite stays green) until
 # it is fixed, when the entry must go (test_fuzz_known.py checks that each still fails).
 KNOWN_FINDINGS: list[Finding] = [
-    Finding(
-        "hang-reconstruct-max-iter",
-        "memory:reconstruct_distribution(max_iter)",
-        r".",
-        "polars_ppdm/mine/reconstruct.py (cap max_iter, e.g. 10^6; tol=0 then runs max_iter EM steps)",
-        "ppdm.reconstruct_distribution(df, 'x', scale=1.0, bins=10, bounds=(0, 1), max_iter=10**11, tol=0.0)  # runs for hours",
-    ),
 ]
 
 
