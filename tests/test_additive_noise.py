@@ -80,6 +80,22 @@ def test_reconstruct_bad_settings(kwargs, message):
         ppdm.reconstruct_distribution(frame, "x", **settings)
 
 
+def test_noise_too_small_to_explain_a_value_is_refused_and_the_upper_bound_is_inside():
+    # A value at `high` fell in the noisy bin above the domain, which a subnormal noise
+    # cannot reach: 0 / 0 in the iteration (NumPy's RuntimeWarning) and NaN frequencies.
+    frame = pl.DataFrame({"x": [0.5, 1.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ppdm.reconstruct_distribution(frame, "x", scale=5e-324, bins=8, bounds=(0, 1), max_iter=30)
+        assert out["frequency"].to_list() == [0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.5]
+        with pytest.raises(
+            InvalidParameterError, match="2 values of the column 'x' lie in noisy bins that gaussian"
+        ):
+            ppdm.reconstruct_distribution(
+                frame.with_columns(x=pl.lit(1.01)).vstack(frame), "x", scale=5e-324, bins=8, bounds=(0, 1)
+            )
+
+
 def test_reconstruct_refuses_infinities():
     # An infinity clipped into the outer noisy bin would be counted as a real value.
     frame = pl.DataFrame({"x": [1.0, 2.0, float("inf")]})

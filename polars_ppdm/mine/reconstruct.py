@@ -122,9 +122,13 @@ def reconstruct_distribution(
         raise InvalidParameterError(msg)
     start = low - pad * width
     x = pl.col(col).cast(pl.Float64)
-    # Non-finite values get a null bin, refused below with the NaN.
+    # Non-finite values get a null bin, refused below with the NaN.  The bounds are
+    # closed: a value at ``high`` is in the last interval's bin, not the one above it.
     index = pl.when(x.is_finite()).then(
-        ((x - start) / width).floor().clip(0, noisy_bins - 1).cast(pl.Int64, strict=False)
+        pl.when(x == high)
+        .then(pad + bins - 1)
+        .otherwise(((x - start) / width).floor().clip(0, noisy_bins - 1))
+        .cast(pl.Int64, strict=False)
     )
     grouped = (
         as_lazy(frame)
@@ -144,6 +148,16 @@ def reconstruct_distribution(
     edges = low + width * np.arange(bins + 1)
     edges[-1] = high
     K = transition(edges, start + width * np.arange(noisy_bins + 1), dist, scale)
+    unreachable = (K.sum(axis=1) == 0) & (counts > 0)
+    if unreachable.any():
+        # No interval reaches them (the noise averaged over each interval's sub-points):
+        # no estimate explains them, and the iteration would divide 0 by 0.
+        msg = (
+            f"{_FUNC}: {int(counts[unreachable].sum())} values of the column {col!r} lie in noisy bins that "
+            f"{dist} noise of scale {scale:g} does not reach from any interval of the 'bounds' ({low:g}, {high:g}); "
+            "widen the bounds, use more bins or check the 'scale' parameter."
+        )
+        raise InvalidParameterError(msg)
     f, _ = reconstruct_histogram(counts, K, tol=tol, max_iter=max_iter)
     return pl.DataFrame(
         {
