@@ -46,6 +46,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from polars_ppdm._durable import fsync_folder
 from polars_ppdm.exceptions import PrivacyLeakWarning, SecretError
 from polars_ppdm.secret import Secret
 
@@ -129,7 +130,7 @@ def write_secret_text(path: str | os.PathLike[str], text: str, *, overwrite: boo
             os.replace(temporary, target)
         else:
             _rename_new(temporary, target)
-        _fsync_folder(folder)
+        fsync_folder(folder)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -273,18 +274,6 @@ def _rename_new(temporary: str, target: Path) -> None:
         if _exists(target):
             raise FileExistsError(_exists_message(target)) from None
         os.replace(temporary, target)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the new name durable (POSIX); a no-op where folders cannot be opened."""
-    if not _POSIX:
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _check(target: Path, info: os.stat_result) -> None:

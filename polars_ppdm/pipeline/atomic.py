@@ -22,9 +22,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from polars_ppdm._durable import fsync_folder
+
 __all__ = ["GrowingFileHash", "atomic_path", "file_sha256", "remove_stale", "write_bytes_atomic"]
 
-_POSIX = os.name == "posix"
 _CHUNK = 1 << 20
 
 
@@ -133,17 +134,6 @@ class GrowingFileHash:
         self._thread.join()
 
 
-def _fsync_folder(folder: Path) -> None:
-    if not _POSIX:
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 @contextlib.contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write to; when the block ends without an
@@ -169,7 +159,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
         os.replace(temporary, target)
-        _fsync_folder(target.parent)
+        fsync_folder(target.parent)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
