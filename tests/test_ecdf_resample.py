@@ -338,6 +338,11 @@ def test_empty_frame_gives_an_empty_frame_of_the_output_schema(lazy):
     )
     out = out.collect(engine="streaming") if lazy else out
     assert out.height == 0 and out.schema == {"id": pl.Int64, "x": pl.Float64, "age": pl.Int64}
+    # A column named "" (DataFrame.cast skips it on an empty frame: the schema came out wrong)
+    odd = pl.DataFrame({"x": pl.Series([], dtype=pl.Int8), "": pl.Series([], dtype=pl.Int8)})
+    out = ppdm.ecdf_resample(odd.lazy() if lazy else odd, ["x", ""], bins=5, secret=1)
+    out = out.collect(engine="streaming") if lazy else out
+    assert out.height == 0 and out.schema == {"x": pl.Float64, "": pl.Float64}
 
 
 def test_duckdb_macro_on_an_empty_table_gives_an_empty_table():

@@ -240,7 +240,7 @@ def ecdf_resample(
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
         if df.height == 0:  # an empty frame releases nothing: empty in, empty out
-            return df.cast(out_schema)
+            return df.select(pl.col(name).cast(dtype) for name, dtype in out_schema.items())
         keys = row_keys(df[key], func=_FUNC) if key is not None else np.arange(df.height, dtype=np.uint64)
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
         with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as pool:
