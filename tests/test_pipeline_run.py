@@ -150,6 +150,31 @@ def test_two_secrets_with_the_same_fingerprint_are_two_runs(example, monkeypatch
     assert run_id(pipeline, ["f"], first) != run_id(pipeline, ["f"], second)
 
 
+def test_dp_noise_is_fresh_when_the_data_changed(example):
+    # Same secret, tonight's data differs only in an x of one row, so the amount
+    # histogram's true counts are the same.  Noise keyed by the secret alone would repeat
+    # and the two releases would be equal (a difference of two nights would then be the
+    # exact difference of the true counts); keyed by the run, the noise is fresh.  An
+    # identical re-run still draws the same noise.
+    path = example("events")
+    release = path.parent / "out" / "amount_histogram.parquet"
+    assert run(str(path)) == EXIT_OK
+    first = pl.read_parquet(release)
+    assert run(str(path)) == EXIT_OK
+    assert pl.read_parquet(release).equals(first)
+    data = path.parent / "events.parquet"
+    frame = pl.read_parquet(data)
+    frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.col("x") / 2).otherwise("x").alias("x")
+    ).write_parquet(data)
+    assert run(str(path)) == EXIT_OK
+    second = pl.read_parquet(release)
+    assert second.drop("count").equals(first.drop("count"))
+    # 10 bins of independent discrete Laplace noise (scale 8 / 0.5): all 10 equal by chance
+    # has probability below 0.04^10
+    assert (second["count"] != first["count"]).sum() >= 5
+
+
 def test_overspend_refused_before_the_input_is_opened(example, capsys):
     path = example("events")
     assert run(str(path)) == EXIT_OK  # spends 2 of 4

@@ -235,6 +235,21 @@ def _rr_design(pipeline: Pipeline, columns: list[str]) -> dict[str, Any]:
     return out
 
 
+def release_secret(secret: Secret, this_run: str) -> Secret:
+    """The secret of this run's DP releases: HMAC(secret, run id).
+
+    Noise keyed by the pipeline's secret alone would repeat over tonight's changed data,
+    and the difference of two nights' releases would then be the exact difference of the
+    true counts (the people who came or left, unprotected).  Keyed by the run id (the
+    pipeline, the inputs' content, the secret), an identical re-run draws the same noise
+    (and spends nothing) while a run over changed data draws fresh noise.  Randomized
+    response and the other row-wise steps keep the pipeline's secret: the same person's
+    value gets the same coins every night, so repeats disclose nothing new.
+    """
+    derived = hmac.new(secret.key, b"polars_ppdm/dp-release\x00" + this_run.encode(), hashlib.sha256)
+    return Secret(derived.digest())
+
+
 def _release(
     pipeline: Pipeline, step: Any, original: pl.LazyFrame, disguised: pl.LazyFrame, secret: Secret
 ) -> pl.DataFrame:
@@ -453,7 +468,7 @@ def run_pipeline(
         for index, release in enumerate(pipeline.release, 1):
             label = step_label("release", index, release)
             progress.start(label, None)
-            frame = _release(pipeline, release, original, disguised, secret)
+            frame = _release(pipeline, release, original, disguised, release_secret(secret, this_run))
             target = pipeline.resolve(release.output)
             rows, digest = _write_frame(frame, target)
             progress.done(label)
