@@ -1,7 +1,11 @@
-"""The fuzz suite's table: generated cases per target and how they ended.
+"""The fuzz suite's Hypothesis profiles, and its table of generated cases per target.
 
-``PPDM_FUZZ_TABLE=1 python -m pytest tests/fuzz`` prints it at the end of the run (CI's
-fuzz leg does); without it the run prints one summary line.
+Profiles: "default" for the normal run, "slow" with many more examples for CI's fuzz leg;
+HYPOTHESIS_PROFILE picks one.  They live here, not in tests/conftest.py, so that a run of
+other tests (the wheel leg's README test) does not need Hypothesis.
+
+``PPDM_FUZZ_TABLE=1 python -m pytest tests/fuzz`` prints the table at the end of the run
+(CI's fuzz leg does); without it the run prints one summary line.
 """
 
 from __future__ import annotations
@@ -11,10 +15,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # the fuzz_* helper modules
 
 from fuzz_contract import COUNTS, ERRORS, KNOWN_HITS, OUTCOMES
+
+# The deadline flags a hang or a pathological slowdown in one example.
+_FUZZ_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile("default", max_examples=40, deadline=5_000, suppress_health_check=_FUZZ_HEALTH)
+settings.register_profile("slow", max_examples=250, deadline=20_000, suppress_health_check=_FUZZ_HEALTH)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
