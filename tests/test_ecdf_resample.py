@@ -350,3 +350,12 @@ def test_duckdb_macro_on_an_empty_table_gives_an_empty_table():
     con.execute("CREATE TABLE e (id BIGINT, x DOUBLE)")
     out = con.sql("FROM ppdm_ecdf_resample('e', 'x', 'id', 3, '1')").pl()
     assert out.shape == (0, 2) and out.columns == ["id", "x"]
+
+
+def test_a_later_select_of_fewer_columns_works():
+    # Polars 1.34 pushed the select's projection into the map and then failed its schema
+    # check (the pipeline's published-columns select hit it).
+    lf = pl.DataFrame({"id": [1, 2, 3, 4], "name": list("abcd"), "age": [20.0, 30, 40, 50]}).lazy()
+    out = ppdm.ecdf_resample(lf, ["age"], secret=1, key="id").select("id", "age").collect()
+    full = ppdm.ecdf_resample(lf, ["age"], secret=1, key="id").collect()
+    assert out.equals(full.select("id", "age"))

@@ -438,7 +438,9 @@ def test_duckdb_own_errors_quote_the_sql_text_so_keep_the_secret_out_of_it(leak_
         "SELECT ppdm_rr_disguise(x, 0.8, s_const, id, 'x') FROM no_such_table, t",
     ):
         raised, text = run_and_collect(lambda sql=sql: leak_con.execute(sql).fetchall(), caplog)
-        assert isinstance(raised, duckdb.Error) and "LINE 1" in text, sql
+        assert isinstance(raised, duckdb.Error), sql
+        # DuckDB 1.5's parser error at the end of input quotes no line; later ones do.
+        assert "LINE 1" in text or isinstance(raised, duckdb.ParserException), sql
         assert not leaked(text, needles_for(f"env:{ENV_NAME}", None) + needles_for(HEX, None)), text
 
 

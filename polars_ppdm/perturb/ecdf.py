@@ -260,4 +260,7 @@ def ecdf_resample(
             out = out[np.argsort(position, kind="stable")]
         return out
 
-    return like(frame, as_lazy(frame).map_batches(resample, schema=out_schema))
+    # No projection pushdown through the map: Polars 1.34 then hands it fewer columns than
+    # the declared schema and fails the query; the map needs its columns and key anyway.
+    lazy = as_lazy(frame).map_batches(resample, schema=out_schema, projection_pushdown=False)
+    return like(frame, lazy)
