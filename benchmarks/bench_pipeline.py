@@ -172,7 +172,7 @@ def main() -> None:
     sides = {
         "by hand (Polars streaming)": hand,
         "by hand + fsync": [*hand, "fsync"],
-        "ppdm run": [sys.executable, "-m", "polars_ppdm.pipeline", "run", "--quiet", str(pipeline)],
+        "ppdm run": [sys.executable, "-m", "polars_ppdm.jobs", "run", "--quiet", str(pipeline)],
     }
     print(f"machine: {machine()}")
     if args.morsel_size is not None:
@@ -194,7 +194,7 @@ def main() -> None:
         f"/ by hand + fsync: wall {run[0] / durable[0]:.2f}x, CPU {run[2] / durable[2]:.2f}x (bar <= 1.3x); "
         f"peak RSS {run[1]:.0f} MB, by hand {plain[1]:.0f} MB (bar <= 300 MB)"
     )
-    from polars_ppdm.pipeline.atomic import file_sha256
+    from polars_ppdm.jobs.atomic import file_sha256
 
     same = file_sha256(folder / "hand_out.parquet") == file_sha256(folder / "pipeline_out.parquet")
     size = (folder / "pipeline_out.parquet").stat().st_size

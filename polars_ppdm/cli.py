@@ -29,10 +29,10 @@ from polars_ppdm import __version__
 from polars_ppdm.audit.ldp import rr_epsilon
 from polars_ppdm.datasets import find_shared_data, generated_baskets
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError
+from polars_ppdm.jobs.commands import add_commands as add_pipeline_commands
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine.apriori import rr_apriori
 from polars_ppdm.perturb.rr import rr_disguise
-from polars_ppdm.pipeline.commands import add_commands as add_pipeline_commands
 from polars_ppdm.secret import Secret, resolve_secret
 from polars_ppdm.secret_files import write_secret_file
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot

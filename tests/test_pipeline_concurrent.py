@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_ppdm.pipeline.errors import EXIT_BUDGET, EXIT_BUSY, EXIT_OK
+from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_BUSY, EXIT_OK
 
 SECRET = "c4" * 32
 BUDGET = 1.0

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from polars_ppdm.pipeline.commands import main
-from polars_ppdm.pipeline.config import load_pipeline, parse_pipeline
-from polars_ppdm.pipeline.errors import EXIT_INVALID, PipelineError
+from polars_ppdm.jobs.commands import main
+from polars_ppdm.jobs.config import load_pipeline, parse_pipeline
+from polars_ppdm.jobs.errors import EXIT_INVALID, PipelineError
 
 BASE = {
     "dataset": {

@@ -59,7 +59,7 @@ def start(folder: Path) -> subprocess.Popen:
     env = {**os.environ, "PPDM_SECRET": SECRET}
     with open(folder / "stderr.txt", "ab") as errors:
         return subprocess.Popen(
-            [sys.executable, "-m", "polars_ppdm.pipeline", "run", "--quiet", str(folder / "pipeline.toml")],
+            [sys.executable, "-m", "polars_ppdm.jobs", "run", "--quiet", str(folder / "pipeline.toml")],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=errors,

@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from polars_ppdm.pipeline.commands import main
-from polars_ppdm.pipeline.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
+from polars_ppdm.jobs.commands import main
+from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SECRET = "5e" * 8 + "c0ffee00" * 6  # 64 hex digits
@@ -139,8 +139,8 @@ def test_changed_input_or_secret_is_a_new_run_that_spends(example, monkeypatch):
 def test_two_secrets_with_the_same_fingerprint_are_two_runs(example, monkeypatch):
     # The fingerprint is 32 bits (for people, in manifests): the run id must not rest on
     # it, or a colliding secret would pass for an identical re-run and spend nothing.
-    from polars_ppdm.pipeline.config import load_pipeline
-    from polars_ppdm.pipeline.run import run_id
+    from polars_ppdm.jobs.config import load_pipeline
+    from polars_ppdm.jobs.run import run_id
     from polars_ppdm.secret import Secret
 
     monkeypatch.setattr(Secret, "fingerprint", lambda self: "00000000")
@@ -249,7 +249,7 @@ def test_the_secret_never_appears_in_files_or_output(tmp_path):
                 [
                     sys.executable,
                     "-m",
-                    "polars_ppdm.pipeline",
+                    "polars_ppdm.jobs",
                     *command,
                     str(tmp_path / name / "pipeline.toml"),
                 ],
@@ -264,7 +264,7 @@ def test_the_secret_never_appears_in_files_or_output(tmp_path):
         seen += b"".join(p.read_bytes() for p in written)
     # A failing run's message too.
     bad = subprocess.run(
-        [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "nowhere.toml")],
+        [sys.executable, "-m", "polars_ppdm.jobs", "run", str(tmp_path / "nowhere.toml")],
         capture_output=True,
         env=env,
         check=False,
@@ -297,7 +297,7 @@ def test_progress_on_a_terminal(tmp_path):
     env = {**os.environ, "PPDM_SECRET": SECRET, "COLUMNS": "160"}
     main_fd, child_fd = pty.openpty()
     done = subprocess.run(
-        [sys.executable, "-m", "polars_ppdm.pipeline", "run", str(tmp_path / "events" / "pipeline.toml")],
+        [sys.executable, "-m", "polars_ppdm.jobs", "run", str(tmp_path / "events" / "pipeline.toml")],
         stdin=child_fd,
         stdout=subprocess.PIPE,
         stderr=child_fd,
@@ -323,8 +323,8 @@ def test_progress_on_a_terminal(tmp_path):
 
 
 def test_table_progress_counts_rows(example):
-    from polars_ppdm.pipeline.progress import Progress
-    from polars_ppdm.pipeline.run import run_pipeline
+    from polars_ppdm.jobs.progress import Progress
+    from polars_ppdm.jobs.run import run_pipeline
 
     class Counting(Progress):
         active = True
@@ -350,7 +350,7 @@ def test_table_progress_counts_rows(example):
 
 
 def test_exit_codes_are_documented():
-    from polars_ppdm.pipeline import commands, errors
+    from polars_ppdm.jobs import commands, errors
 
     for code in (0, 1, 2, 3, 4, 5):
         assert f"{code} " in commands.EXIT_CODES_HELP

@@ -83,7 +83,7 @@ def _run_shell(code: str, env: dict[str, str]) -> None:
 def _write_pipeline(code: str) -> None:
     """A pipeline file of the README: written under the name its first line gives, then
     loaded (validated) as ``ppdm run`` loads it."""
-    from polars_ppdm.pipeline import load_pipeline
+    from polars_ppdm.jobs import load_pipeline
 
     match = re.match(r"# (\S+\.toml)\b", code)
     assert match, f"README: a TOML block's first line names its file ('# NAME.toml'): {code.splitlines()[0]!r}"

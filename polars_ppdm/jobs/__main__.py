@@ -1,5 +1,5 @@
 import sys
 
-from polars_ppdm.pipeline.commands import main
+from polars_ppdm.jobs.commands import main
 
 sys.exit(main())

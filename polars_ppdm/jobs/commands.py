@@ -1,6 +1,6 @@
 """The ``ppdm run``, ``ppdm plan`` and ``ppdm ledger`` subcommands.
 
-Each handler returns the exit status (see :mod:`polars_ppdm.pipeline.errors`) and prints
+Each handler returns the exit status (see :mod:`polars_ppdm.jobs.errors`) and prints
 errors as one line (or one line per problem) on stderr, never a traceback: ``ppdm run:
 ...``.  Nothing printed holds the secret.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PPDMError, SecretError
-from polars_ppdm.pipeline.errors import (
+from polars_ppdm.jobs.errors import (
     EXIT_BUDGET,
     EXIT_BUSY,
     EXIT_INPUT,
@@ -73,8 +73,8 @@ def _shown(path: Path) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from polars_ppdm.pipeline.progress import make_progress
-    from polars_ppdm.pipeline.run import run_pipeline
+    from polars_ppdm.jobs.progress import make_progress
+    from polars_ppdm.jobs.run import run_pipeline
 
     progress = make_progress(quiet=args.quiet)
     try:
@@ -100,8 +100,8 @@ def _run(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from polars_ppdm.pipeline.config import load_pipeline
-    from polars_ppdm.pipeline.plan import make_plan
+    from polars_ppdm.jobs.config import load_pipeline
+    from polars_ppdm.jobs.plan import make_plan
 
     try:
         pipeline = load_pipeline(args.pipeline)
@@ -120,8 +120,8 @@ def _ledger(args: argparse.Namespace) -> int:
     try:
         path: Any = args.ledger
         if path is None:
-            from polars_ppdm.pipeline.config import load_pipeline
-            from polars_ppdm.pipeline.plan import ledger_path
+            from polars_ppdm.jobs.config import load_pipeline
+            from polars_ppdm.jobs.plan import ledger_path
 
             if args.pipeline is None:
                 print("ppdm ledger: give --ledger PATH or --pipeline FILE", file=sys.stderr)
@@ -193,7 +193,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m polars_ppdm.pipeline``: the three subcommands alone (for tests)."""
+    """``python -m polars_ppdm.jobs``: the three subcommands alone (for tests)."""
     parser = argparse.ArgumentParser(prog="ppdm")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from polars_ppdm.audit.ldp import rr_epsilon
-from polars_ppdm.pipeline.errors import PipelineError
+from polars_ppdm.jobs.errors import PipelineError
 
 __all__ = [
     "PERTURB_STEPS",
@@ -389,7 +389,7 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     InputError
         When the file itself cannot be read.
     """
-    from polars_ppdm.pipeline.errors import InputError
+    from polars_ppdm.jobs.errors import InputError
 
     source = Path(path)
     try:
@@ -417,7 +417,7 @@ def parse_pipeline(document: dict[str, Any], *, base: Path = Path(), name: str =
     >>> parse_pipeline(doc)
     Traceback (most recent call last):
     ...
-    polars_ppdm.pipeline.errors.PipelineError: pipeline: [[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got 0 instead.
+    polars_ppdm.jobs.errors.PipelineError: pipeline: [[release]] 1 (dp_histogram), field 'epsilon': must be greater than 0. Got 0 instead.
     """
     problems = list(_literal_secrets(document))
     if problems:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
-from polars_ppdm.pipeline.config import Pipeline
-from polars_ppdm.pipeline.errors import InputError, PipelineError
+from polars_ppdm.jobs.config import Pipeline
+from polars_ppdm.jobs.errors import InputError, PipelineError
 
 __all__ = ["InputFile", "expand", "fingerprint", "input_format", "metadata", "read_schema", "scan"]
 

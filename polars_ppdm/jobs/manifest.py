@@ -2,7 +2,7 @@
 
 It holds the pipeline's hash, the versions of polars_ppdm, Polars, DuckDB, NumPy and
 Python, the inputs (paths, sizes, row counts, content fingerprints: SHA-256 over the
-SHA-256 of each 64 MiB block, :func:`polars_ppdm.pipeline.inputs.fingerprint`), each
+SHA-256 of each 64 MiB block, :func:`polars_ppdm.jobs.inputs.fingerprint`), each
 step's parameters and
 epsilon, the outputs (paths, row counts, SHA-256), the epsilon spent, the secret's
 fingerprint (eight hex digits of a hash, never the secret), start and end times and the
@@ -87,6 +87,6 @@ class Manifest:
 
     def write(self, path: Path) -> str:
         """Write atomically; returns the file's SHA-256 (recorded in the ledger)."""
-        from polars_ppdm.pipeline.atomic import write_bytes_atomic
+        from polars_ppdm.jobs.atomic import write_bytes_atomic
 
         return write_bytes_atomic(path, self.dumps())

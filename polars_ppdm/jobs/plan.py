@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from polars_ppdm.pipeline.config import (
+from polars_ppdm.jobs.config import (
     FULL_PASS_STEPS,
     Drop,
     Keep,
@@ -22,8 +22,8 @@ from polars_ppdm.pipeline.config import (
     step_epsilon,
     step_label,
 )
-from polars_ppdm.pipeline.errors import PipelineError
-from polars_ppdm.pipeline.inputs import InputFile, expand, input_format, metadata, read_schema
+from polars_ppdm.jobs.errors import PipelineError
+from polars_ppdm.jobs.inputs import InputFile, expand, input_format, metadata, read_schema
 
 __all__ = ["Plan", "check_columns", "ledger_path", "make_plan", "published_columns"]
 

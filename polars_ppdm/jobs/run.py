@@ -36,8 +36,8 @@ from typing import Any, cast
 import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
-from polars_ppdm.pipeline.atomic import GrowingFileHash, atomic_path, file_sha256
-from polars_ppdm.pipeline.config import (
+from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
+from polars_ppdm.jobs.config import (
     AddNoise,
     DPHistogram,
     DPKMeans,
@@ -52,8 +52,8 @@ from polars_ppdm.pipeline.config import (
     step_epsilon,
     step_label,
 )
-from polars_ppdm.pipeline.errors import EXIT_OK, InputError, PipelineError
-from polars_ppdm.pipeline.inputs import (
+from polars_ppdm.jobs.errors import EXIT_OK, InputError, PipelineError
+from polars_ppdm.jobs.inputs import (
     InputFile,
     combined_fingerprint,
     expand,
@@ -63,9 +63,9 @@ from polars_ppdm.pipeline.inputs import (
     read_schema,
     scan,
 )
-from polars_ppdm.pipeline.manifest import Manifest
-from polars_ppdm.pipeline.plan import check_columns, ledger_path, published_columns
-from polars_ppdm.pipeline.progress import Progress
+from polars_ppdm.jobs.manifest import Manifest
+from polars_ppdm.jobs.plan import check_columns, ledger_path, published_columns
+from polars_ppdm.jobs.progress import Progress
 from polars_ppdm.secret import Secret, secret_from_env
 
 __all__ = ["RunResult", "read_secret", "run_id", "run_pipeline"]
