@@ -1,0 +1,16 @@
+"""polars_ppdm on Spark: the same operations, the same bits, on a cluster.
+
+Free functions over a ``pyspark.sql.DataFrame`` (classic or Spark Connect) with the names
+and parameters of the Polars API.  Row-wise perturbations run on the executors through
+``mapInArrow`` into the same Polars/NumPy kernels; aggregates are Spark aggregations whose
+small results are corrected or noised on the driver by the same kernels.  Every draw is
+keyed by (secret, stream, row key or cell), so partitioning, batch sizes and task retries
+cannot change a bit: the output equals the Polars output for the same secret and keys.
+
+Needs the ``spark`` extra (``pip install 'polars_ppdm[spark]'``); importing this module
+does not, calling a function without PySpark raises an ImportError that says so.
+"""
+
+from polars_ppdm.spark.rows import add_noise, apply_spiral_key, invert_spiral_key, rr_disguise
+
+__all__ = ["add_noise", "apply_spiral_key", "invert_spiral_key", "rr_disguise"]

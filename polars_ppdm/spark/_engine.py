@@ -1,0 +1,154 @@
+"""What every Spark front-end function shares: the optional import, schema conversion, the
+``mapInArrow`` bridge into the Polars/NumPy code, and errors raised on the executors.
+
+Only the DataFrame API is used (no RDD, no SparkContext), so everything here also runs on
+Spark Connect.  The Python functions handed to ``mapInArrow`` are pickled with their
+arguments -- the resolved secret included -- and shipped to the executors with each task:
+turn on ``spark.network.crypto.enabled`` (and ``spark.io.encryption.enabled``) on a
+shared cluster so that the secret never crosses the network in the clear.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+import pyarrow as pa
+
+from polars_ppdm.exceptions import InvalidParameterError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import DataFrame as SparkFrame
+    from pyspark.sql.types import StructType
+
+__all__ = [
+    "ExecutorError",
+    "check_key",
+    "map_polars",
+    "polars_schema",
+    "raise_executor_errors",
+    "require_pyspark",
+    "spark_frame",
+    "spark_schema",
+]
+
+_EXTRA = "pip install 'polars_ppdm[spark]'"
+
+
+class ExecutorError(InvalidParameterError):
+    """Our own error raised inside a Spark task, re-raised on the driver with its message."""
+
+
+def require_pyspark(func: str) -> Any:
+    """The ``pyspark.sql`` module, or an error naming the extra to install."""
+    try:
+        return importlib.import_module("pyspark.sql")
+    except ImportError:
+        msg = f"polars_ppdm.spark.{func} needs PySpark 4, which is not installed: {_EXTRA}"
+        raise ImportError(msg) from None
+
+
+def spark_frame(frame: Any, func: str) -> SparkFrame:
+    """``frame`` if it is a Spark DataFrame (classic or Connect), else a clear error."""
+    sql = require_pyspark(func)
+    kinds: tuple[type, ...] = (sql.DataFrame,)
+    try:  # Spark Connect's DataFrame is another class
+        kinds += (importlib.import_module("pyspark.sql.connect.dataframe").DataFrame,)
+    except ImportError:
+        pass
+    if not isinstance(frame, kinds):
+        msg = (
+            f"polars_ppdm.spark.{func} takes a pyspark.sql.DataFrame. Got {type(frame).__name__} "
+            "instead (for a polars frame use polars_ppdm." + func + ")."
+        )
+        raise InvalidParameterError(msg)
+    return frame
+
+
+def _arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def polars_schema(frame: SparkFrame) -> pl.Schema:
+    """The Polars schema the batches of ``frame`` arrive with."""
+    return pl.DataFrame(_arrow_schema(frame.schema).empty_table()).schema
+
+
+def spark_schema(schema: pl.Schema, func: str) -> StructType:
+    """The Spark schema of a Polars schema (refusing what Spark cannot hold)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    arrow = pl.DataFrame(schema=schema).to_arrow(compat_level=pl.CompatLevel.oldest()).schema
+    try:
+        return from_arrow_schema(arrow)
+    except Exception as exc:  # pyspark raises its own errors for unsupported types
+        msg = f"polars_ppdm.spark.{func}: the result has a column type Spark cannot hold ({exc})."
+        raise InvalidParameterError(msg) from None
+
+
+def check_key(key: Any, schema: pl.Schema, func: str) -> str:
+    """The row-key column, required on Spark: a Spark DataFrame has no row order, so the
+    row position that Polars falls back on does not exist (it would differ per partition)."""
+    if key is None:
+        msg = (
+            f"polars_ppdm.spark.{func} needs key= (a column naming each row, integer or string): "
+            "a Spark DataFrame has no row order, so the draws cannot fall back on the row position."
+        )
+        raise InvalidParameterError(msg)
+    if not isinstance(key, str) or key not in schema:
+        msg = f"The 'key' parameter of polars_ppdm.spark.{func} names no column: {key!r}. Columns: {list(schema.names())}."
+        raise InvalidParameterError(msg)
+    return key
+
+
+def map_polars(
+    frame: SparkFrame,
+    transform: Callable[[pl.DataFrame], pl.DataFrame],
+    out_schema: pl.Schema,
+    func: str,
+) -> SparkFrame:
+    """``frame`` with ``transform`` applied to every Arrow batch on the executors.
+
+    ``transform`` is the Polars code of the same operation (so the same kernels and the
+    same bits); it must be element-wise (each row's output depends only on that row), as
+    batches are cut wherever Spark cuts them.  Batches cross Arrow <-> Polars without a
+    copy where the types allow.  The result has the declared schema ``out_schema``.
+    """
+    target = spark_schema(out_schema, func)
+    arrow = _arrow_schema(target)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            try:
+                out = transform(pl.DataFrame(pl.from_arrow(batch)))
+            except InvalidParameterError as exc:  # our message, carried to the driver
+                raise ExecutorError(f"[polars_ppdm] {exc}") from None
+            table = out.to_arrow(compat_level=pl.CompatLevel.oldest())
+            yield from table.cast(arrow).to_batches()
+
+    return frame.mapInArrow(run, target)
+
+
+_OUR_MESSAGE = re.compile(r"ExecutorError: \[polars_ppdm\] (.*)")
+
+
+def raise_executor_errors(action: Callable[[], Any]) -> Any:
+    """Run a Spark action; an error of ours raised in a task comes back as itself.
+
+    Spark wraps a task's Python exception in its own, with the worker's traceback; the
+    user asked a polars_ppdm question and gets polars_ppdm's one-line answer.
+    """
+    try:
+        return action()
+    except Exception as exc:
+        found = _OUR_MESSAGE.search(str(exc))
+        if found is None:
+            raise
+        raise InvalidParameterError(found.group(1)) from None
