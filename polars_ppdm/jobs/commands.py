@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
 
     progress = make_progress(quiet=args.quiet)
     try:
-        result = run_pipeline(args.pipeline, ledger=args.ledger, progress=progress)
+        result = run_pipeline(args.pipeline, ledger=args.ledger, progress=progress, engine=args.engine)
     except Exception as error:
         progress.close()
         return _fail("run", error)
@@ -165,6 +165,11 @@ def add_commands(subparsers: Any) -> None:
     run.add_argument("pipeline", metavar="PIPELINE", help="the pipeline file (TOML)")
     run.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file); default: [dataset] ledger")
     run.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    run.add_argument(
+        "--engine",
+        choices=["polars", "spark"],
+        help="where the steps run (same outputs, bit for bit); default: the file's engine, else polars",
+    )
     run.set_defaults(run=_run)
 
     plan = subparsers.add_parser(

@@ -301,9 +301,14 @@ class Output(_Model):
     table: Annotated[str, Field(min_length=1)] | None = None
 
 
+#: Where a pipeline runs: the same steps and bits on either (``ppdm run --engine``).
+ENGINES = ("polars", "spark")
+
+
 class Pipeline(_Model):
     """A validated pipeline file.  Paths are as written; :attr:`base` resolves them."""
 
+    engine: Literal["polars", "spark"] = "polars"
     dataset: Dataset
     secret: SecretSource
     output: Output
@@ -338,8 +343,11 @@ class Pipeline(_Model):
         return out
 
     def canonical(self) -> dict[str, Any]:
-        """The file's content after validation (defaults filled in), for the run id."""
-        return self.model_dump(mode="json")
+        """The file's content after validation (defaults filled in), for the run id.
+
+        Without the engine: both engines give the same bits, so a run on Spark is an
+        identical re-run of the same run on Polars (and spends nothing)."""
+        return self.model_dump(mode="json", exclude={"engine"})
 
 
 def step_label(section: str, index: int, step: Any) -> str:

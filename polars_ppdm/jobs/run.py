@@ -37,7 +37,9 @@ import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
 from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
+from polars_ppdm.jobs import spark_engine
 from polars_ppdm.jobs.config import (
+    ENGINES,
     AddNoise,
     DPHistogram,
     DPKMeans,
@@ -124,6 +126,16 @@ def run_id(pipeline: Pipeline, input_fingerprints: list[str], secret: Secret) ->
     return digest.hexdigest()
 
 
+def check_engine(chosen: str | None, in_file: str) -> str:
+    """``--engine`` if given, else the file's ``engine``."""
+    if chosen is None:
+        return in_file
+    if chosen not in ENGINES:
+        msg = f"The engine must be one of {', '.join(map(repr, ENGINES))}. Got {chosen!r} instead."
+        raise PipelineError(msg)
+    return chosen
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
@@ -176,10 +188,21 @@ def _check_key_files(pipeline: Pipeline, secret: Secret, label_of: dict[int, str
     return keys
 
 
-def _perturbed(pipeline: Pipeline, frame: pl.LazyFrame, secret: Secret) -> pl.LazyFrame:
-    """The lazy query of every perturb step, in file order (keep and drop change nothing here)."""
-    import polars_ppdm as ppdm
+def _api(engine: str) -> Any:
+    """The module whose functions run the steps: ``polars_ppdm`` or ``polars_ppdm.spark``,
+    which have the same names and parameters (and give the same bits)."""
+    if engine == "spark":
+        import polars_ppdm.spark
 
+        return polars_ppdm.spark
+    import polars_ppdm
+
+    return polars_ppdm
+
+
+def _perturbed(pipeline: Pipeline, frame: Any, secret: Secret, ppdm: Any) -> Any:
+    """The lazy query of every perturb step, in file order (keep and drop change nothing
+    here); ``ppdm`` is the engine's module (see :func:`_api`)."""
     key = pipeline.dataset.key
     for step in pipeline.perturb:
         if isinstance(step, RRDisguise):
@@ -209,9 +232,7 @@ def _perturbed(pipeline: Pipeline, frame: pl.LazyFrame, secret: Secret) -> pl.La
                 round_integers=step.round_integers,
             )
         elif isinstance(step, Spiral):
-            from polars_ppdm.perturb.spiral import apply_spiral_key
-
-            frame = apply_spiral_key(frame, _spiral_key(step, secret))
+            frame = ppdm.apply_spiral_key(frame, _spiral_key(step, secret))
     return frame
 
 
@@ -250,11 +271,7 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
     return Secret(derived.digest())
 
 
-def _release(
-    pipeline: Pipeline, step: Any, original: pl.LazyFrame, disguised: pl.LazyFrame, secret: Secret
-) -> pl.DataFrame:
-    import polars_ppdm as ppdm
-
+def _release(pipeline: Pipeline, step: Any, original: Any, disguised: Any, secret: Secret, ppdm: Any) -> pl.DataFrame:
     key = pipeline.dataset.key
     got: pl.DataFrame | pl.LazyFrame
     if isinstance(step, RRSupport):
@@ -358,8 +375,13 @@ def run_pipeline(
     *,
     ledger: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    engine: str | None = None,
 ) -> RunResult:
     """Run the pipeline file at ``path`` (see the module's docstring for the order).
+
+    ``engine`` (``"polars"`` or ``"spark"``) overrides the file's ``engine``; both give the
+    same outputs bit for bit, the same run id, and charge the same ledger (a run on one
+    engine is an identical re-run of the same run on the other).
 
     Raises
     ------
@@ -374,6 +396,7 @@ def run_pipeline(
     started = _now()
     source = Path(path)
     pipeline = load_pipeline(source)
+    engine = check_engine(engine, pipeline.engine)
     pipeline_sha256 = file_sha256(source)
     book_path = ledger_path(pipeline, ledger)
     secret = read_secret(pipeline)
@@ -403,6 +426,8 @@ def run_pipeline(
     inputs: list[InputFile] = metadata(files, fmt)
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
+    if engine == "spark":
+        spark_engine.check_for_spark(pipeline, fmt)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     for item in inputs:
@@ -452,14 +477,22 @@ def run_pipeline(
                     "what": f"spiral key of {step.title} (mode 0600; its content is not recorded)",
                 }
             )
-        original = scan(files, fmt)
-        disguised = _perturbed(pipeline, original, secret)
+        api = _api(engine)
+        if engine == "spark":
+            original = spark_engine.scan(spark_engine.session(), files, fmt, schema)
+        else:
+            original = scan(files, fmt)
+        disguised = _perturbed(pipeline, original, secret, api)
         if pipeline.output.table is not None:
             target = pipeline.resolve(pipeline.output.table)
             label = "perturbed table"
-            advance = progress.start(label, total_rows) if progress.active else None
             query = disguised.select(published_columns(pipeline, schema))
-            table_rows, digest = _sink_table(query, target, advance)
+            if engine == "spark":  # written by the executors: no row count on the way
+                progress.start(label, None)
+                table_rows, digest = spark_engine.sink_table(query, target)
+            else:
+                advance = progress.start(label, total_rows) if progress.active else None
+                table_rows, digest = _sink_table(query, target, advance)
             progress.done(label)
             written.append(target)
             manifest.outputs.append(
@@ -468,7 +501,7 @@ def run_pipeline(
         for index, release in enumerate(pipeline.release, 1):
             label = step_label("release", index, release)
             progress.start(label, None)
-            frame = _release(pipeline, release, original, disguised, release_secret(secret, this_run))
+            frame = _release(pipeline, release, original, disguised, release_secret(secret, this_run), api)
             target = pipeline.resolve(release.output)
             rows, digest = _write_frame(frame, target)
             progress.done(label)

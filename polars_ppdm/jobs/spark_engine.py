@@ -1,0 +1,125 @@
+"""``ppdm run`` on Spark (``engine = "spark"`` or ``--engine spark``): the same pipeline
+file, the same ledger, the same bits.
+
+The run's order and bookkeeping stay those of :mod:`polars_ppdm.jobs.run`; only three
+things change: the inputs are read by Spark, every step calls the function of the same
+name in :mod:`polars_ppdm.spark` (same parameters, same draws), and the perturbed table is
+written by Spark's executors as a folder of Parquet (or CSV) part files, placed under its
+final name atomically.  The releases are small frames on the driver, written as with
+Polars.  Only aggregates cross to the driver.
+
+The session is ``SparkSession.builder.getOrCreate()``: whatever ``spark-submit``,
+``spark-defaults.conf`` or ``SPARK_REMOTE`` (Spark Connect) configure; with nothing
+configured, a local session on every core.  The executors need polars_ppdm installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from polars_ppdm._durable import fsync_folder
+from polars_ppdm.jobs.atomic import file_sha256
+from polars_ppdm.jobs.config import EcdfResample, Pipeline
+from polars_ppdm.jobs.errors import PipelineError
+
+__all__ = ["check_for_spark", "scan", "session", "sink_table"]
+
+
+def check_for_spark(pipeline: Pipeline, fmt: str) -> None:
+    """What a pipeline needs to run on Spark, checked before anything is read."""
+    problems = []
+    if pipeline.dataset.key is None:
+        problems.append(
+            "[dataset] key is required with engine = 'spark': a Spark table has no row order, so the "
+            "draws are keyed by the privacy-unit column, never by the row position"
+        )
+    if fmt == "ipc":
+        problems.append("[dataset] format 'ipc' cannot be read by Spark; convert the inputs to Parquet")
+    for index, step in enumerate(pipeline.perturb, 1):
+        if isinstance(step, EcdfResample) and (step.link != "rank" or step.shuffle):
+            problems.append(
+                f"[[perturb]] {index} ecdf_resample: link = 'none' and shuffle = true depend on the row "
+                "order, which a Spark table does not have; use link = 'rank' without shuffle on Spark"
+            )
+    if problems:
+        raise PipelineError("; ".join(problems) + ".")
+
+
+def session() -> Any:
+    """The active or configured Spark session (see the module's docstring)."""
+    from polars_ppdm.spark._engine import require_pyspark
+
+    sql = require_pyspark("the pipeline runner (engine = 'spark')")
+    # A local session's Python workers must be this interpreter (with polars_ppdm), not
+    # the first python3 on PATH; on a cluster, set PYSPARK_PYTHON to the executors' one.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return sql.SparkSession.builder.appName("ppdm run").getOrCreate()
+
+
+def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
+    """The inputs as one Spark DataFrame with the columns and types Polars reads."""
+    from polars_ppdm.spark._engine import spark_schema
+
+    paths = [str(f) for f in files]
+    if fmt == "parquet":
+        return spark.read.parquet(*paths)
+    # CSV: Polars' inferred types, declared, so that both engines read the same values.
+    return spark.read.csv(paths, header=True, schema=spark_schema(schema, "run"), enforceSchema=True)
+
+
+def sink_table(frame: Any, target: Path) -> tuple[int, str]:
+    """Write ``frame`` as a folder of part files named ``target``; (rows, sha256).
+
+    The executors write into a temporary folder beside ``target``; it is renamed into
+    place whole (an earlier output of that name -- file or folder -- is moved aside
+    first, then removed), so a reader never sees a partial table under the final name.
+    The digest is the SHA-256 over the sorted part files' names and SHA-256s.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    token = f"ppdm-{os.getpid()}-{secrets.token_hex(4)}"
+    temporary = target.with_name(f".{target.name}.{token}.tmp")
+    csv = target.suffix.lower() == ".csv"
+    try:
+        writer = frame.write.mode("errorifexists")
+        (writer.option("header", True).csv if csv else writer.parquet)(str(temporary))
+        parts = sorted(p for p in temporary.iterdir() if p.is_file() and p.name.startswith("part-"))
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(f"{part.name}\x00{file_sha256(part, sync=True)}\x00".encode())
+        rows = _rows(parts, csv)
+        fsync_folder(temporary)
+        aside = target.with_name(f".{target.name}.{token}.old")
+        if target.exists() or target.is_symlink():
+            os.replace(target, aside)
+        os.replace(temporary, target)
+        fsync_folder(target.parent)
+        _remove(aside)
+    finally:
+        _remove(temporary)
+    return rows, digest.hexdigest()
+
+
+def _rows(parts: list[Path], csv: bool) -> int:
+    if not parts:
+        return 0
+    paths = [str(p) for p in parts]
+    scanned = pl.scan_csv(paths) if csv else pl.scan_parquet(paths)
+    return int(scanned.select(pl.len()).collect().item())
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
