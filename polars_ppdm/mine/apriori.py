@@ -4,7 +4,8 @@ The level-wise search is the classical one (Agrawal & Srikant 1994): candidates 
 k + 1 join two frequent k-itemsets sharing their first k - 1 items, and are pruned unless
 every k-subset is frequent.  Supports come from a callback, so the same search runs on
 randomized-response estimates, on undisguised counts (p = 1) or on a table of pattern
-frequencies.  Each level of :func:`rr_frequent_itemsets` is one Polars query over the data.
+frequencies.  Each level of :func:`rr_frequent_itemsets` is one Polars query over the data
+(one Spark aggregation in :mod:`polars_ppdm.spark.mine`, through :func:`frequent_from_counts`).
 
 References
 ----------
@@ -26,8 +27,10 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.rr_support import RRDesign, itemset_aggregates, itemset_estimates
 
 __all__ = [
+    "LevelCounts",
     "apriori",
     "association_rules",
+    "frequent_from_counts",
     "pattern_rules",
     "rr_apriori",
     "rr_frequent_itemsets",
@@ -172,6 +175,42 @@ def _itemsets_frame(frequent: dict[Itemset, tuple[float, float]]) -> pl.DataFram
     )
 
 
+#: One level's counts: ``(design, candidates) -> (row, names)``, the single row of
+#: :func:`polars_ppdm.mine.rr_support.itemset_aggregates`' sums (``__n``, the checks,
+#: the counts of :func:`~polars_ppdm.mine.rr_support.itemset_counts`) and the map from
+#: each needed count to its name.  Each engine counts its own way; the estimates are shared.
+LevelCounts = Callable[[RRDesign, list[Itemset]], tuple[dict[str, Any], dict]]
+
+
+def frequent_from_counts(
+    schema: pl.Schema,
+    columns: Sequence[str],
+    *,
+    p: float | Sequence[float] | dict[str, float] | None,
+    epsilon: float | Sequence[float] | dict[str, float] | None,
+    mode: str,
+    min_support: float,
+    max_length: int | None,
+    func: str,
+    count: LevelCounts,
+) -> dict[Itemset, tuple[float, float]]:
+    """Apriori on corrected supports, the data seen only through ``count`` (one call a level).
+
+    ``schema`` is the data's, for validating the design before any count.
+    """
+    design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=None, func=func)
+    design.require_binary()
+    min_support = check_fraction("min_support", min_support, func)
+    max_length = _check_max_length(max_length, func)
+
+    def support_of(candidates: list[Itemset]) -> list[tuple[float, float]]:
+        row, names = count(design, candidates)
+        # No rows: every support is NaN, so nothing is frequent and the result is empty.
+        return itemset_estimates(design, candidates, row, names)
+
+    return apriori(design.columns, support_of, min_support=min_support, max_length=max_length)
+
+
 def _rr_frequent(
     frame: pl.DataFrame | pl.LazyFrame,
     columns: Sequence[str],
@@ -184,19 +223,22 @@ def _rr_frequent(
     func: str,
 ) -> dict[Itemset, tuple[float, float]]:
     schema = schema_of(frame, func)
-    design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=None, func=func)
-    design.require_binary()
-    min_support = check_fraction("min_support", min_support, func)
-    max_length = _check_max_length(max_length, func)
-    lazy = as_lazy(frame).select(design.columns)
 
-    def support_of(candidates: list[Itemset]) -> list[tuple[float, float]]:
+    def count(design: RRDesign, candidates: list[Itemset]) -> tuple[dict[str, Any], dict]:
         exprs, names = itemset_aggregates(design, candidates)
-        row = lazy.select(exprs).collect().row(0, named=True)
-        # No rows: every support is NaN, so nothing is frequent and the result is empty.
-        return itemset_estimates(design, candidates, row, names)
+        return as_lazy(frame).select(design.columns).select(exprs).collect().row(0, named=True), names
 
-    return apriori(design.columns, support_of, min_support=min_support, max_length=max_length)
+    return frequent_from_counts(
+        schema,
+        columns,
+        p=p,
+        epsilon=epsilon,
+        mode=mode,
+        min_support=min_support,
+        max_length=max_length,
+        func=func,
+        count=count,
+    )
 
 
 def rr_frequent_itemsets(

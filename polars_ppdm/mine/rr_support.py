@@ -2,7 +2,9 @@
 
 Counting is a Polars query on the disguised columns (a group-by for patterns, one
 ``select`` of sums for itemsets); the small aggregate then goes through the estimators of
-:mod:`polars_ppdm.kernels.rr`.
+:mod:`polars_ppdm.kernels.rr`.  The functions from counts to estimates
+(:func:`pattern_estimates`, :func:`itemset_estimates`) take no frame of the data, so the
+Spark front-end (:mod:`polars_ppdm.spark.mine`) feeds them its own aggregates.
 
 References
 ----------
@@ -24,17 +26,59 @@ from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole_record_estimate
 
-__all__ = ["itemset_aggregates", "itemset_estimates", "rr_support"]
+__all__ = [
+    "ITEMSETS_SCHEMA",
+    "itemset_aggregates",
+    "itemset_counts",
+    "itemset_estimates",
+    "itemset_request",
+    "itemsets_frame",
+    "pattern_codes",
+    "pattern_estimates",
+    "pattern_schema",
+    "rr_support",
+]
+
+#: The schema of :func:`rr_support`'s itemset result.
+ITEMSETS_SCHEMA: dict[str, pl.DataType] = {
+    "itemset": pl.List(pl.String),
+    "support": pl.Float64(),
+    "std_error": pl.Float64(),
+}
+
+# Every engine computes the same small aggregates from the disguised data (a count per
+# pattern, or the sums of :func:`itemset_counts`) and hands them to the functions below,
+# which hold the mathematics: the estimates are then the same whatever computed the counts.
 
 
-def _pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
-    cols = design.columns
-    shape = tuple(design.domains[c].k for c in cols)
-    for c in cols:
+def pattern_schema(design: RRDesign, schema: pl.Schema) -> dict[str, pl.DataType]:
+    """The schema of :func:`rr_support`'s pattern result for columns of ``schema``."""
+    out: dict[str, pl.DataType] = {c: schema[c] for c in design.columns}
+    return out | {"observed": pl.Int64(), "frequency": pl.Float64(), "std_error": pl.Float64()}
+
+
+def pattern_codes(design: RRDesign, grouped: pl.DataFrame) -> list[np.ndarray]:
+    """The category codes of each column of ``grouped`` (one row per observed pattern).
+
+    Refuses nulls (in any column, checked first) and values outside a column's domain.
+    """
+    for c in design.columns:
         if grouped[c].null_count():
             msg = f"The column {c!r} of {design.func} has null values; nulls carry no disguised answer, so drop or fill them first."
             raise InvalidParameterError(msg)
-    codes = [design.domains[c].encode(grouped[c], func=design.func)[0].astype(np.intp) for c in cols]
+    return [design.domains[c].encode(grouped[c], func=design.func)[0].astype(np.intp) for c in design.columns]
+
+
+def pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
+    """Every pattern's estimated frequency from the disguised pattern counts.
+
+    ``grouped`` has one row per observed pattern (in any order): the design's columns and
+    ``observed``, the number of disguised rows showing that pattern.  Returns one row per
+    pattern of the full grid (see :func:`rr_support`); empty when there is no row.
+    """
+    cols = design.columns
+    shape = tuple(design.domains[c].k for c in cols)
+    codes = pattern_codes(design, grouped)
     counts = np.zeros(shape, dtype=np.float64)
     if len(grouped):
         np.add.at(counts, tuple(codes), grouped["observed"].to_numpy())
@@ -55,30 +99,44 @@ def _pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     return result.clear() if n == 0 else result
 
 
-def itemset_aggregates(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) -> tuple[list[pl.Expr], dict]:
-    """The sums one query must compute to estimate the supports of ``itemsets``.
+def itemset_counts(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) -> dict[tuple[str, tuple[str, ...]], str]:
+    """The counts needed to estimate the supports of ``itemsets``, each with its output name.
 
-    Per-attribute: the observed count of every non-empty subset of every itemset
-    (``f(T)`` of :func:`polars_ppdm.kernels.rr.subset_coefficients`).  Whole-record: the
-    counts of rows having all items of S and of rows having none of them.
-    Returns the expressions and a map from each needed key to its output column.
+    A key ``("all", S)`` is the number of rows having every item of S, ``("none", S)``
+    the number having none of them.  Per-attribute: ``("all", T)`` for every non-empty
+    subset T of every itemset (``f(T)`` of :func:`polars_ppdm.kernels.rr.subset_coefficients`).
+    Whole-record: ``("all", S)`` and ``("none", S)``.  Besides these, an engine computes
+    the row count ``__n`` and the checks of :meth:`RRDesign.checks`.
     """
-    names: dict[Any, str] = {}
-    exprs = [pl.len().alias("__n"), *design.checks()]
+    names: dict[tuple[str, tuple[str, ...]], str] = {}
 
-    def need(key: tuple[str, tuple[str, ...]], expr: pl.Expr) -> None:
+    def need(key: tuple[str, tuple[str, ...]]) -> None:
         if key not in names:
             names[key] = f"__a{len(names)}"
-            exprs.append(expr.sum().alias(names[key]))
 
     for itemset in itemsets:
         if design.mode == "per_attribute":
             for size in range(1, len(itemset) + 1):
                 for subset in itertools.combinations(itemset, size):
-                    need(("all", subset), pl.all_horizontal([design.truthy(c) for c in subset]))
+                    need(("all", subset))
         else:
-            need(("all", itemset), pl.all_horizontal([design.truthy(c) for c in itemset]))
-            need(("none", itemset), pl.all_horizontal([~design.truthy(c) for c in itemset]))
+            need(("all", itemset))
+            need(("none", itemset))
+    return names
+
+
+def itemset_aggregates(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) -> tuple[list[pl.Expr], dict]:
+    """The Polars expressions of the sums one query must compute for ``itemsets``.
+
+    The row count ``__n``, the checks of :meth:`RRDesign.checks` and the counts of
+    :func:`itemset_counts`.  Returns the expressions and a map from each needed key to
+    its output column.
+    """
+    names = itemset_counts(design, itemsets)
+    exprs = [pl.len().alias("__n"), *design.checks()]
+    for (kind, subset), name in names.items():
+        present = [design.truthy(c) for c in subset]
+        exprs.append(pl.all_horizontal(present if kind == "all" else [~e for e in present]).sum().alias(name))
     return exprs, names
 
 
@@ -110,6 +168,29 @@ def itemset_estimates(
         variance = (float(square_w @ shares) - support) / n
         out.append((support, float(np.sqrt(max(variance, 0.0)))))
     return out
+
+
+def itemsets_frame(
+    design: RRDesign, itemsets: Sequence[tuple[str, ...]], row: dict[str, Any], names: dict
+) -> pl.DataFrame:
+    """:func:`rr_support`'s itemset result from the aggregates' single row."""
+    if row["__n"] == 0:
+        return pl.DataFrame(schema=ITEMSETS_SCHEMA)
+    estimates = itemset_estimates(design, itemsets, row, names)
+    return pl.DataFrame(
+        {
+            "itemset": [list(s) for s in itemsets],
+            "support": [e[0] for e in estimates],
+            "std_error": [e[1] for e in estimates],
+        },
+        schema=ITEMSETS_SCHEMA,
+    )
+
+
+def itemset_request(design: RRDesign, itemsets: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """The requested itemsets, validated (binary columns only) and in column order."""
+    design.require_binary()
+    return _canonical_itemsets(design, itemsets)
 
 
 def _canonical_itemsets(design: RRDesign, itemsets: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
@@ -195,31 +276,16 @@ def rr_support(
     design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
     lazy = as_lazy(frame)
     if itemsets is None:
-        out_schema = {c: schema[c] for c in design.columns}
-        out_schema |= {"observed": pl.Int64(), "frequency": pl.Float64(), "std_error": pl.Float64()}
         query = (
             lazy.group_by(design.columns)
             .agg(pl.len().cast(pl.Int64).alias("observed"))
-            .map_batches(lambda g: _pattern_estimates(design, g), schema=out_schema)
+            .map_batches(lambda g: pattern_estimates(design, g), schema=pattern_schema(design, schema))
         )
         return like(frame, query)
-    design.require_binary()
-    wanted = _canonical_itemsets(design, itemsets)
+    wanted = itemset_request(design, itemsets)
     exprs, names = itemset_aggregates(design, wanted)
-    out_schema = {"itemset": pl.List(pl.String), "support": pl.Float64(), "std_error": pl.Float64()}
 
     def finish(aggregates: pl.DataFrame) -> pl.DataFrame:
-        row = aggregates.row(0, named=True)
-        if row["__n"] == 0:
-            return pl.DataFrame(schema=out_schema)
-        estimates = itemset_estimates(design, wanted, row, names)
-        return pl.DataFrame(
-            {
-                "itemset": [list(s) for s in wanted],
-                "support": [e[0] for e in estimates],
-                "std_error": [e[1] for e in estimates],
-            },
-            schema=out_schema,
-        )
+        return itemsets_frame(design, wanted, aggregates.row(0, named=True), names)
 
-    return like(frame, lazy.select(exprs).map_batches(finish, schema=out_schema))
+    return like(frame, lazy.select(exprs).map_batches(finish, schema=ITEMSETS_SCHEMA))
