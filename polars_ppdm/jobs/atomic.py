@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from polars_ppdm._durable import fsync_folder
 
-__all__ = ["GrowingFileHash", "atomic_path", "file_sha256", "remove_stale", "write_bytes_atomic"]
+__all__ = ["GrowingFileHash", "atomic_path", "file_sha256", "remove_stale", "replace_whole", "write_bytes_atomic"]
 
 _CHUNK = 1 << 20
 
@@ -158,11 +159,30 @@ def atomic_path(target: Path) -> Iterator[Path]:
         yield temporary
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
-        os.replace(temporary, target)
-        fsync_folder(target.parent)
+        replace_whole(temporary, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def replace_whole(temporary: Path, target: Path) -> None:
+    """Rename ``temporary`` (a file or a folder) to ``target`` in one step, then fsync the
+    folder.  A file replaces a file atomically (:func:`os.replace`); a folder in the way
+    (e.g. Spark's output of the same table by ``ppdm run --engine spark``) cannot be
+    replaced so: it is renamed aside first and removed after, so a reader finds the old
+    output, then for an instant none, then the new one -- never a part of either."""
+    if (target.is_dir() and not target.is_symlink()) or (temporary.is_dir() and target.exists()):
+        aside = target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.old")
+        os.replace(target, aside)
+        os.replace(temporary, target)
+        fsync_folder(target.parent)
+        if aside.is_dir():
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            aside.unlink(missing_ok=True)
+        return
+    os.replace(temporary, target)
+    fsync_folder(target.parent)
 
 
 def write_bytes_atomic(target: Path, data: bytes) -> str:

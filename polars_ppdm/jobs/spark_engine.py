@@ -15,7 +15,6 @@ configured, a local session on every core.  The executors need polars_ppdm insta
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import secrets
@@ -27,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from polars_ppdm._durable import fsync_folder
-from polars_ppdm.jobs.atomic import file_sha256
+from polars_ppdm.jobs.atomic import file_sha256, replace_whole
 from polars_ppdm.jobs.config import EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
 
@@ -62,7 +61,8 @@ def session() -> Any:
     # A local session's Python workers must be this interpreter (with polars_ppdm), not
     # the first python3 on PATH; on a cluster, set PYSPARK_PYTHON to the executors' one.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return sql.SparkSession.builder.appName("ppdm run").getOrCreate()
+    builder = sql.SparkSession.builder.appName("ppdm run").config("spark.ui.showConsoleProgress", "false")
+    return builder.getOrCreate()
 
 
 def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
@@ -79,9 +79,9 @@ def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
 def sink_table(frame: Any, target: Path) -> tuple[int, str]:
     """Write ``frame`` as a folder of part files named ``target``; (rows, sha256).
 
-    The executors write into a temporary folder beside ``target``; it is renamed into
-    place whole (an earlier output of that name -- file or folder -- is moved aside
-    first, then removed), so a reader never sees a partial table under the final name.
+    The executors write into a temporary folder beside ``target``, renamed into place
+    whole (:func:`~polars_ppdm.jobs.atomic.replace_whole`), so a reader never sees a
+    partial table under the final name.
     The digest is the SHA-256 over the sorted part files' names and SHA-256s.
     """
     target = Path(target)
@@ -98,14 +98,10 @@ def sink_table(frame: Any, target: Path) -> tuple[int, str]:
             digest.update(f"{part.name}\x00{file_sha256(part, sync=True)}\x00".encode())
         rows = _rows(parts, csv)
         fsync_folder(temporary)
-        aside = target.with_name(f".{target.name}.{token}.old")
-        if target.exists() or target.is_symlink():
-            os.replace(target, aside)
-        os.replace(temporary, target)
-        fsync_folder(target.parent)
-        _remove(aside)
+        replace_whole(temporary, target)
     finally:
-        _remove(temporary)
+        if temporary.is_dir():
+            shutil.rmtree(temporary, ignore_errors=True)
     return rows, digest.hexdigest()
 
 
@@ -116,10 +112,3 @@ def _rows(parts: list[Path], csv: bool) -> int:
     scanned = pl.scan_csv(paths) if csv else pl.scan_parquet(paths)
     return int(scanned.select(pl.len()).collect().item())
 
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()

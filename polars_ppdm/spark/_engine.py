@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -65,7 +65,7 @@ def spark_frame(frame: Any, func: str) -> SparkFrame:
             "instead (for a polars frame use polars_ppdm." + func + ")."
         )
         raise InvalidParameterError(msg)
-    return frame
+    return cast("SparkFrame", frame)
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
@@ -129,7 +129,8 @@ def map_polars(
             try:
                 out = transform(pl.DataFrame(pl.from_arrow(batch)))
             except InvalidParameterError as exc:  # our message, carried to the driver
-                raise ExecutorError(f"[polars_ppdm] {exc}") from None
+                msg = f"[polars_ppdm] {exc}"
+                raise ExecutorError(msg) from None
             table = out.to_arrow(compat_level=pl.CompatLevel.oldest())
             yield from table.cast(arrow).to_batches()
 

@@ -86,14 +86,14 @@ def test_spiral_key_applied_and_inverted_is_the_polars_result(spark, table, part
 
 
 def test_key_is_required_on_spark(spark, table):
-    with pytest.raises(InvalidParameterError, match="needs key=.*no row order"):
+    with pytest.raises(InvalidParameterError, match=r"needs key=.*no row order"):
         ppdm_spark.rr_disguise(to_spark(spark, table, 2), "smoker", p=0.8, secret=SECRET)
 
 
 def test_missing_column_is_named_before_any_task(spark, table):
     with pytest.raises(InvalidParameterError, match="smokers"):
         ppdm_spark.rr_disguise(to_spark(spark, table, 2), "smokers", p=0.8, secret=SECRET, key="id")
-    with pytest.raises(InvalidParameterError, match="'key' parameter .*names no column: 'ident'"):
+    with pytest.raises(InvalidParameterError, match=r"'key' parameter .*names no column: 'ident'"):
         ppdm_spark.add_noise(to_spark(spark, table, 2), "income", scale=1.0, secret=SECRET, key="ident")
 
 

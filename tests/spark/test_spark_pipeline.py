@@ -1,0 +1,88 @@
+"""`ppdm run --engine spark` runs the same pipeline file to the same outputs, bit for bit,
+and charges the same ledger: a run on one engine is an identical re-run on the other."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.spark
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_pipeline_run import SECRET, copy_example  # noqa: E402
+
+from polars_ppdm.jobs.commands import main  # noqa: E402
+from polars_ppdm.jobs.errors import EXIT_INVALID, EXIT_OK  # noqa: E402
+
+
+def _run(path: Path, engine: str) -> int:
+    return main(["run", "--quiet", "--engine", engine, str(path)])
+
+
+def _read(path: Path) -> pl.DataFrame:
+    if path.is_dir():  # Spark's folder of part files
+        parts = sorted(str(p) for p in path.iterdir() if p.name.startswith("part-"))
+        return pl.read_parquet(parts) if path.suffix != ".csv" else pl.concat([pl.read_csv(p) for p in parts])
+    return pl.read_parquet(path) if path.suffix != ".csv" else pl.read_csv(path)
+
+
+def _outputs(manifest: Path) -> dict[str, pl.DataFrame]:
+    got = json.loads(manifest.read_text())
+    assert got["status"] == "succeeded"
+    return {Path(o["path"]).name: _read(Path(o["path"])) for o in got["outputs"] if "sha256" in o}
+
+
+@pytest.mark.parametrize("name", ["survey", "events"])
+def test_the_example_pipeline_gives_the_same_outputs_on_spark(spark, tmp_path, monkeypatch, name):
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    on_polars = copy_example(name, tmp_path / "polars")
+    on_spark = copy_example(name, tmp_path / "spark")
+    assert _run(on_polars, "polars") == EXIT_OK
+    assert _run(on_spark, "spark") == EXIT_OK
+    want = _outputs(on_polars.parent / "out" / "manifest.json")
+    got = _outputs(on_spark.parent / "out" / "manifest.json")
+    assert sorted(got) == sorted(want)
+    for output, frame in want.items():
+        # A Spark table has no row order (and the survey's key is not published): compare
+        # the rows as a multiset.
+        assert got[output].sort(frame.columns).equals(frame.sort(frame.columns)), output
+    manifest = json.loads((on_spark.parent / "out" / "manifest.json").read_text())
+    assert manifest["epsilon"]["spent_by_this_run"] > 0
+
+
+def test_a_run_on_spark_after_the_same_run_on_polars_spends_nothing(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = copy_example("survey", tmp_path)
+    assert _run(path, "polars") == EXIT_OK
+    first = json.loads((path.parent / "out" / "manifest.json").read_text())
+    assert _run(path, "spark") == EXIT_OK  # replaces the table file by a folder, atomically
+    second = json.loads((path.parent / "out" / "manifest.json").read_text())
+    assert first["run_id"] == second["run_id"]
+    assert second["identical_rerun"] is True and second["epsilon"]["spent_by_this_run"] == 0
+    assert (path.parent / "out" / "survey_perturbed.parquet").is_dir()
+    assert _run(path, "polars") == EXIT_OK  # and back: the folder is replaced by a file
+    assert (path.parent / "out" / "survey_perturbed.parquet").is_file()
+
+
+def test_spark_needs_the_privacy_unit_key(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = copy_example("survey", tmp_path)
+    text = path.read_text().replace('key = "respondent_id"', "")
+    path.write_text(text.replace('columns = ["respondent_id", "name"]', 'columns = ["name"]'))
+    assert _run(path, "spark") == EXIT_INVALID
+    assert "[dataset] key is required with engine = 'spark'" in capsys.readouterr().err
+
+
+def test_engine_in_the_file_and_on_the_command_line(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = copy_example("survey", tmp_path)
+    path.write_text('engine = "spark"\n' + path.read_text())
+    assert main(["run", "--quiet", str(path)]) == EXIT_OK
+    assert (path.parent / "out" / "survey_perturbed.parquet").is_dir()
+    path.write_text(path.read_text().replace('engine = "spark"', 'engine = "duckdb"'))
+    assert main(["run", "--quiet", str(path)]) == EXIT_INVALID
+    assert "engine" in capsys.readouterr().err
