@@ -142,6 +142,28 @@ def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
     assert a["count"].sum() == 14
 
 
+def test_contribution_bounding_does_not_depend_on_the_row_order():
+    """The rows a unit keeps are chosen by keyed words of (unit, values), not of the row
+    position: shuffled input releases the same bits (a Spark table has no row order)."""
+    rng = np.random.default_rng(16)
+    n = 3_000
+    df = pl.DataFrame({"x": rng.random(n) * 10, "y": rng.random(n) * 10, "person": rng.integers(0, 300, n)})
+    shuffled = df.sample(fraction=1.0, shuffle=True, seed=1)
+    unit = dict(secret=3, key="person", max_contributions=2)
+    hist = dict(bounds=(0, 10), bins=50, epsilon=1.0, **unit)
+    assert_frame_equal(ppdm.dp_histogram(df, "x", **hist), ppdm.dp_histogram(shuffled, "x", **hist))
+    tree = dict(bounds=[(0, 10)] * 2, epsilon=1.0, max_height=4, threshold=5, **unit)
+    assert_frame_equal(
+        ppdm.dp_quadtree(df, ["x", "y"], **tree), ppdm.dp_quadtree(shuffled, ["x", "y"], **tree)
+    )
+    fit = dict(k=3, bounds=[(0, 10)] * 2, epsilon=1.0, method="grid", n=3_000, **unit)
+    a, b = ppdm.dp_kmeans(df, ["x", "y"], **fit), ppdm.dp_kmeans(shuffled, ["x", "y"], **fit)
+    assert_frame_equal(a.centres, b.centres)
+    # 300 persons x 2 rows kept: the bound binds (10 rows per person on average).
+    exact = ppdm.dp_histogram(df, "x", **{**hist, "epsilon": 1e6})
+    assert exact["count"].sum() == 600
+
+
 def test_histogram_grid_is_complete_and_row_major_in_d_dimensions():
     df = pl.DataFrame({"a": [0.1, 0.9, 0.9], "b": [5.0, 5.0, 95.0], "c": [1, 2, 3]})
     out = ppdm.dp_histogram(

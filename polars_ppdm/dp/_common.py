@@ -14,7 +14,7 @@ from polars_ppdm._encoding import row_keys
 from polars_ppdm._validation import check_int, is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import first_words, stream_id
+from polars_ppdm.kernels.dp_noise import contribution_words
 
 __all__ = [
     "DATA_BOUNDS",
@@ -24,10 +24,11 @@ __all__ = [
     "check_bounds",
     "check_max_contributions",
     "check_public_n",
+    "check_unit_key",
     "private_points",
+    "unit_words",
 ]
 
-_CONTRIBUTION_STREAM = "dp/contributions"
 # Said by every error raised after charge(): the budget stays spent.
 NOTHING_RELEASED = "nothing was released; an accountant keeps the epsilon charged"
 _WORD = "__ppdm_unit_word"
@@ -52,41 +53,71 @@ def check_public_n(n: Any, func: str) -> float | None:
     return n
 
 
-def bound_contributions(
-    frame: pl.LazyFrame, key: str | None, max_contributions: int, secret: bytes, func: str
-) -> pl.LazyFrame:
-    """Keep at most ``max_contributions`` rows per privacy unit (the ``key`` value).
-
-    The rows kept are those with the smallest keyed PRF words of their row position,
-    so a re-run with the same secret over the same input keeps the same rows.
-    """
-    if key is None:
-        return frame
-    schema = frame.collect_schema()
+def check_unit_key(key: Any, schema: pl.Schema, func: str) -> str:
+    """The privacy unit's column: present, integer or string (checked before any budget
+    is spent and before the data is read)."""
     if not isinstance(key, str) or key not in schema:
         msg = f"The 'key' parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
         raise InvalidParameterError(msg)
     if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):
         row_keys(pl.Series(key, [], dtype=schema[key]), func=func)  # raises the dtype error
-    stream = stream_id(_CONTRIBUTION_STREAM)
-    word = pl.int_range(pl.len(), dtype=pl.UInt64).map_batches(
-        lambda positions: pl.Series(first_words(secret, stream, positions.to_numpy())), return_dtype=pl.UInt64
-    )
+    return key
 
-    def no_null_units(keys: pl.Series) -> pl.Series:
-        # over() would make every null one unit: many people bounded as if they were one.
-        if keys.null_count():
-            msg = (
-                f"The key column {key!r} of {func} has null values; every row needs its privacy "
-                f"unit. Drop or fill them first ({NOTHING_RELEASED})."
-            )
-            raise InvalidParameterError(msg)
-        return keys
 
-    checked = pl.col(key).map_batches(no_null_units, return_dtype=schema[key], is_elementwise=True)
+def unit_words(
+    units: pl.Series, columns: Sequence[pl.Series], secret: bytes, func: str, *, key: str
+) -> np.ndarray:
+    """The contribution word of every row (element-wise: any batch, any engine):
+    :func:`polars_ppdm.kernels.dp_noise.contribution_words` of the unit's 64-bit row
+    key (``units``, the column named ``key``) and the row's values in the release's
+    ``columns`` cast to float64.  A null unit is refused: over() would make every null
+    one unit, many people bounded as if they were one."""
+    if units.null_count():
+        msg = (
+            f"The key column {key!r} of {func} has null values; every row needs its privacy "
+            f"unit. Drop or fill them first ({NOTHING_RELEASED})."
+        )
+        raise InvalidParameterError(msg)
+    values, nulls = [], []
+    for series in columns:
+        column = series.cast(pl.Float64)
+        null = column.is_null().to_numpy() if column.null_count() else None
+        values.append((column.fill_null(0.0) if null is not None else column).to_numpy())
+        nulls.append(null)
+    return contribution_words(secret, row_keys(units.rename(key), func=func), values, nulls)
+
+
+def bound_contributions(
+    frame: pl.LazyFrame,
+    key: str | None,
+    max_contributions: int,
+    secret: bytes,
+    func: str,
+    columns: Sequence[str],
+) -> pl.LazyFrame:
+    """Keep at most ``max_contributions`` rows per privacy unit (the ``key`` value).
+
+    The rows kept are those of smallest contribution word (:func:`unit_words`): a keyed
+    PRF of the unit and of the row's values in the release's ``columns``, so the rows
+    kept depend neither on the row order nor on batches or partitions, and a re-run with
+    the same secret over the same rows keeps the same ones.  Rows of equal word hold the
+    same values in ``columns``: which of them is kept does not change the release.
+    """
+    if key is None:
+        return frame
+    check_unit_key(key, frame.collect_schema(), func)
+    cols = list(columns)
+    fields = [pl.col(key).alias("k"), *(pl.col(c).alias(f"c{i}") for i, c in enumerate(cols))]
+
+    def words(rows: pl.Series) -> pl.Series:
+        batch = rows.struct.unnest()
+        values = [batch[f"c{i}"] for i in range(len(cols))]
+        return pl.Series(_WORD, unit_words(batch["k"], values, secret, func, key=key), dtype=pl.UInt64)
+
+    word = pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True)
     # The words first, as a column: inside over() the function would run once per unit.
     return (
-        frame.with_columns(checked, word.alias(_WORD))
+        frame.with_columns(word.alias(_WORD))
         .filter(pl.col(_WORD).rank("ordinal").over(key) <= max_contributions)
         .drop(_WORD)
     )
@@ -120,7 +151,12 @@ def private_points(
     """The (n, d) float64 points of ``columns`` after contribution bounding; nulls, NaN
     and an empty table are refused (an empty release is refused, not noised)."""
     lazy = bound_contributions(
-        frame if isinstance(frame, pl.LazyFrame) else frame.lazy(), key, max_contributions, secret, func
+        frame if isinstance(frame, pl.LazyFrame) else frame.lazy(),
+        key,
+        max_contributions,
+        secret,
+        func,
+        columns,
     )
     points = lazy.select(pl.col(c).cast(pl.Float64) for c in columns).collect().to_numpy()
     if len(points) == 0:

@@ -143,7 +143,7 @@ def dp_histogram(
     bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
     charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
     secret = resolve_secret(secret).key
-    lazy = bound_contributions(as_lazy(frame), key, contributions, secret, _FUNC)
+    lazy = bound_contributions(as_lazy(frame), key, contributions, secret, _FUNC, cols)
     result = histogram_query(lazy, cols, bounds_of, bins_of, contributions / epsilon, secret)
     return like(frame, result, engine="streaming")
 
