@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+
 def _java_problem() -> str | None:
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") else None
     java = java or shutil.which("java")
@@ -28,7 +29,10 @@ def _java_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local[2] session for the whole run (starting a JVM costs ~5 s)."""
+    """One local session of two cores for the whole run (starting a JVM costs ~5 s).
+
+    ``local[2,2]``: two cores, and a failed task is tried once more (plain ``local[2]``
+    gives up at the first failure), so the retry tests can fail a task on purpose."""
     pytest.importorskip("pyspark", reason="PySpark is not installed: pip install 'polars_ppdm[spark]'")
     problem = _java_problem()
     if problem:
@@ -39,7 +43,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,2]")
         .appName("polars_ppdm tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from spark_frames import PARTITIONS, to_polars, to_spark
+from spark_frames import PARTITIONS, fail_first_attempt, to_polars, to_spark
 
 import polars_ppdm as ppdm
 import polars_ppdm.spark as ppdm_spark
@@ -83,6 +83,20 @@ def test_spiral_key_applied_and_inverted_is_the_polars_result(spark, table, part
     whole = original["income"].is_not_null().to_numpy()  # a null nulls its row's spiral columns
     assert np.allclose(back["age"].to_numpy()[whole], original["age"].to_numpy()[whole])
     assert back["age"].is_null().to_numpy()[~whole].all()
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_task_retried_after_a_failure_gives_the_same_bits(spark, table, where):
+    """Every task fails once -- before the disguise reads its rows, or after it has sent
+    some on -- and is run again; the output is still the Polars output."""
+    params = dict(p=0.7, secret=SECRET, key="id", categories={"region": ["north", "south", "east", "west"], "smoker": None})
+    want = ppdm.rr_disguise(table, ["smoker", "region"], **params)
+    sdf = to_spark(spark, table, 3)
+    if where == "before":
+        got = ppdm_spark.rr_disguise(fail_first_attempt(sdf), ["smoker", "region"], **params)
+    else:
+        got = fail_first_attempt(ppdm_spark.rr_disguise(sdf, ["smoker", "region"], **params), after_rows=150)
+    _same(got, want)
 
 
 def test_key_is_required_on_spark(spark, table):
