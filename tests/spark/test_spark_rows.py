@@ -3,6 +3,9 @@ partitioning and row order; bad input gets the Polars messages."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import polars as pl
 import pytest
@@ -127,3 +130,14 @@ def test_a_polars_frame_is_refused_with_a_pointer(table):
     pytest.importorskip("pyspark")
     with pytest.raises(InvalidParameterError, match=r"pyspark.sql.DataFrame. Got DataFrame instead .*polars_ppdm.rr_disguise"):
         ppdm_spark.rr_disguise(table, "smoker", p=0.8, secret=SECRET, key="id")
+
+
+def test_without_pyspark_the_error_names_the_extra(monkeypatch, table):
+    """Importing polars_ppdm.spark needs no PySpark; calling a function says what to install."""
+    for name in ("pyspark", "pyspark.sql", "pyspark.sql.connect.dataframe"):
+        monkeypatch.setitem(sys.modules, name, None)  # import of these now fails
+    with pytest.raises(ImportError, match=r"polars_ppdm.spark.rr_disguise needs PySpark 4.*pip install 'polars_ppdm\[spark\]'"):
+        ppdm_spark.rr_disguise(table, "smoker", p=0.8, secret=SECRET, key="id")
+    code = "import sys; sys.modules['pyspark'] = None; import polars_ppdm.spark; print('imported')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "imported", done.stderr
