@@ -38,8 +38,9 @@ $(VENV)/.core: pyproject.toml | $(VENV)/.created
 	$(PIP) -e .
 	touch $@
 
+# The test stack with the Spark extra: the Spark tests run (and skip only without Java).
 $(VENV)/.test: pyproject.toml | $(VENV)/.created
-	$(PIP) -e '.[test]'
+	$(PIP) -e '.[test,spark]'
 	touch $@ $(VENV)/.core
 
 $(VENV)/.lint: pyproject.toml | $(VENV)/.created
