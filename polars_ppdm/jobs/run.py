@@ -36,8 +36,8 @@ from typing import Any, cast
 import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
-from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
 from polars_ppdm.jobs import spark_engine
+from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
 from polars_ppdm.jobs.config import (
     ENGINES,
     AddNoise,
