@@ -3,7 +3,7 @@ the budget, and the keyed noise streams."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ __all__ = [
     "DATA_BOUNDS",
     "NOTHING_RELEASED",
     "bound_contributions",
+    "bounds_data",
     "charge",
     "check_bounds",
     "check_max_contributions",
@@ -121,6 +122,13 @@ def bound_contributions(
         .filter(pl.col(_WORD).rank("ordinal").over(key) <= max_contributions)
         .drop(_WORD)
     )
+
+
+def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.LazyFrame | None:
+    """The frame :func:`check_bounds` reads, called for only when ``bounds="data"``."""
+    if data is None or not (isinstance(bounds, str) and bounds == DATA_BOUNDS):
+        return None
+    return data()
 
 
 def charge(

@@ -8,7 +8,9 @@ Zhang, Cheng, DPQT k-means (paper 004): the noisy-count primitive of its quadtre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -18,9 +20,11 @@ from polars_ppdm._validation import check_columns, check_int, check_numeric, per
 from polars_ppdm.dp._common import (
     NOTHING_RELEASED,
     bound_contributions,
+    bounds_data,
     charge,
     check_bounds,
     check_max_contributions,
+    check_unit_key,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
@@ -28,10 +32,19 @@ from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["bin_index", "dp_histogram", "histogram_stream"]
+__all__ = [
+    "BIN",
+    "HistogramRequest",
+    "bin_index",
+    "check_histogram",
+    "dp_histogram",
+    "histogram_stream",
+    "noisy_grid",
+]
 
 _FUNC = "dp_histogram"
-_BIN = "__ppdm_bin"
+#: The flat bin index column of the true counts handed to :func:`noisy_grid`.
+BIN = "__ppdm_bin"
 # Every cell is released, empty or not (leaving empty ones out would tell which are
 # empty), so the grid is the size of the output: 50M rows is already gigabytes.
 _MAX_CELLS = 50_000_000
@@ -127,6 +140,75 @@ def dp_histogram(
     DPQT k-means (paper 004).
     """
     schema = schema_of(frame, _FUNC)
+    request = check_histogram(
+        schema,
+        columns,
+        bounds=bounds,
+        bins=bins,
+        epsilon=epsilon,
+        key=key,
+        max_contributions=max_contributions,
+        data=lambda: as_lazy(frame),
+    )
+    request.charge(accountant)
+    secret = resolve_secret(secret).key
+    cols = request.columns
+    lazy = bound_contributions(as_lazy(frame), key, request.contributions, secret, _FUNC, cols)
+    counts = lazy.group_by(request.flat_bin().alias(BIN)).agg(pl.len().alias("count"))
+    return like(frame, noisy_grid(request, counts, secret), engine="streaming")
+
+
+@dataclass(frozen=True)
+class HistogramRequest:
+    """The checked parameters of a :func:`dp_histogram` call (any engine)."""
+
+    columns: list[str]
+    bounds: dict[str, tuple[float, float]]
+    bins: dict[str, int]
+    epsilon: float
+    contributions: int
+
+    @property
+    def scale(self) -> float:
+        return self.contributions / self.epsilon
+
+    def strides(self) -> tuple[dict[str, int], int]:
+        """The flat index's stride of every column (row-major: the last varies fastest)
+        and the number of cells."""
+        strides, total = {}, 1
+        for c in reversed(self.columns):
+            strides[c] = total
+            total *= self.bins[c]
+        return strides, total
+
+    def flat_bin(self) -> pl.Expr:
+        """The flat bin index of each row (Int64; null for a non-finite value), computed
+        by the same float operations in every engine (:func:`bin_index`)."""
+        strides, _ = self.strides()
+        terms = [bin_index(c, *self.bounds[c], self.bins[c]) * strides[c] for c in self.columns]
+        flat = terms[0]
+        for term in terms[1:]:
+            flat = flat + term  # '+' keeps nulls (sum_horizontal would skip them)
+        return flat
+
+    def charge(self, accountant: BudgetAccountant | None) -> None:
+        """Spend epsilon on the accountant (before the data is read)."""
+        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.columns)})", _FUNC)
+
+
+def check_histogram(
+    schema: pl.Schema,
+    columns: str | Sequence[str],
+    *,
+    bounds: Any,
+    bins: Any,
+    epsilon: Any,
+    key: Any,
+    max_contributions: Any,
+    data: Callable[[], pl.LazyFrame] | None,
+) -> HistogramRequest:
+    """Every parameter of :func:`dp_histogram` checked against ``schema``, before any
+    budget is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
@@ -139,61 +221,52 @@ def dp_histogram(
         )
         raise InvalidParameterError(msg)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    if key is not None:
+        check_unit_key(key, schema, _FUNC)
     check_integer_scale(contributions / epsilon, _FUNC)
-    bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
-    charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
-    secret = resolve_secret(secret).key
-    lazy = bound_contributions(as_lazy(frame), key, contributions, secret, _FUNC, cols)
-    result = histogram_query(lazy, cols, bounds_of, bins_of, contributions / epsilon, secret)
-    return like(frame, result, engine="streaming")
+    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    return HistogramRequest(cols, bounds_of, bins_of, epsilon, contributions)
 
 
-def histogram_query(
-    lazy: pl.LazyFrame,
-    cols: list[str],
-    bounds_of: dict[str, tuple[float, float]],
-    bins_of: dict[str, int],
-    scale: float,
-    secret: bytes,
+def noisy_grid(
+    request: HistogramRequest, counts: pl.LazyFrame, secret: bytes, *, scale: float | None = None
 ) -> pl.LazyFrame:
-    """The lazy plan of :func:`dp_histogram` (validated inputs)."""
-    strides, total = {}, 1
-    for c in reversed(cols):  # the last column varies fastest (row-major)
-        strides[c] = total
-        total *= bins_of[c]
-    terms = [bin_index(c, *bounds_of[c], bins_of[c]) * strides[c] for c in cols]
-    flat = terms[0]
-    for term in terms[1:]:
-        flat = flat + term  # '+' keeps nulls (sum_horizontal would skip them)
-    counts = lazy.group_by(flat.alias(_BIN)).agg(pl.len().alias("count"))
+    """Every cell of the grid with its noisy count, from the true counts of the non-empty
+    cells (``counts``: columns ``BIN`` (Int64, null for non-finite values: refused) and
+    ``count``, as any engine's group-by gives them).  The noise is keyed by the cell's
+    flat index, so it depends on nothing but the cell."""
+    cols, bounds_of, bins_of = request.columns, request.bounds, request.bins
+    strides, total = request.strides()
+    scale = request.scale if scale is None else scale
     stream = stream_id(histogram_stream(cols))
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
-        if grid[_BIN].null_count():
+        if grid[BIN].null_count():
             msg = f"{_FUNC}: the columns {cols} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
             raise InvalidParameterError(msg)
-        noise = discrete_laplace(secret, stream, grid[_BIN].to_numpy().astype(np.uint64), scale)
+        noise = discrete_laplace(secret, stream, grid[BIN].to_numpy().astype(np.uint64), scale)
         return grid.with_columns(pl.col("count") + pl.Series(noise))
 
-    grid = pl.LazyFrame({_BIN: pl.int_range(total, dtype=pl.Int64, eager=True)})
-    bad = counts.filter(pl.col(_BIN).is_null())
+    grid = pl.LazyFrame({BIN: pl.int_range(total, dtype=pl.Int64, eager=True)})
+    counts = counts.select(pl.col(BIN).cast(pl.Int64), pl.col("count"))
+    bad = counts.filter(pl.col(BIN).is_null())
     joined = (
         pl.concat(
             [
                 bad,
-                grid.join(counts, on=_BIN, how="left", maintain_order="left").with_columns(
+                grid.join(counts, on=BIN, how="left", maintain_order="left").with_columns(
                     pl.col("count").fill_null(0)
                 ),
             ]
         )
         .with_columns(pl.col("count").cast(pl.Int64))
-        .map_batches(noisy, schema={_BIN: pl.Int64, "count": pl.Int64})
+        .map_batches(noisy, schema={BIN: pl.Int64, "count": pl.Int64})
     )
     described = []
     for c in cols:
         low, high = bounds_of[c]
         width = (high - low) / bins_of[c]
-        index = (pl.col(_BIN) // strides[c]) % bins_of[c]
+        index = (pl.col(BIN) // strides[c]) % bins_of[c]
         described += [
             index.alias(f"{c}_bin"),
             (low + index * width).alias(f"{c}_low"),

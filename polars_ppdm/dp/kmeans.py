@@ -20,8 +20,9 @@ Zhang, Cheng, DPQT k-means (paper 004).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -29,9 +30,11 @@ import polars as pl
 from polars_ppdm._frame import as_lazy, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_int, check_numeric
 from polars_ppdm.dp._common import (
+    bounds_data,
     charge,
     check_bounds,
     check_max_contributions,
+    check_unit_key,
     private_points,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
@@ -46,12 +49,13 @@ from polars_ppdm.dp.quadtree import (
     split_levels_for,
 )
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_buckets, lloyd_count_scale
+from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import check_integer_scale
+from polars_ppdm.kernels.quadtree import CellCounts, point_counts
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["DPKMeansResult", "dp_kmeans"]
+__all__ = ["DPKMeansResult", "KMeansRequest", "check_kmeans", "dp_kmeans", "release_kmeans"]
 
 _FUNC = "dp_kmeans"
 METHODS = ("quadtree", "lloyd", "grid")
@@ -156,6 +160,113 @@ def dp_kmeans(
     ([-2.0, 2.0], 1.0)
     """
     schema = schema_of(frame, _FUNC)
+    request = check_kmeans(
+        schema,
+        columns,
+        k=k,
+        epsilon=epsilon,
+        bounds=bounds,
+        method=method,
+        gamma=gamma,
+        max_height=max_height,
+        threshold=threshold,
+        n=n,
+        iterations=iterations,
+        key=key,
+        max_contributions=max_contributions,
+        data=lambda: as_lazy(frame),
+    )
+    request.charge(accountant)
+    secret = resolve_secret(secret).key
+    points = private_points(
+        frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
+    )
+    if request.method == "lloyd":
+        lows, highs = request.box()
+        centres = dp_lloyd(
+            points,
+            lows,
+            highs,
+            request.k,
+            request.epsilon,
+            request.contributions,
+            request.iterations,
+            secret,
+            request.label,
+        )
+        return request.result(centres, None)
+    lows, highs = request.box()
+    return release_kmeans(
+        request, len(points), lambda height: point_counts(points, lows, highs, height), secret
+    )
+
+
+@dataclass(frozen=True)
+class KMeansRequest:
+    """The checked parameters of a :func:`dp_kmeans` call (any engine)."""
+
+    columns: list[str]
+    bounds: dict[str, tuple[float, float]]
+    k: int
+    epsilon: float
+    method: str
+    gamma: float
+    max_height: int | None
+    threshold: float | None
+    n: float | None
+    iterations: int
+    contributions: int
+
+    @property
+    def spent(self) -> float:
+        """The epsilon the call spends (DPLloyd: epsilon (1 - 2^-T))."""
+        return self.epsilon * (1 - 2.0**-self.iterations) if self.method == "lloyd" else self.epsilon
+
+    @property
+    def label(self) -> str:
+        return f"dp_kmeans/{self.method}/" + "\x1f".join(self.columns)
+
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lows and highs per column (float64)."""
+        lows = np.array([self.bounds[c][0] for c in self.columns], dtype=np.float64)
+        highs = np.array([self.bounds[c][1] for c in self.columns], dtype=np.float64)
+        return lows, highs
+
+    def charge(self, accountant: BudgetAccountant | None) -> None:
+        """Spend the call's epsilon on the accountant (before the data is read)."""
+        why = (
+            f"epsilon={self.epsilon:g} halved over iterations={self.iterations}: "
+            f"{self.epsilon:g} x (1 - 2^-{self.iterations})"
+            if self.method == "lloyd"
+            else ""
+        )
+        release = f"{_FUNC}({', '.join(self.columns)}, method={self.method!r})"
+        charge(accountant, self.spent, release, _FUNC, why=why)
+
+    def result(self, centres: np.ndarray, buckets: pl.DataFrame | None) -> DPKMeansResult:
+        frame = pl.DataFrame({c: centres[:, a] for a, c in enumerate(self.columns)})
+        return DPKMeansResult(frame, self.spent, self.method, buckets)
+
+
+def check_kmeans(
+    schema: pl.Schema,
+    columns: str | Sequence[str],
+    *,
+    k: Any,
+    epsilon: Any,
+    bounds: Any,
+    method: Any,
+    gamma: Any,
+    max_height: Any,
+    threshold: Any,
+    n: Any,
+    iterations: Any,
+    key: Any,
+    max_contributions: Any,
+    data: Callable[[], pl.LazyFrame] | None,
+) -> KMeansRequest:
+    """Every parameter of :func:`dp_kmeans` checked against ``schema``, before any budget
+    is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
@@ -178,6 +289,8 @@ def dp_kmeans(
     )
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    if key is not None:
+        check_unit_key(key, schema, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)  # n also sizes the grid method
     if method == "quadtree":
         check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
@@ -188,54 +301,72 @@ def dp_kmeans(
             else contributions / (epsilon * (1 - N_SHARE)),
             _FUNC,
         )
-    bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
-    spent = epsilon * (1 - 2.0**-iterations) if method == "lloyd" else epsilon
-    why = (
-        f"epsilon={epsilon:g} halved over iterations={iterations}: {epsilon:g} x (1 - 2^-{iterations})"
-        if method == "lloyd"
-        else ""
+    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    return KMeansRequest(
+        cols,
+        bounds_of,
+        int(k),
+        epsilon,
+        method,
+        gamma,
+        max_height,
+        threshold,
+        n,
+        int(iterations),
+        contributions,
     )
-    charge(accountant, spent, f"{_FUNC}({', '.join(cols)}, method={method!r})", _FUNC, why=why)
-    secret = resolve_secret(secret).key
-    points = private_points(frame, cols, key=key, max_contributions=contributions, secret=secret, func=_FUNC)
-    lows = np.array([bounds_of[c][0] for c in cols])
-    highs = np.array([bounds_of[c][1] for c in cols])
-    label = f"dp_kmeans/{method}/" + "\x1f".join(cols)
-    buckets = None
-    if method == "lloyd":
-        centres = dp_lloyd(
-            points, lows, highs, int(k), epsilon, contributions, int(iterations), secret, label
+
+
+def release_kmeans(
+    request: KMeansRequest, rows: int, counts_up_to: Callable[[int], CellCounts], secret: bytes
+) -> DPKMeansResult:
+    """The centres of :func:`dp_kmeans` by ``"quadtree"`` or ``"grid"`` (counts only)
+    from the number of points after bounding (``rows``, > 0) and ``counts_up_to(height)``,
+    the true counts of the cells at levels up to ``height``."""
+    lows, highs = request.box()
+    d, k, label, contributions = len(request.columns), request.k, request.label, request.contributions
+    if request.method == "quadtree":
+        plan = plan_tree(
+            rows,
+            d,
+            request.epsilon,
+            gamma=request.gamma,
+            n=request.n,
+            max_height=request.max_height,
+            threshold=request.threshold,
+            contributions=contributions,
+            secret=secret,
+            label=label,
+            func=_FUNC,
+            min_height=split_levels_for(k, d),
+        )
+        # The top levels always split, so the tree has at least k leaves to fit.
+        leaves = quadtree_leaves(
+            counts_up_to(plan.max_height),
+            lows,
+            highs,
+            plan,
+            contributions,
+            secret,
+            label,
+            min_leaves=k,
+            func=_FUNC,
+        )
+        bucket_centres, counts = leaves.centre, leaves.count
+    elif request.method == "grid":
+        rest, n = request.epsilon, request.n
+        if n is None:
+            n = noisy_total(rows, N_SHARE * request.epsilon, contributions, secret, label)
+            rest = request.epsilon * (1 - N_SHARE)
+        level = grid_level(n, rest, k, d)
+        bucket_centres, counts = grid_counts(
+            counts_up_to(level), level, lows, highs, rest, contributions, secret, label
         )
     else:
-        if method == "quadtree":
-            plan = plan_tree(
-                points,
-                epsilon,
-                gamma=gamma,
-                n=n,
-                max_height=max_height,
-                threshold=threshold,
-                contributions=contributions,
-                secret=secret,
-                label=label,
-                func=_FUNC,
-                min_height=split_levels_for(int(k), points.shape[1]),
-            )
-            # The top levels always split, so the tree has at least k leaves to fit.
-            leaves = quadtree_leaves(
-                points, lows, highs, plan, contributions, secret, label, min_leaves=int(k), func=_FUNC
-            )
-            bucket_centres, counts = leaves.centre, leaves.count
-        else:
-            rest = epsilon
-            if n is None:
-                n = noisy_total(points, N_SHARE * epsilon, contributions, secret, label)
-                rest = epsilon * (1 - N_SHARE)
-            bucket_centres, counts = grid_buckets(
-                points, lows, highs, int(k), rest, contributions, n, secret, label
-            )
-        centres = _fit_buckets(bucket_centres, counts, int(k), secret, label)
-        buckets = pl.DataFrame({**{c: bucket_centres[:, a] for a, c in enumerate(cols)}, "count": counts})
-    return DPKMeansResult(
-        pl.DataFrame({c: centres[:, a] for a, c in enumerate(cols)}), spent, method, buckets
+        msg = f"release_kmeans: method {request.method!r} releases sums, not counts only."
+        raise ValueError(msg)
+    centres = _fit_buckets(bucket_centres, counts, k, secret, label)
+    cols = request.columns
+    return request.result(
+        centres, pl.DataFrame({**{c: bucket_centres[:, a] for a, c in enumerate(cols)}, "count": counts})
     )

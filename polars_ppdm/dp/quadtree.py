@@ -8,7 +8,7 @@ Zhang, Cheng, DPQT k-means (paper 004).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,27 +19,32 @@ import polars as pl
 from polars_ppdm._frame import as_lazy, schema_of
 from polars_ppdm._validation import check_columns, check_numeric, check_real, is_count, is_real
 from polars_ppdm.dp._common import (
+    bounds_data,
     charge,
     check_bounds,
     check_max_contributions,
     check_public_n,
+    check_unit_key,
     private_points,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.kernels.quadtree import CODE_BITS, Leaves, build_quadtree
+from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, Leaves, grow_quadtree, point_counts
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = [
+    "QuadtreeRequest",
     "TreePlan",
+    "check_quadtree",
     "check_tree_noise",
     "check_tree_settings",
     "dp_quadtree",
     "leaves_frame",
     "plan_tree",
     "quadtree_leaves",
+    "release_quadtree",
 ]
 
 _FUNC = "dp_quadtree"
@@ -73,12 +78,13 @@ def _check_gamma(gamma: object, func: str) -> float:
     )
 
 
-def noisy_total(points: np.ndarray, epsilon: float, contributions: int, secret: bytes, label: str) -> float:
-    """N + two-sided geometric noise of scale c/epsilon, at least 1."""
+def noisy_total(rows: int, epsilon: float, contributions: int, secret: bytes, label: str) -> float:
+    """N (``rows``, after contribution bounding) + two-sided geometric noise of scale
+    c/epsilon, at least 1."""
     noise = discrete_laplace(
         secret, stream_id(label + "/n"), np.zeros(1, dtype=np.uint64), contributions / epsilon
     )
-    return float(max(len(points) + int(noise[0]), 1))
+    return float(max(rows + int(noise[0]), 1))
 
 
 def check_tree_settings(n: Any, max_height: Any, threshold: Any, func: str) -> None:
@@ -120,7 +126,8 @@ def check_tree_noise(
 
 
 def plan_tree(
-    points: np.ndarray,
+    rows: int,
+    d: int,
     epsilon: float,
     *,
     gamma: float,
@@ -134,12 +141,12 @@ def plan_tree(
     min_height: int = 0,
 ) -> TreePlan:
     """The paper's defaults: ``maxH = ln(N) / d`` (at least 1) and ``T = N / 1000``;
-    N from ``n`` or from a noisy count bought with ``N_SHARE`` of epsilon."""
-    d = points.shape[1]
+    N from ``n`` or from a noisy count of the ``rows`` (the points after contribution
+    bounding) bought with ``N_SHARE`` of epsilon; ``d`` coordinates."""
     epsilon_n = 0.0
     if n is None and (max_height is None or threshold is None):
         epsilon_n = N_SHARE * epsilon
-        n = noisy_total(points, epsilon_n, contributions, secret, label)
+        n = noisy_total(rows, epsilon_n, contributions, secret, label)
     if max_height is None:  # the default grows to min_height; a given height is kept
         assert n is not None  # given, or estimated just above
         max_height = max(1, round(math.log(n) / d), min_height)
@@ -153,7 +160,7 @@ def plan_tree(
 
 
 def quadtree_leaves(
-    points: np.ndarray,
+    count: CellCounts,
     lows: npt.ArrayLike,
     highs: npt.ArrayLike,
     plan: TreePlan,
@@ -164,20 +171,23 @@ def quadtree_leaves(
     min_leaves: int = 1,
     func: str = _FUNC,
 ) -> Leaves:
-    """The tree's leaves; with ``min_leaves``, the top levels split until there are at
+    """The tree's leaves from the true counts ``count(level, nodes)`` (a
+    :data:`~polars_ppdm.kernels.quadtree.CellCounts` for nodes up to
+    ``plan.max_height``); with ``min_leaves``, the top levels split until there are at
     least that many cells (the height grows to allow it)."""
     level_scale = contributions * plan.max_height / plan.epsilon_levels if plan.max_height else 1.0
-    return build_quadtree(
-        points,
-        np.asarray(lows, dtype=np.float64),
-        np.asarray(highs, dtype=np.float64),
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    return grow_quadtree(
+        count,
+        lows,
+        highs,
         max_height=plan.max_height,
         threshold=plan.threshold,
         level_scale=level_scale,
         leaf_scale=contributions / plan.epsilon_leaves,
         secret=secret,
         label=label,
-        split_levels=split_levels_for(min_leaves, points.shape[1]),
+        split_levels=split_levels_for(min_leaves, len(lows)),
         func=func,
     )
 
@@ -263,29 +273,101 @@ def dp_quadtree(
     Zhang, Cheng, DPQT k-means (paper 004), buildDPQuadTree.
     """
     schema = schema_of(frame, _FUNC)
+    request = check_quadtree(
+        schema,
+        columns,
+        bounds=bounds,
+        epsilon=epsilon,
+        gamma=gamma,
+        max_height=max_height,
+        threshold=threshold,
+        n=n,
+        key=key,
+        max_contributions=max_contributions,
+        data=lambda: as_lazy(frame),
+    )
+    charge(accountant, request.epsilon, f"{_FUNC}({', '.join(request.columns)})", _FUNC)
+    secret = resolve_secret(secret).key
+    points = private_points(
+        frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
+    )
+    lows, highs = request.box()
+    return release_quadtree(
+        request, len(points), lambda height: point_counts(points, lows, highs, height), secret
+    )
+
+
+@dataclass(frozen=True)
+class QuadtreeRequest:
+    """The checked parameters of a :func:`dp_quadtree` call (any engine)."""
+
+    columns: list[str]
+    bounds: dict[str, tuple[float, float]]
+    epsilon: float
+    gamma: float
+    max_height: int | None
+    threshold: float | None
+    n: float | None
+    contributions: int
+
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        """The root box: lows and highs per column (float64)."""
+        lows = np.array([self.bounds[c][0] for c in self.columns], dtype=np.float64)
+        highs = np.array([self.bounds[c][1] for c in self.columns], dtype=np.float64)
+        return lows, highs
+
+
+def check_quadtree(
+    schema: pl.Schema,
+    columns: str | Sequence[str],
+    *,
+    bounds: Any,
+    epsilon: Any,
+    gamma: Any,
+    max_height: Any,
+    threshold: Any,
+    n: Any,
+    key: Any,
+    max_contributions: Any,
+    data: Callable[[], pl.LazyFrame] | None,
+) -> QuadtreeRequest:
+    """Every parameter of :func:`dp_quadtree` checked against ``schema``, before any budget
+    is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     gamma = _check_gamma(gamma, _FUNC)
     contributions = check_max_contributions(max_contributions, key, _FUNC)
+    if key is not None:
+        check_unit_key(key, schema, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)
     check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
-    bounds_of = check_bounds(bounds, cols, _FUNC, as_lazy(frame))
-    charge(accountant, epsilon, f"{_FUNC}({', '.join(cols)})", _FUNC)
-    secret = resolve_secret(secret).key
-    points = private_points(frame, cols, key=key, max_contributions=contributions, secret=secret, func=_FUNC)
-    label = "dp_quadtree/" + "\x1f".join(cols)
+    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    return QuadtreeRequest(cols, bounds_of, epsilon, gamma, max_height, threshold, n, contributions)
+
+
+def release_quadtree(
+    request: QuadtreeRequest, rows: int, counts_up_to: Callable[[int], CellCounts], secret: bytes
+) -> pl.DataFrame:
+    """The leaves of :func:`dp_quadtree` from the number of points after bounding
+    (``rows``, > 0) and ``counts_up_to(height)``, the true counts of the nodes at levels
+    up to ``height`` (the engine's only access to the points)."""
+    label = "dp_quadtree/" + "\x1f".join(request.columns)
     plan = plan_tree(
-        points,
-        epsilon,
-        gamma=gamma,
-        n=n,
-        max_height=max_height,
-        threshold=threshold,
-        contributions=contributions,
+        rows,
+        len(request.columns),
+        request.epsilon,
+        gamma=request.gamma,
+        n=request.n,
+        max_height=request.max_height,
+        threshold=request.threshold,
+        contributions=request.contributions,
         secret=secret,
         label=label,
         func=_FUNC,
     )
-    lows, highs = zip(*(bounds_of[c] for c in cols), strict=True)
-    return leaves_frame(quadtree_leaves(points, lows, highs, plan, contributions, secret, label), cols)
+    lows, highs = request.box()
+    count = counts_up_to(plan.max_height)
+    return leaves_frame(
+        quadtree_leaves(count, lows, highs, plan, request.contributions, secret, label), request.columns
+    )

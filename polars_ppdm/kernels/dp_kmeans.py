@@ -15,15 +15,46 @@ import numpy as np
 
 from polars_ppdm.kernels.dp_noise import discrete_laplace, laplace
 from polars_ppdm.kernels.prf import stream_id, uniform
-from polars_ppdm.kernels.quadtree import cell_index, count_codes, morton_codes
+from polars_ppdm.kernels.quadtree import CellCounts, cell_index, point_counts
 from polars_ppdm.kernels.weighted_kmeans import nearest
 
-__all__ = ["MAX_GRID_BITS", "dp_lloyd", "grid_buckets", "lloyd_count_scale"]
+__all__ = ["MAX_GRID_BITS", "dp_lloyd", "grid_buckets", "grid_counts", "grid_level", "lloyd_count_scale"]
 
 # The grid has at most 2^20 cells: the weighted k-means then fits every one of them (10
 # restarts of up to 100 iterations: ~30 s at 2^20 buckets, minutes at 2^22).  Su et al.'s
 # m passes it only for N epsilon > 10^7 in 2-D; n = 1e30 asked for 2^62 cells.
 MAX_GRID_BITS = 20
+
+
+def grid_level(n: float, epsilon: float, k: int, d: int) -> int:
+    """EUG's grid level: ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (Su et
+    al.), rounded up to a power of two 2^level (the quadtree's Z-order cells) and to at
+    least k cells in all; at most ``2^MAX_GRID_BITS`` cells in all."""
+    wanted = min((n * epsilon / 10) ** (2 / (2 + d)), 2.0**MAX_GRID_BITS)  # inf for a huge n epsilon
+    side = max(1, math.ceil(wanted), math.ceil(k ** (1 / d)))
+    level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
+    return min(level, MAX_GRID_BITS // d)
+
+
+def grid_counts(
+    count: CellCounts,
+    level: int,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    epsilon: float,
+    contributions: int,
+    secret: bytes,
+    label: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """EUG's buckets from the true counts ``count(level, cells)`` of every cell of the
+    grid at ``level``: the cell centres and their noisy counts (noise keyed by cell)."""
+    d = len(lows)
+    cells = np.arange(1 << (d * level), dtype=np.int64)
+    counts = np.asarray(count(level, cells), dtype=np.int64) + discrete_laplace(
+        secret, stream_id(label + "/grid"), cells.astype(np.uint64), contributions / epsilon
+    )
+    width = (highs - lows) / (1 << level)
+    return lows + (cell_index(cells, level, d) + 0.5) * width, counts
 
 
 def grid_buckets(
@@ -37,24 +68,11 @@ def grid_buckets(
     secret: bytes,
     label: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """EUG's buckets: cell centres of a uniform grid and their noisy counts.
-
-    ``m = (N epsilon / 10)^(2 / (2 + d))`` cells per axis (Su et al.), rounded up to a
-    power of two (the quadtree's Z-order cells) and to at least k cells in all; at
-    most ``2^MAX_GRID_BITS`` cells in all.
-    """
-    d = points.shape[1]
-    wanted = min((n * epsilon / 10) ** (2 / (2 + d)), 2.0**MAX_GRID_BITS)  # inf for a huge n epsilon
-    side = max(1, math.ceil(wanted), math.ceil(k ** (1 / d)))
-    level = max(0, math.ceil(math.log2(side)))  # a power of two: the quadtree's cell codes
-    level = min(level, MAX_GRID_BITS // d)
-    codes = np.sort(morton_codes(points, lows, highs, level))
-    cells = np.arange(1 << (d * level), dtype=np.int64)
-    counts = count_codes(codes, cells) + discrete_laplace(
-        secret, stream_id(label + "/grid"), cells.astype(np.uint64), contributions / epsilon
-    )
-    width = (highs - lows) / (1 << level)
-    return lows + (cell_index(cells, level, d) + 0.5) * width, counts
+    """EUG's buckets of the (n, d) ``points`` in memory: cell centres of the uniform
+    grid of :func:`grid_level` and their noisy counts (:func:`grid_counts`)."""
+    level = grid_level(n, epsilon, k, points.shape[1])
+    count = point_counts(points, lows, highs, level)
+    return grid_counts(count, level, lows, highs, epsilon, contributions, secret, label)
 
 
 def lloyd_count_scale(contributions: int, epsilon: float, t: int) -> float:

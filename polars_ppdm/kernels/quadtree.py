@@ -17,6 +17,7 @@ Zhang, Cheng, DPQT k-means (paper 004), buildDPQuadTree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,23 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 
-__all__ = ["CODE_BITS", "MAX_NODES", "Leaves", "build_quadtree", "cell_index", "count_codes", "morton_codes"]
+__all__ = [
+    "CODE_BITS",
+    "MAX_NODES",
+    "CellCounts",
+    "Leaves",
+    "build_quadtree",
+    "cell_index",
+    "count_codes",
+    "grow_quadtree",
+    "morton_codes",
+    "point_counts",
+]
+
+#: The tree's only access to the data: ``count(level, nodes)`` gives the true number of
+#: points in each node (Z-order codes at ``level``, int64) as int64.  Polars answers it
+#: with NumPy over the collected points (:func:`point_counts`), Spark with a group-by.
+CellCounts = Callable[[int, np.ndarray], np.ndarray]
 
 # A cell's Z-order code holds d bits per level in an int64: d * height <= 62.
 CODE_BITS = 62
@@ -63,7 +80,8 @@ def morton_codes(points: np.ndarray, lows: np.ndarray, highs: np.ndarray, level:
     # Clipped into the box first: (x - low) / width then lies in [0, 1], so neither a far
     # outlier nor a tiny width overflows.
     share = (np.clip(points, lows, highs) - lows) / (highs - lows)
-    index = np.clip(np.floor(share * side), 0, side - 1).astype(np.int64)
+    # Clipped as integers: side - 1 is not a float64 past 2^53 (d = 1, level > 53).
+    index = np.minimum(np.floor(share * side).astype(np.int64), side - 1)
     code = np.zeros(len(points), dtype=np.int64)
     for bit in range(level - 1, -1, -1):
         for axis in range(d):
@@ -88,6 +106,18 @@ def count_codes(sorted_codes: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     )
 
 
+def point_counts(points: np.ndarray, lows: np.ndarray, highs: np.ndarray, height: int) -> CellCounts:
+    """The :data:`CellCounts` of ``points`` for nodes at levels up to ``height``: the
+    codes at ``height`` sorted once; a coarser level's codes are shifts of them."""
+    d = points.shape[1]
+    finest = np.sort(morton_codes(points, lows, highs, height))
+
+    def count(level: int, nodes: np.ndarray) -> np.ndarray:
+        return count_codes(finest >> (d * (height - level)), nodes)
+
+    return count
+
+
 def build_quadtree(
     points: np.ndarray,
     lows: np.ndarray,
@@ -102,12 +132,7 @@ def build_quadtree(
     split_levels: int = 0,
     func: str = "build_quadtree",
 ) -> Leaves:
-    """Grow the tree level by level; ``level_scale`` / ``leaf_scale`` are the noise
-    scales (sensitivity / epsilon) of the split counts and of the leaf counts.  The
-    first ``split_levels`` levels split whatever their counts (a rule that reads no
-    data: k-means on the leaves needs at least k of them).  A level of more than
-    :data:`MAX_NODES` nodes is refused (an :class:`InvalidParameterError` naming
-    ``func``'s max_height and threshold) before it is drawn.
+    """:func:`grow_quadtree` over the (n, d) ``points`` in memory.
 
     Examples
     --------
@@ -120,26 +145,73 @@ def build_quadtree(
     1.0
     """
     d = points.shape[1]
+    _check_height(max_height, d)
+    return grow_quadtree(
+        point_counts(points, lows, highs, max_height),
+        lows,
+        highs,
+        max_height=max_height,
+        threshold=threshold,
+        level_scale=level_scale,
+        leaf_scale=leaf_scale,
+        secret=secret,
+        label=label,
+        split_levels=split_levels,
+        func=func,
+    )
+
+
+def _check_height(max_height: int, d: int) -> None:
     if max_height * d > CODE_BITS:
         msg = f"build_quadtree: max_height * dimensions must be <= {CODE_BITS} (Z-order codes in int64). Got {max_height} * {d}."
         raise ValueError(msg)
-    finest = np.sort(morton_codes(points, lows, highs, max_height))
+
+
+def grow_quadtree(
+    count: CellCounts,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    *,
+    max_height: int,
+    threshold: float,
+    level_scale: float,
+    leaf_scale: float,
+    secret: bytes,
+    label: str,
+    split_levels: int = 0,
+    func: str = "build_quadtree",
+) -> Leaves:
+    """Grow the tree level by level from the true counts ``count(level, nodes)`` (one
+    call per level: the nodes it examines; the leaves' fresh noise reuses those counts,
+    plus one call for the leaves at ``max_height``).  ``level_scale`` / ``leaf_scale``
+    are the noise scales (sensitivity / epsilon) of the split counts and of the leaf
+    counts, the noise keyed by the node's code (so it depends on nothing but the node).
+    The first ``split_levels`` levels split whatever their counts (a rule that reads no
+    data: k-means on the leaves needs at least k of them).  A level of more than
+    :data:`MAX_NODES` nodes is refused (an :class:`InvalidParameterError` naming
+    ``func``'s max_height and threshold) before it is counted.
+    """
+    d = len(lows)
+    _check_height(max_height, d)
     children = np.arange(1 << d, dtype=np.int64)
     frontier = np.zeros(1, dtype=np.int64)  # codes of the nodes examined at this level
     leaf_levels: list[np.ndarray] = []
     leaf_codes: list[np.ndarray] = []
+    leaf_true: list[np.ndarray] = []
     for level in range(max_height + 1):
-        if level == max_height or len(frontier) == 0:
+        if level == max_height:
             leaf_levels.append(np.full(len(frontier), level))
             leaf_codes.append(frontier)
+            leaf_true.append(np.asarray(count(level, frontier), dtype=np.int64))
             break
-        at_level = finest >> (d * (max_height - level))
-        noisy = count_codes(at_level, frontier) + discrete_laplace(
+        true = np.asarray(count(level, frontier), dtype=np.int64)
+        noisy = true + discrete_laplace(
             secret, stream_id(f"{label}/level{level}"), frontier.astype(np.uint64), level_scale
         )
         is_leaf = (noisy <= threshold) & (level >= split_levels)
         leaf_levels.append(np.full(int(is_leaf.sum()), level))
         leaf_codes.append(frontier[is_leaf])
+        leaf_true.append(true[is_leaf])
         splits = len(frontier) - int(is_leaf.sum())
         if splits << d > MAX_NODES:
             msg = (
@@ -151,14 +223,15 @@ def build_quadtree(
             )
             raise InvalidParameterError(msg)
         frontier = ((frontier[~is_leaf] << d)[:, None] | children[None, :]).ravel()
-    levels, codes = np.concatenate(leaf_levels), np.concatenate(leaf_codes)
+        if len(frontier) == 0:  # every node a leaf
+            break
+    levels, codes, trues = np.concatenate(leaf_levels), np.concatenate(leaf_codes), np.concatenate(leaf_true)
     counts = np.empty(len(codes), dtype=np.int64)
     low, high = np.empty((len(codes), d)), np.empty((len(codes), d))
     for level in np.unique(levels).tolist():
         at = levels == level
         nodes = codes[at]
-        true = count_codes(finest >> (d * (max_height - level)), nodes)
-        counts[at] = true + discrete_laplace(
+        counts[at] = trues[at] + discrete_laplace(
             secret, stream_id(f"{label}/leaves/level{level}"), nodes.astype(np.uint64), leaf_scale
         )
         side = 1 << level
