@@ -17,6 +17,7 @@ Wen Han, *Randomization methods for privacy-preserving data mining*, Zhejiang Un
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from polars_ppdm.mine.rr_support import (
     pattern_codes,
     pattern_estimates,
 )
-from polars_ppdm.spark._engine import polars_schema, require_pyspark, spark_frame
+from polars_ppdm.spark._engine import polars_schema, spark_frame
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column
@@ -42,10 +43,14 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = ["rr_apriori", "rr_support"]
 
 
+def _functions() -> Any:
+    """``pyspark.sql.functions`` (classic and Connect); PySpark is known to be there."""
+    return importlib.import_module("pyspark.sql.functions")
+
+
 def _col(name: str) -> Column:
     """A column by its exact name (dots and backticks in names taken literally)."""
-    functions = require_pyspark("rr_support").functions
-    return functions.col("`" + name.replace("`", "``") + "`")
+    return _functions().col("`" + name.replace("`", "``") + "`")
 
 
 def _arrow_rows(frame: SparkFrame) -> pl.DataFrame:
@@ -63,7 +68,7 @@ def _present(design: RRDesign, column: str) -> Column:
 def _counts_row(sdf: SparkFrame, design: RRDesign, itemsets: Sequence[Itemset]) -> tuple[dict[str, Any], dict]:
     """One Spark aggregation: the row of :func:`polars_ppdm.mine.rr_support.itemset_aggregates`
     (``__n``, the checks of :meth:`RRDesign.checks` under their names, the itemset counts)."""
-    F = require_pyspark(design.func).functions
+    F = _functions()
     names = itemset_counts(design, itemsets)
     exprs = [F.count(F.lit(1)).alias("__n")]
     exprs += [F.count_if(_col(c).isNull()).alias(f"__nulls_{i}") for i, c in enumerate(design.columns)]
@@ -90,7 +95,7 @@ def _pattern_counts(sdf: SparkFrame, design: RRDesign) -> pl.DataFrame:
     null), so at most that many groups (plus one) are fetched: a column of other values
     -- an identifier passed by mistake, say -- cannot bring its rows to the driver.
     """
-    F = require_pyspark(design.func).functions
+    F = _functions()
     cols = design.columns
     grouped = sdf.groupBy(*[_col(c) for c in cols]).agg(F.count(F.lit(1)).alias("observed"))
     bound = math.prod(design.domains[c].k + 1 for c in cols)

@@ -245,3 +245,16 @@ def test_a_polars_frame_is_refused_with_a_pointer(per_attribute):
         spark_mine.rr_support(per_attribute, ["bread"], p=0.8)
     with pytest.raises(InvalidParameterError, match=r"pyspark.sql.DataFrame. Got LazyFrame instead .*polars_ppdm.rr_apriori"):
         spark_mine.rr_apriori(per_attribute.lazy(), ["bread"], p=0.8, min_support=0.1, min_confidence=0.1)
+
+
+def test_column_names_with_dots_and_backticks_are_taken_literally(spark, whole_record):
+    odd = whole_record.rename({"bread": "bread.white", "milk": "milk`s"})
+    columns = ["bread.white", "milk`s"]
+    sdf = to_spark(spark, odd, 3)
+    assert_frame_equal(spark_mine.rr_support(sdf, columns, p=0.8), ppdm.rr_support(odd, columns, p=0.8), check_exact=True)
+    itemsets = [columns]
+    assert_frame_equal(
+        spark_mine.rr_support(sdf, columns, p=0.8, itemsets=itemsets),
+        ppdm.rr_support(odd, columns, p=0.8, itemsets=itemsets),
+        check_exact=True,
+    )
