@@ -26,6 +26,7 @@ import polars as pl
 
 from polars_ppdm._design import RRDesign
 from polars_ppdm._validation import check_fraction
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.apriori import Itemset, association_rules, frequent_from_counts
 from polars_ppdm.mine.rr_support import (
     itemset_counts,
@@ -118,16 +119,21 @@ def _raise_on_values(sdf: SparkFrame, design: RRDesign) -> None:
     evidence: dict[str, pl.Series] = {}
     for c in design.columns:
         domain = design.domains[c]
-        domain.encode(pl.Series(c, [], dtype=schema[c]), func=design.func)  # categories of another dtype
         column = _col(c)
-        outside = column.isNull() | ~column.isin(*domain.categories)
+        try:  # categories the column's dtype cannot hold fail in the checks below, in column order
+            domain.encode(pl.Series(c, [], dtype=schema[c]), func=design.func)
+            outside = column.isNull() | ~column.isin(*domain.categories)
+        except InvalidParameterError:
+            outside = column.isNull()
         found = sdf.select(column).where(outside).distinct().orderBy(column.asc_nulls_first()).limit(6)
         evidence[c] = _arrow_rows(found).to_series().cast(schema[c])
     height = max(len(s) for s in evidence.values())
     columns = []
     for c, values in evidence.items():
-        filler = pl.Series(c, [design.domains[c].categories[0]] * (height - len(values))).cast(schema[c])
-        columns.append(pl.concat([values, filler]))
+        valid = pl.Series(c, [design.domains[c].categories[0]]).cast(schema[c], strict=False)
+        if valid.null_count():  # an integer column with categories of another type: any number
+            valid = pl.Series(c, [0], dtype=schema[c])
+        columns.append(pl.concat([values, pl.Series(c, [valid[0]] * (height - len(values)), dtype=schema[c])]))
     pattern_codes(design, pl.DataFrame(columns))
 
 

@@ -188,17 +188,23 @@ def test_a_non_binary_integer_column_has_the_polars_message(spark, per_attribute
         )
 
 
-def test_nulls_are_reported_before_other_values_even_when_the_groups_overflow(spark, per_attribute):
-    # An identifier column (too many patterns to fetch) next to a column with nulls: the
-    # Polars group-by checks nulls first, and so does the fallback that names the culprit.
+@pytest.mark.parametrize(
+    "columns",
+    [["eggs", "region"], ["eggs", "size"], ["size", "eggs"]],
+)
+def test_the_first_culprit_is_named_as_in_polars_when_the_groups_overflow(spark, per_attribute, columns):
+    # An identifier passed as an item (too many patterns to fetch) next to a column with
+    # nulls, or with categories its dtype cannot hold: the Polars group-by checks nulls
+    # first, then each column in order, and so does the fallback that names the culprit.
     bad = per_attribute.with_columns(
         pl.col("id").alias("eggs"),
         pl.when(pl.col("id") == 5).then(None).otherwise(pl.col("region")).alias("region"),
     )
-    cats = {"eggs": None, "region": REGIONS}
+    cats = {"eggs": None, "region": REGIONS, "size": ["small", "large"]}
+    cats = {c: cats[c] for c in columns}
     _same_error(
-        lambda: ppdm.rr_support(bad, ["eggs", "region"], p=0.8, categories=cats),
-        lambda: spark_mine.rr_support(to_spark(spark, bad, 3), ["eggs", "region"], p=0.8, categories=cats),
+        lambda: ppdm.rr_support(bad, columns, p=0.8, categories=cats),
+        lambda: spark_mine.rr_support(to_spark(spark, bad, 3), columns, p=0.8, categories=cats),
     )
 
 
