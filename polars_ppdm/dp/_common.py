@@ -24,6 +24,7 @@ __all__ = [
     "charge",
     "check_bounds",
     "check_max_contributions",
+    "check_points",
     "check_public_n",
     "check_unit_key",
     "private_points",
@@ -167,11 +168,16 @@ def private_points(
         columns,
     )
     points = lazy.select(pl.col(c).cast(pl.Float64) for c in columns).collect().to_numpy()
-    if len(points) == 0:
+    check_points(len(points), int((~np.isfinite(points)).any(axis=1).sum()), columns, func)
+    return np.ascontiguousarray(points)
+
+
+def check_points(rows: int, bad: int, columns: Sequence[str], func: str) -> None:
+    """Refuse an empty table, or ``bad`` rows with a null, NaN or infinite coordinate
+    (counted after contribution bounding, by any engine)."""
+    if rows == 0:
         msg = f"{func} got an empty table: there is nothing to release."
         raise InvalidParameterError(msg)
-    if not np.isfinite(points).all():
-        bad = int((~np.isfinite(points)).any(axis=1).sum())
+    if bad:
         msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
         raise InvalidParameterError(msg)
-    return np.ascontiguousarray(points)

@@ -286,7 +286,7 @@ def dp_quadtree(
         max_contributions=max_contributions,
         data=lambda: as_lazy(frame),
     )
-    charge(accountant, request.epsilon, f"{_FUNC}({', '.join(request.columns)})", _FUNC)
+    request.charge(accountant)
     secret = resolve_secret(secret).key
     points = private_points(
         frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
@@ -309,6 +309,10 @@ class QuadtreeRequest:
     threshold: float | None
     n: float | None
     contributions: int
+
+    def charge(self, accountant: BudgetAccountant | None) -> None:
+        """Spend epsilon on the accountant (before the data is read)."""
+        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.columns)})", _FUNC)
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """The root box: lows and highs per column (float64)."""
