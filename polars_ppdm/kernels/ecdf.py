@@ -27,7 +27,10 @@ _SIGN = np.uint64(1 << 63)
 
 __all__ = [
     "Workspace",
+    "cdf_of_counts",
+    "cut_points",
     "draw_sample",
+    "interval_counts",
     "inverse_cdf",
     "order_keys",
     "rank_order",
@@ -54,14 +57,51 @@ def smoothed_cdf(values: np.ndarray, bins: int, *, presorted: bool = False) -> t
     [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
     """
     ordered = values if presorted else np.sort(values)
-    low, high = float(ordered[0]), float(ordered[-1])
+    cuts = cut_points(float(ordered[0]), float(ordered[-1]), bins)
+    return cuts, cdf_of_counts(interval_counts(ordered, cuts))
+
+
+def cut_points(low: float, high: float, bins: int) -> np.ndarray:
+    """The ``bins + 1`` equal-width cut points of :func:`smoothed_cdf`, from the minimum
+    ``low`` to the maximum ``high`` (the last one exactly ``high``).
+
+    Examples
+    --------
+    >>> cut_points(2.0, 9.0, 7).tolist()
+    [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    """
     cuts = low + (high - low) * (np.arange(bins + 1) / bins)
     cuts[-1] = high  # exactly the maximum, whatever the rounding
-    at_or_below = np.searchsorted(ordered, cuts, side="right")
-    counts = np.diff(at_or_below, prepend=0)
+    return cuts
+
+
+def interval_counts(ordered: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Counts of the ascending ``ordered`` values at the minimum ``cuts[0]`` and in each
+    interval ``(cuts[j-1], cuts[j]]`` (values above the last cut are not counted).
+
+    Additive: the counts of a table are the sums of the counts of its parts, so they
+    can be summed over batches or partitions (the Spark front-end does).
+
+    Examples
+    --------
+    >>> interval_counts(np.array([2.0, 3, 6, 7, 9]), cut_points(2.0, 9.0, 7)).tolist()
+    [1, 1, 0, 0, 1, 1, 0, 1]
+    """
+    return np.diff(np.searchsorted(ordered, cuts, side="right"), prepend=0)
+
+
+def cdf_of_counts(counts: np.ndarray) -> np.ndarray:
+    """The smoothed CDF at the cut points from :func:`interval_counts` (zero counts set
+    to 1), as :func:`smoothed_cdf` returns it.
+
+    Examples
+    --------
+    >>> (cdf_of_counts(np.array([1, 1, 0, 0, 1, 1, 0, 1])) * 8).tolist()
+    [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    """
     smoothed = np.maximum(counts, 1).astype(np.float64)
     cumulative = np.cumsum(smoothed)
-    return cuts, cumulative / cumulative[-1]
+    return cumulative / cumulative[-1]
 
 
 def inverse_cdf(u: np.ndarray, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
