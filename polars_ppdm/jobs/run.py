@@ -273,7 +273,7 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
 
 def _release(pipeline: Pipeline, step: Any, original: Any, disguised: Any, secret: Secret, ppdm: Any) -> pl.DataFrame:
     key = pipeline.dataset.key
-    got: pl.DataFrame | pl.LazyFrame
+    got: Any
     if isinstance(step, RRSupport):
         got = ppdm.rr_support(
             disguised, step.columns, itemsets=step.itemsets, **_rr_design(pipeline, step.columns)
@@ -322,7 +322,11 @@ def _release(pipeline: Pipeline, step: Any, original: Any, disguised: Any, secre
                 iterations=step.iterations,
                 **common,
             ).centres
-    return got.collect() if isinstance(got, pl.LazyFrame) else got
+    if isinstance(got, pl.LazyFrame):
+        return got.collect()
+    if isinstance(got, pl.DataFrame):
+        return got
+    return cast(pl.DataFrame, pl.from_arrow(got.toArrow()))  # Spark: a release is a small aggregate
 
 
 def _write_frame(frame: pl.DataFrame, target: Path) -> tuple[int, str]:

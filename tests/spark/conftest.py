@@ -46,6 +46,7 @@ def spark() -> Iterator[Any]:
         SparkSession.builder.master("local[2,2]")
         .appName("polars_ppdm tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         # Small Arrow batches: every test frame crosses several batches per partition.
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "97")
