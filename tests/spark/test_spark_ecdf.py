@@ -1,0 +1,231 @@
+"""ECDF resampling on Spark equals the Polars output bit for bit, whatever the partitioning,
+row order, sort buckets or task retries; bad input gets the Polars messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from spark_frames import PARTITIONS, to_polars, to_spark
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.spark import ecdf as spark_ecdf
+
+pytestmark = pytest.mark.spark
+
+N = 1_000
+SECRET = "00112233445566778899aabbccddeeff"
+
+
+@pytest.fixture(scope="module")
+def table() -> pl.DataFrame:
+    rng = np.random.default_rng(5)
+    return pl.DataFrame(
+        {
+            "id": np.arange(N, dtype=np.int64) * 7 + 11,
+            "name": [f"person-{i}" for i in range(N)],
+            "income": rng.gamma(2.0, 20_000.0, N),
+            "age": rng.integers(18, 90, N, dtype=np.int32),
+            "label": rng.integers(0, 2, N, dtype=np.int64),
+        }
+    ).with_columns(  # nulls stay null
+        pl.when(pl.col("id") % 13 == 0).then(None).otherwise(pl.col("income")).alias("income"),
+        pl.when(pl.col("id") % 17 == 0).then(None).otherwise(pl.col("age")).alias("age"),
+    )
+
+
+@pytest.fixture(scope="module")
+def tied() -> pl.DataFrame:
+    """60% zeros, a fifth of them -0.0; a dense run of near-equal values; a string key."""
+    rng = np.random.default_rng(9)
+    zero = rng.random(N) < 0.6
+    z = np.where(zero, np.where(rng.random(N) < 0.2, -0.0, 0.0), rng.normal(size=N))
+    w = np.where(rng.random(N) < 0.5, 1.0 + rng.random(N) * 1e-3, rng.gamma(3.0, size=N))
+    return pl.DataFrame({"name": [f"k{i:05d}" for i in range(N)], "z": z, "w": w, "id": np.arange(N)})
+
+
+def _same(spark_out: object, polars_out: pl.DataFrame, key: str) -> None:
+    got = to_polars(spark_out, by=key)
+    want = polars_out.sort(key)
+    assert got.schema == want.schema
+    for column in want.columns:
+        if want[column].dtype.is_float():  # bit for bit: -0.0 is not 0.0 here
+            bits = [
+                got[column].fill_null(0.0).to_numpy().view(np.int64),
+                want[column].fill_null(0.0).to_numpy().view(np.int64),
+            ]
+            assert (bits[0] == bits[1]).all(), column
+        assert got[column].to_list() == want[column].to_list(), column
+
+
+@pytest.mark.parametrize("partitions", PARTITIONS)
+def test_ecdf_resample_is_the_polars_result(spark, table, partitions):
+    # The key is resampled too: ties are broken by its original values, as in Polars.
+    columns = ["income", "age", "id"]
+    params = dict(bins={"income": 30, "age": 12, "id": 50}, secret=SECRET, key="id", round_integers=True)
+    want = ppdm.ecdf_resample(table, columns, **params)
+    got = spark_ecdf.ecdf_resample(to_spark(spark, table, partitions, seed=partitions), columns, **params)
+    _same(got, want, "name")
+    assert (want["income"] != table["income"]).sum() > N // 2  # the values were replaced
+
+
+def test_heavy_ties_and_signed_zeros_in_split_buckets(spark, tied, monkeypatch):
+    # Buckets of 40 rows: the zeros' cell is split by tie word, the dense run by value bits.
+    monkeypatch.setattr(spark_ecdf, "BUCKET_ROWS", 40)
+    sdf = to_spark(spark, tied, 17, seed=3)
+    census = spark_ecdf._census(sdf, ["z", "w"], "name")  # both ways of splitting are taken
+    assert census.plan("z", 40).by_tie.any()
+    assert not census.plan("w", 40).by_tie.all()
+    params = dict(bins=25, secret=SECRET, key="name")
+    want = ppdm.ecdf_resample(tied, ["z", "w"], **params)
+    _same(spark_ecdf.ecdf_resample(sdf, ["z", "w"], **params), want, "name")
+    # -0.0 and 0.0 share one rank order: a fifth of the zeros are -0.0.
+    assert (tied["z"].to_numpy().view(np.int64) < 0).sum() > N // 10
+
+
+def test_an_empty_frame_gives_an_empty_frame(spark, table):
+    empty = table.head(0)
+    want = ppdm.ecdf_resample(empty, ["income", "age"], secret=SECRET, key="id", round_integers=True)
+    got = spark_ecdf.ecdf_resample(
+        to_spark(spark, empty, 1), ["income", "age"], secret=SECRET, key="id", round_integers=True
+    )
+    _same(got, want, "id")
+
+
+_RETRIED = """
+import os, sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+
+import polars_ppdm as ppdm
+from polars_ppdm.spark.ecdf import ecdf_resample
+
+failures = Path(sys.argv[1])
+os.environ["PYSPARK_PYTHON"] = sys.executable
+spark = (
+    SparkSession.builder.master("local[2,3]")  # up to 3 attempts per task
+    .config("spark.ui.enabled", "false")
+    .config("spark.ui.showConsoleProgress", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.sql.execution.arrow.maxRecordsPerBatch", "97")
+    .getOrCreate()
+)
+spark.sparkContext.setLogLevel("OFF")
+
+
+def fail_first(batches):
+    context = TaskContext.get()
+    if context.attemptNumber() == 0:  # every task of the stage fails once, then succeeds
+        (failures / f"{context.stageId()}-{context.partitionId()}").touch()
+        raise RuntimeError("injected failure of a first attempt")
+    yield from batches
+
+
+rng = np.random.default_rng(2)
+n = 600
+table = pl.DataFrame({
+    "id": np.arange(n) * 5,
+    "x": np.where(rng.random(n) < 0.5, 0.0, rng.gamma(2.0, size=n)),
+    "y": rng.integers(0, 40, n),
+}).sample(fraction=1.0, shuffle=True, seed=4)
+want = ppdm.ecdf_resample(table, ["x"], bins=15, secret=7, key="id").sort("id")
+source = spark.createDataFrame(table.to_arrow()).repartition(3)
+source = source.mapInArrow(fail_first, source.schema)  # the census, the histogram, the ranks
+out = ecdf_resample(source, ["x"], bins=15, secret=7, key="id")
+out = out.mapInArrow(fail_first, out.schema)  # the stage after the last join
+got = pl.from_arrow(out.toArrow()).sort("id")
+same = got.equals(want) and all(
+    (got[c].fill_null(0.0).to_numpy().view(np.int64) == want[c].fill_null(0.0).to_numpy().view(np.int64)).all()
+    for c in ("x",)
+)
+print("SAME" if same and got.schema == want.schema else "DIFFERENT")
+spark.stop()
+"""
+
+
+def test_tasks_failing_on_their_first_attempt_change_no_bit(spark, tmp_path):
+    # local[N,F] is the only way to retry a task in local mode: a session of its own.
+    script = tmp_path / "retried.py"
+    script.write_text(textwrap.dedent(_RETRIED))
+    failures = tmp_path / "failures"
+    failures.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(script), str(failures)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "SAME"
+    stages = {Path(name).name.split("-")[0] for name in failures.iterdir()}
+    assert len(stages) >= 4  # the census, the histogram, the final query's first and last stages
+
+
+# Bad input: the Polars message, or a message saying why Spark cannot.
+
+
+@pytest.fixture(scope="module")
+def bad(table) -> pl.DataFrame:
+    rows = 40
+    return table.head(rows).with_columns(
+        nan=pl.Series([float("nan"), *range(1, rows)], dtype=pl.Float64),
+        inf=pl.Series([*range(rows - 1), float("-inf")], dtype=pl.Float64),
+        constant=pl.lit(2.5),
+        single=pl.Series([None] * (rows - 1) + [3.0], dtype=pl.Float64),
+        huge=pl.Series([-1.5e308, 1.5e308] * (rows // 2), dtype=pl.Float64),
+        gappy_key=pl.Series([None, None, *range(rows - 2)], dtype=pl.Int64),
+    )
+
+
+def _polars_message(frame: pl.DataFrame, columns: list[str], **params: object) -> str:
+    with pytest.raises(InvalidParameterError) as polars_error:
+        ppdm.ecdf_resample(frame, columns, **params)
+    return str(polars_error.value)
+
+
+@pytest.mark.parametrize(
+    ("columns", "key", "expected"),
+    [
+        (["nope"], "id", "nope"),
+        (["name"], "id", "numeric"),
+        (["income"], "gappy_key", "2 null value(s)"),
+        (["income", "nan"], "id", "1 NaN or infinite"),
+        (["inf"], "id", "1 NaN or infinite"),
+        (["constant"], "id", "constant"),
+        (["single"], "id", "at least 2 non-null values"),
+        (["huge"], "id", "beyond float64"),
+    ],
+)
+def test_bad_input_gets_the_polars_message(spark, bad, columns, key, expected):
+    message = _polars_message(bad, columns, secret=SECRET, key=key)
+    assert expected in message
+    with pytest.raises(InvalidParameterError) as spark_error:
+        spark_ecdf.ecdf_resample(to_spark(spark, bad, 3), columns, secret=SECRET, key=key)
+    assert str(spark_error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        (dict(link="none", key="id"), r"link=.rank. only"),
+        (dict(shuffle=True, key="id"), "cannot shuffle"),
+        (dict(key=None), "needs key="),
+        (dict(link="ranks", key="id"), "'link'"),
+        (dict(bins=1, key="id"), "'bins'"),
+    ],
+)
+def test_what_spark_cannot_do_is_refused_with_the_reason(spark, bad, params, expected):
+    with pytest.raises(InvalidParameterError, match=expected):
+        spark_ecdf.ecdf_resample(to_spark(spark, bad, 1), ["income"], secret=SECRET, **params)
+
+
+def test_a_polars_frame_is_refused(spark, table):
+    with pytest.raises(InvalidParameterError, match=r"takes a pyspark\.sql\.DataFrame"):
+        spark_ecdf.ecdf_resample(table, ["income"], key="id")
