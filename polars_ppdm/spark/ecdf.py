@@ -9,7 +9,7 @@ What runs where, per resampled column:
    plus its NaN/inf count, its row count and its null keys; a Spark group-by sums them.
    The driver gets n, min and max of every column (and checks them as Polars does), and
    plans the *sort buckets*: cells in value order, a cell with more than
-   :data:`BUCKET_ROWS` rows split by further bits of the value, or, when it holds one
+   :data:`BUCKET_ROWS` rows (or a 256th of the column) split by further bits of the value, or, when it holds one
    value only (a heavy tie, e.g. 60% zeros), by the top bits of the rows' tie words.
 2. *Histogram* (a second job): per batch, the counts of values at the minimum and in
    each interval between the cut points (:func:`~polars_ppdm.kernels.ecdf.interval_counts`,
@@ -69,13 +69,16 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkFrame
 
-__all__ = ["BUCKET_ROWS", "ecdf_resample"]
+__all__ = ["BUCKETS", "BUCKET_ROWS", "ecdf_resample"]
 
 _FUNC = "ecdf_resample"
 
-#: Rows a sort bucket aims at: one bucket is ranked by one task's sort (which spills to
-#: disk when it must).  Cells above it are split; it does not change any result.
+#: Rows a sort bucket holds at most (as far as splitting cells can tell): one bucket is
+#: ranked by one task's sort (which spills to disk when it must).  Smaller columns aim at
+#: :data:`BUCKETS` buckets, so that the sorts of a column run in parallel.  Neither
+#: changes any result.
 BUCKET_ROWS = 1 << 20
+BUCKETS = 256
 
 _SIGN = np.uint64(1 << 63)
 _CELL_SHIFT = np.uint64(48)  # a cell: the top 16 bits of the unsigned order key
@@ -220,6 +223,16 @@ def ecdf_resample(
         with nulls, NaN or infinite values, fewer than 2 non-null values, a constant
         column, a range beyond float64; and for ``link='none'``, ``shuffle=True`` or no key.
 
+    Notes
+    -----
+    The input is read three times (the census, the histogram, then the returned plan):
+    cache or checkpoint it first when it is expensive to compute.  Per resampled column
+    the plan runs one ``mapInArrow`` over the rows (order keys, tie words, buckets), two
+    shuffles of the rows (the sort by bucket, the join on the rank) and two of the
+    generated sample (rank, value).  To the driver cross only aggregates: per column and
+    cell of the value's order key its count, minimum and maximum; the counts per
+    histogram interval and per sort bucket.
+
     References
     ----------
     Li, Wang, Su, "ECDF-based data perturbation with rank re-linking", *Computer
@@ -255,8 +268,9 @@ def ecdf_resample(
     for c in cols:
         census.check(c)
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
-    plans = {c: census.plan(c, BUCKET_ROWS) for c in cols}
-    sample_buckets = {c: max(1, -(-census.n[c] // BUCKET_ROWS)) for c in cols}
+    target = {c: min(BUCKET_ROWS, max(1, -(-census.n[c] // BUCKETS))) for c in cols}
+    plans = {c: census.plan(c, target[c]) for c in cols}
+    sample_buckets = {c: -(-census.n[c] // target[c]) for c in cols}
     counts = _histogram(sdf, cols, key_name, resolved, cuts, plans, census.n, sample_buckets)
 
     # The key may be resampled too: ties use the original key, so keep a copy.

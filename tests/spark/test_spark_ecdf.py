@@ -75,13 +75,16 @@ def test_ecdf_resample_is_the_polars_result(spark, table, partitions):
     assert (want["income"] != table["income"]).sum() > N // 2  # the values were replaced
 
 
-def test_heavy_ties_and_signed_zeros_in_split_buckets(spark, tied, monkeypatch):
-    # Buckets of 40 rows: the zeros' cell is split by tie word, the dense run by value bits.
-    monkeypatch.setattr(spark_ecdf, "BUCKET_ROWS", 40)
+@pytest.mark.parametrize("buckets", [1, N // 40])
+def test_heavy_ties_and_signed_zeros(spark, tied, buckets, monkeypatch):
+    # One bucket per cell (the zeros' tie words meet in one sort), or buckets of 40 rows:
+    # the zeros' cell split by tie word, the dense run by value bits.
+    monkeypatch.setattr(spark_ecdf, "BUCKETS", buckets)
     sdf = to_spark(spark, tied, 17, seed=3)
-    census = spark_ecdf._census(sdf, ["z", "w"], "name")  # both ways of splitting are taken
-    assert census.plan("z", 40).by_tie.any()
-    assert not census.plan("w", 40).by_tie.all()
+    if buckets > 1:  # both ways of splitting are taken
+        census = spark_ecdf._census(sdf, ["z", "w"], "name")
+        assert census.plan("z", 40).by_tie.any()
+        assert not census.plan("w", 40).by_tie.all()
     params = dict(bins=25, secret=SECRET, key="name")
     want = ppdm.ecdf_resample(tied, ["z", "w"], **params)
     _same(spark_ecdf.ecdf_resample(sdf, ["z", "w"], **params), want, "name")
@@ -108,7 +111,9 @@ from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 import polars_ppdm as ppdm
-from polars_ppdm.spark.ecdf import ecdf_resample
+from polars_ppdm.spark import ecdf
+
+ecdf.BUCKETS = 1  # one bucket per cell: the path without splits (the other tests split)
 
 failures = Path(sys.argv[1])
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -141,7 +146,7 @@ table = pl.DataFrame({
 want = ppdm.ecdf_resample(table, ["x"], bins=15, secret=7, key="id").sort("id")
 source = spark.createDataFrame(table.to_arrow()).repartition(3)
 source = source.mapInArrow(fail_first, source.schema)  # the census, the histogram, the ranks
-out = ecdf_resample(source, ["x"], bins=15, secret=7, key="id")
+out = ecdf.ecdf_resample(source, ["x"], bins=15, secret=7, key="id")
 out = out.mapInArrow(fail_first, out.schema)  # the stage after the last join
 got = pl.from_arrow(out.toArrow()).sort("id")
 same = got.equals(want) and all(
