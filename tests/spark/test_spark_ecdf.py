@@ -3,15 +3,10 @@ row order, sort buckets or task retries; bad input gets the Polars messages."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
-from spark_frames import PARTITIONS, to_polars, to_spark
+from spark_frames import PARTITIONS, fail_first_attempt, to_polars, to_spark
 
 import polars_ppdm as ppdm
 from polars_ppdm.exceptions import InvalidParameterError
@@ -101,76 +96,16 @@ def test_an_empty_frame_gives_an_empty_frame(spark, table):
     _same(got, want, "id")
 
 
-_RETRIED = """
-import os, sys
-from pathlib import Path
-
-import numpy as np
-import polars as pl
-from pyspark import TaskContext
-from pyspark.sql import SparkSession
-
-import polars_ppdm as ppdm
-from polars_ppdm.spark import ecdf
-
-ecdf.BUCKETS = 1  # one bucket per cell: the path without splits (the other tests split)
-
-failures = Path(sys.argv[1])
-os.environ["PYSPARK_PYTHON"] = sys.executable
-spark = (
-    SparkSession.builder.master("local[2,3]")  # up to 3 attempts per task
-    .config("spark.ui.enabled", "false")
-    .config("spark.ui.showConsoleProgress", "false")
-    .config("spark.sql.shuffle.partitions", "2")
-    .config("spark.sql.execution.arrow.maxRecordsPerBatch", "97")
-    .getOrCreate()
-)
-spark.sparkContext.setLogLevel("OFF")
-
-
-def fail_first(batches):
-    context = TaskContext.get()
-    if context.attemptNumber() == 0:  # every task of the stage fails once, then succeeds
-        (failures / f"{context.stageId()}-{context.partitionId()}").touch()
-        raise RuntimeError("injected failure of a first attempt")
-    yield from batches
-
-
-rng = np.random.default_rng(2)
-n = 600
-table = pl.DataFrame({
-    "id": np.arange(n) * 5,
-    "x": np.where(rng.random(n) < 0.5, 0.0, rng.gamma(2.0, size=n)),
-    "y": rng.integers(0, 40, n),
-}).sample(fraction=1.0, shuffle=True, seed=4)
-want = ppdm.ecdf_resample(table, ["x"], bins=15, secret=7, key="id").sort("id")
-source = spark.createDataFrame(table.to_arrow()).repartition(3)
-source = source.mapInArrow(fail_first, source.schema)  # the census, the histogram, the ranks
-out = ecdf.ecdf_resample(source, ["x"], bins=15, secret=7, key="id")
-out = out.mapInArrow(fail_first, out.schema)  # the stage after the last join
-got = pl.from_arrow(out.toArrow()).sort("id")
-same = got.equals(want) and all(
-    (got[c].fill_null(0.0).to_numpy().view(np.int64) == want[c].fill_null(0.0).to_numpy().view(np.int64)).all()
-    for c in ("x",)
-)
-print("SAME" if same and got.schema == want.schema else "DIFFERENT")
-spark.stop()
-"""
-
-
-def test_tasks_failing_on_their_first_attempt_change_no_bit(spark, tmp_path):
-    # local[N,F] is the only way to retry a task in local mode: a session of its own.
-    script = tmp_path / "retried.py"
-    script.write_text(textwrap.dedent(_RETRIED))
-    failures = tmp_path / "failures"
-    failures.mkdir()
-    done = subprocess.run(
-        [sys.executable, str(script), str(failures)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "SAME"
-    stages = {Path(name).name.split("-")[0] for name in failures.iterdir()}
-    assert len(stages) >= 4  # the census, the histogram, the final query's first and last stages
+@pytest.mark.parametrize("buckets", [1, N // 40])
+def test_tasks_failing_on_their_first_attempt_change_no_bit(spark, tied, buckets, monkeypatch):
+    # Every task reading the rows (the census, the histogram, the ranks) fails once after
+    # passing 120 rows on, and so does every task of the last stage (after the join).
+    monkeypatch.setattr(spark_ecdf, "BUCKETS", buckets)
+    params = dict(bins=15, secret=SECRET, key="name")
+    want = ppdm.ecdf_resample(tied, ["z", "id"], **params)
+    flaky = fail_first_attempt(to_spark(spark, tied, 3, seed=11), after_rows=120)
+    got = fail_first_attempt(spark_ecdf.ecdf_resample(flaky, ["z", "id"], **params), after_rows=50)
+    _same(got, want, "name")
 
 
 # Bad input: the Polars message, or a message saying why Spark cannot.
