@@ -103,7 +103,7 @@ def test_demo_installs_the_core_only_and_test_the_test_stack(tmp_path):
     assert re.search(r"pip install --quiet -e \.$", demo, re.M), demo
     assert "[test]" not in demo and "ppdm run" in demo
     test = _make(folder, "-n", "test", f"PYTHON={sys.executable}").stdout
-    assert "-e '.[test]'" in test and "pytest" in test
+    assert "-e '.[test,spark]'" in test and "pytest" in test
 
 
 @needs_make
@@ -122,7 +122,7 @@ def test_demo_and_test_share_one_venv_in_either_order(tmp_path):
     # ...and after `make demo` only, `make test` adds the test stack and nothing else.
     (venv / ".test").unlink()
     test = _make(folder, "-n", "test").stdout.splitlines()
-    assert test[0] == ".venv/bin/python -m pip install --quiet -e '.[test]'"
+    assert test[0] == ".venv/bin/python -m pip install --quiet -e '.[test,spark]'"
     assert not any("venv " in line for line in test)
     # A changed pyproject.toml makes every level stale.
     os.utime(folder / "pyproject.toml", (later + 10, later + 10))
