@@ -21,6 +21,7 @@ import pyarrow as pa
 from polars_ppdm.exceptions import InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkFrame
     from pyspark.sql.types import StructType
 
@@ -31,6 +32,7 @@ __all__ = [
     "polars_schema",
     "raise_executor_errors",
     "require_pyspark",
+    "spark_column",
     "spark_frame",
     "spark_schema",
 ]
@@ -66,6 +68,14 @@ def spark_frame(frame: Any, func: str) -> SparkFrame:
         )
         raise InvalidParameterError(msg)
     return cast("SparkFrame", frame)
+
+
+def spark_column(name: str) -> Column:
+    """The Spark column called ``name``, whatever characters it holds (dots and backticks
+    would otherwise be read as struct fields and quoting)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
@@ -123,18 +133,42 @@ def map_polars(
     arrow = _arrow_schema(target)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
+        for chunk in _gathered(batches):
             try:
-                out = transform(pl.DataFrame(pl.from_arrow(batch)))
+                out = transform(pl.DataFrame(pl.from_arrow(chunk)))
             except InvalidParameterError as exc:  # our message, carried to the driver
                 msg = f"[polars_ppdm] {exc}"
                 raise ExecutorError(msg) from None
             table = out.to_arrow(compat_level=pl.CompatLevel.oldest())
-            yield from table.cast(arrow).to_batches()
+            if table.schema != arrow:
+                table = table.cast(arrow)
+            yield from table.to_batches()
 
     return frame.mapInArrow(run, target)
+
+
+# Spark hands Python 10,000-row batches by default: the per-call cost of the Polars
+# function (schema checks, key resolution, one AES call) is paid per chunk of these sizes.
+_CHUNK_ROWS = 1 << 20
+_CHUNK_BYTES = 64 << 20
+
+
+def _gathered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Consecutive non-empty batches gathered into tables of about ``_CHUNK_ROWS`` rows or
+    ``_CHUNK_BYTES`` bytes (the transforms are row-wise, so where the cut falls does not matter)."""
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= _CHUNK_ROWS or size >= _CHUNK_BYTES:
+            yield pa.Table.from_batches(pending)
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
 _OUR_MESSAGE = re.compile(r"ExecutorError: \[polars_ppdm\] (.*)")

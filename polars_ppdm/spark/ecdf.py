@@ -61,12 +61,12 @@ from polars_ppdm.spark._engine import (
     map_polars,
     polars_schema,
     raise_executor_errors,
+    spark_column,
     spark_frame,
     spark_schema,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkFrame
 
 __all__ = ["BUCKETS", "BUCKET_ROWS", "ecdf_resample"]
@@ -84,12 +84,6 @@ _SIGN = np.uint64(1 << 63)
 _CELL_SHIFT = np.uint64(48)  # a cell: the top 16 bits of the unsigned order key
 _SUB_BITS = 16  # a cell splits into at most 2**16 buckets
 _MAX_SUB_BITS = 16
-
-
-def _col(name: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _fresh(taken: Sequence[str], base: str) -> str:
@@ -257,7 +251,10 @@ def ecdf_resample(
     census = _census(sdf, cols, key_name)
     if census.rows == 0:  # an empty frame releases nothing: empty in, empty out
         return sdf.select(
-            *(_col(n).cast(out_types[n].dataType).alias(n) if n in cols else _col(n) for n in names)
+            *(
+                spark_column(n).cast(out_types[n].dataType).alias(n) if n in cols else spark_column(n)
+                for n in names
+            )
         )
     if census.key_nulls:
         msg = (
@@ -277,7 +274,7 @@ def ecdf_resample(
     tie_key = key_name
     if key_name in cols:
         tie_key = _fresh(names, "__ppdm_key")
-        sdf = sdf.withColumn(tie_key, _col(key_name))
+        sdf = sdf.withColumn(tie_key, spark_column(key_name))
     out = sdf
     for i, c in enumerate(cols):
         cdf = cdf_of_counts(counts.intervals(i, bins_of[c] + 1))
@@ -295,7 +292,7 @@ def ecdf_resample(
             census.n[c],
             out_dtype[c],
         )
-    return out.select(*(_col(n) for n in names))
+    return out.select(*(spark_column(n) for n in names))
 
 
 class _Census:
@@ -397,7 +394,7 @@ def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
             for name, dtype in fields.items()
         )
 
-    partial = map_polars(sdf.select(*(_col(n) for n in needed)), count, schema, _FUNC)
+    partial = map_polars(sdf.select(*(spark_column(n) for n in needed)), count, schema, _FUNC)
     totals = partial.groupBy("col", "cell").agg(
         F.sum("n").alias("n"),
         F.min("kmin").alias("kmin"),
@@ -506,7 +503,7 @@ def _histogram(
             parts.append(part(i, 1, ids, counts))
         return pl.concat(parts)
 
-    partial = map_polars(sdf.select(*(_col(name) for name in needed)), count, schema, _FUNC)
+    partial = map_polars(sdf.select(*(spark_column(name) for name in needed)), count, schema, _FUNC)
     spark = sdf.sparkSession
     for i, c in enumerate(cols):
         if sample_buckets[c] == 1:
@@ -573,8 +570,12 @@ def _resample_column(
 
     with_keys = pl.Schema({**schema, k: pl.Int64(), t: pl.Int64(), bucket: pl.Int64(), offset: pl.Int64()})
     rows = map_polars(sdf, rank_keys, with_keys, _FUNC)
-    in_bucket = F.row_number().over(Window.partitionBy(_col(bucket)).orderBy(_col(k), _col(t)))
-    ranked_row = F.when(_col(bucket) >= 0, _col(offset) + in_bucket - 1).otherwise(_col(offset))
+    in_bucket = F.row_number().over(
+        Window.partitionBy(spark_column(bucket)).orderBy(spark_column(k), spark_column(t))
+    )
+    ranked_row = F.when(spark_column(bucket) >= 0, spark_column(offset) + in_bucket - 1).otherwise(
+        spark_column(offset)
+    )
     rows = rows.withColumn(rank, ranked_row).drop(k, t, bucket, offset)
 
     def draws(batch: pl.DataFrame) -> pl.DataFrame:
@@ -594,8 +595,8 @@ def _resample_column(
 
     sample_schema = pl.Schema({u: pl.Float64(), bucket: pl.Int64(), offset: pl.Int64(), value: dtype})
     sample = map_polars(sdf.sparkSession.range(n), draws, sample_schema, _FUNC)
-    by_draw = F.row_number().over(Window.partitionBy(_col(bucket)).orderBy(_col(u)))
-    sample = sample.select((_col(offset) + by_draw - 1).alias(rank), _col(value))
+    by_draw = F.row_number().over(Window.partitionBy(spark_column(bucket)).orderBy(spark_column(u)))
+    sample = sample.select((spark_column(offset) + by_draw - 1).alias(rank), spark_column(value))
 
     # Rows without a value have a negative rank: no match, so a null, as in Polars.
     released = rows.join(sample, on=rank, how="left")
@@ -604,7 +605,9 @@ def _resample_column(
     out_type = spark_schema(pl.Schema({c: dtype}), _FUNC)[c].dataType
     return released.select(
         *(
-            _col(value).cast(out_type).alias(c) if name == c else _col(name).cast(types[name]).alias(name)
+            spark_column(value).cast(out_type).alias(c)
+            if name == c
+            else spark_column(name).cast(types[name]).alias(name)
             for name in names
         )
     )

@@ -35,7 +35,7 @@ from polars_ppdm.mine.rr_support import (
     pattern_codes,
     pattern_estimates,
 )
-from polars_ppdm.spark._engine import polars_schema, spark_frame
+from polars_ppdm.spark._engine import polars_schema, spark_column, spark_frame
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column
@@ -49,11 +49,6 @@ def _functions() -> Any:
     return importlib.import_module("pyspark.sql.functions")
 
 
-def _col(name: str) -> Column:
-    """A column by its exact name (dots and backticks in names taken literally)."""
-    return _functions().col("`" + name.replace("`", "``") + "`")
-
-
 def _arrow_rows(frame: SparkFrame) -> pl.DataFrame:
     """A small Spark result (aggregates) on the driver as a Polars frame."""
     return pl.DataFrame(pl.from_arrow(frame.toArrow()))
@@ -62,19 +57,23 @@ def _arrow_rows(frame: SparkFrame) -> pl.DataFrame:
 def _present(design: RRDesign, column: str) -> Column:
     """Spark's "item present" of a binary column: :meth:`RRDesign.truthy`."""
     if design.domains[column].dtype == pl.Boolean:
-        return _col(column)
-    return _col(column) == 1
+        return spark_column(column)
+    return spark_column(column) == 1
 
 
-def _counts_row(sdf: SparkFrame, design: RRDesign, itemsets: Sequence[Itemset]) -> tuple[dict[str, Any], dict]:
+def _counts_row(
+    sdf: SparkFrame, design: RRDesign, itemsets: Sequence[Itemset]
+) -> tuple[dict[str, Any], dict]:
     """One Spark aggregation: the row of :func:`polars_ppdm.mine.rr_support.itemset_aggregates`
     (``__n``, the checks of :meth:`RRDesign.checks` under their names, the itemset counts)."""
     F = _functions()
     names = itemset_counts(design, itemsets)
     exprs = [F.count(F.lit(1)).alias("__n")]
-    exprs += [F.count_if(_col(c).isNull()).alias(f"__nulls_{i}") for i, c in enumerate(design.columns)]
     exprs += [
-        F.count_if(_col(c).isNotNull() & ~_col(c).isin(0, 1)).alias(f"__bad_{i}")
+        F.count_if(spark_column(c).isNull()).alias(f"__nulls_{i}") for i, c in enumerate(design.columns)
+    ]
+    exprs += [
+        F.count_if(spark_column(c).isNotNull() & ~spark_column(c).isin(0, 1)).alias(f"__bad_{i}")
         for i, c in enumerate(design.columns)
         if design.domains[c].binary_int
     ]
@@ -98,7 +97,7 @@ def _pattern_counts(sdf: SparkFrame, design: RRDesign) -> pl.DataFrame:
     """
     F = _functions()
     cols = design.columns
-    grouped = sdf.groupBy(*[_col(c) for c in cols]).agg(F.count(F.lit(1)).alias("observed"))
+    grouped = sdf.groupBy(*[spark_column(c) for c in cols]).agg(F.count(F.lit(1)).alias("observed"))
     bound = math.prod(design.domains[c].k + 1 for c in cols)
     counts = _arrow_rows(grouped.limit(min(bound + 1, 2**31 - 1)))
     if len(counts) <= bound:
@@ -119,7 +118,7 @@ def _raise_on_values(sdf: SparkFrame, design: RRDesign) -> None:
     evidence: dict[str, pl.Series] = {}
     for c in design.columns:
         domain = design.domains[c]
-        column = _col(c)
+        column = spark_column(c)
         try:  # categories the column's dtype cannot hold fail in the checks below, in column order
             domain.encode(pl.Series(c, [], dtype=schema[c]), func=design.func)
             outside = column.isNull() | ~column.isin(*domain.categories)
@@ -133,7 +132,9 @@ def _raise_on_values(sdf: SparkFrame, design: RRDesign) -> None:
         valid = pl.Series(c, [design.domains[c].categories[0]]).cast(schema[c], strict=False)
         if valid.null_count():  # an integer column with categories of another type: any number
             valid = pl.Series(c, [0], dtype=schema[c])
-        columns.append(pl.concat([values, pl.Series(c, [valid[0]] * (height - len(values)), dtype=schema[c])]))
+        columns.append(
+            pl.concat([values, pl.Series(c, [valid[0]] * (height - len(values)), dtype=schema[c])])
+        )
     pattern_codes(design, pl.DataFrame(columns))
 
 
@@ -187,11 +188,13 @@ def rr_support(
     """
     func = "rr_support"
     sdf = spark_frame(frame, func)
-    design = RRDesign(polars_schema(sdf), columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
+    design = RRDesign(
+        polars_schema(sdf), columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func
+    )
     if itemsets is None:
         return pattern_estimates(design, _pattern_counts(sdf, design))
     wanted = itemset_request(design, itemsets)
-    row, names = _counts_row(sdf.select(*[_col(c) for c in design.columns]), design, wanted)
+    row, names = _counts_row(sdf.select(*[spark_column(c) for c in design.columns]), design, wanted)
     return itemsets_frame(design, wanted, row, names)
 
 
@@ -237,7 +240,7 @@ def rr_apriori(
     min_confidence = check_fraction("min_confidence", min_confidence, func)
 
     def count(design: RRDesign, candidates: list[Itemset]) -> tuple[dict[str, Any], dict]:
-        return _counts_row(sdf.select(*[_col(c) for c in design.columns]), design, candidates)
+        return _counts_row(sdf.select(*[spark_column(c) for c in design.columns]), design, candidates)
 
     frequent = frequent_from_counts(
         polars_schema(sdf),

@@ -141,3 +141,25 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch, table):
     code = "import sys; sys.modules['pyspark'] = None; import polars_ppdm.spark; print('imported')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "imported", done.stderr
+
+
+def test_batches_are_gathered_into_chunks_without_losing_or_reordering_rows(monkeypatch):
+    # The executors hand Spark's small batches to the Polars function in larger chunks;
+    # the cut falls on the size limits, empty batches are dropped, every row is kept in order.
+    import pyarrow as pa
+
+    from polars_ppdm.spark import _engine
+
+    monkeypatch.setattr(_engine, "_CHUNK_ROWS", 25)
+    sizes = [10, 0, 10, 10, 3, 0, 30, 7]
+    batches = []
+    start = 0
+    for size in sizes:
+        batches.append(pa.record_batch({"x": pa.array(range(start, start + size), pa.int64())}))
+        start += size
+    chunks = list(_engine._gathered(iter(batches)))
+    assert [c.num_rows for c in chunks] == [30, 33, 7]
+    assert pa.concat_tables(chunks).column("x").to_pylist() == list(range(sum(sizes)))
+    monkeypatch.setattr(_engine, "_CHUNK_BYTES", 8 * 10)  # 10 int64 values
+    assert [c.num_rows for c in _engine._gathered(iter(batches))] == [10, 10, 10, 3 + 30, 7]
+    assert list(_engine._gathered(iter([batches[1]]))) == []
