@@ -21,6 +21,7 @@ from polars_ppdm.exceptions import (
     SecretError,
 )
 from polars_ppdm.ledger import Ledger
+from polars_ppdm.reporting import report
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import (
     RRTree,
@@ -96,6 +97,7 @@ __all__ = [
     "pca_reconstruct",
     "read_transactions",
     "reconstruct_distribution",
+    "report",
     "resolve_secret",
     "rr_accuracy",
     "rr_apriori",

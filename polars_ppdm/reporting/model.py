@@ -1,0 +1,124 @@
+"""What a privacy and utility report holds, before it is rendered.
+
+The report is built in two steps: :mod:`polars_ppdm.reporting.sections` computes these
+objects from the data (the released table, the releases, the steps' parameters, the
+ledger and -- for the internal version only -- the original table), and
+:mod:`polars_ppdm.reporting.html` renders them to one self-contained HTML page.  Nothing
+here holds a frame: every value the page shows is in one of these objects, so what the
+public version can disclose is exactly what its sections hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = [
+    "VERSIONS",
+    "Budget",
+    "ColumnSection",
+    "Figure",
+    "Plot",
+    "PlotSeries",
+    "ReleaseSection",
+    "Report",
+    "Version",
+]
+
+Version = Literal["internal", "public"]
+VERSIONS: tuple[Version, ...] = ("internal", "public")
+
+PlotKind = Literal["bars", "histogram", "ecdf", "scatter"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number (or short text) the report shows, with what it means in plain words.
+
+    ``value`` is already rounded for display by whoever computes it; ``explanation`` is
+    one sentence a data owner understands (``"0 = the same distribution, 1 = disjoint"``).
+    """
+
+    name: str
+    value: float | int | str
+    explanation: str
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class PlotSeries:
+    """One series of a plot: bars (``x`` categories or bin left edges, ``y`` heights and
+    optional ``error`` half-widths), histogram (``x`` edges, len(y) + 1), ECDF (``x``
+    sorted values, ``y`` cumulative shares) or scatter (``x``, ``y`` points)."""
+
+    label: str
+    x: tuple[float | str, ...]
+    y: tuple[float, ...]
+    error: tuple[float, ...] | None = None
+    # "original" series appear in the internal version only (the renderer colours them).
+    source: Literal["original", "released", "estimate"] = "released"
+
+
+@dataclass(frozen=True)
+class Plot:
+    kind: PlotKind
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[PlotSeries, ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class ColumnSection:
+    """One published (or dropped) column: how it was perturbed, what it still serves,
+    what an attacker can still learn, and a one-line verdict."""
+
+    column: str
+    method: str  # the step's name in the pipeline vocabulary: "rr_disguise", "keep", ...
+    parameters: dict[str, str]  # the step's parameters for this column, as displayed
+    verdict: str  # one plain-language sentence
+    utility: tuple[Figure, ...] = ()
+    risk: tuple[Figure, ...] = ()
+    plots: tuple[Plot, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. "a column of type List(Int64): no plot suits it"
+
+
+@dataclass(frozen=True)
+class ReleaseSection:
+    """One aggregate release (rr_support, rr_apriori, a DP release)."""
+
+    name: str  # the release's output name or a label
+    method: str
+    columns: tuple[str, ...]
+    parameters: dict[str, str]
+    figures: tuple[Figure, ...] = ()  # epsilon, noise scale, 95% interval of a typical cell
+    plots: tuple[Plot, ...] = ()
+    preview: tuple[tuple[str, ...], ...] = ()  # header row, then up to 20 rows, as text
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The dataset's privacy budget in the ledger around this run."""
+
+    dataset: str
+    total: float
+    spent_before: float
+    spent_after: float
+
+    @property
+    def remaining(self) -> float:
+        return self.total - self.spent_after
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    version: Version
+    created: str  # ISO time
+    rows: int  # of the released table (its height is public)
+    columns: tuple[ColumnSection, ...]
+    releases: tuple[ReleaseSection, ...] = ()
+    budget: Budget | None = None
+    notes: tuple[str, ...] = field(default=())
