@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PPDMError, SecretError
 from polars_ppdm.jobs.errors import (
@@ -83,6 +83,16 @@ def _run(args: argparse.Namespace) -> int:
         progress.close()
         return _fail("run", error)
     progress.close()
+    reports: list[Path] = []
+    if not args.no_report:
+        try:
+            reports = _write_report(args.pipeline, args.ledger, None)
+        except Exception as error:
+            print(
+                "ppdm run: the run succeeded and its outputs are in place, but its report was not written:",
+                file=sys.stderr,
+            )
+            return _fail("run", error)
     if not args.quiet:
         spent = (
             f"spent epsilon {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
@@ -93,6 +103,39 @@ def _run(args: argparse.Namespace) -> int:
             f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
             f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
             f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
+        )
+        if reports:
+            print(f"ppdm run: report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}")
+    return EXIT_OK
+
+
+def _write_report(pipeline_file: str, ledger: str | None, versions: list[str] | None) -> list[Path]:
+    from polars_ppdm.jobs.config import load_pipeline
+    from polars_ppdm.jobs.plan import ledger_path
+    from polars_ppdm.jobs.report import write_pipeline_report
+
+    pipeline = load_pipeline(pipeline_file)
+    book = ledger_path(pipeline, ledger)
+    return write_pipeline_report(pipeline, ledger=book, versions=cast(Any, versions))
+
+
+def _spark_note(reports: list[Path]) -> str:
+    if any(p.name.endswith("report.internal.html") for p in reports):
+        return ""
+    return (
+        " (public version only: Spark's part files do not keep the row order the internal one pairs rows by)"
+    )
+
+
+def _report(args: argparse.Namespace) -> int:
+    versions = None if args.version == "both" else [args.version]
+    try:
+        written = _write_report(args.pipeline, args.ledger, versions)
+    except Exception as error:
+        return _fail("report", error)
+    if not args.quiet:
+        print(
+            f"ppdm report: {', '.join(_shown(p) for p in written)}{_spark_note(written) if versions is None else ''}"
         )
     return EXIT_OK
 
@@ -153,7 +196,7 @@ def _ledger(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: Any) -> None:
-    """Add ``run``, ``plan`` and ``ledger`` to the ``ppdm`` command's subparsers."""
+    """Add ``run``, ``report``, ``plan`` and ``ledger`` to the ``ppdm`` command's subparsers."""
     run = subparsers.add_parser(
         "run",
         help="run a pipeline file: perturb, release, write atomically, record the budget spent",
@@ -170,7 +213,31 @@ def add_commands(subparsers: Any) -> None:
         choices=["polars", "spark"],
         help="where the steps run (same outputs, bit for bit); default: the file's engine, else polars",
     )
+    run.add_argument(
+        "--no-report", action="store_true", help="do not write the run's report (ppdm report writes it later)"
+    )
     run.set_defaults(run=_run)
+
+    report = subparsers.add_parser(
+        "report",
+        help="write the privacy and utility report of a pipeline's last run (HTML)",
+        description="Write the report of the pipeline's last run beside its manifest, as `ppdm run` "
+        "does after every run: report.internal.html (with figures of the original data: do not "
+        "publish) and report.public.html (computed from the released data only: safe to publish).",
+        epilog=EXIT_CODES_HELP,
+    )
+    report.add_argument("pipeline", metavar="PIPELINE", help="the pipeline file (TOML) of the run")
+    report.add_argument(
+        "--ledger", metavar="PATH", help="the ledger (DuckDB file); default: [dataset] ledger"
+    )
+    report.add_argument(
+        "--version",
+        choices=["internal", "public", "both"],
+        default="both",
+        help="which version to write (default: both; only the public one for a table Spark wrote)",
+    )
+    report.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    report.set_defaults(run=_report)
 
     plan = subparsers.add_parser(
         "plan",

@@ -26,20 +26,22 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import polars as pl
 
+from polars_ppdm._validation import check_choice, check_int
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.reporting.model import VERSIONS, Budget, ColumnSection, ReleaseSection, Report, Version
 
-__all__ = ["Budget", "Report", "VERSIONS", "Version", "build_report", "report"]
+__all__ = ["VERSIONS", "Budget", "Report", "Version", "build_report", "report"]
 
 _FUNC = "report"
 
 
-def _fail(parameter: str, allowed: str, got: Any) -> InvalidParameterError:
-    return InvalidParameterError(f"The {parameter!r} parameter of {_FUNC} must be {allowed}. Got {got!r}.")
+def _refuse(parameter: str, allowed: str, got: Any) -> NoReturn:
+    msg = f"The {parameter!r} parameter of {_FUNC} must be {allowed}. Got {got!r} instead."
+    raise InvalidParameterError(msg)
 
 
 def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
@@ -49,7 +51,7 @@ def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
     from polars_ppdm.jobs.config import PERTURB_STEPS, RELEASE_STEPS, PerturbStep, ReleaseStep
 
     if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
-        raise _fail("steps", "a list of steps (dicts in the pipeline file's vocabulary)", steps)
+        _refuse("steps", "a list of steps (dicts in the pipeline file's vocabulary)", steps)
     perturb: list[Any] = []
     release: list[Any] = []
     adapters = {"perturb": TypeAdapter(PerturbStep), "release": TypeAdapter(ReleaseStep)}
@@ -82,7 +84,7 @@ def _frame(frame: Any, parameter: str) -> pl.DataFrame:
         return frame.collect()
     if isinstance(frame, pl.DataFrame):
         return frame
-    raise _fail(parameter, "a polars DataFrame or LazyFrame", type(frame).__name__)
+    _refuse(parameter, "a polars DataFrame or LazyFrame", type(frame).__name__)
 
 
 def build_report(
@@ -103,14 +105,12 @@ def build_report(
     from polars_ppdm.reporting.columns import column_sections
     from polars_ppdm.reporting.releases import release_sections
 
-    if version not in VERSIONS:
-        raise _fail("version", "'internal' or 'public'", version)
+    check_choice("version", version, VERSIONS, _FUNC)
     if not isinstance(title, str) or not title.strip():
-        raise _fail("title", "a non-empty string", title)
-    if isinstance(sample_rows, bool) or not isinstance(sample_rows, int) or sample_rows < 1000:
-        raise _fail("sample_rows", "an integer >= 1000", sample_rows)
+        _refuse("title", "a non-empty string", title)
+    sample_rows = check_int("sample_rows", sample_rows, _FUNC, low=1000)
     if budget is not None and not isinstance(budget, Budget):
-        raise _fail("budget", "a polars_ppdm.reporting.Budget or None", type(budget).__name__)
+        _refuse("budget", "a polars_ppdm.reporting.Budget or None", type(budget).__name__)
     perturb, release = _steps(steps)
     table = _frame(released, "released")
     source: pl.DataFrame | None = None
@@ -123,7 +123,7 @@ def build_report(
             raise InvalidParameterError(msg)
         source = _frame(original, "original")
     if releases is not None and not isinstance(releases, Mapping):
-        raise _fail("releases", "a mapping of each release step's output to its frame", type(releases).__name__)
+        _refuse("releases", "a mapping of each release step's output to its frame", type(releases).__name__)
     found = {name: _frame(frame, f"releases[{name!r}]") for name, frame in (releases or {}).items()}
     columns: tuple[ColumnSection, ...] = column_sections(perturb, table, source, sample_rows=sample_rows)
     aggregates: tuple[ReleaseSection, ...] = release_sections(release, found, table, source)
@@ -216,7 +216,7 @@ def report(
     target = None
     if output is not None:
         if not isinstance(output, str | Path) or not str(output):
-            raise _fail("output", "a file path or None", output)
+            _refuse("output", "a file path or None", output)
         target = Path(output)
         if not target.parent.is_dir():
             msg = f"The 'output' parameter of {_FUNC} is in a folder that does not exist: {str(target.parent)!r}."

@@ -1,0 +1,160 @@
+"""The report of a pipeline's last run: ``ppdm report``, and ``ppdm run`` after every run.
+
+Everything comes from what the run left behind: the manifest (which run, which inputs
+and their fingerprints, what each step did), the published table and the releases as
+written, the ledger (the budget before and after the run) and -- for the internal
+version only -- the inputs, checked against the fingerprints in the manifest so that the
+report never compares the release with a different original.  Both versions are
+written beside the manifest: ``report.internal.html`` and ``report.public.html``
+(prefixed with the manifest's name when it is not ``manifest``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from polars_ppdm.jobs.config import Pipeline
+from polars_ppdm.jobs.errors import InputError, PipelineError
+from polars_ppdm.reporting.model import VERSIONS, Budget, Version
+
+__all__ = ["report_paths", "write_pipeline_report"]
+
+
+def report_paths(pipeline: Pipeline) -> dict[Version, Path]:
+    """Where the two versions of the report go: beside the manifest."""
+    manifest = pipeline.resolve(pipeline.output.manifest)
+    prefix = "" if manifest.stem == "manifest" else f"{manifest.stem}."
+    return {version: manifest.with_name(f"{prefix}report.{version}.html") for version in VERSIONS}
+
+
+def _manifest(pipeline: Pipeline) -> dict[str, Any]:
+    path = pipeline.resolve(pipeline.output.manifest)
+    try:
+        found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        msg = (
+            f"{str(path)!r}: no manifest; the report describes a run, so run the pipeline first (`ppdm run`)."
+        )
+        raise InputError(msg) from None
+    except (OSError, ValueError) as error:
+        msg = f"{str(path)!r}: the manifest cannot be read ({error})."
+        raise InputError(msg) from None
+    if found.get("status") != "succeeded":
+        msg = f"{str(path)!r}: the last run did not succeed (status {found.get('status')!r}); nothing to report."
+        raise InputError(msg)
+    return found
+
+
+def _read(path: Path, what: str) -> pl.DataFrame:
+    """A published table or a release as the run wrote it (a Spark table: a folder of parts)."""
+    try:
+        if path.is_dir():
+            return pl.read_parquet(path / "*.parquet")
+        if path.suffix.lower() == ".csv":
+            return pl.read_csv(path)
+        if path.suffix.lower() in {".arrow", ".ipc", ".feather"}:
+            return pl.read_ipc(path)
+        return pl.read_parquet(path)
+    except FileNotFoundError:
+        msg = f"{what} {str(path)!r} is missing: it was written by the run, and moved or deleted since."
+        raise InputError(msg) from None
+    except (pl.exceptions.PolarsError, OSError) as error:
+        msg = f"{what} {str(path)!r} cannot be read: {error}"
+        raise InputError(msg) from None
+
+
+def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
+    """The inputs the run read, refused if any has changed since."""
+    from polars_ppdm.jobs.inputs import expand, fingerprint, input_format, scan
+
+    files = expand(pipeline)
+    recorded = {str(item["path"]): item.get("fingerprint") for item in manifest.get("inputs", [])}
+    if sorted(recorded) != sorted(str(f) for f in files):
+        msg = (
+            f"[dataset] inputs are now {[str(f) for f in files]}, but the run read {sorted(recorded)}: "
+            "the internal report compares with the inputs of the run."
+        )
+        raise InputError(msg)
+    for path in files:
+        if fingerprint(path) != recorded[str(path)]:
+            msg = f"{str(path)!r} has changed since the run: the internal report compares with the inputs of the run."
+            raise InputError(msg)
+    return scan(files, input_format(pipeline, files)).collect()
+
+
+def _budget(pipeline: Pipeline, ledger: Path | None, run_id: str) -> Budget | None:
+    """The dataset's budget just before and just after this run, from the ledger."""
+    if ledger is None or not ledger.exists():
+        return None
+    from polars_ppdm.ledger import Ledger
+
+    name = pipeline.dataset.name
+    book = Ledger(ledger)
+    table = book.table(name)
+    mine = table["run_id"] == run_id
+    if not mine.any():
+        return None
+    first = int(mine.arg_true()[0])
+    before = math.fsum(table["charged"][:first].to_list())
+    this_run = math.fsum(table.filter(mine)["charged"].to_list())
+    return Budget(dataset=name, total=book.budget(name), spent_before=before, spent_after=before + this_run)
+
+
+def write_pipeline_report(
+    pipeline: Pipeline,
+    *,
+    ledger: Path | None,
+    versions: Sequence[Version] | None = None,
+) -> list[Path]:
+    """Write the report of the pipeline's last run; returns the files written.
+
+    ``versions`` None writes both where it can: only the public one for a table Spark
+    wrote, as its part files do not keep the input's row order, by which the internal
+    figures pair original and released rows (asking for the internal one then is refused).
+    """
+    from polars_ppdm.reporting import report
+
+    manifest = _manifest(pipeline)
+    run_id = str(manifest.get("run_id", ""))
+    released = pl.DataFrame()
+    steps: list[Any] = [*pipeline.release]
+    if pipeline.output.table is not None:
+        table_path = pipeline.resolve(pipeline.output.table)
+        released = _read(table_path, "The published table")
+        steps = [*pipeline.perturb, *steps]
+        if table_path.is_dir() and versions is None:
+            versions = ("public",)
+        elif table_path.is_dir() and versions is not None and "internal" in versions:
+            msg = (
+                f"{str(table_path)!r} was written by Spark as part files, which do not keep the input's "
+                "row order: the internal report pairs original and released rows by position. Write the "
+                "public version (--version public), or run the pipeline on Polars for the internal one."
+            )
+            raise PipelineError(msg)
+    versions = VERSIONS if versions is None else tuple(versions)
+    releases = {step.output: _read(pipeline.resolve(step.output), "The release") for step in pipeline.release}
+    budget = _budget(pipeline, ledger, run_id)
+    title = f"{pipeline.dataset.name}: privacy and utility report"
+    original = _original(pipeline, manifest) if "internal" in versions else None
+    written = []
+    for version, path in report_paths(pipeline).items():
+        if version not in versions:
+            continue
+        report(
+            released,
+            steps,
+            original=original,
+            version=version,
+            releases=releases,
+            budget=budget,
+            output=path,
+            title=f"{title} (run {run_id[:12]})",
+        )
+        written.append(path)
+    return written
