@@ -126,7 +126,7 @@ def build_report(
         _refuse("releases", "a mapping of each release step's output to its frame", type(releases).__name__)
     found = {name: _frame(frame, f"releases[{name!r}]") for name, frame in (releases or {}).items()}
     columns: tuple[ColumnSection, ...] = column_sections(perturb, table, source, sample_rows=sample_rows)
-    aggregates: tuple[ReleaseSection, ...] = release_sections(release, found, table, source)
+    aggregates: tuple[ReleaseSection, ...] = release_sections(release, perturb, found)
     return Report(
         title=title,
         version=version,

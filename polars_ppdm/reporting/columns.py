@@ -1,0 +1,532 @@
+"""The report's section of each column a ``[[perturb]]`` step names.
+
+Per method, the utility figure that fits it and the attack that exists for it:
+
+============== ================================================ ==========================================
+method         utility                                          risk
+============== ================================================ ==========================================
+rr_disguise    corrected shares with 95% error bars (paper 003)  the local-DP epsilon of the disguise
+ecdf_resample  KS distance, rank correlation (paper 001)        rank linkage
+add_noise      the reconstructed distribution (Agrawal-Srikant) noise scale; PCA noise stripping
+spiral         distance preservation (paper 002)                the known input/output attack
+keep / drop    --                                               none / not published
+============== ================================================ ==========================================
+
+Everything computed from ``original`` (true shares, KS, linkage, attacks) appears only
+when it is given, i.e. in the internal version; the public version's figures come from
+the released table and the steps' parameters.  Figures that cost more than linear time
+use the same systematic sample of both tables (at most ``sample_rows`` rows).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.reporting._shown import number, parameter, share
+from polars_ppdm.reporting.model import ColumnSection, Figure, Plot, PlotSeries
+
+__all__ = ["column_sections"]
+
+_FUNC = "report"
+_Z95 = 1.959963984540054
+_BINS = 30
+_TOP = 15  # categories shown of a column with many
+_PAIR_ROWS = 2000  # rows whose pairwise distances are compared (2M pairs)
+
+
+@dataclass
+class _Tables:
+    """The released table, the original (internal only) and their shared sample."""
+
+    released: pl.DataFrame
+    original: pl.DataFrame | None
+    sample_rows: int
+    _rows: np.ndarray | None = field(default=None, init=False)
+
+    def rows(self) -> np.ndarray:
+        """A systematic sample of row positions: every (n / sample_rows)-th row."""
+        if self._rows is None:
+            n = self.released.height
+            m = min(n, self.sample_rows)
+            self._rows = np.unique(np.linspace(0, n - 1, m).astype(np.int64)) if n else np.zeros(0, np.int64)
+        return self._rows
+
+    @property
+    def sampled(self) -> bool:
+        return self.released.height > self.sample_rows
+
+    def sample(self, frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+        return frame.select(columns)[pl.Series(self.rows())] if self.sampled else frame.select(columns)
+
+    def sample_note(self) -> tuple[str, ...]:
+        if not self.sampled:
+            return ()
+        return (
+            f"Rank, linkage and attack figures use a systematic sample of {len(self.rows()):,} of the "
+            f"{self.released.height:,} rows (every {self.released.height / len(self.rows()):.1f}th).",
+        )
+
+
+@dataclass
+class _Parts:
+    """What a method's builder finds for one column."""
+
+    verdict: str
+    utility: list[Figure] = field(default_factory=list)
+    risk: list[Figure] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _kind(dtype: pl.DataType) -> str | None:
+    """How a column is plotted: ``numeric``, ``categorical`` or None (no plot suits it)."""
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype == pl.Boolean or dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        return "categorical"
+    return None
+
+
+def _finite(series: pl.Series) -> np.ndarray:
+    values = series.drop_nulls().cast(pl.Float64).to_numpy()
+    return values[np.isfinite(values)]
+
+
+def _histogram(column: str, released: pl.Series, original: pl.Series | None, title: str) -> Plot | None:
+    """Shares of rows per equal-width bin; the bins span the released values (and, in the
+    internal version, the original's too)."""
+    got = _finite(released)
+    truth = _finite(original) if original is not None else None
+    spread = got if truth is None else np.concatenate([got, truth])
+    if spread.size == 0:
+        return None
+    edges = np.histogram_bin_edges(spread, bins=_BINS)
+    series = []
+    if truth is not None:
+        series.append(_stairs("original", truth, edges, "original"))
+    series.append(_stairs("released", got, edges, "released"))
+    return Plot("histogram", title, column, "share of rows", tuple(series))
+
+
+def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> PlotSeries:
+    counts, _ = np.histogram(values, bins=edges)
+    heights = counts / max(values.size, 1)
+    return PlotSeries(label, tuple(float(e) for e in edges), tuple(float(h) for h in heights), source=source)
+
+
+def _bars(column: str, released: pl.Series, original: pl.Series | None, title: str) -> tuple[Plot, list[str]]:
+    """Shares of rows per value: the most frequent released values (at most ``_TOP``)."""
+    counts = released.value_counts(sort=True, name="n")
+    notes = []
+    if counts.height > _TOP:
+        notes.append(f"{counts.height:,} distinct values; the {_TOP} most frequent released ones are shown.")
+    top = counts.head(_TOP)
+    labels = [str(v) for v in top[released.name].to_list()]
+    series = []
+    if original is not None:
+        truth = dict(zip(*(original.value_counts(name="n").get_columns()), strict=True))
+        series.append(
+            PlotSeries(
+                "original",
+                tuple(labels),
+                tuple(truth.get(v, 0) / max(original.len(), 1) for v in top[released.name].to_list()),
+                source="original",
+            )
+        )
+    series.append(PlotSeries("released", tuple(labels), tuple(n / max(released.len(), 1) for n in top["n"]), source="released"))
+    return Plot("bars", title, column, "share of rows", tuple(series)), notes
+
+
+def _distribution(column: str, tables: _Tables) -> tuple[list[Plot], list[str]]:
+    released = tables.released[column]
+    original = tables.original[column] if tables.original is not None else None
+    kind = _kind(released.dtype)
+    title = "Original and released distribution" if original is not None else "Released distribution"
+    if kind == "numeric":
+        plot = _histogram(column, released, original, title)
+        return ([plot] if plot else []), ([] if plot else ["No finite value to plot."])
+    if kind == "categorical":
+        plot, notes = _bars(column, released, original, title)
+        return [plot], notes
+    return [], [f"A column of type {released.dtype}: no plot suits it, and no figure is computed for it."]
+
+
+# ---- per method --------------------------------------------------------------------------
+
+
+def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
+    from polars_ppdm.audit.ldp import rr_p_from_epsilon
+    from polars_ppdm.mine.rr_support import rr_support
+
+    k = step.k(column)
+    epsilon = step.column_epsilon(column)
+    p = step.p.get(column) if isinstance(step.p, dict) else step.p
+    p = rr_p_from_epsilon(epsilon, k) if p is None else p
+    categories = step.categories.get(column) if isinstance(step.categories, dict) else step.categories
+    parts = _Parts(
+        verdict=(
+            f"Every released value is deniable: it is the true one with probability {share(p)}, so one row changes "
+            f"the odds of any guess about its true value at most {number(math.exp(epsilon))}-fold (local DP, "
+            f"epsilon {number(epsilon)})."
+        )
+    )
+    parts.risk.append(
+        Figure(
+            "local DP epsilon",
+            number(epsilon),
+            f"whatever else an attacker knows, a released value changes the odds of a guess at most e^epsilon = "
+            f"{number(math.exp(epsilon))} times",
+        )
+    )
+    released = tables.released.select(column)
+    estimate = rr_support(released, column, p=p, categories=categories)
+    if isinstance(estimate, pl.LazyFrame):  # rr_support keeps the frame's type
+        estimate = estimate.collect()
+    labels = tuple(str(v) for v in estimate[column].to_list())
+    observed = estimate["observed"].cast(pl.Float64) / max(released.height, 1)
+    se = estimate["std_error"].to_numpy()
+    widest = float(np.nanmax(se)) * _Z95 if se.size else math.nan
+    parts.utility.append(
+        Figure("95% interval of a corrected share", f"± {share(widest)}", "the widest, over the column's values (paper 003)")
+    )
+    series = [
+        PlotSeries("released (observed)", labels, tuple(observed.to_list()), source="released"),
+        PlotSeries(
+            "corrected estimate",
+            labels,
+            tuple(estimate["frequency"].to_list()),
+            error=tuple(float(s) * _Z95 for s in se),
+            source="estimate",
+        ),
+    ]
+    if tables.original is not None:
+        truth = tables.original[column]
+        counts = dict(zip(*(truth.value_counts(name="n").get_columns()), strict=True))
+        true_shares = [counts.get(v, 0) / max(truth.len(), 1) for v in estimate[column].to_list()]
+        series.insert(0, PlotSeries("original", labels, tuple(true_shares), source="original"))
+        gaps = np.abs(np.asarray(true_shares) - estimate["frequency"].to_numpy())
+        parts.utility.append(
+            Figure(
+                "largest error of a corrected share",
+                share(float(gaps.max())) if gaps.size else "n/a",
+                "corrected estimate vs the true share in the original",
+            )
+        )
+        changed = float((~tables.released[column].eq_missing(truth)).mean() or 0.0)
+        parts.risk.append(Figure("rows changed", share(changed), "released value differs from the original one"))
+    parts.plots.append(
+        Plot(
+            "bars",
+            "Shares of each value: released, and corrected for the disguise (95% intervals)",
+            column,
+            "share of rows",
+            tuple(series),
+        )
+    )
+    return parts
+
+
+def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
+    bins = step.bins.get(column) if isinstance(step.bins, dict) else step.bins
+    if step.link == "rank":
+        verdict = (
+            f"Values re-drawn from the column's own distribution ({bins} bins), each row keeping its rank: "
+            "distributions and rank statistics survive, but anyone who knows the original values of this "
+            "column can re-identify rows by their rank order."
+        )
+        risk = Figure(
+            "rank order",
+            "kept" if not step.shuffle else "kept, rows shuffled",
+            "the released ranks are the original ranks: rank linkage re-identifies rows whose values are distinct",
+        )
+    else:
+        verdict = (
+            f"Values re-drawn from the column's own distribution ({bins} bins), unlinked from the rows: "
+            "the distribution survives, the rows' values do not; linking by rank succeeds by chance only."
+        )
+        risk = Figure("rank order", "not kept", "released values are unrelated to the rows: linkage is about 1/n")
+    parts = _Parts(verdict=verdict, risk=[risk])
+    if tables.original is not None:
+        from polars_ppdm.audit.linkage import rank_linkage
+
+        original = tables.sample(tables.original, [column])
+        released = tables.sample(tables.released, [column])
+        a, b = _finite(original[column]), _finite(released[column])
+        parts.utility.append(Figure("KS distance", number(_ks(a, b)), "0 = the same distribution, 1 = disjoint"))
+        spearman = original.select(pl.corr(original[column], released[column], method="spearman")).item()
+        parts.utility.append(
+            Figure("rank correlation", number(float(spearman)), "Spearman, original vs released row by row; 1 = ranks kept")
+        )
+        parts.risk.append(
+            Figure(
+                "rank linkage",
+                share(rank_linkage(original, released, column)),
+                "share of rows an attacker who knows the original column links to the right person",
+            )
+        )
+    return parts
+
+
+def _ks(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov distance: the largest gap between the ECDFs."""
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    a, b = np.sort(a), np.sort(b)
+    grid = np.concatenate([a, b])
+    gap = np.searchsorted(a, grid, side="right") / a.size - np.searchsorted(b, grid, side="right") / b.size
+    return float(np.abs(gap).max())
+
+
+def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
+    from polars_ppdm.mine.reconstruct import reconstruct_distribution
+    from polars_ppdm.perturb.noise import noise_std
+
+    scale = step.scale.get(column) if isinstance(step.scale, dict) else step.scale
+    sigma = noise_std(step.dist, scale)
+    released = _finite(tables.released[column])
+    parts = _Parts(
+        verdict=(
+            f"{step.dist.capitalize()} noise of standard deviation {number(sigma)} on every value: a released value "
+            f"pins the true one to ± {number(_Z95 * sigma)} (95%). Not differential privacy: correlated columns "
+            "let an attacker strip part of the noise."
+        )
+    )
+    parts.risk.append(
+        Figure("noise standard deviation", number(sigma), f"95% of true values lie within ± {number(_Z95 * sigma)} of the released one")
+    )
+    if released.size >= 2:
+        # The released variance is the original's plus the noise's: public arithmetic.
+        spread = math.sqrt(max(float(released.var()) - sigma * sigma, 0.0))
+        parts.utility.append(
+            Figure(
+                "estimated signal-to-noise ratio",
+                number(spread / sigma),
+                "the original spread (released variance minus the noise's) over the noise's; > 3: values stay informative",
+            )
+        )
+    edges = None
+    if released.size >= 2 and np.ptp(released) > 0:
+        low, high = (float(q) for q in np.quantile(released, [0.005, 0.995]))
+        if high > low:
+            got = reconstruct_distribution(
+                pl.DataFrame({column: released}), column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
+            )
+            edges = np.append(got["low"].to_numpy(), got["high"][-1])
+            series = [
+                _stairs("released", released, edges, "released"),
+                PlotSeries(
+                    "reconstructed original",
+                    tuple(float(e) for e in edges),
+                    tuple(got["frequency"].to_list()),
+                    source="estimate",
+                ),
+            ]
+            if tables.original is not None:
+                series.insert(0, _stairs("original", _finite(tables.original[column]), edges, "original"))
+            parts.plots.append(
+                Plot(
+                    "histogram",
+                    "The distribution behind the noise, reconstructed from the released values",
+                    column,
+                    "share of rows",
+                    tuple(series),
+                    caption="Reconstruction by Agrawal and Srikant's iterative Bayes method (SIGMOD 2000).",
+                )
+            )
+    if tables.original is not None:
+        truth = tables.original[column].cast(pl.Float64)
+        error = (tables.released[column].cast(pl.Float64) - truth).drop_nulls().to_numpy()
+        rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
+        parts.utility.append(Figure("RMS error", number(rms), "released vs original value, row by row"))
+        truth_values = _finite(truth)
+        if truth_values.size >= 2:
+            parts.utility.append(
+                Figure("signal-to-noise ratio", number(float(truth_values.std()) / sigma), "original spread over the noise's")
+            )
+    return parts
+
+
+def _noise_stripping(step: Any, tables: _Tables) -> dict[str, Figure]:
+    """PCA noise stripping over the step's columns (internal, 2+ columns)."""
+    from polars_ppdm.audit.noise_stripping import pca_noise_stripping
+
+    if tables.original is None or len(step.columns) < 2:
+        return {}
+    scale = {c: (step.scale.get(c) if isinstance(step.scale, dict) else step.scale) for c in step.columns}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a column whose noise was rounded away shows 'n/a'
+        found = pca_noise_stripping(
+            tables.sample(tables.original, step.columns),
+            tables.sample(tables.released, step.columns),
+            step.columns,
+            dist=step.dist,
+            scale=scale,
+        )
+    return {
+        row["column"]: Figure(
+            "PCA noise stripping",
+            share(row["stripped"]),
+            f"share of the noise an attacker removes using the correlation of {', '.join(step.columns)}",
+        )
+        for row in found.iter_rows(named=True)
+    }
+
+
+def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
+    """Distance preservation and the known input/output attack (internal)."""
+    from polars_ppdm.audit.spiral_attack import known_io_attack
+
+    if tables.original is None:
+        return []
+    rows = tables.rows()[:: max(1, len(tables.rows()) // _PAIR_ROWS)][:_PAIR_ROWS]
+    x = tables.original.select(step.columns)[pl.Series(rows)].cast(pl.Float64).to_numpy()
+    y = tables.released.select(step.columns)[pl.Series(rows)].cast(pl.Float64).to_numpy()
+    ok = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
+    x, y = x[ok], y[ok]
+    d = len(step.columns)
+    if len(x) < d + 2:
+        return []
+    upper = np.triu_indices(len(x), k=1)
+    before = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))[upper]
+    after = np.sqrt(((y[:, None, :] - y[None, :, :]) ** 2).sum(-1))[upper]
+    correlation = float(pl.DataFrame({"a": before, "b": after}).select(pl.corr("a", "b", method="spearman")).item())
+    with np.errstate(all="ignore"):
+        attack = known_io_attack(x[: d + 1], y[: d + 1]).reconstruct(y[d + 1 :])
+    span = np.ptp(x, axis=0)
+    span[span == 0] = 1.0
+    error = float(np.sqrt(np.mean(((attack - x[d + 1 :]) / span) ** 2)))
+    return [
+        Figure(
+            "distance preservation",
+            number(correlation),
+            f"rank correlation of the pairwise distances of {len(x):,} rows, original vs released (1 = same order)",
+        ),
+        Figure(
+            "known-I/O attack error",
+            share(error),
+            f"RMS error of every other row rebuilt from {d + 1} known pairs, as a share of each column's range",
+        ),
+    ]
+
+
+def _spiral(step: Any, column: str, tables: _Tables, figures: list[Figure]) -> _Parts:
+    d = len(step.columns)
+    parts = _Parts(
+        verdict=(
+            f"Rotated with {', '.join(step.columns)} by a secret log-spiral map ({step.rounds} rounds): distances "
+            f"and clusters survive; anyone who knows {d + 1} original rows and their released versions undoes it "
+            "for every row."
+        )
+    )
+    parts.risk.append(
+        Figure("known pairs that undo the map", d + 1, "an attacker with this many (original, released) rows solves the map (paper 002)")
+    )
+    for figure in figures:
+        (parts.risk if figure.name.startswith("known") else parts.utility).append(figure)
+    return parts
+
+
+_VERDICTS = {
+    "keep": "Published unchanged: no protection.",
+    "drop": "Not published.",
+}
+
+
+def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) -> ColumnSection:
+    method = step.step
+    parameters = _parameters(step, column)
+    if method == "drop":
+        return ColumnSection(column, method, parameters, _VERDICTS["drop"])
+    plots, notes = _distribution(column, tables)
+    if _kind(tables.released[column].dtype) is None or method == "keep":
+        verdict = _VERDICTS["keep"] if method == "keep" else f"Perturbed by {method}."
+        return ColumnSection(column, method, parameters, verdict, plots=tuple(plots), notes=tuple(notes))
+    builders: dict[str, Callable[[], _Parts]] = {
+        "rr_disguise": lambda: _rr(step, column, tables),
+        "ecdf_resample": lambda: _ecdf(step, column, tables),
+        "add_noise": lambda: _noise(step, column, tables),
+        "spiral": lambda: _spiral(step, column, tables, shared.setdefault(id(step), _spiral_figures(step, tables))),
+    }
+    parts = builders[method]()
+    if method == "add_noise":
+        stripped = shared.setdefault(id(step), _noise_stripping(step, tables)).get(column)
+        if stripped is not None:
+            parts.risk.append(stripped)
+    if method == "rr_disguise":
+        plots = []  # its own plot shows the released shares (and the original's)
+    return ColumnSection(
+        column,
+        method,
+        parameters,
+        parts.verdict,
+        utility=tuple(parts.utility),
+        risk=tuple(parts.risk),
+        plots=tuple(plots + parts.plots),
+        notes=tuple(notes + parts.notes) + (tables.sample_note() if tables.original is not None and method in {"ecdf_resample", "spiral", "add_noise"} else ()),
+    )
+
+
+def _parameters(step: Any, column: str) -> dict[str, str]:
+    """The step's parameters for ``column`` (per-column values picked), as displayed; the
+    spiral key's path is left out (where a secret lives is nobody's business)."""
+    shown = {}
+    for name, value in step.model_dump(exclude={"step", "columns", "path"}).items():
+        if isinstance(value, dict) and name != "bounds":
+            value = value.get(column)
+        elif name == "bounds" and isinstance(value, dict):
+            value = value.get(column)
+        if value is not None:
+            shown[name] = parameter(value)
+    if len(step.columns) > 1 and step.step in {"spiral", "add_noise"}:
+        shown["with"] = ", ".join(c for c in step.columns if c != column)
+    return shown
+
+
+def _check(perturb: Sequence[Any], tables: _Tables) -> None:
+    released = tables.released
+    for index, step in enumerate(perturb):
+        if step.step == "drop":
+            continue
+        missing = [c for c in step.columns if c not in released.columns]
+        if missing:
+            msg = (
+                f"The {step.step} step {index} of {_FUNC} names columns the released table lacks: {missing}. "
+                f"Its columns: {released.columns}."
+            )
+            raise InvalidParameterError(msg)
+    original = tables.original
+    if original is None:
+        return
+    missing = [c for step in perturb for c in step.columns if c not in original.columns]
+    if missing:
+        msg = f"The steps of {_FUNC} name columns the original table lacks: {missing}. Its columns: {original.columns}."
+        raise InvalidParameterError(msg)
+    if original.height != released.height and any(s.step not in {"drop", "keep"} for s in perturb):
+        msg = (
+            f"The released table of {_FUNC} has {released.height:,} rows and the original {original.height:,}: the "
+            "internal figures pair each released row with its original row, so both must hold the same rows in "
+            "the same order."
+        )
+        raise InvalidParameterError(msg)
+
+
+def column_sections(
+    perturb: Sequence[Any],
+    released: pl.DataFrame,
+    original: pl.DataFrame | None,
+    *,
+    sample_rows: int,
+) -> tuple[ColumnSection, ...]:
+    """One section per column the steps name, in the steps' order (validated step models)."""
+    tables = _Tables(released, original, sample_rows)
+    _check(perturb, tables)
+    shared: dict[int, Any] = {}  # per multi-column step: figures computed once
+    return tuple(_section(step, column, tables, shared) for step in perturb for column in step.columns)

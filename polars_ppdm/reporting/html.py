@@ -1,0 +1,199 @@
+"""A :class:`~polars_ppdm.reporting.model.Report` rendered as one self-contained HTML page.
+
+No script, no web font, no external reference: plots are SVG images embedded as data
+URIs, styles are inline, so the page opens offline and can be mailed or archived as
+one file.  It reads on a phone (one column, wide tables scroll inside their own box)
+and on a laptop (at most ~1100 px wide).  Every text from the data is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from html import escape
+
+from polars_ppdm.reporting.model import Budget, ColumnSection, Figure, Plot, ReleaseSection, Report
+from polars_ppdm.reporting.plots import plot_svg
+
+__all__ = ["BANNERS", "render"]
+
+BANNERS = {
+    "internal": "Internal: shows statistics of the original data. Do not publish.",
+    "public": "Public: computed from the released data, the releases and the parameters only.",
+}
+PAPERS = (
+    "Papers: ECDF resampling with rank re-linking (001); log-spiral perturbation, LSDP (002); "
+    "randomized response for mining, Wen Han 2006 (003); DPQT k-means, Zhang and Cheng (004). "
+    "Report after sdcMicro's (Templ, Kowarik and Meindl 2015)."
+)
+
+_CSS = """
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;background:#fafafa}
+main{max-width:1100px;margin:0 auto;padding:16px}
+h1{font-size:1.6em;margin:.4em 0}
+h2{font-size:1.3em;margin:0 0 .3em;overflow-wrap:anywhere}
+h3{font-size:1em;margin:1em 0 .3em}
+.banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
+.banner.internal{background:#fde8e8;border:1px solid #d93025;color:#8a1c14}
+.banner.public{background:#e6f4ea;border:1px solid #1e8e3e;color:#0d5225}
+section{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:14px 16px;margin:16px 0}
+.verdict{font-size:1.05em;margin:.2em 0 .6em}
+.method{color:#555;font-size:.9em;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:.9em;width:100%}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eee;vertical-align:top}
+th{background:#f3f3f3}
+td.num{text-align:right;white-space:nowrap}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(240px,1fr));gap:8px}
+.figure{border:1px solid #eee;border-radius:6px;padding:8px}
+.figure .value{font-size:1.3em;font-weight:600}
+.figure .name{font-size:.85em;color:#555;text-transform:uppercase;letter-spacing:.03em}
+.figure .why{font-size:.85em;color:#444}
+.figure.risk{border-left:4px solid #d9730d}
+.figure.utility{border-left:4px solid #1f6fb4}
+figure{margin:10px 0}
+figure img{width:100%;max-width:760px;height:auto;display:block}
+figcaption{font-size:.85em;color:#555}
+.note{font-size:.9em;color:#555}
+footer{font-size:.8em;color:#666;margin:24px 0}
+"""
+
+
+def _slug(text: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    slug, n = base, 2
+    while slug in taken:
+        slug, n = f"{base}-{n}", n + 1
+    taken.add(slug)
+    return slug
+
+
+def _figures(figures: Iterable[Figure], kind: str) -> str:
+    cells = [
+        f'<div class="figure {kind}"><div class="name">{escape(f.name)}</div>'
+        f'<div class="value">{escape(str(f.value))}{escape(" " + f.unit) if f.unit else ""}</div>'
+        f'<div class="why">{escape(f.explanation)}</div></div>'
+        for f in figures
+    ]
+    return f'<div class="figures">{"".join(cells)}</div>' if cells else ""
+
+
+def _plot(plot: Plot) -> str:
+    data = base64.b64encode(plot_svg(plot).encode()).decode()
+    caption = escape(plot.title + (f" {plot.caption}" if plot.caption else ""))
+    return (
+        f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.title)}" '
+        f'width="640" height="320"><figcaption>{caption}</figcaption></figure>'
+    )
+
+
+def _table(rows: Iterable[Iterable[str]], header: Iterable[str]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _parameters(parameters: dict[str, str]) -> str:
+    return "; ".join(f"{k} = {v}" for k, v in parameters.items())
+
+
+def _notes(notes: Iterable[str]) -> str:
+    return "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
+
+
+def _column(section: ColumnSection, slug: str) -> str:
+    params = _parameters(section.parameters)
+    return (
+        f'<section class="column" id="column-{slug}"><h2>{escape(section.column)}</h2>'
+        f'<p class="method">{escape(section.method)}{escape(": " + params) if params else ""}</p>'
+        f'<p class="verdict">{escape(section.verdict)}</p>'
+        + (f"<h3>Utility</h3>{_figures(section.utility, 'utility')}" if section.utility else "")
+        + (f"<h3>Risk</h3>{_figures(section.risk, 'risk')}" if section.risk else "")
+        + "".join(_plot(p) for p in section.plots)
+        + _notes(section.notes)
+        + "</section>"
+    )
+
+
+def _release(section: ReleaseSection, slug: str) -> str:
+    preview = _table(section.preview[1:], section.preview[0]) if section.preview else ""
+    return (
+        f'<section class="release" id="release-{slug}"><h2>{escape(section.name)}</h2>'
+        f'<p class="method">{escape(section.method)} of {escape(", ".join(section.columns))}: '
+        f"{escape(_parameters(section.parameters))}</p>"
+        + _figures(section.figures, "utility")
+        + "".join(_plot(p) for p in section.plots)
+        + preview
+        + _notes(section.notes)
+        + "</section>"
+    )
+
+
+def _budget(budget: Budget | None) -> str:
+    if budget is None:
+        return (
+            '<section class="budget" id="budget"><h2>Privacy budget</h2>'
+            '<p class="note">No ledger: the budget of this release is not recorded.</p></section>'
+        )
+    rows = [
+        ("total epsilon budget", f"{budget.total:g}"),
+        ("spent before this run", f"{budget.spent_before:g}"),
+        ("spent by this run", f"{budget.spent_after - budget.spent_before:g}"),
+        ("spent after this run", f"{budget.spent_after:g}"),
+        ("remaining", f"{budget.remaining:g}"),
+    ]
+    body = "".join(f'<tr><th>{escape(k)}</th><td class="num">{escape(v)}</td></tr>' for k, v in rows)
+    return (
+        f'<section class="budget" id="budget"><h2>Privacy budget of {escape(budget.dataset)}</h2>'
+        f'<div class="scroll"><table><tbody>{body}</tbody></table></div>'
+        '<p class="note">Epsilon of every run over this dataset adds up (basic composition), as kept '
+        "in the ledger.</p></section>"
+    )
+
+
+def _summary(report: Report, slugs: list[str]) -> str:
+    def first(figures: tuple[Figure, ...]) -> str:
+        return f"{figures[0].name}: {figures[0].value}" if figures else ""
+
+    rows = "".join(
+        f'<tr><td><a href="#column-{slug}">{escape(s.column)}</a></td><td>{escape(s.method)}</td>'
+        f"<td>{escape(_parameters(s.parameters))}</td><td>{escape(first(s.utility))}</td>"
+        f"<td>{escape(first(s.risk))}</td><td>{escape(s.verdict)}</td></tr>"
+        for s, slug in zip(report.columns, slugs, strict=True)
+    )
+    head = "".join(f"<th>{h}</th>" for h in ("column", "method", "parameters", "utility", "risk", "verdict"))
+    return (
+        '<section class="summary" id="summary"><h2>Summary</h2>'
+        f"<p>{report.rows:,} rows released; {len(report.columns)} columns described, "
+        f"{len(report.releases)} aggregate releases.</p>"
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div></section>'
+    )
+
+
+def render(report: Report) -> str:
+    """The report as one HTML page."""
+    from polars_ppdm import __version__
+
+    taken: set[str] = set()
+    column_slugs = [_slug(s.column, taken) for s in report.columns]
+    release_slugs = [_slug(s.name, taken) for s in report.releases]
+    title = f"{report.title} ({report.version})"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<h1>{escape(report.title)}</h1>",
+        f'<p class="banner {report.version}">{escape(BANNERS[report.version])}</p>',
+        _summary(report, column_slugs),
+        *(_column(s, slug) for s, slug in zip(report.columns, column_slugs, strict=True)),
+        *(_release(s, slug) for s, slug in zip(report.releases, release_slugs, strict=True)),
+        _budget(report.budget),
+        _notes(report.notes),
+        f"<footer>polars_ppdm {escape(__version__)}; {escape(report.version)} version, written "
+        f"{escape(report.created)}. {escape(PAPERS)}</footer>",
+        "</main></body></html>",
+    ]
+    return "\n".join(parts)

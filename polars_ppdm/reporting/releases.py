@@ -1,0 +1,219 @@
+"""The report's section of each ``[[release]]`` step: what it cost and what its numbers are worth.
+
+A DP release shows its epsilon, the noise scale of a cell and the 95% interval of a
+cell's noise (computed from the parameters, as OpenDP's ``summarize`` does); a
+randomized-response release shows the local-DP epsilon already spent by the disguise
+and the 95% interval of its corrected figures.  Every value shown is in the release
+itself or follows from the parameters: nothing here reads the original table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.reporting._shown import number, parameter, share
+from polars_ppdm.reporting.model import Figure, Plot, PlotSeries, ReleaseSection
+
+__all__ = ["release_sections"]
+
+_FUNC = "report"
+_Z95 = 1.959963984540054
+_PREVIEW_ROWS = 20
+_PLOT_BARS = 40
+
+
+def geometric_interval(scale: float, level: float = 0.95) -> int:
+    """The smallest t with P(|noise| <= t) >= level for two-sided geometric noise of
+    ``scale`` (alpha = exp(-1/scale)): P(|X| > t) = 2 alpha^(t+1) / (1 + alpha)."""
+    alpha = math.exp(-1.0 / scale)
+    t = math.log((1 - level) * (1 + alpha) / 2) / math.log(alpha) - 1
+    return max(0, math.ceil(t - 1e-9))
+
+
+def _preview(frame: pl.DataFrame) -> tuple[tuple[str, ...], ...]:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return number(value, 4)
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        return str(value)
+
+    head = frame.head(_PREVIEW_ROWS)
+    return (tuple(frame.columns), *(tuple(cell(v) for v in row) for row in head.iter_rows()))
+
+
+def _rr_epsilons(columns: Sequence[str], perturb: Sequence[Any]) -> list[str]:
+    disguised = {c: s for s in perturb if s.step == "rr_disguise" for c in s.columns}
+    return [f"{c}: {number(disguised[c].column_epsilon(c))}" for c in columns if c in disguised]
+
+
+def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    figures = [
+        Figure(
+            "privacy cost",
+            "none beyond the disguise",
+            "computed from the disguised table only (local DP epsilon " + "; ".join(_rr_epsilons(step.columns, perturb)) + ")",
+        )
+    ]
+    value = "frequency" if "frequency" in frame.columns else "support"
+    if "std_error" in frame.columns and frame.height:
+        se = frame["std_error"].cast(pl.Float64).to_numpy()
+        figures.append(
+            Figure(
+                "95% interval of a typical figure",
+                f"± {share(float(np.median(se)) * _Z95)}",
+                f"median over the {frame.height} estimates of 1.96 standard errors of the disguise",
+            )
+        )
+        keys = [c for c in frame.columns if c not in {"observed", value, "std_error"}]
+        labels = tuple(
+            " & ".join(str(v) for v in row) if not isinstance(row[0], list) else "+".join(row[0])
+            for row in frame.select(keys).iter_rows()
+        )
+        if len(labels) <= _PLOT_BARS:
+            series = (
+                PlotSeries(
+                    "corrected estimate",
+                    labels,
+                    tuple(float(v) for v in frame[value].to_list()),
+                    error=tuple(float(s) * _Z95 for s in se),
+                    source="estimate",
+                ),
+            )
+            title = f"Corrected {value} of each {'pattern' if value == 'frequency' else 'itemset'} (95% intervals)"
+            return figures, [Plot("bars", title, ", ".join(step.columns), value, series)]
+    return figures, []
+
+
+def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    figures = [
+        Figure(
+            "privacy cost",
+            "none beyond the disguise",
+            "mined from the disguised table only (local DP epsilon " + "; ".join(_rr_epsilons(step.columns, perturb)) + ")",
+        ),
+        Figure("rules found", frame.height, f"support >= {share(step.min_support)}, confidence >= {share(step.min_confidence)}"),
+    ]
+    return figures, []
+
+
+def _dp_noise(step: Any, scale: float, cell: str) -> list[Figure]:
+    return [
+        Figure("epsilon", number(step.epsilon), "charged to the dataset's budget"),
+        Figure(
+            "noise scale",
+            number(scale),
+            f"two-sided geometric noise of scale max_contributions / epsilon{cell}; standard deviation "
+            f"{number(math.sqrt(2 * math.exp(-1 / scale)) / (1 - math.exp(-1 / scale)))}",
+        ),
+        Figure(
+            "95% interval of a cell",
+            f"± {geometric_interval(scale):,}",
+            "a noisy count lies within this of the true one 95% of the time",
+        ),
+    ]
+
+
+def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    figures = _dp_noise(step, step.max_contributions / step.epsilon, "")
+    counts = frame["count"]
+    negative = int((counts < 0).sum())
+    figures.append(
+        Figure("negative cells", f"{negative:,} of {frame.height:,}", "the noise is unbiased, so empty cells can come out below 0")
+    )
+    plots = []
+    if len(step.columns) == 1 and frame.height:
+        (column,) = step.columns
+        edges = [*frame[f"{column}_low"].to_list(), frame[f"{column}_high"][-1]]
+        plots.append(
+            Plot(
+                "histogram",
+                "Noisy counts per bin",
+                column,
+                "count",
+                (PlotSeries("noisy count", tuple(edges), tuple(float(c) for c in counts), source="released"),),
+            )
+        )
+    return figures, plots
+
+
+def _dp_quadtree(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    from polars_ppdm.dp.quadtree import N_SHARE
+
+    # Leaves are counted with (1 - gamma) of what the estimate of N leaves (quadtree.plan_tree).
+    rest = step.epsilon * (1 - N_SHARE if step.n is None and (step.max_height is None or step.threshold is None) else 1)
+    figures = _dp_noise(step, step.max_contributions / ((1 - step.gamma) * rest), " of the leaves' share")
+    figures[0] = Figure("epsilon", number(step.epsilon), f"charged to the budget; the leaves' counts get {share(1 - step.gamma)} of it after N's estimate")
+    figures.append(Figure("leaves", f"{frame.height:,}", "cells of the released tree"))
+    return figures, []
+
+
+def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    figures = [
+        Figure("epsilon", number(step.epsilon), "charged to the dataset's budget"),
+        Figure("centres", frame.height, f"method {step.method}; from noisy counts only (paper 004)"),
+    ]
+    plots = []
+    if len(step.columns) >= 2 and frame.height:
+        x, y = step.columns[:2]
+        plots.append(
+            Plot(
+                "scatter",
+                "Released centres",
+                x,
+                y,
+                (PlotSeries("centre", tuple(frame[x].to_list()), tuple(frame[y].cast(pl.Float64).to_list()), source="estimate"),),
+            )
+        )
+    return figures, plots
+
+
+_BUILDERS = {
+    "rr_support": _rr_support,
+    "rr_apriori": _rr_apriori,
+    "dp_histogram": _dp_histogram,
+    "dp_quadtree": _dp_quadtree,
+    "dp_kmeans": _dp_kmeans,
+}
+
+
+def release_sections(
+    release: Sequence[Any],
+    perturb: Sequence[Any],
+    releases: Mapping[str, pl.DataFrame],
+) -> tuple[ReleaseSection, ...]:
+    """One section per release step (validated models), from its frame in ``releases``."""
+    sections = []
+    for step in release:
+        frame = releases.get(step.output)
+        if frame is None:
+            msg = (
+                f"The {step.step} release {step.output!r} of {_FUNC} is not in 'releases' "
+                f"(it holds {sorted(releases)}): pass each release step's frame by its output."
+            )
+            raise InvalidParameterError(msg)
+        figures, plots = _BUILDERS[step.step](step, frame, perturb)
+        shown = {
+            name: parameter(value)
+            for name, value in step.model_dump(exclude={"step", "columns", "output"}).items()
+            if value is not None
+        }
+        sections.append(
+            ReleaseSection(
+                name=step.output,
+                method=step.step,
+                columns=tuple(step.columns),
+                parameters=shown,
+                figures=tuple(figures),
+                plots=tuple(plots),
+                preview=_preview(frame),
+                notes=(f"{frame.height:,} rows; the first {_PREVIEW_ROWS} shown.",) if frame.height > _PREVIEW_ROWS else (),
+            )
+        )
+    return tuple(sections)
