@@ -18,7 +18,8 @@ from test_pipeline_run import copy_example
 from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.errors import EXIT_OK
 
-SURVEY_COLUMNS = ["respondent_id", "name", "smoker", "vote", "income", "age", "region"]
+# The columns in the order of the pipeline's steps (drop last).
+SURVEY_COLUMNS = ["smoker", "vote", "income", "age", "region", "respondent_id", "name"]
 PERTURBED = ["smoker", "vote", "income", "age"]
 VIEWPORTS = {"phone": {"width": 390, "height": 844}, "laptop": {"width": 1280, "height": 800}}
 BANNERS = {
@@ -81,7 +82,7 @@ def test_the_demo_report_reads_well_in_chromium(browser, survey_reports, version
     assert "survey" in page.title() and version in page.title().lower()
     assert "survey" in page.inner_text("h1")
     assert BANNERS[version] in page.inner_text("body")
-    # One section per column of the input, in the input's order, the dropped ones included.
+    # One section per column the steps name, in the steps' order, the dropped ones included.
     headings = page.eval_on_selector_all("section.column h2", "hs => hs.map(h => h.textContent.trim())")
     assert headings == SURVEY_COLUMNS
     # Every image loaded and drawn; each perturbed column has at least one plot.

@@ -103,9 +103,8 @@ def _run(args: argparse.Namespace) -> int:
             f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
             f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
             f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
+            + (f"; report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}" if reports else "")
         )
-        if reports:
-            print(f"ppdm run: report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}")
     return EXIT_OK
 
 

@@ -108,12 +108,22 @@ def _histogram(column: str, released: pl.Series, original: pl.Series | None, tit
     spread = got if truth is None else np.concatenate([got, truth])
     if spread.size == 0:
         return None
-    edges = np.histogram_bin_edges(spread, bins=_BINS)
+    edges = _edges(spread, integers=released.dtype.is_integer())
     series = []
     if truth is not None:
         series.append(_stairs("original", truth, edges, "original"))
     series.append(_stairs("released", got, edges, "released"))
     return Plot("histogram", title, column, "share of rows", tuple(series))
+
+
+def _edges(values: np.ndarray, *, integers: bool) -> np.ndarray:
+    """Equal-width bins; for integers spanning at most 2 x _BINS values, one bin per
+    integer (or two), so that no bin holds one more integer than its neighbour."""
+    low, high = float(values.min()), float(values.max())
+    if integers and high - low < 2 * _BINS:
+        step = 1 if high - low < _BINS else 2
+        return np.arange(low - 0.5, high + step, step)
+    return np.histogram_bin_edges(values, bins=_BINS)
 
 
 def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> PlotSeries:
@@ -398,23 +408,41 @@ def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
     before = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))[upper]
     after = np.sqrt(((y[:, None, :] - y[None, :, :]) ** 2).sum(-1))[upper]
     correlation = float(pl.DataFrame({"a": before, "b": after}).select(pl.corr("a", "b", method="spearman")).item())
+    preserved = Figure(
+        "distance preservation",
+        number(correlation),
+        f"rank correlation of the pairwise distances of {len(x):,} rows, original vs released (1 = same order)",
+    )
+    known = _general_position(x, d)
+    if known is None:  # the rows lie in a subspace: d + 1 of them do not pin the map
+        return [preserved]
+    rest = np.setdiff1d(np.arange(len(x)), known)
     with np.errstate(all="ignore"):
-        attack = known_io_attack(x[: d + 1], y[: d + 1]).reconstruct(y[d + 1 :])
+        attack = known_io_attack(x[known], y[known]).reconstruct(y[rest])
     span = np.ptp(x, axis=0)
     span[span == 0] = 1.0
-    error = float(np.sqrt(np.mean(((attack - x[d + 1 :]) / span) ** 2)))
+    error = float(np.sqrt(np.mean(((attack - x[rest]) / span) ** 2)))
     return [
-        Figure(
-            "distance preservation",
-            number(correlation),
-            f"rank correlation of the pairwise distances of {len(x):,} rows, original vs released (1 = same order)",
-        ),
+        preserved,
         Figure(
             "known-I/O attack error",
             share(error),
             f"RMS error of every other row rebuilt from {d + 1} known pairs, as a share of each column's range",
         ),
     ]
+
+
+def _general_position(x: np.ndarray, d: int) -> np.ndarray | None:
+    """The first d + 1 rows (in sample order) in general position, as an attacker who
+    knows a few people's rows would pick them; None when the rows lie in a subspace."""
+    chosen = [0]
+    for i in range(1, len(x)):
+        trial = chosen + [i]
+        if np.linalg.matrix_rank(x[trial[1:]] - x[trial[0]], tol=1e-9 * max(1.0, float(np.abs(x).max()))) == len(trial) - 1:
+            chosen = trial
+            if len(chosen) == d + 1:
+                return np.asarray(chosen)
+    return None
 
 
 def _spiral(step: Any, column: str, tables: _Tables, figures: list[Figure]) -> _Parts:

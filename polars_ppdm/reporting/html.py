@@ -82,7 +82,7 @@ def _figures(figures: Iterable[Figure], kind: str) -> str:
 
 def _plot(plot: Plot) -> str:
     data = base64.b64encode(plot_svg(plot).encode()).decode()
-    caption = escape(plot.title + (f" {plot.caption}" if plot.caption else ""))
+    caption = escape(plot.title + (f". {plot.caption}" if plot.caption else ""))
     return (
         f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.title)}" '
         f'width="640" height="320"><figcaption>{caption}</figcaption></figure>'
@@ -121,8 +121,8 @@ def _release(section: ReleaseSection, slug: str) -> str:
     preview = _table(section.preview[1:], section.preview[0]) if section.preview else ""
     return (
         f'<section class="release" id="release-{slug}"><h2>{escape(section.name)}</h2>'
-        f'<p class="method">{escape(section.method)} of {escape(", ".join(section.columns))}: '
-        f"{escape(_parameters(section.parameters))}</p>"
+        f'<p class="method">{escape(section.method)} of {escape(", ".join(section.columns))}'
+        f"{escape(': ' + _parameters(section.parameters)) if section.parameters else ''}</p>"
         + _figures(section.figures, "utility")
         + "".join(_plot(p) for p in section.plots)
         + preview
