@@ -52,7 +52,12 @@ def steps() -> list[dict]:
         {"step": "rr_disguise", "columns": ["region"], "epsilon": 2.0, "categories": REGIONS},
         {"step": "add_noise", "columns": ["income", "rent"], "scale": {"income": 5000.0, "rent": 100.0}},
         {"step": "ecdf_resample", "columns": ["age", "weight"], "bins": 50},
-        {"step": "spiral", "columns": ["lat", "lon"], "bounds": {"lat": [40, 56], "lon": [0, 22]}, "path": "key.json"},
+        {
+            "step": "spiral",
+            "columns": ["lat", "lon"],
+            "bounds": {"lat": [40, 56], "lon": [0, 22]},
+            "path": "key.json",
+        },
         {"step": "keep", "columns": ["owner"]},
         {"step": "drop", "columns": ["id"]},
         {"step": "rr_support", "columns": ["smoker"], "output": "smoker.csv"},
@@ -71,7 +76,9 @@ def perturb(original: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, pl.DataFram
     key = ppdm.spiral_key(["lat", "lon"], bounds={"lat": (40, 56), "lon": (0, 22)}, secret=SECRET)
     out = ppdm.rr_disguise(original, "smoker", epsilon=1.0, secret=SECRET, key="id")
     out = ppdm.rr_disguise(out, "region", epsilon=2.0, categories=REGIONS, secret=SECRET, key="id")
-    out = ppdm.add_noise(out, ["income", "rent"], scale={"income": 5000.0, "rent": 100.0}, secret=SECRET, key="id")
+    out = ppdm.add_noise(
+        out, ["income", "rent"], scale={"income": 5000.0, "rent": 100.0}, secret=SECRET, key="id"
+    )
     out = ppdm.ecdf_resample(out, ["age", "weight"], bins=50, secret=SECRET, key="id")
     out = ppdm.apply_spiral_key(out, key)
     releases = {
@@ -84,7 +91,9 @@ def perturb(original: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, pl.DataFram
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()

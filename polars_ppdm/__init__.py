@@ -21,7 +21,6 @@ from polars_ppdm.exceptions import (
     SecretError,
 )
 from polars_ppdm.ledger import Ledger
-from polars_ppdm.reporting import report
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine import (
     RRTree,
@@ -48,6 +47,7 @@ from polars_ppdm.perturb import (
     spiral,
     spiral_key,
 )
+from polars_ppdm.reporting import report
 from polars_ppdm.secret import Secret, new_secret, resolve_secret, secret_from_env
 from polars_ppdm.transactions import read_transactions, transactions_to_onehot
 

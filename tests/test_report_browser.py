@@ -51,7 +51,9 @@ def browser():
         pytest.skip("the report's browser test needs Playwright: pip install -e '.[test]'")
     executable = _chromium()
     if executable is None:
-        pytest.skip("the report's browser test needs Chromium: apt-get install chromium (or set PPDM_CHROMIUM)")
+        pytest.skip(
+            "the report's browser test needs Chromium: apt-get install chromium (or set PPDM_CHROMIUM)"
+        )
     with sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield launched
@@ -73,7 +75,10 @@ def survey_reports(tmp_path_factory) -> dict[str, Path]:
 def test_the_demo_report_reads_well_in_chromium(browser, survey_reports, version, viewport, tmp_path):
     page = browser.new_page(viewport=VIEWPORTS[viewport])
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in {"error", "warning"} else None)
+    page.on(
+        "console",
+        lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in {"error", "warning"} else None,
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.goto(survey_reports[version].resolve().as_uri())

@@ -54,7 +54,10 @@ def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
         _refuse("steps", "a list of steps (dicts in the pipeline file's vocabulary)", steps)
     perturb: list[Any] = []
     release: list[Any] = []
-    adapters = {"perturb": TypeAdapter(PerturbStep), "release": TypeAdapter(ReleaseStep)}
+    adapters: dict[str, TypeAdapter[Any]] = {
+        "perturb": TypeAdapter(PerturbStep),
+        "release": TypeAdapter(ReleaseStep),
+    }
     for index, step in enumerate(steps):
         name = step.get("step") if isinstance(step, Mapping) else getattr(step, "step", None)
         if name in PERTURB_STEPS:
@@ -69,7 +72,7 @@ def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
             into.append(step)
             continue
         try:
-            into.append(adapters[section].validate_python(dict(step)))
+            into.append(adapters[section].validate_python(_as_toml(step)))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc'][1:]) or 'step'}: {err['msg']}" for err in exc.errors()
@@ -77,6 +80,15 @@ def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
             msg = f"Step {index} ({name}) of the 'steps' parameter of {_FUNC} is invalid: {problems}."
             raise InvalidParameterError(msg) from None
     return perturb, release
+
+
+def _as_toml(value: Any) -> Any:
+    """A step as TOML would give it: tuples (``bounds=(0, 1)`` in Python) become lists."""
+    if isinstance(value, Mapping):
+        return {k: _as_toml(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_as_toml(v) for v in value]
+    return value
 
 
 def _frame(frame: Any, parameter: str) -> pl.DataFrame:

@@ -86,6 +86,11 @@ class _Parts:
     notes: list[str] = field(default_factory=list)
 
 
+def _of(value: Any, column: str) -> Any:
+    """A step's parameter for ``column``: per column (a dict) or one for all."""
+    return value.get(column) if isinstance(value, dict) else value
+
+
 def _kind(dtype: pl.DataType) -> str | None:
     """How a column is plotted: ``numeric``, ``categorical`` or None (no plot suits it)."""
     if dtype.is_numeric():
@@ -151,7 +156,11 @@ def _bars(column: str, released: pl.Series, original: pl.Series | None, title: s
                 source="original",
             )
         )
-    series.append(PlotSeries("released", tuple(labels), tuple(n / max(released.len(), 1) for n in top["n"]), source="released"))
+    series.append(
+        PlotSeries(
+            "released", tuple(labels), tuple(n / max(released.len(), 1) for n in top["n"]), source="released"
+        )
+    )
     return Plot("bars", title, column, "share of rows", tuple(series)), notes
 
 
@@ -178,9 +187,9 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
 
     k = step.k(column)
     epsilon = step.column_epsilon(column)
-    p = step.p.get(column) if isinstance(step.p, dict) else step.p
+    p = _of(step.p, column)
     p = rr_p_from_epsilon(epsilon, k) if p is None else p
-    categories = step.categories.get(column) if isinstance(step.categories, dict) else step.categories
+    categories = _of(step.categories, column)
     parts = _Parts(
         verdict=(
             f"Every released value is deniable: it is the true one with probability {share(p)}, so one row changes "
@@ -205,7 +214,11 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
     se = estimate["std_error"].to_numpy()
     widest = float(np.nanmax(se)) * _Z95 if se.size else math.nan
     parts.utility.append(
-        Figure("95% interval of a corrected share", f"± {share(widest)}", "the widest, over the column's values (paper 003)")
+        Figure(
+            "95% interval of a corrected share",
+            f"± {share(widest)}",
+            "the widest, over the column's values (paper 003)",
+        )
     )
     series = [
         PlotSeries("released (observed)", labels, tuple(observed.to_list()), source="released"),
@@ -230,8 +243,10 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
                 "corrected estimate vs the true share in the original",
             )
         )
-        changed = float((~tables.released[column].eq_missing(truth)).mean() or 0.0)
-        parts.risk.append(Figure("rows changed", share(changed), "released value differs from the original one"))
+        changed = float(np.mean(~tables.released[column].eq_missing(truth).to_numpy()))
+        parts.risk.append(
+            Figure("rows changed", share(changed), "released value differs from the original one")
+        )
     parts.plots.append(
         Plot(
             "bars",
@@ -245,7 +260,7 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
 
 
 def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
-    bins = step.bins.get(column) if isinstance(step.bins, dict) else step.bins
+    bins = _of(step.bins, column)
     if step.link == "rank":
         verdict = (
             f"Values re-drawn from the column's own distribution ({bins} bins), each row keeping its rank: "
@@ -262,7 +277,9 @@ def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
             f"Values re-drawn from the column's own distribution ({bins} bins), unlinked from the rows: "
             "the distribution survives, the rows' values do not; linking by rank succeeds by chance only."
         )
-        risk = Figure("rank order", "not kept", "released values are unrelated to the rows: linkage is about 1/n")
+        risk = Figure(
+            "rank order", "not kept", "released values are unrelated to the rows: linkage is about 1/n"
+        )
     parts = _Parts(verdict=verdict, risk=[risk])
     if tables.original is not None:
         from polars_ppdm.audit.linkage import rank_linkage
@@ -270,10 +287,16 @@ def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
         original = tables.sample(tables.original, [column])
         released = tables.sample(tables.released, [column])
         a, b = _finite(original[column]), _finite(released[column])
-        parts.utility.append(Figure("KS distance", number(_ks(a, b)), "0 = the same distribution, 1 = disjoint"))
-        spearman = original.select(pl.corr(original[column], released[column], method="spearman")).item()
         parts.utility.append(
-            Figure("rank correlation", number(float(spearman)), "Spearman, original vs released row by row; 1 = ranks kept")
+            Figure("KS distance", number(_ks(a, b)), "0 = the same distribution, 1 = disjoint")
+        )
+        spearman: float = pl.select(pl.corr(original[column], released[column], method="spearman")).item()
+        parts.utility.append(
+            Figure(
+                "rank correlation",
+                number(spearman),
+                "Spearman, original vs released row by row; 1 = ranks kept",
+            )
         )
         parts.risk.append(
             Figure(
@@ -299,7 +322,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
     from polars_ppdm.mine.reconstruct import reconstruct_distribution
     from polars_ppdm.perturb.noise import noise_std
 
-    scale = step.scale.get(column) if isinstance(step.scale, dict) else step.scale
+    scale = _of(step.scale, column)
     sigma = noise_std(step.dist, scale)
     released = _finite(tables.released[column])
     parts = _Parts(
@@ -310,7 +333,11 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         )
     )
     parts.risk.append(
-        Figure("noise standard deviation", number(sigma), f"95% of true values lie within ± {number(_Z95 * sigma)} of the released one")
+        Figure(
+            "noise standard deviation",
+            number(sigma),
+            f"95% of true values lie within ± {number(_Z95 * sigma)} of the released one",
+        )
     )
     if released.size >= 2:
         # The released variance is the original's plus the noise's: public arithmetic.
@@ -327,7 +354,12 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         low, high = (float(q) for q in np.quantile(released, [0.005, 0.995]))
         if high > low:
             got = reconstruct_distribution(
-                pl.DataFrame({column: released}), column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
+                pl.DataFrame({column: released}),
+                column,
+                dist=step.dist,
+                scale=scale,
+                bins=_BINS,
+                bounds=(low, high),
             )
             edges = np.append(got["low"].to_numpy(), got["high"][-1])
             series = [
@@ -359,7 +391,11 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         truth_values = _finite(truth)
         if truth_values.size >= 2:
             parts.utility.append(
-                Figure("signal-to-noise ratio", number(float(truth_values.std()) / sigma), "original spread over the noise's")
+                Figure(
+                    "signal-to-noise ratio",
+                    number(float(truth_values.std()) / sigma),
+                    "original spread over the noise's",
+                )
             )
     return parts
 
@@ -370,7 +406,7 @@ def _noise_stripping(step: Any, tables: _Tables) -> dict[str, Figure]:
 
     if tables.original is None or len(step.columns) < 2:
         return {}
-    scale = {c: (step.scale.get(c) if isinstance(step.scale, dict) else step.scale) for c in step.columns}
+    scale: dict[str, float] = {c: _of(step.scale, c) for c in step.columns}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a column whose noise was rounded away shows 'n/a'
         found = pca_noise_stripping(
@@ -407,7 +443,9 @@ def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
     upper = np.triu_indices(len(x), k=1)
     before = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))[upper]
     after = np.sqrt(((y[:, None, :] - y[None, :, :]) ** 2).sum(-1))[upper]
-    correlation = float(pl.DataFrame({"a": before, "b": after}).select(pl.corr("a", "b", method="spearman")).item())
+    correlation = float(
+        pl.DataFrame({"a": before, "b": after}).select(pl.corr("a", "b", method="spearman")).item()
+    )
     preserved = Figure(
         "distance preservation",
         number(correlation),
@@ -437,8 +475,11 @@ def _general_position(x: np.ndarray, d: int) -> np.ndarray | None:
     knows a few people's rows would pick them; None when the rows lie in a subspace."""
     chosen = [0]
     for i in range(1, len(x)):
-        trial = chosen + [i]
-        if np.linalg.matrix_rank(x[trial[1:]] - x[trial[0]], tol=1e-9 * max(1.0, float(np.abs(x).max()))) == len(trial) - 1:
+        trial = [*chosen, i]
+        if (
+            np.linalg.matrix_rank(x[trial[1:]] - x[trial[0]], tol=1e-9 * max(1.0, float(np.abs(x).max())))
+            == len(trial) - 1
+        ):
             chosen = trial
             if len(chosen) == d + 1:
                 return np.asarray(chosen)
@@ -455,7 +496,11 @@ def _spiral(step: Any, column: str, tables: _Tables, figures: list[Figure]) -> _
         )
     )
     parts.risk.append(
-        Figure("known pairs that undo the map", d + 1, "an attacker with this many (original, released) rows solves the map (paper 002)")
+        Figure(
+            "known pairs that undo the map",
+            d + 1,
+            "an attacker with this many (original, released) rows solves the map (paper 002)",
+        )
     )
     for figure in figures:
         (parts.risk if figure.name.startswith("known") else parts.utility).append(figure)
@@ -481,7 +526,9 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
         "rr_disguise": lambda: _rr(step, column, tables),
         "ecdf_resample": lambda: _ecdf(step, column, tables),
         "add_noise": lambda: _noise(step, column, tables),
-        "spiral": lambda: _spiral(step, column, tables, shared.setdefault(id(step), _spiral_figures(step, tables))),
+        "spiral": lambda: _spiral(
+            step, column, tables, shared.setdefault(id(step), _spiral_figures(step, tables))
+        ),
     }
     parts = builders[method]()
     if method == "add_noise":
@@ -498,7 +545,12 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
         utility=tuple(parts.utility),
         risk=tuple(parts.risk),
         plots=tuple(plots + parts.plots),
-        notes=tuple(notes + parts.notes) + (tables.sample_note() if tables.original is not None and method in {"ecdf_resample", "spiral", "add_noise"} else ()),
+        notes=tuple(notes + parts.notes)
+        + (
+            tables.sample_note()
+            if tables.original is not None and method in {"ecdf_resample", "spiral", "add_noise"}
+            else ()
+        ),
     )
 
 

@@ -26,7 +26,7 @@ _STYLE = {
     "released": {"color": "#1f6fb4", "linestyle": "-", "hatch": ""},
     "estimate": {"color": "#d9730d", "linestyle": "--", "hatch": ""},
 }
-_RC = {
+_RC: Any = {  # Any: matplotlib types rc_context's keys as a Literal of every setting
     "svg.hashsalt": "polars_ppdm-report",
     "svg.fonttype": "none",
     "font.size": 10,
@@ -53,19 +53,38 @@ def _bars(ax: Any, plot: Plot) -> None:
             edgecolor="white",
             label=series.label,
         )
-    ax.set_xticks(positions, labels, rotation=30 if max(map(len, labels), default=0) > 6 else 0, ha="right" if max(map(len, labels), default=0) > 6 else "center")
+    ax.set_xticks(
+        positions,
+        labels,
+        rotation=30 if max(map(len, labels), default=0) > 6 else 0,
+        ha="right" if max(map(len, labels), default=0) > 6 else "center",
+    )
 
 
 def _histogram(ax: Any, series: PlotSeries) -> None:
     style = _STYLE[series.source]
-    ax.stairs(series.y, series.x, color=style["color"], linestyle=style["linestyle"], linewidth=1.6, label=series.label)
+    ax.stairs(
+        series.y,
+        series.x,
+        color=style["color"],
+        linestyle=style["linestyle"],
+        linewidth=1.6,
+        label=series.label,
+    )
     if series.source != "estimate":
         ax.stairs(series.y, series.x, fill=True, color=style["color"], alpha=0.15)
 
 
 def _ecdf(ax: Any, series: PlotSeries) -> None:
     style = _STYLE[series.source]
-    ax.step(series.x, series.y, where="post", color=style["color"], linestyle=style["linestyle"], label=series.label)
+    ax.step(
+        series.x,
+        series.y,
+        where="post",
+        color=style["color"],
+        linestyle=style["linestyle"],
+        label=series.label,
+    )
 
 
 def _scatter(ax: Any, series: PlotSeries) -> None:

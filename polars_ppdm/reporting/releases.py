@@ -58,7 +58,9 @@ def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
         Figure(
             "privacy cost",
             "none beyond the disguise",
-            "computed from the disguised table only (local DP epsilon " + "; ".join(_rr_epsilons(step.columns, perturb)) + ")",
+            "computed from the disguised table only (local DP epsilon "
+            + "; ".join(_rr_epsilons(step.columns, perturb))
+            + ")",
         )
     ]
     value = "frequency" if "frequency" in frame.columns else "support"
@@ -96,9 +98,15 @@ def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
         Figure(
             "privacy cost",
             "none beyond the disguise",
-            "mined from the disguised table only (local DP epsilon " + "; ".join(_rr_epsilons(step.columns, perturb)) + ")",
+            "mined from the disguised table only (local DP epsilon "
+            + "; ".join(_rr_epsilons(step.columns, perturb))
+            + ")",
         ),
-        Figure("rules found", frame.height, f"support >= {share(step.min_support)}, confidence >= {share(step.min_confidence)}"),
+        Figure(
+            "rules found",
+            frame.height,
+            f"support >= {share(step.min_support)}, confidence >= {share(step.min_confidence)}",
+        ),
     ]
     return figures, []
 
@@ -125,7 +133,11 @@ def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tup
     counts = frame["count"]
     negative = int((counts < 0).sum())
     figures.append(
-        Figure("negative cells", f"{negative:,} of {frame.height:,}", "the noise is unbiased, so empty cells can come out below 0")
+        Figure(
+            "negative cells",
+            f"{negative:,} of {frame.height:,}",
+            "the noise is unbiased, so empty cells can come out below 0",
+        )
     )
     plots = []
     if len(step.columns) == 1 and frame.height:
@@ -137,7 +149,11 @@ def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tup
                 "Noisy counts per bin",
                 column,
                 "count",
-                (PlotSeries("noisy count", tuple(edges), tuple(float(c) for c in counts), source="released"),),
+                (
+                    PlotSeries(
+                        "noisy count", tuple(edges), tuple(float(c) for c in counts), source="released"
+                    ),
+                ),
             )
         )
     return figures, plots
@@ -147,9 +163,15 @@ def _dp_quadtree(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
     from polars_ppdm.dp.quadtree import N_SHARE
 
     # Leaves are counted with (1 - gamma) of what the estimate of N leaves (quadtree.plan_tree).
-    rest = step.epsilon * (1 - N_SHARE if step.n is None and (step.max_height is None or step.threshold is None) else 1)
+    rest = step.epsilon * (
+        1 - N_SHARE if step.n is None and (step.max_height is None or step.threshold is None) else 1
+    )
     figures = _dp_noise(step, step.max_contributions / ((1 - step.gamma) * rest), " of the leaves' share")
-    figures[0] = Figure("epsilon", number(step.epsilon), f"charged to the budget; the leaves' counts get {share(1 - step.gamma)} of it after N's estimate")
+    figures[0] = Figure(
+        "epsilon",
+        number(step.epsilon),
+        f"charged to the budget; the leaves' counts get {share(1 - step.gamma)} of it after N's estimate",
+    )
     figures.append(Figure("leaves", f"{frame.height:,}", "cells of the released tree"))
     return figures, []
 
@@ -168,7 +190,14 @@ def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[
                 "Released centres",
                 x,
                 y,
-                (PlotSeries("centre", tuple(frame[x].to_list()), tuple(frame[y].cast(pl.Float64).to_list()), source="estimate"),),
+                (
+                    PlotSeries(
+                        "centre",
+                        tuple(frame[x].to_list()),
+                        tuple(frame[y].cast(pl.Float64).to_list()),
+                        source="estimate",
+                    ),
+                ),
             )
         )
     return figures, plots
@@ -213,7 +242,9 @@ def release_sections(
                 figures=tuple(figures),
                 plots=tuple(plots),
                 preview=_preview(frame),
-                notes=(f"{frame.height:,} rows; the first {_PREVIEW_ROWS} shown.",) if frame.height > _PREVIEW_ROWS else (),
+                notes=(f"{frame.height:,} rows; the first {_PREVIEW_ROWS} shown.",)
+                if frame.height > _PREVIEW_ROWS
+                else (),
             )
         )
     return tuple(sections)

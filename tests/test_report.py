@@ -1,0 +1,285 @@
+"""ppdm.report / build_report: the figures per method, the public version's safety, bad input."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import discrete_laplace
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.reporting import build_report
+from polars_ppdm.reporting.releases import geometric_interval
+
+SECRET = "ab" * 16
+N = 20_000
+STEPS = [
+    {"step": "rr_disguise", "columns": ["smoker"], "epsilon": 1.0},
+    {"step": "rr_disguise", "columns": ["vote"], "epsilon": 1.5, "categories": ["green", "red", "blue"]},
+    {"step": "add_noise", "columns": ["income", "rent"], "scale": 3000.0},
+    {"step": "ecdf_resample", "columns": ["weight"], "bins": 50},
+    {"step": "keep", "columns": ["region"]},
+    {"step": "drop", "columns": ["id", "name"]},
+]
+# Values that exist only in the original: the public page must not hold them.
+SECRETS_OF_THE_ORIGINAL = ["Zebulon Quixote", "987654.321", "987,654", "987654", "73.1234"]
+
+
+def survey(seed: int = 0, n: int = N) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    income = rng.lognormal(10.5, 0.4, n)
+    income[17] = 987654.321
+    weight = rng.normal(70, 12, n)
+    weight[5] = 73.1234
+    return pl.DataFrame(
+        {
+            "id": np.arange(n),
+            "name": [f"person {i}" for i in range(n)],
+            "smoker": rng.random(n) < 0.3,
+            "vote": rng.choice(["green", "red", "blue"], n, p=[0.2, 0.5, 0.3]),
+            "income": income,
+            "rent": income * 0.3 + rng.normal(0, 2000, n),
+            "weight": weight,
+            "region": rng.choice(["north", "south"], n),
+        }
+    ).with_columns(pl.when(pl.col("id") == 3).then(pl.lit("Zebulon Quixote")).otherwise("name").alias("name"))
+
+
+def release(original: pl.DataFrame) -> pl.DataFrame:
+    out = ppdm.rr_disguise(original, "smoker", epsilon=1.0, secret=SECRET, key="id")
+    out = ppdm.rr_disguise(
+        out, "vote", epsilon=1.5, categories=["green", "red", "blue"], secret=SECRET, key="id"
+    )
+    out = ppdm.add_noise(out, ["income", "rent"], scale=3000.0, secret=SECRET, key="id")
+    out = ppdm.ecdf_resample(out, "weight", bins=50, secret=SECRET, key="id")
+    return out.drop("id", "name")
+
+
+@pytest.fixture(scope="module")
+def tables() -> tuple[pl.DataFrame, pl.DataFrame]:
+    original = survey()
+    return original, release(original)
+
+
+def section(report, column):
+    (found,) = [s for s in report.columns if s.column == column]
+    return found
+
+
+def figure(figures, name):
+    (found,) = [f for f in figures if f.name == name]
+    return found
+
+
+def without_time(page: str) -> str:
+    return re.sub(r"written \S+\.", "written <time>.", page)
+
+
+# ---- the public version ------------------------------------------------------------------
+
+
+def test_public_page_holds_no_value_of_the_original(tables):
+    original, released = tables
+    page = ppdm.report(released, STEPS, version="public")
+    for value in SECRETS_OF_THE_ORIGINAL:
+        assert value not in page
+    # ... while the internal one does show the original (its true shares, say).
+    internal = build_report(released, STEPS, original=original)
+    assert any(s.source == "original" for p in section(internal, "smoker").plots for s in p.series)
+
+
+def test_public_page_never_reads_the_original(tables):
+    """Same page whatever original is passed: nothing of it can leak."""
+    original, released = tables
+    pages = {
+        without_time(ppdm.report(released, STEPS, version="public", original=other))
+        for other in (None, original, survey(seed=1))
+    }
+    assert len(pages) == 1
+
+
+def test_the_page_is_deterministic(tables):
+    original, released = tables
+    first = ppdm.report(released, STEPS, original=original)
+    assert without_time(first) == without_time(ppdm.report(released, STEPS, original=original))
+
+
+# ---- figures per method ------------------------------------------------------------------
+
+
+def test_randomized_response_shows_the_corrected_shares_of_rr_support(tables):
+    original, released = tables
+    smoker = section(build_report(released, STEPS, original=original), "smoker")
+    assert figure(smoker.risk, "local DP epsilon").value == "1"
+    (plot,) = smoker.plots
+    estimate = next(s for s in plot.series if s.source == "estimate")
+    expected = ppdm.rr_support(released, "smoker", epsilon=1.0)
+    assert estimate.y == tuple(expected["frequency"].to_list())
+    assert estimate.error == tuple(1.959963984540054 * s for s in expected["std_error"].to_list())
+    truth = next(s for s in plot.series if s.source == "original")
+    # The estimate is unbiased: within 5 standard errors of the true share.
+    for got, true, se in zip(estimate.y, truth.y, expected["std_error"], strict=True):
+        assert abs(got - true) < 5 * se
+    changed = float((original["smoker"] != released["smoker"]).mean())
+    assert figure(smoker.risk, "rows changed").value == f"{100 * changed:.1f}%"
+
+
+def test_ecdf_with_rank_link_keeps_the_ranks_and_is_linked(tables):
+    original, released = tables
+    weight = section(build_report(released, STEPS, original=original), "weight")
+    assert figure(weight.utility, "rank correlation").value == "1"
+    assert float(figure(weight.utility, "KS distance").value) < 0.05
+    assert figure(weight.risk, "rank linkage").value == "100.0%"
+    public = section(build_report(released, STEPS, version="public"), "weight")
+    assert [f.name for f in public.risk] == ["rank order"] and public.utility == ()
+
+
+def test_additive_noise_estimates_the_signal_to_noise_ratio_from_the_release_alone(tables):
+    original, released = tables
+    income = section(build_report(released, STEPS, original=original), "income")
+    estimated = float(figure(income.utility, "estimated signal-to-noise ratio").value.replace(",", ""))
+    true = float(figure(income.utility, "signal-to-noise ratio").value.replace(",", ""))
+    # Var(released) = Var(x) + sigma^2; its sampling error at n = 20,000 is a few percent.
+    assert estimated == pytest.approx(true, rel=0.1)
+    stripping = figure(income.risk, "PCA noise stripping")
+    assert 0 < float(stripping.value.rstrip("%")) < 100
+    assert any(s.label == "reconstructed original" for p in income.plots for s in p.series)
+
+
+def test_spiral_is_undone_by_the_known_io_attack(tmp_path):
+    rng = np.random.default_rng(3)
+    original = pl.DataFrame({"x": rng.normal(0, 1, 5000), "y": rng.normal(5, 2, 5000), "z": rng.random(5000)})
+    bounds = {"x": (-5.0, 5.0), "y": (-5.0, 15.0), "z": (0.0, 1.0)}
+    released = ppdm.spiral(original, ["x", "y", "z"], bounds=bounds, secret=SECRET)
+    step = {
+        "step": "spiral",
+        "columns": ["x", "y", "z"],
+        "bounds": bounds,
+        "path": str(tmp_path / "key.json"),
+    }
+    x = section(build_report(released, [step], original=original), "x")
+    assert figure(x.risk, "known pairs that undo the map").value == 4
+    assert float(figure(x.risk, "known-I/O attack error").value.rstrip("%")) == 0.0
+    assert float(figure(x.utility, "distance preservation").value) > 0.9
+    public = section(build_report(released, [step], version="public"), "x")
+    assert [f.name for f in public.risk] == ["known pairs that undo the map"]
+    assert "key.json" not in ppdm.report(released, [step], version="public")
+
+
+def test_figures_past_sample_rows_use_a_sample_and_say_so():
+    original = pl.DataFrame({"w": np.random.default_rng(1).normal(size=3000)})
+    released = ppdm.ecdf_resample(original, "w", secret=SECRET)
+    step = [{"step": "ecdf_resample", "columns": ["w"]}]
+    (w,) = build_report(released, step, original=original, sample_rows=1000).columns
+    assert any("sample of 1,000 of the 3,000 rows" in note for note in w.notes)
+    (w,) = build_report(released, step, original=original).columns
+    assert w.notes == ()
+
+
+def test_dp_histogram_release_interval_is_the_noise_quantile():
+    ages = pl.DataFrame({"age": np.random.default_rng(2).integers(18, 90, 5000)})
+    step = {
+        "step": "dp_histogram",
+        "columns": ["age"],
+        "bounds": {"age": [0, 100]},
+        "bins": 10,
+        "epsilon": 0.5,
+        "output": "h",
+    }
+    released = ppdm.dp_histogram(ages, "age", bounds=(0, 100), bins=10, epsilon=0.5, secret=SECRET)
+    (got,) = build_report(pl.DataFrame(), [step], version="public", releases={"h": released}).releases
+    assert figure(got.figures, "epsilon").value == "0.5"
+    assert figure(got.figures, "noise scale").value == "2"
+    t = geometric_interval(2.0)
+    assert figure(got.figures, "95% interval of a cell").value == f"± {t}"
+    noise = np.abs(discrete_laplace(bytes(16), stream_id("report-test"), np.arange(400_000), 2.0))
+    # The smallest t with P(|X| <= t) >= 0.95; 400,000 draws pin the share to +-0.2%.
+    assert (noise <= t).mean() > 0.945 and (noise <= t - 1).mean() < 0.955
+    assert got.preview[0] == ("age_bin", "age_low", "age_high", "count") and len(got.preview) == 11
+
+
+def test_geometric_interval_matches_the_closed_form():
+    for scale in (0.3, 1.0, 2.0, 10.0, 250.0):
+        alpha = math.exp(-1 / scale)
+        t = geometric_interval(scale)
+
+        def tail(k: int, alpha: float = alpha) -> float:  # P(|X| > k)
+            return 2 * alpha ** (k + 1) / (1 + alpha)
+
+        assert tail(t) <= 0.05 and (t == 0 or tail(t - 1) > 0.05)
+
+
+def test_a_column_no_plot_suits_is_reported_not_a_crash():
+    frame = pl.DataFrame({"tags": [[1, 2], [3], []], "x": [1.0, 2.0, 3.0]})
+    page = ppdm.report(frame, [{"step": "keep", "columns": ["tags", "x"]}], original=frame)
+    (tags, x) = build_report(frame, [{"step": "keep", "columns": ["tags", "x"]}], version="public").columns
+    assert tags.plots == () and "List(Int64): no plot suits it" in tags.notes[0]
+    assert len(x.plots) == 1 and "no plot suits it" in page
+
+
+def test_text_from_the_data_is_escaped():
+    frame = pl.DataFrame({"<script>alert(1)</script>": ["<b>", "x"]})
+    page = ppdm.report(frame, [{"step": "keep", "columns": ["<script>alert(1)</script>"]}], version="public")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+# ---- bad input ---------------------------------------------------------------------------
+
+
+def test_tables_of_different_heights_are_refused(tables):
+    original, released = tables
+    with pytest.raises(InvalidParameterError, match="19,999 rows and the original 20,000"):
+        build_report(released.head(19_999), STEPS, original=original)
+
+
+def test_a_column_missing_from_the_released_table_is_refused(tables):
+    original, released = tables
+    with pytest.raises(InvalidParameterError, match=r"names columns the released table lacks: \['smoker'\]"):
+        build_report(released.drop("smoker"), STEPS, original=original)
+    with pytest.raises(InvalidParameterError, match=r"original table lacks: \['vote'\]"):
+        build_report(released, STEPS, original=original.drop("vote"))
+
+
+def test_output_in_a_folder_that_does_not_exist(tables, tmp_path):
+    _, released = tables
+    with pytest.raises(InvalidParameterError, match="folder that does not exist"):
+        ppdm.report(released, STEPS, version="public", output=tmp_path / "nowhere" / "r.html")
+    written = tmp_path / "r.html"
+    page = ppdm.report(released, STEPS, version="public", output=written)
+    assert written.read_text() == page
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"version": "secret"}, "version"),
+        ({"version": "internal"}, "pass original="),
+        ({"version": "public", "sample_rows": 10}, "sample_rows"),
+        ({"version": "public", "title": " "}, "title"),
+        (
+            {
+                "version": "public",
+                "releases": {"x": pl.DataFrame()},
+                "steps": [*STEPS, {"step": "rr_support", "columns": ["smoker"], "output": "s.csv"}],
+            },
+            "not in 'releases'",
+        ),
+        (
+            {"version": "public", "steps": [{"step": "rr_disguise", "columns": ["smoker"]}]},
+            "exactly one of 'p' and 'epsilon'",
+        ),
+        ({"version": "public", "steps": [{"step": "shuffle", "columns": ["smoker"]}]}, "no known 'step'"),
+        ({"version": "public", "steps": "rr_disguise"}, "a list of steps"),
+    ],
+)
+def test_bad_parameters_are_refused(tables, kwargs, match):
+    _, released = tables
+    kwargs = {"steps": STEPS, **kwargs}
+    steps = kwargs.pop("steps")
+    with pytest.raises(InvalidParameterError, match=match):
+        build_report(released, steps, **kwargs)

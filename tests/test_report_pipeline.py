@@ -1,0 +1,113 @@
+"""`ppdm run` writes the run's report; `ppdm report` writes it again, from what the run left."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from test_pipeline_run import SECRET, copy_example
+
+from polars_ppdm.jobs.commands import main
+from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK
+from polars_ppdm.reporting.html import BANNERS
+
+
+@pytest.fixture
+def survey(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    return copy_example("survey", tmp_path)
+
+
+def reports(pipeline):
+    out = pipeline.parent / "out"
+    return {version: out / f"report.{version}.html" for version in BANNERS}
+
+
+def test_run_writes_both_versions_beside_the_manifest(survey):
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    for version, path in reports(survey).items():
+        page = path.read_text()
+        assert BANNERS[version] in page
+        assert page.count('<section class="column"') == 7
+        assert 'id="release-out-smoker-support-csv"' in page
+
+
+def test_no_report_and_report_later(survey, capsys):
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK
+    assert not any(p.exists() for p in reports(survey).values())
+    assert main(["report", "--version", "public", str(survey)]) == EXIT_OK
+    assert "report.public.html" in capsys.readouterr().out
+    assert reports(survey)["public"].exists() and not reports(survey)["internal"].exists()
+    assert main(["report", "--quiet", str(survey)]) == EXIT_OK
+    assert all(p.exists() for p in reports(survey).values())
+    assert capsys.readouterr().out == ""
+
+
+def test_report_before_any_run_is_refused(survey, capsys):
+    assert main(["report", str(survey)]) == EXIT_INPUT
+    assert "run the pipeline first" in capsys.readouterr().err
+
+
+def test_budget_before_and_after_the_run(survey):
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    page = reports(survey)["public"].read_text()
+    budget = page[page.index('id="budget"') :]
+    for label, value in [
+        ("total epsilon budget", "6"),
+        ("spent before this run", "0"),
+        ("spent by this run", "2.5"),
+        ("remaining", "3.5"),
+    ]:
+        assert f'<th>{label}</th><td class="num">{value}</td>' in budget
+    # A run over changed data spends again: its report starts from what the first spent.
+    data = survey.parent / "survey.csv"
+    pl.read_csv(data).head(900).write_csv(data)
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    budget = reports(survey)["public"].read_text().split('id="budget"')[1]
+    assert '<th>spent before this run</th><td class="num">2.5</td>' in budget
+    assert '<th>remaining</th><td class="num">1</td>' in budget
+
+
+def test_internal_report_refuses_changed_inputs_public_does_not_read_them(survey, capsys):
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    data = survey.parent / "survey.csv"
+    frame = pl.read_csv(data)
+    frame.with_columns(pl.col("income") + 1).write_csv(data)
+    assert main(["report", str(survey)]) == EXIT_INPUT
+    assert "has changed since the run" in capsys.readouterr().err
+    data.unlink()  # the public version reads the outputs only
+    assert main(["report", "--version", "public", str(survey)]) == EXIT_OK
+
+
+def test_public_report_of_the_pipeline_holds_no_original_value(survey):
+    data = survey.parent / "survey.csv"
+    frame = pl.read_csv(data).with_columns(
+        pl.when(pl.col("respondent_id") == 7).then(pl.lit("Zebulon Quixote")).otherwise("name").alias("name"),
+        pl.when(pl.col("respondent_id") == 9).then(987654.321).otherwise("income").alias("income"),
+    )
+    frame.write_csv(data)
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    public = reports(survey)["public"].read_text()
+    for value in ("Zebulon", "987654.32", "987,654", "person 1"):
+        assert value not in public
+    # Sanity of the test: the internal version does show the original's figures.
+    assert "original" in reports(survey)["internal"].read_text()
+
+
+def test_a_failing_report_fails_the_command_but_keeps_the_outputs(survey, capsys, monkeypatch):
+    def broken(report):
+        msg = "disk full"
+        raise OSError(msg)
+
+    monkeypatch.setattr("polars_ppdm.reporting.html.render", broken)
+    assert main(["run", "--quiet", str(survey)]) == 1
+    err = capsys.readouterr().err
+    assert "the run succeeded and its outputs are in place, but its report was not written" in err
+    assert "disk full" in err
+    out = survey.parent / "out"
+    assert (out / "survey_perturbed.parquet").exists()
+
+
+def test_report_version_is_checked(survey, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", "--version", "secret", str(survey)])
+    assert exit_.value.code == EXIT_INVALID
