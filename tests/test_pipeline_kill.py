@@ -98,7 +98,8 @@ def test_sigkill_while_writing_leaves_the_previous_output(tmp_path, fraction):
     assert sha(target) == before  # the previous output, byte for byte
     assert sha(tmp_path / "out" / "manifest.json") == manifest_before
     finals = {p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")}
-    assert finals == {"table.parquet", "manifest.json"}
+    # The first run's outputs and its report; nothing of the killed run.
+    assert finals == {"table.parquet", "manifest.json", "report.internal.html", "report.public.html"}
     from polars_ppdm.ledger import Ledger
 
     book = Ledger(tmp_path / "ledger.duckdb")
