@@ -153,6 +153,10 @@ def _budget(budget: Budget | None) -> str:
     )
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
 def _summary(report: Report, slugs: list[str]) -> str:
     def first(figures: tuple[Figure, ...]) -> str:
         return f"{figures[0].name}: {figures[0].value}" if figures else ""
@@ -166,8 +170,8 @@ def _summary(report: Report, slugs: list[str]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("column", "method", "parameters", "utility", "risk", "verdict"))
     return (
         '<section class="summary" id="summary"><h2>Summary</h2>'
-        f"<p>{report.rows:,} rows released; {len(report.columns)} columns described, "
-        f"{len(report.releases)} aggregate releases.</p>"
+        f"<p>{_count(report.rows, 'row')} released; {_count(len(report.columns), 'column')} described, "
+        f"{_count(len(report.releases), 'aggregate release')}.</p>"
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div></section>'
     )
 
