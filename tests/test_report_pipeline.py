@@ -111,3 +111,21 @@ def test_report_version_is_checked(survey, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["report", "--version", "secret", str(survey)])
     assert exit_.value.code == EXIT_INVALID
+
+
+def test_a_pipeline_of_dp_releases_only(tmp_path, monkeypatch):
+    """examples/events: no table published, three DP releases; each gets its section with
+    its epsilon and the noise of a cell."""
+    from polars_ppdm.reporting.releases import geometric_interval
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    events = copy_example("events", tmp_path)
+    assert main(["run", "--quiet", str(events)]) == EXIT_OK
+    for path in reports(events).values():
+        page = path.read_text()
+        assert '<section class="column"' not in page
+        assert page.count('<section class="release"') == 3
+        # dp_histogram: scale 8 / 0.5 = 16; the quadtree's leaves: 8 / (0.7 x 0.95 x 0.5).
+        assert f"± {geometric_interval(16.0):,}" in page
+        assert f"± {geometric_interval(8 / (0.7 * 0.95 * 0.5)):,}" in page
+        assert 'spent by this run</th><td class="num">2</td>' in page

@@ -48,21 +48,19 @@ def _preview(frame: pl.DataFrame) -> tuple[tuple[str, ...], ...]:
     return (tuple(frame.columns), *(tuple(cell(v) for v in row) for row in head.iter_rows()))
 
 
-def _rr_epsilons(columns: Sequence[str], perturb: Sequence[Any]) -> list[str]:
+def _disguise_cost(columns: Sequence[str], perturb: Sequence[Any], how: str) -> Figure:
+    """A randomized-response release spends nothing: its epsilon is the disguise's."""
     disguised = {c: s for s in perturb if s.step == "rr_disguise" for c in s.columns}
-    return [f"{c}: {number(disguised[c].column_epsilon(c))}" for c in columns if c in disguised]
+    epsilons = "; ".join(f"{c}: {number(disguised[c].column_epsilon(c))}" for c in columns if c in disguised)
+    return Figure(
+        "privacy cost",
+        "none beyond the disguise",
+        f"{how} the disguised table only (local DP epsilon {epsilons})",
+    )
 
 
 def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
-    figures = [
-        Figure(
-            "privacy cost",
-            "none beyond the disguise",
-            "computed from the disguised table only (local DP epsilon "
-            + "; ".join(_rr_epsilons(step.columns, perturb))
-            + ")",
-        )
-    ]
+    figures = [_disguise_cost(step.columns, perturb, "computed from")]
     value = "frequency" if "frequency" in frame.columns else "support"
     if "std_error" in frame.columns and frame.height:
         se = frame["std_error"].cast(pl.Float64).to_numpy()
@@ -75,7 +73,9 @@ def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
         )
         keys = [c for c in frame.columns if c not in {"observed", value, "std_error"}]
         labels = tuple(
-            " & ".join(str(v) for v in row) if not isinstance(row[0], list) else "+".join(row[0])
+            " & ".join(f"{k}={v}" for k, v in zip(keys, row, strict=True))
+            if value == "frequency"
+            else "+".join(row[0])
             for row in frame.select(keys).iter_rows()
         )
         if len(labels) <= _PLOT_BARS:
@@ -95,13 +95,7 @@ def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
 
 def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
     figures = [
-        Figure(
-            "privacy cost",
-            "none beyond the disguise",
-            "mined from the disguised table only (local DP epsilon "
-            + "; ".join(_rr_epsilons(step.columns, perturb))
-            + ")",
-        ),
+        _disguise_cost(step.columns, perturb, "mined from"),
         Figure(
             "rules found",
             frame.height,
