@@ -24,6 +24,8 @@ def share(value: float) -> str:
 
 def parameter(value: object) -> str:
     """A step's parameter as written in a pipeline file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as TOML writes them
     if isinstance(value, float):
         return number(value, 4)
     if isinstance(value, list | tuple):

@@ -54,10 +54,18 @@ td.num{text-align:right;white-space:nowrap}
 .figure.risk{border-left:4px solid #d9730d}
 .figure.utility{border-left:4px solid #1f6fb4}
 figure{margin:10px 0}
-figure img{width:100%;max-width:760px;height:auto;display:block}
+figure img{width:100%;max-width:680px;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}
 .note{font-size:.9em;color:#555}
 footer{font-size:.8em;color:#666;margin:24px 0}
+@media (max-width:700px){
+.summary table,.summary tbody,.summary tr,.summary td{display:block}
+.summary thead{display:none}
+.summary tr{border-bottom:2px solid #e2e2e2;padding:6px 0}
+.summary td{border:0;padding:2px 4px}
+.summary td:empty{display:none}
+.summary td::before{content:attr(data-label) ": ";font-weight:600;color:#555}
+}
 """
 
 
@@ -85,7 +93,7 @@ def _plot(plot: Plot) -> str:
     caption = escape(plot.title + (f". {plot.caption}" if plot.caption else ""))
     return (
         f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.title)}" '
-        f'width="640" height="320"><figcaption>{caption}</figcaption></figure>'
+        f'width="640" height="360"><figcaption>{caption}</figcaption></figure>'
     )
 
 
@@ -161,10 +169,13 @@ def _summary(report: Report, slugs: list[str]) -> str:
     def first(figures: tuple[Figure, ...]) -> str:
         return f"{figures[0].name}: {figures[0].value}" if figures else ""
 
+    # data-label: on a phone each row becomes a card whose cells name their column.
     rows = "".join(
-        f'<tr><td><a href="#column-{slug}">{escape(s.column)}</a></td><td>{escape(s.method)}</td>'
-        f"<td>{escape(_parameters(s.parameters))}</td><td>{escape(first(s.utility))}</td>"
-        f"<td>{escape(first(s.risk))}</td><td>{escape(s.verdict)}</td></tr>"
+        f'<tr><td data-label="column"><a href="#column-{slug}">{escape(s.column)}</a></td>'
+        f'<td data-label="method">{escape(s.method)}</td>'
+        f'<td data-label="parameters">{escape(_parameters(s.parameters))}</td>'
+        f'<td data-label="utility">{escape(first(s.utility))}</td>'
+        f'<td data-label="risk">{escape(first(s.risk))}</td><td data-label="verdict">{escape(s.verdict)}</td></tr>'
         for s, slug in zip(report.columns, slugs, strict=True)
     )
     head = "".join(f"<th>{h}</th>" for h in ("column", "method", "parameters", "utility", "risk", "verdict"))

@@ -105,7 +105,7 @@ def _scatter(ax: Any, series: PlotSeries) -> None:
 def plot_svg(plot: Plot) -> str:
     """The plot as an SVG document (text)."""
     with rc_context(_RC):
-        figure = Figure(figsize=(6.4, 3.2), layout="constrained")
+        figure = Figure(figsize=(4.8, 2.7), layout="constrained")
         FigureCanvasSVG(figure)
         ax = figure.add_subplot()
         if plot.kind == "bars":
@@ -118,7 +118,7 @@ def plot_svg(plot: Plot) -> str:
         ax.set_ylabel(plot.y_label)
         ax.grid(axis="y", alpha=0.3)
         if len(plot.series) > 1:
-            ax.legend(frameon=False, fontsize=9)
+            ax.legend(frameon=False, fontsize=8)
         out = io.StringIO()
         figure.savefig(out, format="svg", metadata={"Date": None})
     return out.getvalue()
