@@ -7,10 +7,10 @@ wrappers over them.
 
 from types import ModuleType
 
-from polars_ppdm import audit, datasets
+from polars_ppdm import audit, datasets, dp
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
-from polars_ppdm.dp import BudgetAccountant, DPKMeansResult, dp_histogram, dp_kmeans, dp_quadtree
+from polars_ppdm.dp import BudgetAccountant, DPKMeansResult, dp_group_by, dp_histogram, dp_kmeans, dp_quadtree
 from polars_ppdm.exceptions import (
     BudgetExceededError,
     EstimateWarning,
@@ -85,6 +85,8 @@ __all__ = [
     "association_rules",
     "audit",
     "datasets",
+    "dp",
+    "dp_group_by",
     "dp_histogram",
     "dp_kmeans",
     "dp_quadtree",

@@ -116,7 +116,7 @@ def test_report_version_is_checked(survey, capsys):
 def test_a_pipeline_of_dp_releases_only(tmp_path, monkeypatch):
     """examples/events: no table published, three DP releases; each gets its section with
     its epsilon and the noise of a cell."""
-    from polars_ppdm.reporting.releases import geometric_interval
+    from polars_ppdm.dp.accuracy import geometric_interval
 
     monkeypatch.setenv("PPDM_SECRET", SECRET)
     events = copy_example("events", tmp_path)

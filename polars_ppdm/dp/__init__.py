@@ -1,8 +1,21 @@
 """Differentially private releases: histograms, the DPQT quadtree, k-means (paper 004)."""
 
 from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.aggregates import DPAggregate, count, mean, sum
+from polars_ppdm.dp.group_by import dp_group_by
 from polars_ppdm.dp.histogram import dp_histogram
 from polars_ppdm.dp.kmeans import DPKMeansResult, dp_kmeans
 from polars_ppdm.dp.quadtree import dp_quadtree
 
-__all__ = ["BudgetAccountant", "DPKMeansResult", "dp_histogram", "dp_kmeans", "dp_quadtree"]
+__all__ = [
+    "BudgetAccountant",
+    "DPAggregate",
+    "DPKMeansResult",
+    "count",
+    "dp_group_by",
+    "dp_histogram",
+    "dp_kmeans",
+    "dp_quadtree",
+    "mean",
+    "sum",
+]

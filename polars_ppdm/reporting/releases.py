@@ -9,13 +9,13 @@ itself or follows from the parameters: nothing here reads the original table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.reporting._shown import number, parameter, share
 from polars_ppdm.reporting.model import Figure, Plot, PlotSeries, ReleaseSection
@@ -26,14 +26,6 @@ _FUNC = "report"
 _Z95 = 1.959963984540054
 _PREVIEW_ROWS = 20
 _PLOT_BARS = 40
-
-
-def geometric_interval(scale: float, level: float = 0.95) -> int:
-    """The smallest t with P(|noise| <= t) >= level for two-sided geometric noise of
-    ``scale`` (alpha = exp(-1/scale)): P(|X| > t) = 2 alpha^(t+1) / (1 + alpha)."""
-    alpha = math.exp(-1.0 / scale)
-    t = math.log((1 - level) * (1 + alpha) / 2) / math.log(alpha) - 1
-    return max(0, math.ceil(t - 1e-9))
 
 
 def _preview(frame: pl.DataFrame) -> tuple[tuple[str, ...], ...]:
@@ -112,7 +104,7 @@ def _dp_noise(step: Any, scale: float, cell: str) -> list[Figure]:
             "noise scale",
             number(scale),
             f"two-sided geometric noise of scale max_contributions / epsilon{cell}; standard deviation "
-            f"{number(math.sqrt(2 * math.exp(-1 / scale)) / (1 - math.exp(-1 / scale)))}",
+            f"{number(geometric_sd(scale))}",
         ),
         Figure(
             "95% interval of a cell",

@@ -1,0 +1,171 @@
+"""The aggregates of :func:`polars_ppdm.dp_group_by`: ``dp.count()``, ``dp.sum(col, bounds=...)``,
+``dp.mean(col, bounds=...)``.
+
+Each is a description (what to compute, over which public bounds, with which share of
+epsilon), checked when it is made; :func:`polars_ppdm.dp_group_by` computes them all in
+one lazy query.  Named after Polars' expressions (``pl.len()``, ``pl.col(c).sum()``) and
+BigQuery's differentially private aggregates (``COUNT``, ``SUM``, ``AVG`` with
+``contribution_bounds_per_row``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from polars_ppdm._validation import is_real
+from polars_ppdm.dp.accountant import check_epsilon
+from polars_ppdm.exceptions import InvalidParameterError
+
+__all__ = ["DPAggregate", "count", "mean", "sum"]
+
+Kind = Literal["count", "sum", "mean"]
+
+
+@dataclass(frozen=True)
+class DPAggregate:
+    """One differentially private aggregate per group (made by :func:`count`, :func:`sum`
+    or :func:`mean`)."""
+
+    kind: Kind
+    column: str | None
+    bounds: tuple[float, float] | None
+    name: str
+    epsilon: float | None  # None: an even share of what the release's epsilon leaves
+
+    @property
+    def label(self) -> str:
+        """What the noise stream is named after: the kind and the column."""
+        return f"{self.kind}({self.column or ''})"
+
+    def row_bound(self) -> float:
+        """The most one row moves the aggregate's noisy quantity: 1 for a count, the
+        largest |bound| for a sum, half the bounds' width for a mean's normalised sum
+        (the values minus the bounds' midpoint)."""
+        if self.kind == "count":
+            return 1.0
+        assert self.bounds is not None
+        low, high = self.bounds
+        return max(abs(low), abs(high)) if self.kind == "sum" else (high - low) / 2
+
+
+def _bounds(kind: str, column: str, bounds: Any) -> tuple[float, float]:
+    where = f"The 'bounds' parameter of dp.{kind}({column!r})"
+    if bounds is None:
+        msg = (
+            f"{where} is missing: a {kind} needs public bounds=(low, high) to clamp each value to "
+            "(they set the noise; never read them off the data)."
+        )
+        raise InvalidParameterError(msg)
+    try:
+        low, high = bounds
+    except (TypeError, ValueError):
+        msg = f"{where} must be a (low, high) pair of finite numbers. Got {bounds!r} instead."
+        raise InvalidParameterError(msg) from None
+    if not (is_real(low) and is_real(high) and math.isfinite(low) and math.isfinite(high)):
+        msg = f"{where} must be a (low, high) pair of finite numbers. Got {bounds!r} instead."
+        raise InvalidParameterError(msg)
+    if not low < high:
+        msg = f"{where} must have low < high. Got {bounds!r} instead (reversed or empty)."
+        raise InvalidParameterError(msg)
+    return float(low), float(high)
+
+
+def _name(kind: str, name: Any, default: str) -> str:
+    if name is None:
+        return default
+    if not isinstance(name, str) or not name:
+        msg = f"The 'name' parameter of dp.{kind} must be a non-empty string (the output column). Got {name!r} instead."
+        raise InvalidParameterError(msg)
+    return name
+
+
+def _column(kind: str, column: Any) -> str:
+    if not isinstance(column, str) or not column:
+        msg = f"The 'column' parameter of dp.{kind} must be a column name. Got {column!r} instead."
+        raise InvalidParameterError(msg)
+    return column
+
+
+def _epsilon(kind: str, epsilon: Any) -> float | None:
+    return None if epsilon is None else check_epsilon(epsilon, f"dp.{kind}")
+
+
+def count(*, name: str | None = None, epsilon: float | None = None) -> DPAggregate:
+    """The noisy number of rows of each group (Int64; two-sided geometric noise).
+
+    Parameters
+    ----------
+    name : str, optional
+        The output column (default ``"count"``).
+    epsilon : float, optional
+        This aggregate's share of the release's epsilon (default: an even share).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.count()
+    DPAggregate(kind='count', column=None, bounds=None, name='count', epsilon=None)
+    """
+    return DPAggregate("count", None, None, _name("count", name, "count"), _epsilon("count", epsilon))
+
+
+def sum(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate:
+    """The noisy total of ``column`` per group, each value clamped to ``bounds`` (Float64;
+    Laplace noise of scale ``max_groups_contributed x max_rows_per_group x max(|low|,
+    |high|) / epsilon``).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.sum("income", bounds=(0, 100_000)).name
+    'income_sum'
+    """
+    column = _column("sum", column)
+    return DPAggregate(
+        "sum",
+        column,
+        _bounds("sum", column, bounds),
+        _name("sum", name, f"{column}_sum"),
+        _epsilon("sum", epsilon),
+    )
+
+
+def mean(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate:
+    """The noisy mean of ``column`` per group, each value clamped to ``bounds`` (Float64).
+
+    Computed as ``midpoint + noisy sum of (value - midpoint) / noisy count`` (the
+    normalised sum of Li et al. and PipelineDP): the shifted values lie in ``±(high -
+    low) / 2``, so the sum needs half the noise of a plain sum when the bounds straddle
+    zero and far less when they do not.  When the release also has a :func:`count`, the
+    mean divides by that released count (free post-processing) and spends its whole
+    epsilon on the sum; otherwise it splits its epsilon between a count and the sum.
+    The result is clamped to ``bounds``.
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.mean("age", bounds=(18, 100), epsilon=0.5)
+    DPAggregate(kind='mean', column='age', bounds=(18.0, 100.0), name='age_mean', epsilon=0.5)
+    """
+    column = _column("mean", column)
+    return DPAggregate(
+        "mean",
+        column,
+        _bounds("mean", column, bounds),
+        _name("mean", name, f"{column}_mean"),
+        _epsilon("mean", epsilon),
+    )

@@ -1,0 +1,648 @@
+"""Differentially private aggregates per group, with a privacy unit: :func:`dp_group_by`.
+
+The query, as one lazy Polars plan plus the keyed noise:
+
+1. **Rows per group.** Each privacy unit keeps at most ``max_rows_per_group`` rows in a
+   group: those of smallest contribution word (a keyed PRF of the unit and the row's
+   values, :func:`polars_ppdm.kernels.dp_noise.contribution_words`), so the rows kept
+   depend neither on row order nor on batches or engines.
+2. **Groups per unit.** The unit's rows are summed per group (count, clamped sums); each
+   unit keeps at most ``max_groups_contributed`` groups: those of smallest keyed word of
+   (unit, group).
+3. **Groups released.** Public groups (a frame): exactly those, empty ones too. Otherwise
+   partition selection: a group is released when its noisy number of privacy units
+   reaches a threshold set by ``delta`` (see :func:`selection_threshold`).
+4. **Noise** keyed by (aggregate, group): two-sided geometric for counts, Laplace for
+   sums, scaled by ``max_groups_contributed x max_rows_per_group x`` the most one row
+   moves the aggregate, over its share of epsilon.  The same secret over the same data
+   gives the same numbers on every engine and every retry.
+
+Sensitivity: one unit changes at most ``max_groups_contributed`` groups, each by at
+most ``max_rows_per_group`` rows; that is the L1 sensitivity of the counts, and times the
+clamping bound that of the sums.
+
+References
+----------
+Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson, "Differentially private SQL
+with bounded user contribution", PoPETs 2020 (contribution bounding per group and
+across groups; BigQuery's ``max_groups_contributed``).  Korolova, Kenthapadi, Mishra,
+Ntoulas, "Releasing search queries and clicks privately", WWW 2009, and Desfontaines,
+Voss, Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022
+(Laplace thresholding).  Ghosh, Roughgarden, Sundararajan, STOC 2009 (the geometric
+mechanism).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._validation import check_columns, check_int, check_real
+from polars_ppdm.dp._common import NOTHING_RELEASED, charge, check_unit_key, unit_words
+from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd, laplace_interval, laplace_sd
+from polars_ppdm.dp.aggregates import DPAggregate
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace, laplace
+from polars_ppdm.kernels.prf import first_words, stream_id
+from polars_ppdm.secret import SecretLike, resolve_secret
+
+__all__ = ["GroupByRequest", "check_group_by", "dp_group_by", "group_words", "selection_threshold"]
+
+_FUNC = "dp_group_by"
+_Z95 = 1.959963984540054
+_ROW_WORD = "__ppdm_row_word"
+_PAIR_WORD = "__ppdm_pair_word"
+_ROWS = "__ppdm_rows"
+_UNITS = "__ppdm_units"
+_BAD = "__ppdm_bad"
+_GROUP_STREAM = "dp_group_by/group"
+
+
+def _sum_column(agg_column: str) -> str:
+    return f"__ppdm_sum_{agg_column}"
+
+
+def _shifted_column(agg_column: str) -> str:
+    return f"__ppdm_shifted_{agg_column}"
+
+
+def selection_threshold(epsilon: float, delta: float, max_groups: int) -> int:
+    """The smallest number of privacy units (true count plus noise) at which a group is
+    released by partition selection.
+
+    The noisy unit count of a group is its true count plus two-sided geometric noise of
+    scale ``max_groups / epsilon`` (one unit is in at most ``max_groups`` groups).  A group
+    of a single unit is released when ``1 + X >= T``, with probability ``alpha^(T-1) /
+    (1 + alpha)``; T is the smallest threshold that keeps this at most ``delta /
+    max_groups``, so the groups a unit alone creates are released with probability at most
+    ``delta`` together (Laplace thresholding, Korolova et al. 2009; Desfontaines et al.
+    2022).
+
+    Examples
+    --------
+    >>> selection_threshold(1.0, 1e-6, 1)   # ln(1e-6 x 1.37) / ln(e^-1) = 13.5
+    15
+    """
+    scale = max_groups / epsilon
+    alpha = math.exp(-1.0 / scale)
+    per_group = delta / max_groups
+    return 1 + max(0, math.ceil(math.log(per_group * (1 + alpha)) / math.log(alpha) - 1e-9))
+
+
+def group_words(secret: bytes, groups: pl.DataFrame) -> np.ndarray:
+    """The keyed 64-bit word of each group: the key of its noise.
+
+    A chain of AES under the secret over the group's values, one link per column::
+
+        w_0 = 0
+        w_j = word 0 of AES(secret, stream_id("dp_group_by/group/" + str(j - 1)) || (w_(j-1) XOR b_j))
+
+    where b_j is the value's 64-bit pattern for an integer (two's complement), 0/1 for a
+    Boolean, the first 8 bytes of HMAC-SHA256(secret, UTF-8) for a string, and NULL_BITS
+    for a null.  Keyed throughout, so no one without the secret can make two groups share
+    noise (an unkeyed string hash such as FNV can be steered into collisions).
+    """
+    word = np.zeros(groups.height, dtype=np.uint64)
+    for j, column in enumerate(groups.get_columns()):
+        word = first_words(secret, stream_id(f"{_GROUP_STREAM}/{j}"), word ^ _value_bits(secret, column))
+    return word
+
+
+def _value_bits(secret: bytes, column: pl.Series) -> np.ndarray:
+    nulls = column.is_null().to_numpy() if column.null_count() else None
+    dtype = column.dtype
+    if dtype == pl.Boolean:
+        bits = column.fill_null(False).cast(pl.UInt64).to_numpy()
+    elif dtype.is_integer():
+        filled = column.fill_null(0)
+        bits = filled.to_numpy() if dtype == pl.UInt64 else filled.cast(pl.Int64).to_numpy().view(np.uint64)
+    else:
+        text = column.cast(pl.String).fill_null("")
+        key = hmac.new(secret, b"polars_ppdm/dp_group_by/string", hashlib.sha256).digest()
+        codes = {
+            value: int.from_bytes(hmac.new(key, value.encode(), hashlib.sha256).digest()[:8], "little")
+            for value in text.unique().to_list()
+        }
+        bits = text.replace_strict(codes, return_dtype=pl.UInt64).to_numpy()
+    bits = np.ascontiguousarray(bits, dtype=np.uint64)
+    if nulls is not None:
+        bits = np.where(nulls, NULL_BITS, bits)
+    return bits
+
+
+_GROUP_DTYPES = "integer, String, Categorical, Enum or Boolean"
+
+
+def _check_group_dtype(schema: pl.Schema, column: str) -> None:
+    dtype = schema[column]
+    if dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean) or isinstance(dtype, pl.Enum):
+        return
+    msg = (
+        f"The 'by' parameter of {_FUNC}: group column {column!r} must be {_GROUP_DTYPES} (a float is no group key). "
+        f"Got dtype {dtype} instead."
+    )
+    raise InvalidParameterError(msg)
+
+
+@dataclass(frozen=True)
+class GroupByRequest:
+    """The checked parameters of a :func:`dp_group_by` call."""
+
+    by: list[str]
+    aggregates: list[DPAggregate]
+    epsilons: dict[str, float]  # per aggregate name, and "__select" for partition selection
+    privacy_unit: str | None
+    max_groups: int
+    max_rows: int
+    public_groups: pl.DataFrame | None
+    delta: float | None
+    epsilon: float
+
+    @property
+    def contributions(self) -> int:
+        """How many rows one unit can add to the whole table: the L1 sensitivity of a count."""
+        return self.max_groups * self.max_rows
+
+    def scale(self, aggregate: DPAggregate) -> float:
+        """The noise scale of ``aggregate``'s noisy quantity (a mean's: its normalised sum)."""
+        epsilon = self.epsilons[aggregate.name]
+        if aggregate.kind == "mean" and self._mean_has_own_count():
+            epsilon /= 2  # half for its count, half for its sum
+        return self.contributions * aggregate.row_bound() / epsilon
+
+    def count_scale(self, aggregate: DPAggregate) -> float:
+        """The noise scale of the count a mean divides by: the released count's when the
+        release has one (post-processing), else the mean's own (half its epsilon)."""
+        shared = self.shared_count()
+        if shared is not None:
+            return self.scale(shared)
+        return self.contributions / (self.epsilons[aggregate.name] / 2)
+
+    def shared_count(self) -> DPAggregate | None:
+        return next((a for a in self.aggregates if a.kind == "count"), None)
+
+    def _mean_has_own_count(self) -> bool:
+        return self.shared_count() is None
+
+    @property
+    def value_columns(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for a in self.aggregates:
+            if a.column is not None:
+                seen[a.column] = None
+        return list(seen)
+
+    def charge(self, accountant: BudgetAccountant | None) -> None:
+        why = ", ".join(f"{name} {eps:g}" for name, eps in self.epsilons.items())
+        delta = f", delta {self.delta:g}" if self.delta is not None else ""
+        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.by)})", _FUNC, why=why + delta)
+
+
+def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection: bool) -> dict[str, float]:
+    """Each aggregate's epsilon: as given, or an even share of what is left (partition
+    selection takes one share like an aggregate without its own epsilon)."""
+    given = {a.name: a.epsilon for a in aggregates if a.epsilon is not None}
+    shares = [a.name for a in aggregates if a.epsilon is None] + (["__select"] if selection else [])
+    left = epsilon - math.fsum(given.values())
+    if left < -1e-12 * epsilon or (shares and left <= 0):
+        msg = (
+            f"The aggregates' epsilons of {_FUNC} ({', '.join(f'{k} {v:g}' for k, v in given.items())}) "
+            f"must add up to less than the release's epsilon {epsilon:g}"
+            + (f", leaving a share for {', '.join(shares)}" if shares else "")
+            + "."
+        )
+        raise InvalidParameterError(msg)
+    out = dict(given)
+    for name in shares:
+        out[name] = left / len(shares)
+    return out
+
+
+def check_group_by(
+    schema: pl.Schema,
+    by: Any,
+    aggregates: Any,
+    *,
+    epsilon: Any,
+    privacy_unit: Any,
+    max_groups_contributed: Any,
+    max_rows_per_group: Any,
+    public_groups: Any,
+    delta: Any,
+) -> GroupByRequest:
+    """Every parameter of :func:`dp_group_by`, checked before any budget is spent."""
+    by = check_columns(by, list(schema.names()), _FUNC, name="by")
+    for column in by:
+        _check_group_dtype(schema, column)
+    if isinstance(aggregates, DPAggregate):
+        aggregates = [aggregates]
+    if (
+        not isinstance(aggregates, Sequence)
+        or not aggregates
+        or not all(isinstance(a, DPAggregate) for a in aggregates)
+    ):
+        msg = (
+            f"The 'aggregates' parameter of {_FUNC} must be a non-empty list of dp.count(), "
+            f"dp.sum(column, bounds=...) and dp.mean(column, bounds=...). Got {aggregates!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    aggregates = list(aggregates)
+    names = [a.name for a in aggregates]
+    clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(by)))
+    if clash:
+        msg = f"The aggregates of {_FUNC} need distinct output names, other than the group columns. Got {clash} twice."
+        raise InvalidParameterError(msg)
+    for a in aggregates:
+        if a.column is None:
+            continue
+        if a.column not in schema:
+            msg = f"dp.{a.kind}({a.column!r}) of {_FUNC} names no column of the frame {list(schema.names())}."
+            raise InvalidParameterError(msg)
+        if not schema[a.column].is_numeric():
+            msg = f"dp.{a.kind}({a.column!r}) of {_FUNC} needs a numeric column. Got dtype {schema[a.column]} instead."
+            raise InvalidParameterError(msg)
+    epsilon = check_epsilon(epsilon, _FUNC)
+    unit = None
+    if privacy_unit is not None:
+        unit = check_unit_key(privacy_unit, schema, _FUNC)
+        if unit in by:
+            msg = f"The 'privacy_unit' parameter of {_FUNC} ({unit!r}) cannot be a group column: every group would be one person."
+            raise InvalidParameterError(msg)
+    max_groups = check_int("max_groups_contributed", max_groups_contributed, _FUNC, low=1)
+    max_rows = check_int("max_rows_per_group", max_rows_per_group, _FUNC, low=1)
+    if unit is None and (max_groups, max_rows) != (1, 1):
+        msg = (
+            f"{_FUNC}: max_groups_contributed={max_groups} and max_rows_per_group={max_rows} need privacy_unit= "
+            "(the column naming the person); without it each row is its own privacy unit."
+        )
+        raise InvalidParameterError(msg)
+    groups = _check_public_groups(public_groups, by, schema)
+    if groups is None:
+        if delta is None:
+            msg = (
+                f"The 'delta' parameter of {_FUNC} is missing: without public_groups the groups are chosen by "
+                "partition selection, which needs a delta in (0, 1), e.g. 1e-6 (the chance that a group of one "
+                "person is released)."
+            )
+            raise InvalidParameterError(msg)
+        delta = check_real("delta", delta, _FUNC, low=0, high=1, open_low=True, open_high=True)
+    elif delta is not None:
+        msg = (
+            f"The 'delta' parameter of {_FUNC} is for partition selection; with public_groups no group is "
+            f"selected from the data, so leave delta out. Got {delta!r}."
+        )
+        raise InvalidParameterError(msg)
+    epsilons = _split_epsilon(epsilon, aggregates, selection=groups is None)
+    request = GroupByRequest(
+        by, aggregates, epsilons, unit, int(max_groups), int(max_rows), groups, delta, epsilon
+    )
+    for a in aggregates:
+        check_integer_scale(
+            request.scale(a) if a.kind == "count" else request.contributions / epsilons[a.name], _FUNC
+        )
+    return request
+
+
+def _check_public_groups(public_groups: Any, by: list[str], schema: pl.Schema) -> pl.DataFrame | None:
+    if public_groups is None:
+        return None
+    if isinstance(public_groups, pl.LazyFrame):
+        public_groups = public_groups.collect()
+    if not isinstance(public_groups, pl.DataFrame):
+        msg = f"The 'public_groups' parameter of {_FUNC} must be a polars DataFrame of the group columns {by}. Got {type(public_groups).__name__}."
+        raise InvalidParameterError(msg)
+    extra = [c for c in public_groups.columns if c not in by]
+    missing = [c for c in by if c not in public_groups.columns]
+    if extra or missing:
+        msg = (
+            f"The 'public_groups' parameter of {_FUNC} must hold exactly the group columns {by}: "
+            + (f"{extra} are not group keys" if extra else "")
+            + ("; " if extra and missing else "")
+            + (f"{missing} are missing" if missing else "")
+            + "."
+        )
+        raise InvalidParameterError(msg)
+    try:
+        return public_groups.select(pl.col(c).cast(schema[c]) for c in by).unique(maintain_order=True)
+    except pl.exceptions.PolarsError as error:
+        msg = f"The 'public_groups' parameter of {_FUNC}: its columns do not cast to the frame's dtypes ({error})."
+        raise InvalidParameterError(msg) from None
+
+
+# ---- the query -----------------------------------------------------------------------------
+
+
+#: Values are summed as integers on a grid of 2^-32 of the aggregate's row bound: exact
+#: and the same in any order (float sums are not), so every engine, batch size and
+#: thread count gives the same bits; 2^31 rows of the largest value still fit in int64.
+GRID_BITS = 32
+
+
+def grid(aggregate: DPAggregate) -> float:
+    """The width of the grid ``aggregate``'s values are summed on."""
+    return aggregate.row_bound() / 2**GRID_BITS
+
+
+def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
+    """Per sum and mean: the value clamped to the bounds (a mean's minus the bounds'
+    midpoint), in grid units (Int64); a null or NaN value is counted in _BAD instead."""
+    exprs: list[pl.Expr] = []
+    for a in request.aggregates:
+        if a.kind == "count":
+            continue
+        assert a.column is not None and a.bounds is not None
+        low, high = a.bounds
+        clamped = pl.col(a.column).cast(pl.Float64).clip(low, high)
+        value = clamped if a.kind == "sum" else clamped - (low + high) / 2
+        units = (value / grid(a)).round().fill_nan(0).cast(pl.Int64)
+        exprs.append(units.alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name)))
+    return exprs
+
+
+def _bad_rows(request: GroupByRequest) -> pl.Expr:
+    bad = pl.lit(False)
+    for column in request.value_columns:
+        value = pl.col(column).cast(pl.Float64)
+        bad = bad | value.is_null() | ~value.is_finite()
+    return bad
+
+
+def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
+    """Per group: rows (``_ROWS``), privacy units (``_UNITS``), the sums, bad values
+    (``_BAD``), after contribution bounding."""
+    by, unit = request.by, request.privacy_unit
+    sums = _per_row_sums(request)
+    sum_names = [e.meta.output_name() for e in sums]
+    rows = lazy.select(*by, *([unit] if unit else []), *sums, _bad_rows(request).alias(_BAD))
+    if unit is None:
+        return rows.group_by(by).agg(
+            pl.len().alias(_ROWS),
+            pl.len().alias(_UNITS),
+            *(pl.col(s).sum() for s in sum_names),
+            pl.col(_BAD).sum(),
+        )
+    if sum_names:  # the rows kept: those of smallest word of (unit, values)
+        rows = rows.with_columns(_words(unit, sum_names, secret, _ROW_WORD)).filter(
+            pl.col(_ROW_WORD).rank("ordinal").over([unit, *by]) <= request.max_rows
+        )
+        kept = pl.len()
+    else:  # counts only: every row adds 1, whichever are kept
+        kept = pl.len().clip(upper_bound=request.max_rows)
+    pairs = (
+        rows.group_by([unit, *by])
+        .agg(kept.alias(_ROWS), *(pl.col(s).sum() for s in sum_names), pl.col(_BAD).sum())
+        .with_columns(_words(unit, by, secret, _PAIR_WORD, groups=True))
+        .filter(pl.col(_PAIR_WORD).rank("ordinal").over(unit) <= request.max_groups)
+    )
+    return pairs.group_by(by).agg(
+        pl.col(_ROWS).sum(), pl.len().alias(_UNITS), *(pl.col(s).sum() for s in sum_names), pl.col(_BAD).sum()
+    )
+
+
+def _words(unit: str, columns: list[str], secret: bytes, alias: str, *, groups: bool = False) -> pl.Expr:
+    """The contribution word of each row of (unit, ``columns``), as a column (elementwise)."""
+    fields = [pl.col(unit).alias("k"), *(pl.col(c).alias(f"c{i}") for i, c in enumerate(columns))]
+
+    def words(batch: pl.Series) -> pl.Series:
+        frame = batch.struct.unnest()
+        values = [frame[f"c{i}"] for i in range(len(columns))]
+        if groups:  # group values of any key dtype, as 64-bit patterns seen as float64 bits
+            values = [pl.Series(_value_bits(secret, v).view(np.float64)) for v in values]
+        return pl.Series(alias, unit_words(frame["k"], values, secret, _FUNC, key=unit), dtype=pl.UInt64)
+
+    return pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True).alias(alias)
+
+
+def _release(
+    groups: pl.DataFrame, request: GroupByRequest, secret: bytes, intervals: bool, non_negative: bool
+) -> pl.DataFrame:
+    """The released groups with their noisy aggregates (small: one row per group)."""
+    bad = int(groups[_BAD].sum() or 0)
+    if bad:
+        msg = (
+            f"{_FUNC}: the columns {request.value_columns} hold {bad} null, NaN or infinite value(s) in the rows "
+            f"kept; drop or fill them first ({NOTHING_RELEASED})."
+        )
+        raise InvalidParameterError(msg)
+    by = request.by
+    words = group_words(secret, groups.select(by))
+    prefix = f"{_FUNC}/{chr(31).join(by)}/"
+    if request.public_groups is None:
+        assert request.delta is not None
+        scale = request.max_groups / request.epsilons["__select"]
+        noise = discrete_laplace(secret, stream_id(prefix + "select"), words, scale)
+        keep = groups[_UNITS].to_numpy() + noise >= selection_threshold(
+            request.epsilons["__select"], request.delta, request.max_groups
+        )
+        groups, words = groups.filter(pl.Series(keep)), words[keep]
+    out: dict[str, pl.Series] = {c: groups[c] for c in by}
+    rows = groups[_ROWS].cast(pl.Float64).to_numpy()
+    counts: dict[str, np.ndarray] = {}
+    for a in request.aggregates:
+        stream = stream_id(prefix + a.label)
+        sd: float | np.ndarray
+        if a.kind == "count":
+            scale = request.scale(a)
+            value = rows + discrete_laplace(secret, stream, words, scale)
+            counts[a.name] = value
+            shown = np.maximum(value, 0) if non_negative else value
+            out[a.name] = pl.Series(a.name, shown.astype(np.int64))
+            sd, half = geometric_sd(scale), float(geometric_interval(scale))
+            low, high = value - half, value + half
+        elif a.kind == "sum":
+            scale = request.scale(a)
+            total = groups[_sum_column(a.name)].cast(pl.Float64).to_numpy() * grid(a)
+            value = total + laplace(secret, stream, words, scale)
+            assert a.bounds is not None
+            if non_negative and a.bounds[0] >= 0:
+                value = np.maximum(value, 0.0)
+            out[a.name] = pl.Series(a.name, value)
+            sd, half = laplace_sd(scale), laplace_interval(scale)
+            low, high = value - half, value + half
+        else:
+            value, sd_values = _mean(a, groups, rows, words, request, secret, stream, counts)
+            out[a.name] = pl.Series(a.name, value)
+            assert a.bounds is not None
+            low = np.clip(value - _Z95 * sd_values, *a.bounds)
+            high = np.clip(value + _Z95 * sd_values, *a.bounds)
+            sd = sd_values
+        if intervals:
+            out[f"{a.name}_sd"] = pl.Series(
+                f"{a.name}_sd", np.broadcast_to(np.asarray(sd, dtype=np.float64), (len(words),))
+            )
+            out[f"{a.name}_ci_low"] = pl.Series(f"{a.name}_ci_low", np.asarray(low, dtype=np.float64))
+            out[f"{a.name}_ci_high"] = pl.Series(f"{a.name}_ci_high", np.asarray(high, dtype=np.float64))
+    return pl.DataFrame(out)
+
+
+def _mean(
+    a: DPAggregate,
+    groups: pl.DataFrame,
+    rows: np.ndarray,
+    words: np.ndarray,
+    request: GroupByRequest,
+    secret: bytes,
+    stream: int,
+    counts: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """midpoint + noisy normalised sum / noisy count, clamped to the bounds; and its
+    standard deviation by the delta method (the noise's, from the noisy figures)."""
+    assert a.bounds is not None
+    low, high = a.bounds
+    mid = (low + high) / 2
+    sum_scale = request.scale(a)
+    total = groups[_shifted_column(a.name)].cast(pl.Float64).to_numpy() * grid(a)
+    shifted = total + laplace(secret, stream, words, sum_scale)
+    shared = request.shared_count()
+    count_scale = request.count_scale(a)
+    if shared is not None:
+        count = counts[shared.name]
+    else:
+        count = rows + discrete_laplace(
+            secret, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale
+        )
+    denominator = np.maximum(count, 1.0)
+    value = np.clip(mid + shifted / denominator, low, high)
+    variance = (
+        laplace_sd(sum_scale) ** 2 + (shifted / denominator) ** 2 * geometric_sd(count_scale) ** 2
+    ) / denominator**2
+    return value, np.sqrt(variance)
+
+
+def dp_group_by(
+    frame: Frame,
+    by: str | Sequence[str],
+    aggregates: DPAggregate | Sequence[DPAggregate],
+    *,
+    epsilon: float,
+    privacy_unit: str | None = None,
+    max_groups_contributed: int = 1,
+    max_rows_per_group: int = 1,
+    public_groups: pl.DataFrame | pl.LazyFrame | None = None,
+    delta: float | None = None,
+    secret: SecretLike = None,
+    accountant: BudgetAccountant | None = None,
+    intervals: bool = False,
+    non_negative: bool = False,
+) -> Frame:
+    """Differentially private count, sum and mean per group, each person protected.
+
+    ``group_by(by).agg(...)`` with a privacy unit: each person (``privacy_unit``) adds at
+    most ``max_rows_per_group`` rows to at most ``max_groups_contributed`` groups (the rows
+    and groups kept chosen by the keyed randomness, never by row order), each value is
+    clamped to its aggregate's public bounds, and every released figure gets noise scaled
+    to what one person can change.  The groups are the ``public_groups`` (all of them,
+    empty ones too, no other) or, without them, those that partition selection releases
+    (``delta``: a group of one person comes out with probability at most delta).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        Returned as the same type (lazy stays lazy; it streams up to the group table).
+    by : str or sequence of str
+        The group columns (integer, String, Categorical, Enum or Boolean).
+    aggregates : list of DPAggregate
+        :func:`polars_ppdm.dp.count`, :func:`polars_ppdm.dp.sum`,
+        :func:`polars_ppdm.dp.mean`, each with its public ``bounds`` and optional share
+        of epsilon.
+    epsilon : float
+        The release's budget (> 0): the aggregates' given epsilons, an even share of the
+        rest for the others, and one share for partition selection when it runs.
+    privacy_unit : str, optional
+        The column naming the person (integer or string, no nulls).  Without it each row
+        is its own unit (which assumes one row per person).
+    max_groups_contributed, max_rows_per_group : int
+        Contribution bounds (>= 1; BigQuery's names); both 1 without a privacy unit.
+    public_groups : polars.DataFrame, optional
+        The groups to release, with exactly the ``by`` columns.
+    delta : float, optional
+        For partition selection (without public groups), in (0, 1); refused with them.
+    secret : Secret, bytes, hex str, 'env:NAME', int or None
+        The secret of the noise, the rows kept and the groups selected.  Keep one secret
+        per release you publish: the same secret over the same groups draws the same noise.
+    accountant : BudgetAccountant, optional
+        Charged ``epsilon`` before anything is computed.
+    intervals : bool
+        Add per aggregate ``<name>_sd`` (the noise's standard deviation), ``<name>_ci_low``
+        and ``<name>_ci_high`` (a 95% interval of the figure: exact for counts and sums,
+        by the delta method for means).
+    non_negative : bool
+        Post-processing at no privacy cost: counts, and sums with bounds >= 0, clipped
+        at 0 (this biases them upwards near 0; the intervals are those of the unclipped
+        figures).
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame
+        One row per released group: the ``by`` columns, then each aggregate's column
+        (count Int64, sum and mean Float64) and, with ``intervals``, its accuracy
+        columns.  Public groups come in their given order; selected groups in no
+        promised order (sort them).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> from polars_ppdm import dp
+    >>> visits = pl.DataFrame({"person": [1, 1, 2, 3, 3, 3] * 500, "region": ["n", "s", "n", "s", "s", "n"] * 500,
+    ...                        "spend": [10.0, 20.0, 5.0, 40.0, 8.0, 12.0] * 500})
+    >>> out = ppdm.dp_group_by(visits, "region", [dp.count(), dp.mean("spend", bounds=(0, 50))],
+    ...                        epsilon=1.0, privacy_unit="person", max_groups_contributed=2, max_rows_per_group=10,
+    ...                        public_groups=pl.DataFrame({"region": ["n", "s", "w"]}), secret="00" * 16)
+    >>> out.columns, out["region"].to_list()
+    (['region', 'count', 'spend_mean'], ['n', 's', 'w'])
+    """
+    schema = schema_of(frame, _FUNC)
+    request = check_group_by(
+        schema,
+        by,
+        aggregates,
+        epsilon=epsilon,
+        privacy_unit=privacy_unit,
+        max_groups_contributed=max_groups_contributed,
+        max_rows_per_group=max_rows_per_group,
+        public_groups=public_groups,
+        delta=delta,
+    )
+    intervals = _check_flag("intervals", intervals)
+    non_negative = _check_flag("non_negative", non_negative)
+    request.charge(accountant)
+    key = resolve_secret(secret).key
+    grouped = _bounded_groups(as_lazy(frame), request, key)
+    if request.public_groups is not None:
+        grouped = (
+            request.public_groups.lazy()
+            .join(grouped, on=request.by, how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(pl.exclude(request.by).fill_null(0))
+        )
+    schema_out = _output_schema(request, schema, intervals)
+    query = grouped.map_batches(
+        lambda g: _release(g, request, key, intervals, non_negative), schema=schema_out
+    )
+    return like(frame, query, engine="streaming")
+
+
+def _check_flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        msg = f"The {name!r} parameter of {_FUNC} must be True or False. Got {value!r} instead."
+        raise InvalidParameterError(msg)
+    return value
+
+
+def _output_schema(request: GroupByRequest, schema: pl.Schema, intervals: bool) -> dict[str, pl.DataType]:
+    out: dict[str, pl.DataType] = {c: schema[c] for c in request.by}
+    for a in request.aggregates:
+        out[a.name] = pl.Int64() if a.kind == "count" else pl.Float64()
+        if intervals:
+            for suffix in ("sd", "ci_low", "ci_high"):
+                out[f"{a.name}_{suffix}"] = pl.Float64()
+    return out
