@@ -25,6 +25,8 @@ def geometric_interval(scale: float, level: float = 0.95) -> int:
     6
     """
     alpha = math.exp(-1.0 / scale)
+    if alpha == 0.0:  # scale below ~1/745: the noise is 0
+        return 0
     t = math.log((1 - level) * (1 + alpha) / 2) / math.log(alpha) - 1
     return max(0, math.ceil(t - 1e-9))
 

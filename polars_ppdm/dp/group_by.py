@@ -95,6 +95,8 @@ def selection_threshold(epsilon: float, delta: float, max_groups: int) -> int:
     scale = max_groups / epsilon
     alpha = math.exp(-1.0 / scale)
     per_group = delta / max_groups
+    if alpha == 0.0:  # no noise: a group of one unit never reaches 2
+        return 2
     return 1 + max(0, math.ceil(math.log(per_group * (1 + alpha)) / math.log(alpha) - 1e-9))
 
 

@@ -1,0 +1,298 @@
+"""dp_group_by: noisy count / sum / mean per group with a privacy unit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm import dp
+from polars_ppdm.dp.accuracy import geometric_sd, laplace_sd
+from polars_ppdm.dp.group_by import selection_threshold
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
+
+SECRET = "5a" * 16
+REGIONS = ["north", "south", "east"]
+
+
+def one_row_each(n: int = 3000, seed: int = 0) -> pl.DataFrame:
+    """One row per person: bounding never binds, the truth is the plain group-by."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {"person": np.arange(n), "region": rng.choice(REGIONS, n), "spend": rng.uniform(0, 100, n)}
+    )
+
+
+def truth(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.group_by("region").agg(
+        pl.len().alias("count"),
+        pl.col("spend").sum().alias("spend_sum"),
+        pl.col("spend").mean().alias("spend_mean"),
+    )
+
+
+AGGREGATES = [dp.count(), dp.sum("spend", bounds=(0, 100)), dp.mean("spend", bounds=(0, 100))]
+PUBLIC = pl.DataFrame({"region": REGIONS})
+
+
+def release(frame, secret, **kwargs):
+    params = {
+        "epsilon": 0.6,
+        "privacy_unit": "person",
+        "public_groups": PUBLIC,
+        "secret": secret,
+        "intervals": True,
+    }
+    return ppdm.dp_group_by(frame, "region", AGGREGATES, **{**params, **kwargs})
+
+
+# ---- statistics over many secrets --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def releases() -> tuple[pl.DataFrame, pl.DataFrame]:
+    frame = one_row_each()
+    runs = [release(frame, secret).with_columns(pl.lit(secret).alias("secret")) for secret in range(500)]
+    return truth(frame), pl.concat(runs)
+
+
+@pytest.mark.parametrize("name", ["count", "spend_sum", "spend_mean"])
+def test_each_aggregate_is_unbiased_over_500_secrets(releases, name):
+    true, runs = releases
+    joined = runs.join(true.select("region", pl.col(name).alias("true")), on="region")
+    for region, group in joined.group_by("region"):
+        values = group[name].to_numpy()
+        se = values.std(ddof=1) / math.sqrt(len(values))
+        assert abs(values.mean() - group["true"][0]) < 4 * se, (region, name)
+
+
+@pytest.mark.parametrize("name", ["count", "spend_sum", "spend_mean"])
+def test_95_percent_intervals_cover_the_truth_93_to_97_percent(releases, name):
+    true, runs = releases
+    joined = runs.join(true.select("region", pl.col(name).alias("true")), on="region")
+    covered = (
+        (joined[f"{name}_ci_low"] <= joined["true"]) & (joined["true"] <= joined[f"{name}_ci_high"])
+    ).mean()
+    assert 0.93 <= covered <= 0.97, covered
+
+
+def test_the_noise_has_the_declared_scale(releases):
+    """epsilon 0.6 over three aggregates: 0.2 each; the count's scale 1 / 0.2, the sum's
+    100 / 0.2, the mean's sum (100 - 0) / 2 / 0.2 (its count is the released count)."""
+    true, runs = releases
+    assert runs["count_sd"].unique().to_list() == [pytest.approx(geometric_sd(5.0))]
+    assert runs["spend_sum_sd"].unique().to_list() == [pytest.approx(laplace_sd(500.0))]
+    joined = runs.join(true.select("region", pl.col("count").alias("true")), on="region")
+    observed = (joined["count"] - joined["true"]).std()
+    # The sample SD of 1,500 draws is within 10% of the true one (its SE is ~ 2.6%).
+    assert observed == pytest.approx(geometric_sd(5.0), rel=0.1)
+
+
+# ---- groups --------------------------------------------------------------------------------
+
+
+def test_public_groups_exactly_in_their_order_empty_ones_too():
+    frame = one_row_each(300)
+    public = pl.DataFrame({"region": ["west", "south", "north"]})  # west is empty; east is not listed
+    out = release(frame, 1, public_groups=public)
+    assert out["region"].to_list() == ["west", "south", "north"]
+    assert abs(out["count"][0]) < 40  # noise only: scale 5
+
+
+def test_partition_selection_never_releases_a_group_of_one_person():
+    rng = np.random.default_rng(4)
+    crowd = pl.DataFrame({"person": np.arange(400), "region": rng.choice(["north", "south"], 400)})
+    loners = pl.DataFrame({"person": [1000, 1001, 1002], "region": ["tiny-a", "tiny-b", "tiny-c"]})
+    frame = pl.concat([crowd, loners]).with_columns(spend=pl.lit(1.0))
+    released = set()
+    for secret in range(300):
+        out = ppdm.dp_group_by(
+            frame, "region", dp.count(), epsilon=1.0, privacy_unit="person", delta=1e-6, secret=secret
+        )
+        released |= set(out["region"].to_list())
+    assert released == {"north", "south"}
+    # The threshold: one unit alone passes with probability <= delta.
+    threshold = selection_threshold(0.5, 1e-6, 1)
+    alpha = math.exp(-0.5)
+    assert alpha ** (threshold - 1) / (1 + alpha) <= 1e-6 < alpha ** (threshold - 2) / (1 + alpha)
+
+
+# ---- contribution bounding -----------------------------------------------------------------
+
+
+def busy_people() -> pl.DataFrame:
+    """Each person has 5 rows in each of 4 regions."""
+    people, regions = np.meshgrid(np.arange(50), np.arange(4), indexing="ij")
+    person = np.repeat(people.ravel(), 5)
+    region = np.repeat(regions.ravel(), 5)
+    return pl.DataFrame({"person": person, "region": region, "spend": np.linspace(0, 9, len(person))})
+
+
+def test_a_person_adds_at_most_max_rows_to_at_most_max_groups():
+    # epsilon so large that the noise is 0: the counts are the bounded counts.
+    out = ppdm.dp_group_by(
+        busy_people(),
+        "region",
+        dp.count(),
+        epsilon=1e6,
+        privacy_unit="person",
+        max_groups_contributed=2,
+        max_rows_per_group=3,
+        public_groups=pl.DataFrame({"region": [0, 1, 2, 3]}),
+        secret=SECRET,
+    )
+    assert out["count"].sum() == 50 * 2 * 3
+    # Which two regions each person keeps is keyed: spread over the four, not the first two.
+    assert (out["count"] > 0).all() and out["count"].max() < 50 * 3
+
+
+def test_rows_kept_do_not_depend_on_row_order():
+    frame = busy_people()
+    kwargs = {
+        "epsilon": 1.0,
+        "privacy_unit": "person",
+        "max_groups_contributed": 2,
+        "max_rows_per_group": 3,
+        "public_groups": pl.DataFrame({"region": [0, 1, 2, 3]}),
+        "secret": SECRET,
+    }
+    aggregates = [dp.count(), dp.sum("spend", bounds=(0, 10)), dp.mean("spend", bounds=(0, 10))]
+    first = ppdm.dp_group_by(frame, "region", aggregates, **kwargs)
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=3)
+    assert ppdm.dp_group_by(shuffled, "region", aggregates, **kwargs).equals(first)
+
+
+def test_eager_lazy_and_streaming_give_the_same_bits():
+    frame = busy_people().with_columns(pl.col("region").cast(pl.String))
+    kwargs = {
+        "epsilon": 1.0,
+        "privacy_unit": "person",
+        "max_groups_contributed": 3,
+        "max_rows_per_group": 2,
+        "delta": 1e-5,
+        "secret": SECRET,
+        "intervals": True,
+    }
+    aggregates = [dp.count(), dp.sum("spend", bounds=(0, 10)), dp.mean("spend", bounds=(-5, 10))]
+    eager = ppdm.dp_group_by(frame, "region", aggregates, **kwargs).sort("region")
+    lazy = ppdm.dp_group_by(frame.lazy(), "region", aggregates, **kwargs)
+    assert isinstance(lazy, pl.LazyFrame)
+    assert lazy.collect().sort("region").equals(eager)
+    assert lazy.collect(engine="streaming").sort("region").equals(eager)
+
+
+def test_post_processing_and_accountant():
+    frame = one_row_each(30)
+    acc = ppdm.BudgetAccountant(1.0)
+    out = ppdm.dp_group_by(
+        frame,
+        "region",
+        [dp.count(), dp.sum("spend", bounds=(0, 100))],
+        epsilon=0.1,
+        public_groups=pl.DataFrame({"region": [f"r{i}" for i in range(50)]}),
+        secret=SECRET,
+        non_negative=True,
+        accountant=acc,
+    )
+    assert (out["count"] >= 0).all() and (out["spend_sum"] >= 0).all()
+    assert acc.spent == pytest.approx(0.1)
+    with pytest.raises(BudgetExceededError):
+        ppdm.dp_group_by(frame, "region", dp.count(), epsilon=0.95, public_groups=PUBLIC, accountant=acc)
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: dp.sum("spend"), "'bounds' parameter of dp.sum\\('spend'\\) is missing"),
+        (lambda: dp.mean("spend"), "'bounds' parameter of dp.mean\\('spend'\\) is missing"),
+        (lambda: dp.sum("spend", bounds=(10, 0)), "low < high"),
+        (lambda: dp.mean("spend", bounds=(0, math.inf)), "finite numbers"),
+        (lambda: dp.count(epsilon=0), "epsilon"),
+    ],
+)
+def test_bad_aggregates(make, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_groups_contributed": 0}, "max_groups_contributed"),
+        ({"max_rows_per_group": 0}, "max_rows_per_group"),
+        ({"public_groups": None}, "'delta' parameter of dp_group_by is missing"),
+        ({"public_groups": None, "delta": 1.0}, "delta"),
+        ({"public_groups": None, "delta": 0}, "delta"),
+        ({"delta": 1e-6}, "leave delta out"),
+        (
+            {"public_groups": pl.DataFrame({"region": ["a"], "spend": [1.0]})},
+            r"\['spend'\] are not group keys",
+        ),
+        ({"public_groups": pl.DataFrame({"area": ["a"]})}, "not group keys; \\['region'\\] are missing"),
+        ({"privacy_unit": "nobody"}, "names no column"),
+        ({"privacy_unit": "region"}, "cannot be a group column"),
+        ({"privacy_unit": None, "max_rows_per_group": 2}, "need privacy_unit="),
+        ({"epsilon": -1}, "epsilon"),
+        ({"aggregates": []}, "non-empty list"),
+        ({"aggregates": [dp.count(), dp.count()]}, "distinct output names"),
+        (
+            {"aggregates": [dp.count(epsilon=0.6), dp.sum("spend", bounds=(0, 1), epsilon=0.5)]},
+            "add up to less",
+        ),
+        (
+            {"aggregates": [dp.count(epsilon=1.0), dp.sum("spend", bounds=(0, 1))]},
+            "leaving a share for spend_sum",
+        ),
+        ({"aggregates": [dp.sum("region", bounds=(0, 1))]}, "numeric column"),
+        ({"by": "spend"}, "a float is no group key"),
+        ({"intervals": "yes"}, "'intervals' parameter"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    frame = one_row_each(50)
+    params = {
+        "by": "region",
+        "aggregates": [dp.count()],
+        "epsilon": 1.0,
+        "privacy_unit": "person",
+        "public_groups": PUBLIC,
+        "secret": SECRET,
+        **kwargs,
+    }
+    with pytest.raises(InvalidParameterError, match=match):
+        ppdm.dp_group_by(frame, params.pop("by"), params.pop("aggregates"), **params)
+
+
+def test_nulls_are_refused_with_the_budget_kept():
+    frame = one_row_each(50)
+    acc = ppdm.BudgetAccountant(5.0)
+    with pytest.raises(InvalidParameterError, match="key column 'person' of dp_group_by has null"):
+        ppdm.dp_group_by(
+            frame.with_columns(pl.when(pl.col("person") == 3).then(None).otherwise("person").alias("person")),
+            "region",
+            dp.count(),
+            epsilon=1.0,
+            privacy_unit="person",
+            public_groups=PUBLIC,
+            secret=SECRET,
+        )
+    with pytest.raises(InvalidParameterError, match="1 null, NaN or infinite"):
+        ppdm.dp_group_by(
+            frame.with_columns(
+                pl.when(pl.col("person") == 3).then(float("nan")).otherwise("spend").alias("spend")
+            ),
+            "region",
+            dp.sum("spend", bounds=(0, 100)),
+            epsilon=1.0,
+            privacy_unit="person",
+            public_groups=PUBLIC,
+            secret=SECRET,
+            accountant=acc,
+        )
+    assert acc.spent == 1.0  # charged before the data was read: the conservative side
