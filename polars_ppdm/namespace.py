@@ -22,6 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import polars as pl
 
+from polars_ppdm.dp.group_by import dp_group_by
 from polars_ppdm.dp.histogram import dp_histogram
 from polars_ppdm.dp.kmeans import dp_kmeans
 from polars_ppdm.dp.quadtree import dp_quadtree
@@ -98,6 +99,7 @@ class _FrameMethods:
     transactions_to_onehot = _method(transactions_to_onehot, "_frame")
     # differentially private releases
     dp_histogram = _method(dp_histogram, "_frame")
+    dp_group_by = _method(dp_group_by, "_frame")
     dp_quadtree = _method(dp_quadtree, "_frame")
     dp_kmeans = _method(dp_kmeans, "_frame")
 
