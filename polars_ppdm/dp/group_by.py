@@ -64,6 +64,7 @@ _PAIR_WORD = "__ppdm_pair_word"
 _ROWS = "__ppdm_rows"
 _UNITS = "__ppdm_units"
 _BAD = "__ppdm_bad"
+_KEEP = "__ppdm_keep"
 _GROUP_STREAM = "dp_group_by/group"
 
 
@@ -392,21 +393,34 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
             *(pl.col(s).sum() for s in sum_names),
             pl.col(_BAD).sum(),
         )
-    if sum_names:  # the rows kept: those of smallest word of (unit, values)
-        rows = rows.with_columns(_words(unit, sum_names, secret, _ROW_WORD)).filter(
-            pl.col(_ROW_WORD).rank("ordinal").over([unit, *by]) <= request.max_rows
+    # One sort by (unit, pair word, group, row word) puts each unit's groups in keyed
+    # order and each group's rows in keyed order; positions then say which pairs and rows
+    # to keep, in linear passes (window ranks over millions of units cost ~10x more).
+    pair = _words(unit, by, secret, _PAIR_WORD, groups=True)
+    row = _words(unit, sum_names, secret, _ROW_WORD) if sum_names else pl.lit(0, dtype=pl.UInt64).alias(_ROW_WORD)
+    first = pl.int_range(pl.len()) == 0
+    new_unit = first | pl.col(unit).ne_missing(pl.col(unit).shift(1))
+    new_pair = new_unit | pl.col(_PAIR_WORD).ne(pl.col(_PAIR_WORD).shift(1))
+    for column in by:  # two groups of one unit sharing a word stay two pairs
+        new_pair = new_pair | pl.col(column).ne_missing(pl.col(column).shift(1))
+    position = pl.int_range(pl.len(), dtype=pl.Int64)
+    pair_number = new_pair.cast(pl.Int64).cum_sum()
+    pair_in_unit = pair_number - pl.when(new_unit).then(pair_number).forward_fill() + 1
+    row_in_pair = position - pl.when(new_pair).then(position).forward_fill() + 1
+    kept = (
+        rows.with_columns(pair, row)
+        .sort([unit, _PAIR_WORD, *by, _ROW_WORD], maintain_order=False)
+        .with_columns(
+            new_pair.alias(_UNITS),
+            ((pair_in_unit <= request.max_groups) & (row_in_pair <= request.max_rows)).alias(_KEEP),
         )
-        kept = pl.len()
-    else:  # counts only: every row adds 1, whichever are kept
-        kept = pl.len().clip(upper_bound=request.max_rows)
-    pairs = (
-        rows.group_by([unit, *by])
-        .agg(kept.alias(_ROWS), *(pl.col(s).sum() for s in sum_names), pl.col(_BAD).sum())
-        .with_columns(_words(unit, by, secret, _PAIR_WORD, groups=True))
-        .filter(pl.col(_PAIR_WORD).rank("ordinal").over(unit) <= request.max_groups)
+        .filter(_KEEP)
     )
-    return pairs.group_by(by).agg(
-        pl.col(_ROWS).sum(), pl.len().alias(_UNITS), *(pl.col(s).sum() for s in sum_names), pl.col(_BAD).sum()
+    return kept.group_by(by).agg(
+        pl.len().alias(_ROWS),
+        pl.col(_UNITS).sum(),  # a unit's kept rows in a group: one pair, its first row
+        *(pl.col(s).sum() for s in sum_names),
+        pl.col(_BAD).sum(),
     )
 
 
