@@ -618,13 +618,22 @@ class LedgerAccountant(BudgetAccountant):
             return epsilon, "sequential"
         return max(group.cost, epsilon) - group.cost, f"parallel: {group.label}"
 
-    def check(self, epsilon: float, release: str, *, why: str = "") -> None:
+    def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` now.
 
         Advisory: another process may spend in between; :meth:`spend` checks again and
-        records in one transaction.
+        records in one transaction.  The ledger keeps epsilon only: a release with a
+        ``delta`` > 0 is refused (use public groups, or an in-memory accountant with a
+        delta budget).
         """
         epsilon = check_epsilon(epsilon, release)
+        if delta:
+            msg = (
+                f"{release!r} needs delta {delta:g}, but the ledger of dataset {self.dataset!r} records epsilon only; "
+                "release with public groups (no delta), or account with BudgetAccountant(epsilon, delta=...); "
+                "nothing was released."
+            )
+            raise BudgetExceededError(msg)
         with self._lock:
             charge, _ = self._charge(epsilon)
             budget, spent = self._ledger.budget(self.dataset), self._ledger.spent(self.dataset)
@@ -636,8 +645,10 @@ class LedgerAccountant(BudgetAccountant):
             )
             raise BudgetExceededError(msg)
 
-    def spend(self, epsilon: float, release: str, *, why: str = "") -> None:
+    def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
         """Record ``epsilon`` for ``release`` in the ledger, or refuse it (nothing recorded)."""
+        if delta:
+            self.check(epsilon, release, why=why, delta=delta)  # refuses it: the ledger keeps epsilon only
         epsilon = check_epsilon(epsilon, release)
         with self._lock:
             charge, composition = self._charge(epsilon)

@@ -105,7 +105,9 @@ class _FrameMethods:
 
 
 FRAME_METHODS = tuple(
-    name for name, value in vars(_FrameMethods).items() if inspect.isfunction(value) and not name.startswith("_")
+    name
+    for name, value in vars(_FrameMethods).items()
+    if inspect.isfunction(value) and not name.startswith("_")
 )
 
 

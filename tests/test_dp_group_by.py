@@ -296,3 +296,32 @@ def test_nulls_are_refused_with_the_budget_kept():
             accountant=acc,
         )
     assert acc.spent == 1.0  # charged before the data was read: the conservative side
+
+
+def test_the_accountant_learns_epsilon_and_delta():
+    frame = one_row_each(300)
+    with pytest.raises(BudgetExceededError, match="delta budget 0"):
+        ppdm.dp_group_by(
+            frame, "region", dp.count(), epsilon=0.5, delta=1e-6, accountant=ppdm.BudgetAccountant(1.0)
+        )
+    acc = ppdm.BudgetAccountant(1.0, delta=1.5e-6)
+    ppdm.dp_group_by(frame, "region", dp.count(), epsilon=0.5, delta=1e-6, accountant=acc, secret=SECRET)
+    assert (acc.spent, acc.spent_delta) == (0.5, 1e-6)
+    assert acc.ledger.select("epsilon", "delta").rows() == [(0.5, 1e-6)]
+    with pytest.raises(BudgetExceededError, match="needs delta 1e-06 but the accountant has 5e-07 left"):
+        ppdm.dp_group_by(frame, "region", dp.count(), epsilon=0.1, delta=1e-6, accountant=acc)
+
+
+def test_a_ledger_accountant_refuses_a_delta(tmp_path):
+    ledger = ppdm.Ledger(tmp_path / "ledger.duckdb")
+    ledger.open_dataset("visits", epsilon_budget=2.0)
+    with pytest.raises(BudgetExceededError, match="records epsilon only"):
+        ppdm.dp_group_by(
+            one_row_each(30),
+            "region",
+            dp.count(),
+            epsilon=0.5,
+            delta=1e-6,
+            accountant=ledger.accountant("visits"),
+        )
+    assert ledger.spent("visits") == 0

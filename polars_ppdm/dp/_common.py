@@ -133,7 +133,13 @@ def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.Lazy
 
 
 def charge(
-    accountant: BudgetAccountant | None, epsilon: float, release: str, func: str, *, why: str = ""
+    accountant: BudgetAccountant | None,
+    epsilon: float,
+    release: str,
+    func: str,
+    *,
+    why: str = "",
+    delta: float = 0.0,
 ) -> None:
     """Spend ``epsilon`` on the accountant (if any) before anything is computed.
 
@@ -145,7 +151,7 @@ def charge(
     if not isinstance(accountant, BudgetAccountant):
         msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
         raise InvalidParameterError(msg)
-    accountant.spend(epsilon, release, why=why)
+    accountant.spend(epsilon, release, why=why, delta=delta)
 
 
 def private_points(

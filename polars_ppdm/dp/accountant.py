@@ -9,6 +9,10 @@ refused with :class:`~polars_ppdm.exceptions.BudgetExceededError` and nothing le
   parts of the data (one per region, one per month, ...) cost the largest of them.  The
   disjointness is the caller's promise; the accountant cannot check it.
 
+A release may also cost a ``delta`` (partition selection of :func:`polars_ppdm.dp_group_by`):
+the accountant composes (epsilon, delta) pairs by basic composition, both sums, and has a
+delta budget of its own (default 0: no release with a delta is accepted).
+
 One accountant may be shared by threads: each spend checks and records under a lock, so
 concurrent releases never spend more than the total between them.
 
@@ -21,6 +25,7 @@ composition).  Zhang, Cheng, DPQT k-means (paper 004).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,10 +50,15 @@ def check_epsilon(epsilon: object, func: str, name: str = "epsilon") -> float:
 class _Group:
     label: str
     releases: list[tuple[str, float]] = field(default_factory=list)
+    deltas: list[float] = field(default_factory=list)
 
     @property
     def cost(self) -> float:
         return max((eps for _, eps in self.releases), default=0.0)
+
+    @property
+    def delta_cost(self) -> float:
+        return max(self.deltas, default=0.0)
 
 
 class BudgetAccountant:
@@ -58,6 +68,8 @@ class BudgetAccountant:
     ----------
     epsilon : float
         The total budget, > 0.
+    delta : float
+        The total delta budget, in [0, 1) (default 0: releases with a delta are refused).
 
     Examples
     --------
@@ -74,9 +86,11 @@ class BudgetAccountant:
     polars_ppdm.exceptions.BudgetExceededError: 'one more' needs epsilon 0.2 but the accountant has 0.1 left of 1 (spent 0.9); nothing was released.
     """
 
-    def __init__(self, epsilon: float) -> None:
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
         self.epsilon = check_epsilon(epsilon, "BudgetAccountant")
+        self.delta = check_real("delta", delta, "BudgetAccountant", low=0, high=1, open_high=True)
         self._entries: list[tuple[str, float, str]] = []  # (release, epsilon, composition)
+        self._deltas: list[float] = []  # per entry
         self._group: _Group | None = None
         self._spent_before_group = 0.0
         # Re-entrant: spend() holds it while calling check(), which reads spent.
@@ -93,23 +107,50 @@ class BudgetAccountant:
         return max(self.epsilon - self.spent, 0.0)
 
     @property
+    def spent_delta(self) -> float:
+        """Delta spent so far (basic composition: the sum; a parallel group its largest)."""
+        with self._lock:
+            return math.fsum(self._deltas) + (self._group.delta_cost if self._group else 0.0)
+
+    @property
     def ledger(self) -> pl.DataFrame:
         """Every release: its label, its epsilon and how it composed."""
         with self._lock:
-            rows = list(self._entries)
+            rows = [(*entry, delta) for entry, delta in zip(self._entries, self._deltas, strict=True)]
             if self._group is not None:
-                rows += [(name, eps, f"parallel: {self._group.label}") for name, eps in self._group.releases]
+                group = self._group
+                rows += [
+                    (name, eps, f"parallel: {group.label}", d)
+                    for (name, eps), d in zip(group.releases, group.deltas, strict=True)
+                ]
         return pl.DataFrame(
-            rows, schema={"release": pl.String, "epsilon": pl.Float64, "composition": pl.String}, orient="row"
+            rows,
+            schema={
+                "release": pl.String,
+                "epsilon": pl.Float64,
+                "composition": pl.String,
+                "delta": pl.Float64,
+            },
+            orient="row",
         )
 
-    def check(self, epsilon: float, release: str, *, why: str = "") -> None:
-        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon``;
-        ``why`` (how the release worked ``epsilon`` out) goes into the message."""
+    def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (and
+        ``delta``); ``why`` (how the release worked ``epsilon`` out) goes into the message."""
         epsilon = check_epsilon(epsilon, release)
+        delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         with self._lock:
             group, spent = self._group, self.spent
             after = self._spent_before_group + max(group.cost, epsilon) if group else spent + epsilon
+            delta_after = math.fsum(self._deltas) + (max(group.delta_cost, delta) if group else delta)
+        if delta_after > self.delta * (1 + _SLACK) + 0.0:
+            msg = (
+                f"{release!r} needs delta {delta:g} but the accountant has {max(self.delta - self.spent_delta, 0.0):g} "
+                f"left of its delta budget {self.delta:g}"
+                + (" (make it with BudgetAccountant(epsilon, delta=...))" if self.delta == 0 else "")
+                + "; nothing was released."
+            )
+            raise BudgetExceededError(msg)
         if after > self.epsilon * (1 + _SLACK):
             msg = (
                 f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but the accountant has {max(self.epsilon - spent, 0.0):g} left of "
@@ -117,14 +158,16 @@ class BudgetAccountant:
             )
             raise BudgetExceededError(msg)
 
-    def spend(self, epsilon: float, release: str, *, why: str = "") -> None:
-        """Record ``epsilon`` for ``release``, or refuse it (see :meth:`check`)."""
+    def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
+        """Record ``epsilon`` (and ``delta``) for ``release``, or refuse it (see :meth:`check`)."""
         with self._lock:  # check and record as one step: threads never overspend
-            self.check(epsilon, release, why=why)
+            self.check(epsilon, release, why=why, delta=delta)
             if self._group is not None:
                 self._group.releases.append((release, float(epsilon)))
+                self._group.deltas.append(float(delta))
             else:
                 self._entries.append((release, float(epsilon), "sequential"))
+                self._deltas.append(float(delta))
                 self._spent_before_group += float(epsilon)
 
     @contextlib.contextmanager
@@ -141,6 +184,8 @@ class BudgetAccountant:
             with self._lock:
                 self._group = None
                 self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
+                # The group's delta is its largest; recorded on its first entry.
+                self._deltas += [group.delta_cost if i == 0 else 0.0 for i in range(len(group.releases))]
                 self._spent_before_group += group.cost
 
     def __repr__(self) -> str:

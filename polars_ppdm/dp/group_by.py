@@ -205,9 +205,9 @@ class GroupByRequest:
         return list(seen)
 
     def charge(self, accountant: BudgetAccountant | None) -> None:
-        why = ", ".join(f"{name} {eps:g}" for name, eps in self.epsilons.items())
-        delta = f", delta {self.delta:g}" if self.delta is not None else ""
-        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.by)})", _FUNC, why=why + delta)
+        why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
+        release = f"{_FUNC}({', '.join(self.by)})"
+        charge(accountant, self.epsilon, release, _FUNC, why=why, delta=self.delta or 0.0)
 
 
 def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection: bool) -> dict[str, float]:
@@ -397,7 +397,11 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     # order and each group's rows in keyed order; positions then say which pairs and rows
     # to keep, in linear passes (window ranks over millions of units cost ~10x more).
     pair = _words(unit, by, secret, _PAIR_WORD, groups=True)
-    row = _words(unit, sum_names, secret, _ROW_WORD) if sum_names else pl.lit(0, dtype=pl.UInt64).alias(_ROW_WORD)
+    row = (
+        _words(unit, sum_names, secret, _ROW_WORD)
+        if sum_names
+        else pl.lit(0, dtype=pl.UInt64).alias(_ROW_WORD)
+    )
     first = pl.int_range(pl.len()) == 0
     new_unit = first | pl.col(unit).ne_missing(pl.col(unit).shift(1))
     new_pair = new_unit | pl.col(_PAIR_WORD).ne(pl.col(_PAIR_WORD).shift(1))

@@ -25,7 +25,14 @@ from pathlib import Path
 
 from polars_ppdm._durable import fsync_folder
 
-__all__ = ["GrowingFileHash", "atomic_path", "file_sha256", "remove_stale", "replace_whole", "write_bytes_atomic"]
+__all__ = [
+    "GrowingFileHash",
+    "atomic_path",
+    "file_sha256",
+    "remove_stale",
+    "replace_whole",
+    "write_bytes_atomic",
+]
 
 _CHUNK = 1 << 20
 

@@ -271,7 +271,9 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
     return Secret(derived.digest())
 
 
-def _release(pipeline: Pipeline, step: Any, original: Any, disguised: Any, secret: Secret, ppdm: Any) -> pl.DataFrame:
+def _release(
+    pipeline: Pipeline, step: Any, original: Any, disguised: Any, secret: Secret, ppdm: Any
+) -> pl.DataFrame:
     key = pipeline.dataset.key
     got: Any
     if isinstance(step, RRSupport):
