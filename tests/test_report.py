@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 
 import polars_ppdm as ppdm
+from polars_ppdm.dp.accuracy import geometric_interval
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.reporting import build_report
-from polars_ppdm.dp.accuracy import geometric_interval
 
 SECRET = "ab" * 16
 N = 20_000
