@@ -644,3 +644,15 @@ def test_bounds_as_numpy_arrays_or_series():
         df, ["x", "y"], bounds=np.array([[0.0, 1.0], [0.0, 1.0]]), bins=2, epsilon=1.0, secret=1
     )
     assert both.height == 4
+
+
+def test_histogram_non_negative_clips_the_noise_only():
+    """non_negative is the unclipped release clipped at 0 (post-processing, same secret)."""
+    ages = pl.DataFrame({"age": [30] * 50 + [70] * 5})
+    params = {"bounds": (0, 100), "bins": 50, "epsilon": 0.2, "secret": 3}
+    raw = ppdm.dp_histogram(ages, "age", **params)
+    clipped = ppdm.dp_histogram(ages, "age", **params, non_negative=True)
+    assert (raw["count"] < 0).sum() > 10  # most of the 48 empty bins come out negative
+    assert clipped["count"].to_list() == raw["count"].clip(lower_bound=0).to_list()
+    with pytest.raises(InvalidParameterError, match="non_negative"):
+        ppdm.dp_histogram(ages, "age", **params, non_negative="yes")

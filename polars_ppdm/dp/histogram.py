@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_int, check_numeric, per_column
+from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, per_column
 from polars_ppdm.dp._common import (
     NOTHING_RELEASED,
     bound_contributions,
@@ -83,6 +83,7 @@ def dp_histogram(
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
+    non_negative: bool = False,
 ) -> Frame:
     """Noisy counts of every bin of a public grid (1-D or d-D), empty bins included.
 
@@ -117,13 +118,18 @@ def dp_histogram(
         Rows kept per unit (chosen by the keyed randomness); the sensitivity.
     accountant : BudgetAccountant, optional
         Charged ``epsilon`` before anything is computed.
+    non_negative : bool
+        Clip the noisy counts at 0: post-processing, no privacy cost.  Most empty cells
+        of a sparse grid come out negative otherwise; clipping lowers their error (half
+        of them become exact) but biases small counts upwards, and the total with them
+        (``benchmarks/bench_dp_histogram.py`` prints both errors).
 
     Returns
     -------
     polars.DataFrame or polars.LazyFrame
         One row per grid cell: for each column ``<c>_bin`` (Int64), ``<c>_low`` and
-        ``<c>_high``, then ``count`` (Int64, noisy, may be negative: it is unbiased;
-        clip it if you need counts >= 0, which costs nothing in privacy).
+        ``<c>_high``, then ``count`` (Int64, noisy; unbiased and possibly negative unless
+        ``non_negative``).
 
     Examples
     --------
@@ -155,7 +161,8 @@ def dp_histogram(
     cols = request.columns
     lazy = bound_contributions(as_lazy(frame), key, request.contributions, secret, _FUNC, cols)
     counts = lazy.group_by(request.flat_bin().alias(BIN)).agg(pl.len().alias("count"))
-    return like(frame, noisy_grid(request, counts, secret), engine="streaming")
+    non_negative = check_bool("non_negative", non_negative, _FUNC)
+    return like(frame, noisy_grid(request, counts, secret, non_negative=non_negative), engine="streaming")
 
 
 @dataclass(frozen=True)
@@ -229,7 +236,12 @@ def check_histogram(
 
 
 def noisy_grid(
-    request: HistogramRequest, counts: pl.LazyFrame, secret: bytes, *, scale: float | None = None
+    request: HistogramRequest,
+    counts: pl.LazyFrame,
+    secret: bytes,
+    *,
+    scale: float | None = None,
+    non_negative: bool = False,
 ) -> pl.LazyFrame:
     """Every cell of the grid with its noisy count, from the true counts of the non-empty
     cells (``counts``: columns ``BIN`` (Int64, null for non-finite values: refused) and
@@ -245,7 +257,8 @@ def noisy_grid(
             msg = f"{_FUNC}: the columns {cols} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
             raise InvalidParameterError(msg)
         noise = discrete_laplace(secret, stream, grid[BIN].to_numpy().astype(np.uint64), scale)
-        return grid.with_columns(pl.col("count") + pl.Series(noise))
+        noisy_count = pl.col("count") + pl.Series(noise)
+        return grid.with_columns(noisy_count.clip(lower_bound=0) if non_negative else noisy_count)
 
     grid = pl.LazyFrame({BIN: pl.int_range(total, dtype=pl.Int64, eager=True)})
     counts = counts.select(pl.col(BIN).cast(pl.Int64), pl.col("count"))

@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_ppdm._validation import check_bool
 from polars_ppdm.dp._common import check_points, unit_words
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.histogram import BIN, check_histogram, noisy_grid
@@ -138,6 +139,7 @@ def dp_histogram(
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
+    non_negative: bool = False,
 ) -> SparkFrame:
     """:func:`polars_ppdm.dp_histogram` on a Spark DataFrame: the same noisy grid, bit
     for bit, for the same secret.
@@ -163,6 +165,8 @@ def dp_histogram(
         each row is its own unit.
     accountant : BudgetAccountant, optional
         Charged before any Spark job runs; an over-budget call reads nothing.
+    non_negative : bool
+        Clip the noisy counts at 0 (post-processing), as in Polars.
 
     Returns
     -------
@@ -189,6 +193,7 @@ def dp_histogram(
         max_contributions=max_contributions,
         data=_extremes(sdf, _columns(columns)),
     )
+    non_negative = check_bool("non_negative", non_negative, func)
     request.charge(accountant)
     key_bytes = resolve_secret(secret).key
     flat = request.flat_bin().alias(BIN)
@@ -203,7 +208,7 @@ def dp_histogram(
         pl.Schema({BIN: pl.Int64}),
     )
     counts = _collect(rows.groupBy(BIN).count())
-    grid = noisy_grid(request, counts.lazy(), key_bytes).collect()
+    grid = noisy_grid(request, counts.lazy(), key_bytes, non_negative=non_negative).collect()
     return sdf.sparkSession.createDataFrame(grid.to_arrow(compat_level=pl.CompatLevel.oldest()))
 
 

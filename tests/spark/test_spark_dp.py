@@ -57,6 +57,11 @@ def test_dp_histogram_is_the_polars_release(spark, table, partitions):
     assert_frame_equal(got, want)
     exact = ppdm.dp_histogram(table, ["x", "y"], **{**params, "epsilon": 1e6})
     assert exact["count"].sum() == 2 * 250 < N
+    # Clipped at 0: the same post-processing on both engines.
+    params = {**params, "epsilon": 0.05, "non_negative": True}
+    got = _released(spark_dp.dp_histogram(sdf, ["x", "y"], **params)).sort("x_bin", "y_bin")
+    assert_frame_equal(got, ppdm.dp_histogram(table, ["x", "y"], **params))
+    assert got["count"].min() == 0
 
 
 @pytest.mark.parametrize("partitions", PARTITIONS)
