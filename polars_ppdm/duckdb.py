@@ -433,6 +433,9 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         null_handling=SPECIAL,
     )
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL)
+    from polars_ppdm.duckdb_group_by import register_group_by_udfs  # it imports this module's helpers
+
+    register_group_by_udfs(con)
     con.execute(_MACROS)
     for path in sql_files():
         con.execute(path.read_text(encoding="utf-8"))

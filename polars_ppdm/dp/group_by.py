@@ -55,7 +55,15 @@ from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discret
 from polars_ppdm.kernels.prf import first_words, stream_id
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["GroupByRequest", "check_group_by", "dp_group_by", "group_words", "selection_threshold"]
+__all__ = [
+    "GROUP_STREAM",
+    "GroupByRequest",
+    "check_group_by",
+    "dp_group_by",
+    "group_words",
+    "selection_threshold",
+    "string_bits",
+]
 
 _FUNC = "dp_group_by"
 _Z95 = 1.959963984540054
@@ -65,7 +73,7 @@ _ROWS = "__ppdm_rows"
 _UNITS = "__ppdm_units"
 _BAD = "__ppdm_bad"
 _KEEP = "__ppdm_keep"
-_GROUP_STREAM = "dp_group_by/group"
+GROUP_STREAM = "dp_group_by/group"
 
 
 def _sum_column(agg_column: str) -> str:
@@ -116,7 +124,7 @@ def group_words(secret: bytes, groups: pl.DataFrame) -> np.ndarray:
     """
     word = np.zeros(groups.height, dtype=np.uint64)
     for j, column in enumerate(groups.get_columns()):
-        word = first_words(secret, stream_id(f"{_GROUP_STREAM}/{j}"), word ^ _value_bits(secret, column))
+        word = first_words(secret, stream_id(f"{GROUP_STREAM}/{j}"), word ^ _value_bits(secret, column))
     return word
 
 
@@ -129,17 +137,22 @@ def _value_bits(secret: bytes, column: pl.Series) -> np.ndarray:
         filled = column.fill_null(0)
         bits = filled.to_numpy() if dtype == pl.UInt64 else filled.cast(pl.Int64).to_numpy().view(np.uint64)
     else:
-        text = column.cast(pl.String).fill_null("")
-        key = hmac.new(secret, b"polars_ppdm/dp_group_by/string", hashlib.sha256).digest()
-        codes = {
-            value: int.from_bytes(hmac.new(key, value.encode(), hashlib.sha256).digest()[:8], "little")
-            for value in text.unique().to_list()
-        }
-        bits = text.replace_strict(codes, return_dtype=pl.UInt64).to_numpy()
+        bits = string_bits(secret, column.cast(pl.String).fill_null(""))
     bits = np.ascontiguousarray(bits, dtype=np.uint64)
     if nulls is not None:
         bits = np.where(nulls, NULL_BITS, bits)
     return bits
+
+
+def string_bits(secret: bytes, text: pl.Series) -> np.ndarray:
+    """The 64-bit pattern of each string group value: the first 8 bytes (little-endian)
+    of HMAC-SHA256 under a key derived from the secret, computed once per distinct value."""
+    key = hmac.new(secret, b"polars_ppdm/dp_group_by/string", hashlib.sha256).digest()
+    codes = {
+        value: int.from_bytes(hmac.new(key, value.encode(), hashlib.sha256).digest()[:8], "little")
+        for value in text.unique().to_list()
+    }
+    return text.replace_strict(codes, return_dtype=pl.UInt64).to_numpy()
 
 
 _GROUP_DTYPES = "integer, String, Categorical, Enum or Boolean"
@@ -366,7 +379,8 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
         low, high = a.bounds
         clamped = pl.col(a.column).cast(pl.Float64).clip(low, high)
         value = clamped if a.kind == "sum" else clamped - (low + high) / 2
-        units = (value / grid(a)).round().fill_nan(0).cast(pl.Int64)
+        # floor(x + 0.5), not round(): the same bits in every engine and Polars version.
+        units = (value / grid(a) + 0.5).floor().fill_nan(0).cast(pl.Int64)
         exprs.append(units.alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name)))
     return exprs
 

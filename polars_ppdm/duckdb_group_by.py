@@ -1,0 +1,112 @@
+"""The keyed pieces the SQL macros of :func:`polars_ppdm.dp_group_by` need, as DuckDB UDFs.
+
+The macros ``ppdm_dp_count``, ``ppdm_dp_sum`` and ``ppdm_dp_avg`` (``sql/dp_group_by.sql``)
+do the contribution bounding, the grid sums and the joins in SQL; these UDFs give them
+the same 64-bit words and noise as the Polars code, so the releases are the same bits:
+
+* ``ppdm_bits(x BIGINT) -> UBIGINT``, ``ppdm_double_bits(x DOUBLE) -> UBIGINT`` and
+  ``ppdm_string_bits(secret, x VARCHAR) -> UBIGINT`` -- the 64-bit pattern of an integer
+  (two's complement), of a float64, and of a string group value (keyed HMAC); NULL gives
+  the null pattern (:data:`polars_ppdm.kernels.dp_noise.NULL_BITS`);
+* ``ppdm_word(secret, stream, prev UBIGINT, bits UBIGINT) -> UBIGINT`` -- one link of
+  the keyed chains (word 0 of AES(secret, stream || prev XOR bits)): the contribution
+  words of :func:`polars_ppdm.kernels.dp_noise.contribution_words` and the group words of
+  :func:`polars_ppdm.dp.group_by.group_words`;
+* ``ppdm_group_noise(secret, stream, word UBIGINT, scale DOUBLE, kind VARCHAR) -> DOUBLE``
+  -- two-sided geometric (``kind`` 'geometric') or Laplace ('laplace') noise keyed by
+  a group word;
+* ``ppdm_selection_threshold(epsilon, delta, max_groups) -> BIGINT`` -- partition
+  selection's threshold (:func:`polars_ppdm.dp.group_by.selection_threshold`).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from duckdb.func import ARROW, SPECIAL
+
+from polars_ppdm.dp.group_by import selection_threshold, string_bits
+from polars_ppdm.duckdb import _constant as constant
+from polars_ppdm.duckdb import _secret as secret_of
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import NULL_BITS, discrete_laplace, laplace
+from polars_ppdm.kernels.prf import first_words, stream_id
+
+__all__ = ["register_group_by_udfs"]
+
+
+def _with_nulls(bits: np.ndarray, arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if arr.null_count:
+        nulls = pl.Series(arr).is_null().to_numpy()
+        bits = np.where(nulls, NULL_BITS, bits)
+    return pa.array(bits, type=pa.uint64())
+
+
+def _bits_udf(x):
+    values = pl.Series(x).fill_null(0).cast(pl.Int64).to_numpy().view(np.uint64)
+    return _with_nulls(values, x)
+
+
+def _double_bits_udf(x):
+    values = np.ascontiguousarray(pl.Series(x).fill_null(0.0).cast(pl.Float64).to_numpy()).view(np.uint64)
+    return _with_nulls(values, x)
+
+
+def _string_bits_udf(secret, x):
+    if len(x) == 0:
+        return pa.array([], type=pa.uint64())
+    key = secret_of(secret, "ppdm_string_bits").key
+    return _with_nulls(string_bits(key, pl.Series(x).cast(pl.String).fill_null("")), x)
+
+
+def _word_udf(secret, stream, prev, bits):
+    func = "ppdm_word"
+    if len(prev) == 0:
+        return pa.array([], type=pa.uint64())
+    key, label = secret_of(secret, func).key, str(constant(stream, "stream", func))
+    chained = pl.Series(prev).to_numpy() ^ pl.Series(bits).to_numpy()
+    return pa.array(first_words(key, stream_id(label), chained), type=pa.uint64())
+
+
+def _group_noise_udf(secret, stream, word, scale, kind):
+    func = "ppdm_group_noise"
+    if len(word) == 0:
+        return pa.array([], type=pa.float64())
+    key, label = secret_of(secret, func).key, str(constant(stream, "stream", func))
+    scale, kind = constant(scale, "scale", func), constant(kind, "kind", func)
+    if not (isinstance(scale, float) and 0 < scale < float("inf")):
+        msg = f"The 'scale' argument of {func} must be a finite float > 0. Got {scale!r} instead."
+        raise InvalidParameterError(msg)
+    words = pl.Series(word).to_numpy()
+    if kind == "geometric":
+        return pa.array(discrete_laplace(key, stream_id(label), words, scale).astype(np.float64))
+    if kind == "laplace":
+        return pa.array(laplace(key, stream_id(label), words, scale))
+    msg = f"The 'kind' argument of {func} must be 'geometric' or 'laplace'. Got {kind!r} instead."
+    raise InvalidParameterError(msg)
+
+
+def _selection_threshold_udf(epsilon, delta, max_groups):
+    func = "ppdm_selection_threshold"
+    threshold = selection_threshold(
+        float(constant(epsilon, "epsilon", func)), float(constant(delta, "delta", func)), int(constant(max_groups, "max_groups", func))
+    )
+    return pa.array([threshold] * len(epsilon), type=pa.int64())
+
+
+def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
+    """Register the UDFs above on ``con`` (:func:`polars_ppdm.duckdb.register` calls it)."""
+    T = duckdb.sqltypes
+    arrow = {"type": ARROW, "null_handling": SPECIAL}
+    con.create_function("ppdm_bits", _bits_udf, [T.BIGINT], T.UBIGINT, **arrow)
+    con.create_function("ppdm_double_bits", _double_bits_udf, [T.DOUBLE], T.UBIGINT, **arrow)
+    con.create_function("ppdm_string_bits", _string_bits_udf, [T.VARCHAR, T.VARCHAR], T.UBIGINT, **arrow)
+    con.create_function("ppdm_word", _word_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.UBIGINT], T.UBIGINT, **arrow)
+    con.create_function(
+        "ppdm_group_noise", _group_noise_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.DOUBLE, T.VARCHAR], T.DOUBLE, **arrow
+    )
+    con.create_function(
+        "ppdm_selection_threshold", _selection_threshold_udf, [T.DOUBLE, T.DOUBLE, T.BIGINT], T.BIGINT, **arrow
+    )

@@ -1,0 +1,245 @@
+-- name: ppdm_dp_count, ppdm_dp_sum, ppdm_dp_avg
+-- Differentially private COUNT / SUM / AVG per group with a privacy unit, as
+-- polars_ppdm.dp_group_by with one aggregate: the same numbers, bit for bit, for the same
+-- secret.  BigQuery's option names:
+--
+--   SELECT * FROM ppdm_dp_count('visits', 'region', epsilon := 1.0,
+--       privacy_unit_column := 'person', max_groups_contributed := 1,
+--       public_groups := ['north', 'south']);
+--   SELECT * FROM ppdm_dp_sum('visits', 'region', 'spend', contribution_bounds_per_row := [0, 100],
+--       epsilon := 1.0, privacy_unit_column := 'person', delta := 1e-6, secret := 'env:PPDM_SECRET');
+--
+-- tbl: a table or view name.  group_col: the group column (integer, VARCHAR or BOOLEAN).
+-- value_col (sum, avg): a numeric column.  contribution_bounds_per_row (sum, avg): [low,
+--   high], each value is clamped to it.  epsilon: > 0 (with partition selection, half of it
+--   selects the groups).  privacy_unit_column: the person's column (integer or VARCHAR, no
+--   NULL); NULL: each row is its own unit.  max_groups_contributed, max_rows_per_group: >= 1
+--   (both 1 without a privacy unit).  public_groups: a list of the groups to release (all of
+--   them, empty ones too, no other); NULL: partition selection with delta in (0, 1).
+--   secret: as for ppdm_rr_disguise.
+-- Returns the group column under its own name, then count / <col>_sum / <col>_mean, ordered
+-- as public_groups, or by group.  Needs ppdm.duckdb.register (the keyed words and noise).
+-- Intervals and non_negative are Polars options only.
+CREATE OR REPLACE MACRO _ppdm_dp_group_by(
+    tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
+    max_groups_contributed, max_rows_per_group, delta, public_groups, secret
+) AS TABLE
+WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
+shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS g_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none'))) AS g_type,
+           len(list_value(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) = 2 AS v_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) AS v_type,
+           len(list_value(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) = 2 AS u_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) AS u_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+),
+params AS (
+    SELECT CASE
+               WHEN group_col IS NULL OR NOT g_found
+                   THEN error('ppdm_dp_' || kind || ': the group column ' || coalesce(group_col::VARCHAR, 'NULL')
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+               WHEN NOT regexp_full_match(g_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR|BOOLEAN)')
+                   THEN error('ppdm_dp_' || kind || ': the group column ' || group_col::VARCHAR
+                              || ' must be an integer, VARCHAR or BOOLEAN column (a float is no group key). Got ' || g_type || '.')
+               WHEN kind <> 'count' AND (value_col IS NULL OR NOT v_found)
+                   THEN error('ppdm_dp_' || kind || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+               WHEN kind <> 'count' AND NOT regexp_full_match(v_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('ppdm_dp_' || kind || ': the value column ' || value_col::VARCHAR || ' must be numeric. Got ' || v_type || '.')
+               WHEN kind <> 'count' AND (bounds IS NULL OR len(bounds) <> 2 OR bounds[1] IS NULL OR bounds[2] IS NULL
+                                         OR NOT isfinite(bounds[1]::DOUBLE) OR NOT isfinite(bounds[2]::DOUBLE)
+                                         OR NOT (bounds[1]::DOUBLE < bounds[2]::DOUBLE))
+                   THEN error('The ''contribution_bounds_per_row'' argument of ppdm_dp_' || kind
+                              || ' must be [low, high], finite, with low < high (public: never read off the data). Got '
+                              || coalesce(bounds::VARCHAR, 'NULL') || '.')
+               WHEN epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon::DOUBLE > 0)
+                   THEN error('The ''epsilon'' argument of ppdm_dp_' || kind || ' must be a finite float > 0. Got '
+                              || coalesce(epsilon::VARCHAR, 'NULL') || '.')
+               WHEN privacy_unit_column IS NOT NULL AND NOT u_found
+                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column ' || privacy_unit_column::VARCHAR
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+               WHEN privacy_unit_column IS NOT NULL AND NOT regexp_full_match(u_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR)')
+                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column must be an integer or VARCHAR column. Got ' || u_type || '.')
+               WHEN privacy_unit_column::VARCHAR = group_col::VARCHAR
+                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column cannot be the group column: every group would be one person.')
+               WHEN max_groups_contributed IS NULL OR NOT (max_groups_contributed >= 1)
+                   OR max_rows_per_group IS NULL OR NOT (max_rows_per_group >= 1)
+                   THEN error('The ''max_groups_contributed'' and ''max_rows_per_group'' arguments of ppdm_dp_' || kind
+                              || ' must be integers >= 1. Got ' || coalesce(max_groups_contributed::VARCHAR, 'NULL') || ' and '
+                              || coalesce(max_rows_per_group::VARCHAR, 'NULL') || '.')
+               WHEN privacy_unit_column IS NULL AND (max_groups_contributed <> 1 OR max_rows_per_group <> 1)
+                   THEN error('ppdm_dp_' || kind || ': max_groups_contributed and max_rows_per_group other than 1 need '
+                              || 'privacy_unit_column (without it each row is its own privacy unit).')
+               WHEN public_groups IS NULL AND (delta IS NULL OR NOT (delta::DOUBLE > 0 AND delta::DOUBLE < 1))
+                   THEN error('The ''delta'' argument of ppdm_dp_' || kind || ' must be in (0, 1) without public_groups '
+                              || '(partition selection: the chance that a group of one person is released). Got '
+                              || coalesce(delta::VARCHAR, 'NULL') || '.')
+               WHEN public_groups IS NOT NULL AND delta IS NOT NULL
+                   THEN error('The ''delta'' argument of ppdm_dp_' || kind || ' is for partition selection; with '
+                              || 'public_groups no group is selected from the data, so leave it out.')
+               ELSE max_groups_contributed::BIGINT
+           END AS G,
+           max_rows_per_group::BIGINT AS R,
+           -- Epsilon: the aggregate's even share, one share more for partition selection.
+           epsilon::DOUBLE / if(public_groups IS NULL, 2, 1) AS eps,
+           bounds[1]::DOUBLE AS lo, bounds[2]::DOUBLE AS hi,
+           -- The most one row moves the noisy quantity (DPAggregate.row_bound).
+           CASE kind WHEN 'count' THEN 1.0 WHEN 'sum' THEN greatest(abs(bounds[1]::DOUBLE), abs(bounds[2]::DOUBLE))
+                     ELSE (bounds[2]::DOUBLE - bounds[1]::DOUBLE) / 2 END AS row_bound,
+           u_type
+    FROM shape
+),
+rows AS (
+    SELECT coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
+           CASE WHEN privacy_unit_column IS NULL THEN NULL
+                WHEN __ppdm_u IS NULL
+                    THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ppdm_dp_' || kind
+                               || ' has NULL values; every row needs its privacy unit.')
+                WHEN u_type = 'VARCHAR' THEN ppdm_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
+                ELSE ppdm_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
+           -- Without a privacy unit each row is its own pair (a unit of one row).
+           if(privacy_unit_column IS NULL, row_number() OVER (), 0) AS __rowid,
+           -- Clamped, shifted for a mean, in grid units of row_bound / 2^32 (as Polars: exact sums).
+           CASE WHEN kind = 'count' THEN 0
+                WHEN __ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x) THEN NULL
+                ELSE floor((least(greatest(__ppdm_x, lo), hi) - if(kind = 'mean', (lo + hi) / 2, 0))
+                           / (row_bound / 4294967296.0) + 0.5)::BIGINT END AS __v,
+           kind <> 'count' AND (__ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x)) AS __bad
+    FROM (SELECT *, coalesce(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS __ppdm_u,
+                 TRY_CAST(coalesce(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
+          FROM src), params
+),
+checked AS (
+    SELECT *,
+           -- The group value's 64-bit pattern (polars_ppdm.dp.group_by._value_bits).
+           CASE WHEN __g IS NULL THEN ppdm_bits(NULL)
+                WHEN typeof(__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(__g AS VARCHAR))
+                ELSE ppdm_bits(TRY_CAST(__g AS BIGINT)) END AS __gbits
+    FROM rows
+),
+-- With a privacy unit: each unit keeps max_rows_per_group rows per group (smallest
+-- contribution word of (unit, value)) and max_groups_contributed groups (smallest word of
+-- (unit, group)); without one, every row is kept.
+worded AS (
+    SELECT *,
+           if(privacy_unit_column IS NULL, 0::UBIGINT,
+              ppdm_word(secret::VARCHAR, 'dp/contributions/0', __unit, __gbits)) AS __pair_word,
+           if(privacy_unit_column IS NULL OR kind = 'count', 0::UBIGINT,
+              ppdm_word(secret::VARCHAR, 'dp/contributions/0', __unit, ppdm_double_bits(__v::DOUBLE))) AS __row_word
+    FROM checked
+),
+ranked AS (
+    SELECT *, if(privacy_unit_column IS NULL, 1,
+                 row_number() OVER (PARTITION BY __unit, __g ORDER BY __row_word)) AS __rn
+    FROM worded
+),
+pairs AS (
+    SELECT __unit, __g, any_value(__pair_word) AS __pw, any_value(__gbits) AS __gbits, count(*) AS __n,
+           sum(__v) AS __s, bool_or(__bad) AS __bad
+    FROM ranked, params WHERE __rn <= R
+    GROUP BY __unit, __g, __rowid
+),
+kept AS (
+    SELECT * FROM (
+        SELECT *, if(privacy_unit_column IS NULL, 1,
+                     row_number() OVER (PARTITION BY __unit ORDER BY __pw, __g)) AS __pn
+        FROM pairs
+    ), params WHERE __pn <= G
+),
+grouped AS (
+    SELECT __g, any_value(__gbits) AS __gbits, sum(__n) AS __rows, count(*) AS __units, sum(__s) AS __total,
+           bool_or(__bad) AS __bad
+    FROM kept GROUP BY __g
+),
+candidates AS (
+    SELECT p.__g, p.__order, coalesce(g.__rows, 0) AS __rows, coalesce(g.__units, 0) AS __units,
+           coalesce(g.__total, 0) AS __total, coalesce(g.__bad, false) AS __bad
+    FROM (SELECT unnest(public_groups) AS __g, generate_subscripts(public_groups, 1) AS __order
+          WHERE public_groups IS NOT NULL) p
+    LEFT JOIN grouped g ON p.__g IS NOT DISTINCT FROM g.__g
+    UNION ALL
+    SELECT __g, NULL AS __order, __rows, __units, __total, __bad FROM grouped WHERE public_groups IS NULL
+),
+keyed AS (
+    SELECT c.*,
+           ppdm_word(secret::VARCHAR, 'dp_group_by/group/0', 0::UBIGINT,
+                     CASE WHEN c.__g IS NULL THEN ppdm_bits(NULL)
+                          WHEN typeof(c.__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(c.__g AS VARCHAR))
+                          ELSE ppdm_bits(TRY_CAST(c.__g AS BIGINT)) END) AS __word
+    FROM candidates c
+),
+selected AS (
+    SELECT k.* FROM keyed k, params
+    WHERE public_groups IS NOT NULL
+       OR k.__units + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/select', k.__word,
+                                       G::DOUBLE / eps, 'geometric')
+          >= ppdm_selection_threshold(eps, delta::DOUBLE, G)
+),
+noisy AS (
+    SELECT s.__g, s.__order,
+           CASE WHEN s.__bad THEN error('ppdm_dp_' || kind || ': the column ' || value_col::VARCHAR
+                                        || ' holds NULL, NaN or infinite values in the rows kept; drop or fill them first.')
+               WHEN kind = 'count' THEN s.__rows::DOUBLE + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/count()',
+                                                                    s.__word, (G * R)::DOUBLE * 1.0 / eps, 'geometric')
+               WHEN kind = 'sum' THEN s.__total::DOUBLE * (row_bound / 4294967296.0)
+                               + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/sum(' || value_col::VARCHAR || ')',
+                                                  s.__word, (G * R)::DOUBLE * row_bound / eps, 'laplace')
+               ELSE least(greatest(
+                        (lo + hi) / 2
+                        + (s.__total::DOUBLE * (row_bound / 4294967296.0)
+                           + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/mean(' || value_col::VARCHAR || ')',
+                                              s.__word, (G * R)::DOUBLE * row_bound / (eps / 2), 'laplace'))
+                          / greatest(s.__rows::DOUBLE
+                                     + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')',
+                                                        s.__word, (G * R)::DOUBLE / (eps / 2), 'geometric'), 1.0),
+                        lo), hi)
+           END AS __value
+    FROM selected s, params
+),
+named AS (SELECT COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0)
+SELECT CASE WHEN COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__g END AS '\0',
+       noisy.__value AS __ppdm_value, noisy.__order AS __ppdm_order, noisy.__g AS __ppdm_group
+FROM noisy LEFT JOIN named ON false;
+
+CREATE OR REPLACE MACRO ppdm_dp_count(
+    tbl, group_col, epsilon := NULL, privacy_unit_column := NULL, max_groups_contributed := 1,
+    max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+) AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')), __ppdm_value::BIGINT AS count
+FROM _ppdm_dp_group_by(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
+                       max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
+
+-- <value_col>_sum / <value_col>_mean: an empty relation with the value column (renamed
+-- __ppdm_v_<value_col>) names the result through the alias pattern '\1_sum', as
+-- ppdm_dp_histogram names <col>_bin.
+CREATE OR REPLACE MACRO _ppdm_dp_value(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
+    max_groups_contributed, max_rows_per_group, delta, public_groups, secret) AS TABLE
+SELECT r.*, v.* FROM _ppdm_dp_group_by(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
+                                      max_groups_contributed, max_rows_per_group, delta, public_groups, secret) r
+LEFT JOIN (SELECT COLUMNS(lambda c: c = value_col::VARCHAR OR c = '__ppdm_none') AS '__ppdm_v_\0'
+           FROM (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)) LIMIT 0) v ON false;
+
+CREATE OR REPLACE MACRO ppdm_dp_sum(
+    tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
+    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+) AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
+    SELECT *, CASE WHEN COLUMNS('^__ppdm_v_(.*)$') IS NULL THEN __ppdm_value END AS '\1_sum'
+    FROM _ppdm_dp_value(tbl, group_col, value_col, 'sum', contribution_bounds_per_row, epsilon, privacy_unit_column,
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+)
+ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
+
+CREATE OR REPLACE MACRO ppdm_dp_avg(
+    tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
+    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+) AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
+    SELECT *, CASE WHEN COLUMNS('^__ppdm_v_(.*)$') IS NULL THEN __ppdm_value END AS '\1_mean'
+    FROM _ppdm_dp_value(tbl, group_col, value_col, 'mean', contribution_bounds_per_row, epsilon, privacy_unit_column,
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+)
+ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
