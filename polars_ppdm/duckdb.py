@@ -54,7 +54,13 @@ NULL)``, ``ppdm_rr_correct_share(observed_share, p := NULL, epsilon := NULL)``; 
 epsilon conversions ``ppdm_rr_epsilon(p, k := 2)``, ``ppdm_rr_p_from_epsilon(epsilon,
 k := 2)``; and the table macros ``ppdm_ecdf_resample(tbl, col, key, bins, secret)`` and
 ``ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret)`` (columns
-``<col>_bin, <col>_low, <col>_high, count`` as in Polars).
+``<col>_bin, <col>_low, <col>_high, count`` as in Polars); and the DP aggregates per
+group with a privacy unit, ``ppdm_dp_count(tbl, group_col, ...)``, ``ppdm_dp_sum(tbl,
+group_col, value_col, contribution_bounds_per_row := [low, high], ...)`` and
+``ppdm_dp_avg(...)`` with BigQuery's option names (``epsilon``, ``privacy_unit_column``,
+``max_groups_contributed``, ``max_rows_per_group``, ``public_groups`` (a list),
+``delta``, ``secret``): the same numbers as :func:`polars_ppdm.dp_group_by` with that one
+aggregate (their keyed words and noise come from :mod:`polars_ppdm.duckdb_group_by`).
 
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
@@ -116,7 +122,7 @@ _POSITION = "__ppdm_position"
 
 
 def sql_files() -> list[Path]:
-    """The ``.sql`` macro files shipped with the package (one macro per file)."""
+    """The ``.sql`` macro files shipped with the package (one macro, or one family, per file)."""
     packaged = resources.files("polars_ppdm") / "sql"
     if packaged.is_dir():
         return sorted(Path(str(p)) for p in packaged.iterdir() if p.name.endswith(".sql"))

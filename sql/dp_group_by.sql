@@ -38,46 +38,46 @@ shape AS (
 params AS (
     SELECT CASE
                WHEN group_col IS NULL OR NOT g_found
-                   THEN error('ppdm_dp_' || kind || ': the group column ' || coalesce(group_col::VARCHAR, 'NULL')
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the group column ' || coalesce(group_col::VARCHAR, 'NULL')
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
                WHEN NOT regexp_full_match(g_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR|BOOLEAN)')
-                   THEN error('ppdm_dp_' || kind || ': the group column ' || group_col::VARCHAR
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the group column ' || group_col::VARCHAR
                               || ' must be an integer, VARCHAR or BOOLEAN column (a float is no group key). Got ' || g_type || '.')
                WHEN kind <> 'count' AND (value_col IS NULL OR NOT v_found)
-                   THEN error('ppdm_dp_' || kind || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
                WHEN kind <> 'count' AND NOT regexp_full_match(v_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
-                   THEN error('ppdm_dp_' || kind || ': the value column ' || value_col::VARCHAR || ' must be numeric. Got ' || v_type || '.')
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the value column ' || value_col::VARCHAR || ' must be numeric. Got ' || v_type || '.')
                WHEN kind <> 'count' AND (bounds IS NULL OR len(bounds) <> 2 OR bounds[1] IS NULL OR bounds[2] IS NULL
                                          OR NOT isfinite(bounds[1]::DOUBLE) OR NOT isfinite(bounds[2]::DOUBLE)
                                          OR NOT (bounds[1]::DOUBLE < bounds[2]::DOUBLE))
-                   THEN error('The ''contribution_bounds_per_row'' argument of ppdm_dp_' || kind
+                   THEN error('The ''contribution_bounds_per_row'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
                               || ' must be [low, high], finite, with low < high (public: never read off the data). Got '
                               || coalesce(bounds::VARCHAR, 'NULL') || '.')
                WHEN epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon::DOUBLE > 0)
-                   THEN error('The ''epsilon'' argument of ppdm_dp_' || kind || ' must be a finite float > 0. Got '
+                   THEN error('The ''epsilon'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must be a finite float > 0. Got '
                               || coalesce(epsilon::VARCHAR, 'NULL') || '.')
                WHEN privacy_unit_column IS NOT NULL AND NOT u_found
-                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column ' || privacy_unit_column::VARCHAR
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column ' || privacy_unit_column::VARCHAR
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
                WHEN privacy_unit_column IS NOT NULL AND NOT regexp_full_match(u_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR)')
-                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column must be an integer or VARCHAR column. Got ' || u_type || '.')
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column must be an integer or VARCHAR column. Got ' || u_type || '.')
                WHEN privacy_unit_column::VARCHAR = group_col::VARCHAR
-                   THEN error('ppdm_dp_' || kind || ': the privacy_unit_column cannot be the group column: every group would be one person.')
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column cannot be the group column: every group would be one person.')
                WHEN max_groups_contributed IS NULL OR NOT (max_groups_contributed >= 1)
                    OR max_rows_per_group IS NULL OR NOT (max_rows_per_group >= 1)
-                   THEN error('The ''max_groups_contributed'' and ''max_rows_per_group'' arguments of ppdm_dp_' || kind
+                   THEN error('The ''max_groups_contributed'' and ''max_rows_per_group'' arguments of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
                               || ' must be integers >= 1. Got ' || coalesce(max_groups_contributed::VARCHAR, 'NULL') || ' and '
                               || coalesce(max_rows_per_group::VARCHAR, 'NULL') || '.')
                WHEN privacy_unit_column IS NULL AND (max_groups_contributed <> 1 OR max_rows_per_group <> 1)
-                   THEN error('ppdm_dp_' || kind || ': max_groups_contributed and max_rows_per_group other than 1 need '
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': max_groups_contributed and max_rows_per_group other than 1 need '
                               || 'privacy_unit_column (without it each row is its own privacy unit).')
                WHEN public_groups IS NULL AND (delta IS NULL OR NOT (delta::DOUBLE > 0 AND delta::DOUBLE < 1))
-                   THEN error('The ''delta'' argument of ppdm_dp_' || kind || ' must be in (0, 1) without public_groups '
+                   THEN error('The ''delta'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must be in (0, 1) without public_groups '
                               || '(partition selection: the chance that a group of one person is released). Got '
                               || coalesce(delta::VARCHAR, 'NULL') || '.')
                WHEN public_groups IS NOT NULL AND delta IS NOT NULL
-                   THEN error('The ''delta'' argument of ppdm_dp_' || kind || ' is for partition selection; with '
+                   THEN error('The ''delta'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' is for partition selection; with '
                               || 'public_groups no group is selected from the data, so leave it out.')
                ELSE max_groups_contributed::BIGINT
            END AS G,
@@ -95,7 +95,7 @@ rows AS (
     SELECT coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
            CASE WHEN privacy_unit_column IS NULL THEN NULL
                 WHEN __ppdm_u IS NULL
-                    THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ppdm_dp_' || kind
+                    THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
                                || ' has NULL values; every row needs its privacy unit.')
                 WHEN u_type = 'VARCHAR' THEN ppdm_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
                 ELSE ppdm_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
@@ -179,7 +179,7 @@ selected AS (
 ),
 noisy AS (
     SELECT s.__g, s.__order,
-           CASE WHEN s.__bad THEN error('ppdm_dp_' || kind || ': the column ' || value_col::VARCHAR
+           CASE WHEN s.__bad THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the column ' || value_col::VARCHAR
                                         || ' holds NULL, NaN or infinite values in the rows kept; drop or fill them first.')
                WHEN kind = 'count' THEN s.__rows::DOUBLE + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/count()',
                                                                     s.__word, (G * R)::DOUBLE * 1.0 / eps, 'geometric')
@@ -207,9 +207,11 @@ CREATE OR REPLACE MACRO ppdm_dp_count(
     tbl, group_col, epsilon := NULL, privacy_unit_column := NULL, max_groups_contributed := 1,
     max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
 ) AS TABLE
-SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')), __ppdm_value::BIGINT AS count
-FROM _ppdm_dp_group_by(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
-                       max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
+    SELECT *, __ppdm_value::BIGINT AS count
+    FROM _ppdm_dp_group_by(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
+                           max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+)
 ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
 
 -- <value_col>_sum / <value_col>_mean: an empty relation with the value column (renamed

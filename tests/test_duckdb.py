@@ -39,9 +39,14 @@ def test_every_sql_file_has_a_name_header_and_is_packaged():
     files = sorted(SQL.glob("*.sql"))
     assert files and [f.name for f in ppdm.duckdb.sql_files()] == [f.name for f in files]
     for f in files:
-        first = f.read_text(encoding="utf-8").splitlines()[:2]
-        assert first[0] == f"-- name: ppdm_{f.stem}", f
+        text = f.read_text(encoding="utf-8")
+        first = text.splitlines()[:2]
+        # The header names the file's public macros: ppdm_<stem>, or a family of them.
+        named = first[0].removeprefix("-- name: ").split(", ")
+        assert first[0].startswith("-- name: ") and (named == [f"ppdm_{f.stem}"] or len(named) > 1), f
         assert first[1].startswith("-- ")
+        defined = re.findall(r"CREATE OR REPLACE MACRO (ppdm_\w+)", text)
+        assert defined == named, (f, defined, named)
 
 
 def test_pattern_macro_matches_python_per_attribute(con, disguised):
