@@ -21,6 +21,8 @@ the same 64-bit words and noise as the Polars code, so the releases are the same
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -91,7 +93,9 @@ def _group_noise_udf(secret, stream, word, scale, kind):
 def _selection_threshold_udf(epsilon, delta, max_groups):
     func = "ppdm_selection_threshold"
     threshold = selection_threshold(
-        float(constant(epsilon, "epsilon", func)), float(constant(delta, "delta", func)), int(constant(max_groups, "max_groups", func))
+        float(constant(epsilon, "epsilon", func)),
+        float(constant(delta, "delta", func)),
+        int(constant(max_groups, "max_groups", func)),
     )
     return pa.array([threshold] * len(epsilon), type=pa.int64())
 
@@ -99,14 +103,24 @@ def _selection_threshold_udf(epsilon, delta, max_groups):
 def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
     """Register the UDFs above on ``con`` (:func:`polars_ppdm.duckdb.register` calls it)."""
     T = duckdb.sqltypes
-    arrow = {"type": ARROW, "null_handling": SPECIAL}
+    arrow: dict[str, Any] = {"type": ARROW, "null_handling": SPECIAL}
     con.create_function("ppdm_bits", _bits_udf, [T.BIGINT], T.UBIGINT, **arrow)
     con.create_function("ppdm_double_bits", _double_bits_udf, [T.DOUBLE], T.UBIGINT, **arrow)
     con.create_function("ppdm_string_bits", _string_bits_udf, [T.VARCHAR, T.VARCHAR], T.UBIGINT, **arrow)
-    con.create_function("ppdm_word", _word_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.UBIGINT], T.UBIGINT, **arrow)
     con.create_function(
-        "ppdm_group_noise", _group_noise_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.DOUBLE, T.VARCHAR], T.DOUBLE, **arrow
+        "ppdm_word", _word_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.UBIGINT], T.UBIGINT, **arrow
     )
     con.create_function(
-        "ppdm_selection_threshold", _selection_threshold_udf, [T.DOUBLE, T.DOUBLE, T.BIGINT], T.BIGINT, **arrow
+        "ppdm_group_noise",
+        _group_noise_udf,
+        [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.DOUBLE, T.VARCHAR],
+        T.DOUBLE,
+        **arrow,
+    )
+    con.create_function(
+        "ppdm_selection_threshold",
+        _selection_threshold_udf,
+        [T.DOUBLE, T.DOUBLE, T.BIGINT],
+        T.BIGINT,
+        **arrow,
     )
