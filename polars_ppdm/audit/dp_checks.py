@@ -1,0 +1,290 @@
+"""One audit loop over every differentially private release of the package.
+
+Every DP release is listed once in :data:`DP_RELEASES`, with neighbouring data sets (a
+table, and the same table plus one privacy unit with more than its maximum contributions)
+and the L1 sensitivity it declares.  Two checks run on each (the test suite generates one
+test per release and check, as river's ``check_estimator`` does per estimator):
+
+* :func:`record_replay` -- the same secret over both tables: the noise is keyed by the
+  cell, so every cell the new unit does not touch must come out identical, and the
+  released values of the touched cells must differ by at most the sensitivity in total
+  (the noise cancels: what is left is the change of the true values after bounding).
+* :func:`privacy_loss_lower_bound` -- over many secrets, the frequency of a
+  distinguishing event (a touched cell at or above the neighbour's true value) on both
+  tables; a one-sided lower confidence bound (Clopper-Pearson) on the privacy loss
+  ``ln(P'(E) / P(E))`` must stay at or below the claimed epsilon.  A mechanism with half
+  the noise (twice the loss) fails it: the control the tests run.
+
+References
+----------
+Ding, Wang, Wang, Zhang, Kifer, "Detecting violations of differential privacy", CCS 2018
+(statistical testing of a distinguishing event); Gilbert and McMillan, "Property testing
+for differential privacy", 2018.  River's estimator checks (``river.checks``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+__all__ = [
+    "DP_RELEASES",
+    "AuditedRelease",
+    "ReplayResult",
+    "clopper_pearson",
+    "privacy_loss_lower_bound",
+    "record_replay",
+]
+
+Cells = dict[Hashable, float]
+
+
+@dataclass(frozen=True)
+class AuditedRelease:
+    """A DP release as the audit runs it.
+
+    ``release(frame, secret, epsilon)`` returns the released cells (cell id -> value);
+    ``neighbours()`` the table and the table plus one privacy unit; ``sensitivity`` the
+    L1 distance the unit may move the released cells (None: not linear in the data, only
+    the untouched cells are checked); ``touched`` the cell the distinguishing event looks
+    at (None: no event test for this release).
+    """
+
+    name: str
+    epsilon: float
+    release: Callable[[pl.DataFrame, int, float], Cells]
+    neighbours: Callable[[], tuple[pl.DataFrame, pl.DataFrame]]
+    sensitivity: float | None
+    touched: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    untouched_equal: bool  # every cell the unit does not touch is identical
+    l1: float  # total change of the cells present in both releases
+    cells: int  # cells compared
+
+
+def record_replay(audited: AuditedRelease, secret: int = 1) -> ReplayResult:
+    """Release over both neighbours with one secret; compare cell by cell.
+
+    The touched cells are those whose true value (the release with noise too small to
+    matter) changes; every other cell present in both releases must be identical."""
+    small, large = audited.neighbours()
+    before = audited.release(small, secret, audited.epsilon)
+    after = audited.release(large, secret, audited.epsilon)
+    true_before = audited.release(small, secret, 1e9)
+    true_after = audited.release(large, secret, 1e9)
+    common = [cell for cell in before if cell in after]
+    touched = {
+        c
+        for c in common
+        if c not in true_before or c not in true_after or not math.isclose(true_before[c], true_after[c], abs_tol=1e-3)
+    }
+    changes = {cell: after[cell] - before[cell] for cell in common}
+    untouched_equal = all(changes[cell] == 0 for cell in common if cell not in touched)
+    return ReplayResult(untouched_equal, float(sum(abs(c) for c in changes.values())), len(common))
+
+
+def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """One-sided exact bounds on a binomial proportion: (lower, upper), each at ``confidence``."""
+
+    def tail_at_least(p: float, k: int) -> float:  # P(Bin(trials, p) >= k)
+        if k <= 0:
+            return 1.0
+        if p <= 0:
+            return 0.0
+        if p >= 1:
+            return 1.0
+        ks = np.arange(k, trials + 1)
+        log_pmf = (
+            np.array([math.lgamma(trials + 1) - math.lgamma(j + 1) - math.lgamma(trials - j + 1) for j in ks])
+            + ks * math.log(p)
+            + (trials - ks) * math.log1p(-p)
+        )
+        return float(np.exp(log_pmf).sum())
+
+    def solve(f: Callable[[float], float], target: float) -> float:
+        low, high = 0.0, 1.0
+        for _ in range(60):
+            mid = (low + high) / 2
+            if f(mid) < target:
+                low = mid
+            else:
+                high = mid
+        return (low + high) / 2
+
+    alpha = 1 - confidence
+    lower = 0.0 if successes == 0 else solve(lambda p: tail_at_least(p, successes), alpha)
+    upper = 1.0 if successes == trials else solve(lambda p: tail_at_least(p, successes + 1), 1 - alpha)
+    return lower, upper
+
+
+def privacy_loss_lower_bound(
+    audited: AuditedRelease, secrets: Sequence[int] = range(600), confidence: float = 0.95
+) -> float:
+    """A lower confidence bound on ``ln(P'(E) / P(E))`` for E = {the touched cell >= its
+    true value on the larger table}: the loss a distinguisher sees, at most epsilon."""
+    if audited.touched is None:
+        msg = f"{audited.name}: no distinguishing cell to test"
+        raise ValueError(msg)
+    small, large = audited.neighbours()
+    # The true value on the larger table: the release with noise too small to matter.
+    threshold = audited.release(large, 0, 1e9)[audited.touched]
+    hits_small = sum(
+        audited.release(small, s, audited.epsilon).get(audited.touched, -math.inf) >= threshold
+        for s in secrets
+    )
+    hits_large = sum(
+        audited.release(large, s, audited.epsilon).get(audited.touched, -math.inf) >= threshold
+        for s in secrets
+    )
+    _, upper_small = clopper_pearson(int(hits_small), len(secrets), confidence)
+    lower_large, _ = clopper_pearson(int(hits_large), len(secrets), confidence)
+    return math.log(lower_large / upper_small) if lower_large > 0 else -math.inf
+
+
+# ---- the releases ---------------------------------------------------------------------------
+
+# Each unit of the base table has exactly its maximum of rows: the bounding cuts only the
+# new unit, so the true values do not depend on the secret (the event test needs them fixed).
+_UNITS, _ROWS_PER_UNIT, _CONTRIBUTIONS = 300, 3, 3
+
+
+def _base(seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = _UNITS * _ROWS_PER_UNIT
+    return pl.DataFrame(
+        {
+            "unit": np.repeat(np.arange(_UNITS), _ROWS_PER_UNIT),
+            "x": rng.uniform(0, 10, n),
+            "y": rng.uniform(0, 10, n),
+            "group": np.array(["a", "b", "c", "d"])[
+                np.repeat(np.arange(_UNITS), _ROWS_PER_UNIT) % 4
+            ],  # one per unit
+            "value": rng.uniform(0, 100, n),
+        }
+    )
+
+
+def _with_new_unit(base: pl.DataFrame, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return base, pl.concat(
+        [base, rows.with_columns(pl.lit(10_000, dtype=base.schema["unit"]).alias("unit"))],
+        how="diagonal_relaxed",
+    )
+
+
+def _point_unit() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A new unit with more rows than it may contribute, all at one point (one cell)."""
+    rows = _CONTRIBUTIONS + 3
+    extra = pl.DataFrame(
+        {"x": [9.9] * rows, "y": [9.9] * rows, "group": ["a"] * rows, "value": [100.0] * rows}
+    )
+    return _with_new_unit(_base(), extra)
+
+
+def _histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+    from polars_ppdm.dp.histogram import dp_histogram
+
+    out = dp_histogram(
+        frame,
+        ["x", "y"],
+        bounds={"x": (0, 10), "y": (0, 10)},
+        bins=5,
+        epsilon=epsilon,
+        secret=secret,
+        key="unit",
+        max_contributions=_CONTRIBUTIONS,
+    )
+    return {(x, y): float(c) for x, y, c in out.select("x_bin", "y_bin", "count").iter_rows()}
+
+
+def _leaves(frame: pl.DataFrame) -> Cells:
+    return {
+        (level, x, y): float(c)
+        for level, x, y, c in frame.select("level", "x_low", "y_low", "count").iter_rows()
+    }
+
+
+def _quadtree(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+    from polars_ppdm.dp.quadtree import dp_quadtree
+
+    # A fixed tree shape (n, max_height, threshold given): the noisy counts decide splits,
+    # so leaves present in both releases are compared.
+    out = dp_quadtree(
+        frame,
+        ["x", "y"],
+        bounds={"x": (0, 10), "y": (0, 10)},
+        epsilon=epsilon,
+        secret=secret,
+        key="unit",
+        max_contributions=_CONTRIBUTIONS,
+        n=float(len(frame)),
+        max_height=2,
+        threshold=0.0,
+    )
+    return _leaves(out)
+
+
+def _kmeans(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+    from polars_ppdm.dp.kmeans import dp_kmeans
+
+    fit = dp_kmeans(
+        frame,
+        ["x", "y"],
+        k=2,
+        bounds={"x": (0, 10), "y": (0, 10)},
+        epsilon=epsilon,
+        secret=secret,
+        key="unit",
+        max_contributions=_CONTRIBUTIONS,
+        n=float(len(frame)),
+        max_height=2,
+        threshold=0.0,
+    )
+    assert fit.buckets is not None  # the noisy leaves (bucket centres and counts) the centres come from
+    return {(x, y): float(c) for x, y, c in fit.buckets.select("x", "y", "count").iter_rows()}
+
+
+def _group_by(kind: str) -> Callable[[pl.DataFrame, int, float], Cells]:
+    def release(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+        from polars_ppdm.dp import aggregates
+        from polars_ppdm.dp.group_by import dp_group_by
+
+        aggregate = {
+            "count": aggregates.count(),
+            "sum": aggregates.sum("value", bounds=(0, 100)),
+            "mean": aggregates.mean("value", bounds=(0, 100)),
+        }[kind]
+        out = dp_group_by(
+            frame,
+            "group",
+            aggregate,
+            epsilon=epsilon,
+            privacy_unit="unit",
+            max_groups_contributed=1,
+            max_rows_per_group=_CONTRIBUTIONS,
+            public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
+            secret=secret,
+        )
+        return {g: float(v) for g, v in out.select("group", aggregate.name).iter_rows()}
+
+    return release
+
+
+#: Every DP release of the package, each once (the audit's test suite checks the list is
+#: complete against the package's dp_* functions).
+DP_RELEASES: tuple[AuditedRelease, ...] = (
+    AuditedRelease("dp_histogram", 1.0, _histogram, _point_unit, _CONTRIBUTIONS, touched=(4, 4)),
+    AuditedRelease("dp_quadtree", 1.0, _quadtree, _point_unit, _CONTRIBUTIONS),
+    AuditedRelease("dp_kmeans", 1.0, _kmeans, _point_unit, _CONTRIBUTIONS),
+    AuditedRelease("dp_group_by count", 1.0, _group_by("count"), _point_unit, _CONTRIBUTIONS, touched="a"),
+    AuditedRelease(
+        "dp_group_by sum", 1.0, _group_by("sum"), _point_unit, _CONTRIBUTIONS * 100.0, touched="a"
+    ),
+    AuditedRelease("dp_group_by mean", 1.0, _group_by("mean"), _point_unit, None),
+)
