@@ -129,3 +129,35 @@ def test_a_pipeline_of_dp_releases_only(tmp_path, monkeypatch):
         assert f"± {geometric_interval(16.0):,}" in page
         assert f"± {geometric_interval(8 / (0.7 * 0.95 * 0.5)):,}" in page
         assert 'spent by this run</th><td class="num">2</td>' in page
+
+
+def test_an_output_that_names_a_users_folder_is_refused_and_the_folder_kept(survey, capsys):
+    """A table, release or manifest path naming a folder of the user's is refused before
+    any budget is reserved; nothing in the folder is touched."""
+    folder = survey.parent / "out" / "survey_perturbed.parquet"
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine")
+    assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
+    assert "holding files no run wrote (notes.txt)" in capsys.readouterr().err
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert not (survey.parent / "out" / "manifest.json").exists()
+
+
+def test_a_table_folder_spark_wrote_is_replaced(survey):
+    folder = survey.parent / "out" / "survey_perturbed.parquet"
+    folder.mkdir(parents=True)
+    for name in ("part-00000-abc.snappy.parquet", "_SUCCESS", ".part-00000-abc.snappy.parquet.crc"):
+        (folder / name).write_bytes(b"")
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    assert (survey.parent / "out" / "survey_perturbed.parquet").is_file()
+
+
+def test_report_output_that_is_a_folder_is_refused(tmp_path):
+    import polars_ppdm as ppdm
+    from polars_ppdm.exceptions import InvalidParameterError
+
+    (tmp_path / "keep.txt").write_text("mine")
+    frame = pl.DataFrame({"x": [1.0, 2.0]})
+    with pytest.raises(InvalidParameterError, match="is a folder"):
+        ppdm.report(frame, [{"step": "keep", "columns": ["x"]}], version="public", output=tmp_path)
+    assert (tmp_path / "keep.txt").read_text() == "mine"

@@ -83,7 +83,9 @@ def record_replay(audited: AuditedRelease, secret: int = 1) -> ReplayResult:
     touched = {
         c
         for c in common
-        if c not in true_before or c not in true_after or not math.isclose(true_before[c], true_after[c], abs_tol=1e-3)
+        if c not in true_before
+        or c not in true_after
+        or not math.isclose(true_before[c], true_after[c], abs_tol=1e-3)
     }
     changes = {cell: after[cell] - before[cell] for cell in common}
     untouched_equal = all(changes[cell] == 0 for cell in common if cell not in touched)

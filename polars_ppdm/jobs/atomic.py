@@ -172,6 +172,23 @@ def atomic_path(target: Path) -> Iterator[Path]:
             os.unlink(temporary)
 
 
+# What a table Spark wrote holds: its part files, Hadoop's markers and checksums.
+_TABLE_FOLDER_ENTRY = re.compile(r"(part-.*|_SUCCESS|_committed_.*|_started_.*|\..*\.crc)")
+
+
+def check_replaceable_folder(target: Path) -> None:
+    """Refuse to replace a folder that is not a table a run wrote (Spark's part files):
+    an output path that names a user's folder must never delete what is in it."""
+    foreign = sorted(p.name for p in target.iterdir() if not _TABLE_FOLDER_ENTRY.fullmatch(p.name))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        msg = (
+            f"{str(target)!r} is a folder holding files no run wrote ({shown}); an output is never written over "
+            "it. Choose another output path, or move the folder away."
+        )
+        raise IsADirectoryError(msg)
+
+
 def replace_whole(temporary: Path, target: Path) -> None:
     """Rename ``temporary`` (a file or a folder) to ``target`` in one step, then fsync the
     folder.  A file replaces a file atomically (:func:`os.replace`); a folder in the way
@@ -179,6 +196,8 @@ def replace_whole(temporary: Path, target: Path) -> None:
     replaced so: it is renamed aside first and removed after, so a reader finds the old
     output, then for an instant none, then the new one -- never a part of either."""
     if (target.is_dir() and not target.is_symlink()) or (temporary.is_dir() and target.exists()):
+        if target.is_dir() and not target.is_symlink():
+            check_replaceable_folder(target)
         aside = target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.old")
         os.replace(target, aside)
         os.replace(temporary, target)

@@ -376,6 +376,22 @@ def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] 
     return int(rows), digest
 
 
+def _check_output_paths(pipeline: Pipeline) -> None:
+    """Before any budget is reserved: no output may land on a folder the run did not write."""
+    from polars_ppdm.jobs.atomic import check_replaceable_folder
+
+    outputs = [pipeline.output.manifest, *([pipeline.output.table] if pipeline.output.table else [])]
+    outputs += [step.output for step in pipeline.release]
+    for output in outputs:
+        target = pipeline.resolve(output)
+        if target.is_dir() and not target.is_symlink():
+            try:
+                check_replaceable_folder(target)
+            except IsADirectoryError as error:
+                msg = f"[output] {error}"
+                raise PipelineError(msg) from None
+
+
 def run_pipeline(
     path: str | os.PathLike[str],
     *,
@@ -434,6 +450,7 @@ def run_pipeline(
     check_columns(pipeline, schema)
     if engine == "spark":
         spark_engine.check_for_spark(pipeline, fmt)
+    _check_output_paths(pipeline)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     for item in inputs:

@@ -230,6 +230,9 @@ def report(
         if not isinstance(output, str | Path) or not str(output):
             _refuse("output", "a file path or None", output)
         target = Path(output)
+        if target.is_dir():
+            msg = f"The 'output' parameter of {_FUNC} is a folder: {str(target)!r}. Give the path of the page's file."
+            raise InvalidParameterError(msg)
         if not target.parent.is_dir():
             msg = f"The 'output' parameter of {_FUNC} is in a folder that does not exist: {str(target.parent)!r}."
             raise InvalidParameterError(msg)
