@@ -283,3 +283,44 @@ def test_bad_parameters_are_refused(tables, kwargs, match):
     steps = kwargs.pop("steps")
     with pytest.raises(InvalidParameterError, match=match):
         build_report(released, steps, **kwargs)
+
+
+def test_review_findings_are_reported_not_crashed(tables):
+    """What a new user's review found: nulls in a disguised column, a column no step
+    describes, a column named twice, steps that do not match the data."""
+    original, released = tables
+    with_nulls = released.with_columns(
+        pl.when(pl.col("weight") > 80).then(None).otherwise("smoker").alias("smoker")
+    )
+    smoker = section(build_report(with_nulls, STEPS[:1], version="public"), "smoker")
+    assert any("null values are left out of the shares" in note for note in smoker.notes)
+    page = ppdm.report(released, STEPS[:1], version="public")
+    assert "Published columns no step describes" in page and "income" in page
+    with pytest.raises(InvalidParameterError, match=r"name columns twice: \['income'\]"):
+        build_report(released, [*STEPS, {"step": "keep", "columns": ["income"]}], version="public")
+    with pytest.raises(
+        InvalidParameterError, match="perturbs numbers; its columns \\['region \\(String\\)'\\]"
+    ):
+        build_report(released, [{"step": "add_noise", "columns": ["region"], "scale": 1.0}], version="public")
+    with pytest.raises(InvalidParameterError, match="needs its categories"):
+        build_report(
+            released, [{"step": "rr_disguise", "columns": ["vote"], "epsilon": 1.5}], version="public"
+        )
+    # The step claims epsilon 3 for data disguised at epsilon 1: the internal report says so.
+    claimed = [{"step": "rr_disguise", "columns": ["smoker"], "epsilon": 3.0}]
+    smoker = section(build_report(released, claimed, original=original), "smoker")
+    assert any("Warning:" in note for note in smoker.notes)
+    # ... and rows out of order too.
+    shuffled = section(build_report(released, STEPS[:1], original=original.reverse()), "smoker")
+    assert any("Warning:" in note for note in shuffled.notes)
+    honest = section(build_report(released, STEPS[:1], original=original), "smoker")
+    assert not any("Warning:" in note for note in honest.notes)
+
+
+def test_an_empty_table_gives_a_page_without_warnings():
+    empty = pl.DataFrame({"x": pl.Series([], dtype=pl.Float64), "s": pl.Series([], dtype=pl.Boolean)})
+    steps = [
+        {"step": "add_noise", "columns": ["x"], "scale": 1.0},
+        {"step": "rr_disguise", "columns": ["s"], "epsilon": 1.0},
+    ]
+    assert "0 rows released" in ppdm.report(empty, steps, original=empty)  # warnings are errors in this suite

@@ -83,7 +83,10 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
         raise InputError(msg)
     for path in files:
         if fingerprint(path) != recorded[str(path)]:
-            msg = f"{str(path)!r} has changed since the run: the internal report compares with the inputs of the run."
+            msg = (
+                f"{str(path)!r} has changed since the run: the internal report compares with the inputs of the run "
+                "(the public version reads none: ppdm report --version public)."
+            )
             raise InputError(msg)
     return scan(files, input_format(pipeline, files)).collect()
 

@@ -139,6 +139,15 @@ def build_report(
     found = {name: _frame(frame, f"releases[{name!r}]") for name, frame in (releases or {}).items()}
     columns: tuple[ColumnSection, ...] = column_sections(perturb, table, source, sample_rows=sample_rows)
     aggregates: tuple[ReleaseSection, ...] = release_sections(release, perturb, found)
+    described = {c for step in perturb for c in step.columns}
+    undescribed = [c for c in table.columns if c not in described]
+    notes = (
+        (
+            f"Published columns no step describes (their protection is not reported): {', '.join(undescribed)}.",
+        )
+        if perturb and undescribed
+        else ()
+    )
     return Report(
         title=title,
         version=version,
@@ -147,6 +156,7 @@ def build_report(
         columns=columns,
         releases=aggregates,
         budget=budget,
+        notes=notes,
     )
 
 

@@ -206,6 +206,11 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
         )
     )
     released = tables.released.select(column)
+    if released[column].null_count():
+        parts.notes.append(
+            f"{released[column].null_count():,} null values are left out of the shares (randomized response keeps nulls)."
+        )
+        released = released.drop_nulls()
     estimate = rr_support(released, column, p=p, categories=categories)
     if isinstance(estimate, pl.LazyFrame):  # rr_support keeps the frame's type
         estimate = estimate.collect()
@@ -243,10 +248,20 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
                 "corrected estimate vs the true share in the original",
             )
         )
-        changed = float(np.mean(~tables.released[column].eq_missing(truth).to_numpy()))
+        differs = ~tables.released[column].eq_missing(truth).to_numpy()
+        changed = float(differs.mean()) if differs.size else math.nan
         parts.risk.append(
             Figure("rows changed", share(changed), "released value differs from the original one")
         )
+        # A value is changed with probability 1 - p: far from it, the tables or the step do
+        # not describe the same disguise.
+        n = max(truth.len(), 1)
+        if differs.size and abs(changed - (1 - p)) > 5 * math.sqrt(p * (1 - p) / n) + 1 / n:
+            parts.notes.append(
+                f"Warning: {share(changed)} of the rows changed, where this step's epsilon implies about "
+                f"{share(1 - p)}: are the original's rows in the released order, and are the step's parameters "
+                "those the column was disguised with?"
+            )
     parts.plots.append(
         Plot(
             "bars",
@@ -346,7 +361,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
             Figure(
                 "estimated signal-to-noise ratio",
                 number(spread / sigma),
-                "the original spread (released variance minus the noise's) over the noise's; > 3: values stay informative",
+                "the original's standard deviation (from the released variance minus the noise's) over the noise's; > 3: values stay informative",
             )
         )
     edges = None
@@ -386,6 +401,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
     if tables.original is not None:
         truth = tables.original[column].cast(pl.Float64)
         error = (tables.released[column].cast(pl.Float64) - truth).drop_nulls().to_numpy()
+        error = error[np.isfinite(error)]
         rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
         parts.utility.append(Figure("RMS error", number(rms), "released vs original value, row by row"))
         truth_values = _finite(truth)
@@ -570,8 +586,16 @@ def _parameters(step: Any, column: str) -> dict[str, str]:
     return shown
 
 
+_NUMERIC_METHODS = ("add_noise", "spiral", "ecdf_resample")
+
+
 def _check(perturb: Sequence[Any], tables: _Tables) -> None:
     released = tables.released
+    named = [c for step in perturb for c in step.columns]
+    twice = sorted({c for c in named if named.count(c) > 1})
+    if twice:
+        msg = f"The steps of {_FUNC} name columns twice: {twice}. Each column is perturbed, kept or dropped by one step."
+        raise InvalidParameterError(msg)
     for index, step in enumerate(perturb):
         if step.step == "drop":
             continue
@@ -582,6 +606,21 @@ def _check(perturb: Sequence[Any], tables: _Tables) -> None:
                 f"Its columns: {released.columns}."
             )
             raise InvalidParameterError(msg)
+        schema = released.schema
+        if step.step in _NUMERIC_METHODS:
+            text = [f"{c} ({schema[c]})" for c in step.columns if not schema[c].is_numeric()]
+            if text:
+                msg = f"The {step.step} step {index} of {_FUNC} perturbs numbers; its columns {text} are not numeric."
+                raise InvalidParameterError(msg)
+        if step.step == "rr_disguise":
+            for c in step.columns:
+                textual = schema[c] in (pl.String, pl.Categorical)
+                if textual and not _of(step.categories, c):
+                    msg = (
+                        f"The rr_disguise step {index} of {_FUNC}: column {c!r} holds {schema[c]} values, so the "
+                        "step needs its categories (the public domain the values were disguised over)."
+                    )
+                    raise InvalidParameterError(msg)
     original = tables.original
     if original is None:
         return
