@@ -20,8 +20,9 @@ Zhang, Cheng, DPQT k-means (paper 004).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,14 +52,14 @@ from polars_ppdm.dp.quadtree import (
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import check_integer_scale
-from polars_ppdm.kernels.quadtree import CellCounts, point_counts
+from polars_ppdm.kernels.quadtree import CellCounts, leaf_centroids, point_counts
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["DPKMeansResult", "KMeansRequest", "check_kmeans", "dp_kmeans", "release_kmeans"]
 
 _FUNC = "dp_kmeans"
-METHODS = ("quadtree", "lloyd", "grid")
+METHODS = ("quadtree", "lloyd", "grid", "quadtree_refined")
 
 # The most centres: the fit on the buckets compares every bucket with every centre, and
 # "quadtree" and "grid" have at least k buckets, so its work grows as k^2 (k = 10^4
@@ -86,16 +87,49 @@ class DPKMeansResult:
         return self.centres.to_numpy()
 
 
-def _fit_buckets(centres: np.ndarray, counts: np.ndarray, k: int, secret: bytes, label: str) -> np.ndarray:
+def _fit_buckets(
+    centres: np.ndarray,
+    counts: np.ndarray,
+    k: int,
+    secret: bytes,
+    label: str,
+    *,
+    refined_scale: float | None = None,
+) -> np.ndarray:
     if len(centres) < k:
         msg = (
             f"The 'k' parameter of {_FUNC} ({k}) is larger than the number of buckets ({len(centres)}); "
             "use a smaller k, a larger epsilon or a finer grid."
         )
         raise InvalidParameterError(msg)
-    # Negative noisy counts weigh nothing; with fewer positive buckets than k (tiny
-    # epsilon), the seeding takes the remaining centres from the empty buckets.
-    return weighted_kmeans(centres, np.maximum(counts, 0).astype(np.float64), k, secret=secret, label=label)
+    if refined_scale is None:
+        # Negative noisy counts weigh nothing; with fewer positive buckets than k (tiny
+        # epsilon), the seeding takes the remaining centres from the empty buckets.
+        return weighted_kmeans(
+            centres, np.maximum(counts, 0).astype(np.float64), k, secret=secret, label=label
+        )
+    weights = np.where(counts > empty_cut(refined_scale, len(counts)), counts, 0).astype(np.float64)
+    if (weights > 0).sum() < k:  # keep the k heaviest buckets at least
+        heaviest = np.argsort(-counts, kind="stable")[:k]
+        weights[heaviest] = np.maximum(counts[heaviest], 0)
+    return weighted_kmeans(centres, weights, k, secret=secret, label=label, restarts=30, greedy=True)
+
+
+def empty_cut(scale: float, buckets: int) -> int:
+    """The count at or below which a bucket is treated as empty: the smallest t with
+    ``buckets x P(noise > t) <= 1`` for two-sided geometric noise of ``scale``, so that
+    among all buckets at most one empty bucket is expected to pass (P(X > t) =
+    alpha^(t+1) / (1 + alpha)).  Post-processing: it reads the noisy counts only.
+
+    Examples
+    --------
+    >>> empty_cut(3.0, 100)   # ceil(ln(1.72 / 100) / ln(e^(-1/3)) - 1) = ceil(11.2)
+    12
+    """
+    alpha = math.exp(-1.0 / scale)
+    if alpha == 0.0:
+        return 0
+    return max(0, math.ceil(math.log((1 + alpha) / buckets) / math.log(alpha) - 1 - 1e-9))
 
 
 def dp_kmeans(
@@ -197,7 +231,11 @@ def dp_kmeans(
         return request.result(centres, None)
     lows, highs = request.box()
     return release_kmeans(
-        request, len(points), lambda height: point_counts(points, lows, highs, height), secret
+        request,
+        len(points),
+        lambda height: point_counts(points, lows, highs, height),
+        secret,
+        points=points if request.method == "quadtree_refined" else None,
     )
 
 
@@ -318,14 +356,19 @@ def check_kmeans(
 
 
 def release_kmeans(
-    request: KMeansRequest, rows: int, counts_up_to: Callable[[int], CellCounts], secret: bytes
+    request: KMeansRequest,
+    rows: int,
+    counts_up_to: Callable[[int], CellCounts],
+    secret: bytes,
+    *,
+    points: np.ndarray | None = None,
 ) -> DPKMeansResult:
     """The centres of :func:`dp_kmeans` by ``"quadtree"`` or ``"grid"`` (counts only)
     from the number of points after bounding (``rows``, > 0) and ``counts_up_to(height)``,
     the true counts of the cells at levels up to ``height``."""
     lows, highs = request.box()
     d, k, label, contributions = len(request.columns), request.k, request.label, request.contributions
-    if request.method == "quadtree":
+    if request.method in ("quadtree", "quadtree_refined"):
         plan = plan_tree(
             rows,
             d,
@@ -340,6 +383,9 @@ def release_kmeans(
             func=_FUNC,
             min_height=split_levels_for(k, d),
         )
+        centroids = request.method == "quadtree_refined"
+        if centroids:  # the leaves' budget: half for their counts, half for their sums
+            plan = replace(plan, epsilon_leaves=plan.epsilon_leaves / 2)
         # The top levels always split, so the tree has at least k leaves to fit.
         leaves = quadtree_leaves(
             counts_up_to(plan.max_height),
@@ -353,6 +399,12 @@ def release_kmeans(
             func=_FUNC,
         )
         bucket_centres, counts = leaves.centre, leaves.count
+        refined_scale = contributions / plan.epsilon_leaves if centroids else None
+        if centroids:
+            assert points is not None
+            bucket_centres = leaf_centroids(
+                points, leaves, lows, highs, plan.epsilon_leaves, contributions, secret, label
+            )
     elif request.method == "grid":
         rest, n = request.epsilon, request.n
         if n is None:
@@ -362,10 +414,11 @@ def release_kmeans(
         bucket_centres, counts = grid_counts(
             counts_up_to(level), level, lows, highs, rest, contributions, secret, label
         )
+        refined_scale = None
     else:
         msg = f"release_kmeans: method {request.method!r} releases sums, not counts only."
         raise ValueError(msg)
-    centres = _fit_buckets(bucket_centres, counts, k, secret, label)
+    centres = _fit_buckets(bucket_centres, counts, k, secret, label, refined_scale=refined_scale)
     cols = request.columns
     return request.result(
         centres, pl.DataFrame({**{c: bucket_centres[:, a] for a, c in enumerate(cols)}, "count": counts})

@@ -240,3 +240,62 @@ def grow_quadtree(
         low[at] = lows + index * width
         high[at] = np.where(index == side - 1, highs, lows + (index + 1) * width)
     return Leaves(levels.astype(np.int64), low, high, counts)
+
+
+def leaf_centroids(
+    points: np.ndarray,
+    leaves: Leaves,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    epsilon: float,
+    contributions: int,
+    secret: bytes,
+    label: str,
+) -> np.ndarray:
+    """Noisy centroids of the leaves: ``centre + noisy sum of (point - centre) / noisy count``,
+    clipped into the leaf.
+
+    A point moves its leaf's sum vector by at most the leaf's half-widths (L1: their sum),
+    and a privacy unit's ``contributions`` points by at most ``contributions`` times that,
+    so each leaf's sums get Laplace noise of scale ``contributions x sum(half-widths) /
+    epsilon``: epsilon-DP over disjoint leaves.  The noise is keyed by the leaf (its level
+    and Z-order code) and the axis.  Points outside the bounds count in the edge leaves.
+    """
+    from polars_ppdm.kernels.dp_noise import laplace
+
+    d = points.shape[1]
+    centres = leaves.centre
+    sums = np.zeros_like(centres)
+    keys = np.zeros(len(centres), dtype=np.uint64)
+    clipped = np.clip(points, lows, highs)
+    for level in np.unique(leaves.level):
+        at = np.flatnonzero(leaves.level == level)
+        codes = morton_codes(centres[at], lows, highs, int(level))
+        keys[at] = codes.astype(np.uint64)
+        order = np.argsort(codes)
+        sorted_codes = codes[order]
+        point_codes = morton_codes(clipped, lows, highs, int(level))
+        position = np.minimum(np.searchsorted(sorted_codes, point_codes), len(sorted_codes) - 1)
+        hit = sorted_codes[position] == point_codes
+        leaf = at[order[position[hit]]]
+        inside = np.clip(clipped[hit], leaves.low[leaf], leaves.high[leaf]) - centres[leaf]
+        for axis in range(d):
+            sums[:, axis] += np.bincount(leaf, weights=inside[:, axis], minlength=len(centres))
+    half = (leaves.high - leaves.low) / 2
+    scale = contributions * half.sum(axis=1) / epsilon
+    noisy = np.empty_like(sums)
+    for axis in range(d):
+        unit = np.empty(len(centres))
+        for level in np.unique(leaves.level):
+            at = np.flatnonzero(leaves.level == level)
+            unit[at] = laplace(secret, stream_id(f"{label}/centroid/{int(level)}/{axis}"), keys[at], 1.0)
+        noisy[:, axis] = sums[:, axis] + unit * scale
+    count = np.maximum(leaves.count, 1)[:, None].astype(np.float64)
+    # Post-processing: shrink each noisy offset towards the leaf's centre by the ratio of
+    # the offset's spread a priori (a point uniform in the leaf: width^2 / 12 per axis)
+    # to that plus the noise's (2 scale^2 / count^2): a sparse leaf keeps nearly its
+    # centre, a dense one its centroid.
+    prior = (2 * half) ** 2 / 12
+    noise = 2 * (scale[:, None] / count) ** 2
+    moved = centres + prior / (prior + noise) * noisy / count
+    return np.clip(moved, leaves.low, leaves.high)

@@ -27,13 +27,18 @@ def nearest(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.nda
     return index, distance
 
 
-def _seed_centres(points, weights, k, secret, label, restart):
-    """k-means++ over weighted points, its draws from the keyed PRF."""
+def _seed_centres(points, weights, k, secret, label, restart, trials):
+    """k-means++ over weighted points (Arthur and Vassilvitskii 2007), its draws from the
+    keyed PRF; with ``trials`` > 1 the greedy choice of scikit-learn: at each step that many
+    candidates drawn by D^2 sampling, the one that lowers the weighted potential most kept
+    (``trials`` 1 is plain k-means++)."""
     u = uniform(
-        secret, stream_id(f"{label}/init"), np.arange(restart * k, (restart + 1) * k, dtype=np.uint64)
-    )
+        secret,
+        stream_id(f"{label}/init"),
+        np.arange(restart * k * trials, (restart + 1) * k * trials, dtype=np.uint64),
+    ).reshape(k, trials)
     first = (
-        np.searchsorted(np.cumsum(weights), u[0] * weights.sum(), side="right") if weights.sum() > 0 else 0
+        np.searchsorted(np.cumsum(weights), u[0, 0] * weights.sum(), side="right") if weights.sum() > 0 else 0
     )
     chosen = [int(min(first, len(points) - 1))]
     distance = ((points - points[chosen[0]]) ** 2).sum(axis=1)
@@ -41,9 +46,18 @@ def _seed_centres(points, weights, k, secret, label, restart):
         mass = weights * distance
         if mass.sum() <= 0:  # fewer weighted points than k: the farthest of the others
             chosen.append(int(np.argmax(np.where(np.isin(np.arange(len(points)), chosen), -1.0, distance))))
-        else:
-            chosen.append(int(np.searchsorted(np.cumsum(mass), u[i] * mass.sum(), side="right")))
-        distance = np.minimum(distance, ((points - points[chosen[-1]]) ** 2).sum(axis=1))
+            distance = np.minimum(distance, ((points - points[chosen[-1]]) ** 2).sum(axis=1))
+            continue
+        candidates = np.minimum(
+            np.searchsorted(np.cumsum(mass), u[i] * mass.sum(), side="right"), len(points) - 1
+        )
+        # The potential after adding each candidate; the lowest wins (the first on a tie).
+        after = np.minimum(
+            distance[None, :], ((points[None, :, :] - points[candidates][:, None, :]) ** 2).sum(axis=2)
+        )
+        best = int(np.argmin((after * weights[None, :]).sum(axis=1)))
+        chosen.append(int(candidates[best]))
+        distance = after[best]
     return points[np.minimum(chosen, len(points) - 1)].copy()
 
 
@@ -56,6 +70,7 @@ def weighted_kmeans(
     label: str,
     restarts: int = 10,
     iterations: int = 100,
+    greedy: bool = False,
 ) -> np.ndarray:
     """Lloyd's algorithm on weighted points, best of ``restarts`` k-means++ seedings
     (lowest weighted inertia).  Weights must be >= 0 and there must be at least k
@@ -75,7 +90,9 @@ def weighted_kmeans(
     best: np.ndarray | None = None
     best_inertia = np.inf
     for restart in range(restarts):
-        centres = _seed_centres(points, weights, k, secret, label, restart)
+        centres = _seed_centres(
+            points, weights, k, secret, label, restart, 2 + int(np.log(k)) if greedy else 1
+        )
         for _ in range(iterations):
             index, _ = nearest(points, centres)
             mass = np.bincount(index, weights=weights, minlength=k)
