@@ -35,9 +35,9 @@ def test_record_replay(audited):
     by at most the declared sensitivity (and by something: the unit is seen)."""
     got = record_replay(audited)
     assert got.cells > 0 and got.untouched_equal
-    assert got.l1 > 0
+    assert got.touched > 0
     if audited.sensitivity is not None:
-        assert got.l1 <= audited.sensitivity
+        assert 0 < got.l1 <= audited.sensitivity
 
 
 @pytest.mark.slow

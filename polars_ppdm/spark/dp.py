@@ -435,6 +435,13 @@ def dp_kmeans(
             "release counts only, or polars_ppdm.dp_kmeans on a Polars frame."
         )
         raise InvalidParameterError(msg)
+    if method == "quadtree_refined":
+        msg = (
+            "The 'method' parameter of polars_ppdm.spark.dp_kmeans must be 'quadtree' or 'grid' on Spark. "
+            "Got 'quadtree_refined': its leaf centroids sum coordinates per leaf, which Spark would add in an "
+            "order that depends on the partitioning. Use polars_ppdm.dp_kmeans on a Polars frame for it."
+        )
+        raise InvalidParameterError(msg)
     request = check_kmeans(
         polars_schema(sdf),
         columns,

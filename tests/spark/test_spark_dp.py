@@ -140,16 +140,19 @@ def test_an_over_budget_call_is_refused_before_any_spark_job(spark, table, relea
     assert accountant.spent == 0
 
 
-def test_dplloyd_is_refused_on_spark_with_the_reason(spark, table):
+@pytest.mark.parametrize(
+    ("method", "why"), [("lloyd", "floating-point sums"), ("quadtree_refined", "sum coordinates per leaf")]
+)
+def test_methods_with_sums_are_refused_on_spark_with_the_reason(spark, table, method, why):
     accountant = ppdm.BudgetAccountant(10.0)
-    with pytest.raises(InvalidParameterError, match=r"'quadtree' or 'grid'.*floating-point sums"):
+    with pytest.raises(InvalidParameterError, match=rf"'quadtree' or 'grid'.*{why}"):
         spark_dp.dp_kmeans(
             _poisoned(spark, table),
             ["x", "y"],
             k=2,
             bounds=BOX,
             epsilon=1.0,
-            method="lloyd",
+            method=method,
             accountant=accountant,
         )
     assert accountant.spent == 0
