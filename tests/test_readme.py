@@ -86,9 +86,7 @@ def _write_pipeline(code: str) -> None:
     from polars_ppdm.jobs import load_pipeline
 
     match = re.match(r"# (\S+\.toml)\b", code)
-    assert match, (
-        f"README: a TOML block's first line names its file ('# NAME.toml'): {code.splitlines()[0]!r}"
-    )
+    assert match, f"README: a TOML block's first line names its file ('# NAME.toml'): {code.splitlines()[0]!r}"
     path = Path(match.group(1))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(code, encoding="utf-8")

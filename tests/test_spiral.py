@@ -129,9 +129,7 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
         ppdm.audit.known_io_attack(on_a_line, on_a_line)  # the map is undetermined off the line
     with pytest.raises(InvalidParameterError, match="null, NaN or infinite"):
         ppdm.audit.known_io_attack(np.array([[0.0, np.nan], [1.0, 0.0], [0.0, 1.0]]), np.ones((3, 2)))
-    with pytest.raises(
-        InvalidParameterError, match="'x' parameter of mutual_information must be a 1-D sequence"
-    ):
+    with pytest.raises(InvalidParameterError, match="'x' parameter of mutual_information must be a 1-D sequence"):
         ppdm.audit.mutual_information(["a", "b", "c"], [1.0, 2.0, 3.0])
 
 

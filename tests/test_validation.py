@@ -93,13 +93,6 @@ def test_a_budget_refusal_says_where_its_epsilon_comes_from():
         match=r"needs epsilon 0.290625 \(epsilon=0.3 halved over iterations=5: 0.3 x \(1 - 2\^-5\)\)",
     ):
         ppdm.dp_kmeans(
-            df,
-            ["x", "y"],
-            k=2,
-            epsilon=0.3,
-            bounds=[(0, 1)] * 2,
-            method="lloyd",
-            accountant=accountant,
-            secret=1,
+            df, ["x", "y"], k=2, epsilon=0.3, bounds=[(0, 1)] * 2, method="lloyd", accountant=accountant, secret=1
         )
     assert accountant.spent == 0

@@ -45,11 +45,7 @@ def public_callables():
             if inspect.isfunction(obj) and obj.__module__.startswith("polars_ppdm"):
                 seen.add(id(obj))
                 yield f"{obj.__module__}.{name}", obj
-            elif (
-                inspect.isclass(obj)
-                and obj.__module__.startswith("polars_ppdm")
-                and not issubclass(obj, BaseException)
-            ):
+            elif inspect.isclass(obj) and obj.__module__.startswith("polars_ppdm") and not issubclass(obj, BaseException):
                 seen.add(id(obj))
                 if name not in RESULTS:  # results are made by the library, not by users
                     yield f"{obj.__module__}.{name}", obj
@@ -70,9 +66,7 @@ def parameters(function) -> list[inspect.Parameter]:
         found = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         return []
-    return [
-        p for p in found if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
+    return [p for p in found if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 CALLABLES = list(public_callables())
@@ -80,14 +74,7 @@ CALLABLES = list(public_callables())
 
 def test_the_walk_finds_the_public_surface():
     names = {name.rsplit(".", 1)[-1] for name, _ in CALLABLES}
-    assert {
-        "rr_disguise",
-        "dp_histogram",
-        "rank_linkage",
-        "rr_disguise_batches",
-        "agrawal",
-        "dp_kmeans",
-    } <= names
+    assert {"rr_disguise", "dp_histogram", "rank_linkage", "rr_disguise_batches", "agrawal", "dp_kmeans"} <= names
     assert len(CALLABLES) > 60
 
 
@@ -132,18 +119,12 @@ def test_the_namespaces_are_the_functions():
 
 def test_the_command_line_and_sql_use_the_same_names():
     table = table_names()
-    commands = {
-        name: sub
-        for action in cli._parser()._subparsers._group_actions
-        for name, sub in action.choices.items()
-    }
+    commands = {name: sub for action in cli._parser()._subparsers._group_actions for name, sub in action.choices.items()}
     flags = [a.dest for a in commands["rules"]._actions]
     assert "secret" in flags and "seed" not in flags
     for name, sub in commands.items():  # every flag of every command, beside the Python names
         for action in sub._actions:
-            assert action.dest == "help" or action.dest in table, (
-                f"ppdm {name}: flag {action.dest!r} is not in the table"
-            )
+            assert action.dest == "help" or action.dest in table, f"ppdm {name}: flag {action.dest!r} is not in the table"
     con = ppdm.duckdb.register(duckdb.connect())
     rows = con.sql(
         "SELECT function_name, parameters FROM duckdb_functions() "

@@ -17,11 +17,7 @@ import pytest
 
 
 def _java_problem() -> str | None:
-    java = (
-        shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin"))
-        if os.environ.get("JAVA_HOME")
-        else None
-    )
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) if os.environ.get("JAVA_HOME") else None
     java = java or shutil.which("java")
     if java is None:
         return "Java is not installed (PySpark needs a JVM: Java 17 or 21); `apt-get install openjdk-17-jre-headless`"

@@ -17,9 +17,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark" / "spark_ex
 def test_the_spark_example_runs_and_matches_polars(spark):
     # `spark` only for its skip when PySpark or Java is absent: the example starts its own JVM.
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=600, check=False
-    )
+    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "identical to Polars: True" in done.stdout
     assert "DP histogram of income (epsilon 0.5; 0.5 of 1 left)" in done.stdout

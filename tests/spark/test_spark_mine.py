@@ -49,9 +49,7 @@ def per_attribute(truth: pl.DataFrame) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def whole_record(truth: pl.DataFrame) -> pl.DataFrame:
-    return ppdm.rr_disguise(
-        truth, ["bread", "milk", "eggs", "jam"], p=0.8, mode="whole_record", secret=SECRET, key="id"
-    )
+    return ppdm.rr_disguise(truth, ["bread", "milk", "eggs", "jam"], p=0.8, mode="whole_record", secret=SECRET, key="id")
 
 
 def _same_error(polars_call, spark_call) -> None:
@@ -65,15 +63,10 @@ def _same_error(polars_call, spark_call) -> None:
 
 @pytest.mark.parametrize("partitions", PARTITIONS)
 def test_patterns_per_attribute_binary_and_k_ary_are_the_polars_result(spark, per_attribute, partitions):
-    params = dict(
-        p={"bread": 0.8, "milk": 0.75, "region": 0.7, "size": 0.6},
-        categories={"bread": None, "milk": None, "region": REGIONS, "size": SIZES},
-    )
+    params = dict(p={"bread": 0.8, "milk": 0.75, "region": 0.7, "size": 0.6}, categories={"bread": None, "milk": None, "region": REGIONS, "size": SIZES})
     columns = ["bread", "milk", "region", "size"]
     want = ppdm.rr_support(per_attribute, columns, **params)
-    got = spark_mine.rr_support(
-        to_spark(spark, per_attribute, partitions, seed=partitions), columns, **params
-    )
+    got = spark_mine.rr_support(to_spark(spark, per_attribute, partitions, seed=partitions), columns, **params)
     assert isinstance(got, pl.DataFrame)
     assert_frame_equal(got, want, check_exact=True)
     assert len(want) == 2 * 2 * 4 * 5 and want["observed"].sum() == N
@@ -85,9 +78,7 @@ def test_patterns_per_attribute_binary_and_k_ary_are_the_polars_result(spark, pe
 def test_patterns_whole_record_are_the_polars_result(spark, whole_record, partitions):
     columns = ["bread", "milk", "eggs"]  # Boolean, int32, int64
     want = ppdm.rr_support(whole_record, columns, p=0.8, mode="whole_record")
-    got = spark_mine.rr_support(
-        to_spark(spark, whole_record, partitions, seed=partitions), columns, p=0.8, mode="whole_record"
-    )
+    got = spark_mine.rr_support(to_spark(spark, whole_record, partitions, seed=partitions), columns, p=0.8, mode="whole_record")
     assert_frame_equal(got, want, check_exact=True)
     assert want.schema["milk"] == pl.Int32 and want.schema["eggs"] == pl.Int64
 
@@ -102,9 +93,7 @@ def test_itemset_supports_in_both_modes_are_the_polars_result(spark, per_attribu
     ]
     for data, params in cases:
         want = ppdm.rr_support(data, columns, itemsets=itemsets, **params)
-        got = spark_mine.rr_support(
-            to_spark(spark, data, partitions, seed=partitions), columns, itemsets=itemsets, **params
-        )
+        got = spark_mine.rr_support(to_spark(spark, data, partitions, seed=partitions), columns, itemsets=itemsets, **params)
         assert_frame_equal(got, want, check_exact=True)
         assert want["itemset"].to_list()[1] == ["bread", "milk"]
 
@@ -113,12 +102,7 @@ def test_itemset_supports_in_both_modes_are_the_polars_result(spark, per_attribu
 def test_rr_apriori_in_both_modes_is_the_polars_result(spark, per_attribute, whole_record, partitions):
     columns = ["bread", "milk", "eggs", "jam"]
     cases = [
-        (
-            per_attribute,
-            dict(
-                p={"bread": 0.8, "milk": 0.75, "eggs": 0.85, "jam": 0.8}, min_support=0.2, min_confidence=0.5
-            ),
-        ),
+        (per_attribute, dict(p={"bread": 0.8, "milk": 0.75, "eggs": 0.85, "jam": 0.8}, min_support=0.2, min_confidence=0.5)),
         (whole_record, dict(p=0.8, mode="whole_record", min_support=0.25, min_confidence=0.6, max_length=2)),
     ]
     for data, params in cases:
@@ -160,18 +144,12 @@ def test_an_empty_frame_gives_the_empty_polars_results(spark, per_attribute):
         ppdm.rr_support(empty, ["bread", "milk"], p=0.8, itemsets=[["bread", "milk"]]),
     )
     rules = dict(p=0.8, min_support=0.1, min_confidence=0.1)
-    assert_frame_equal(
-        spark_mine.rr_apriori(sdf, ["bread", "milk"], **rules),
-        ppdm.rr_apriori(empty, ["bread", "milk"], **rules),
-    )
+    assert_frame_equal(spark_mine.rr_apriori(sdf, ["bread", "milk"], **rules), ppdm.rr_apriori(empty, ["bread", "milk"], **rules))
 
 
 def test_a_missing_column_has_the_polars_message(spark, per_attribute):
     sdf = to_spark(spark, per_attribute, 2)
-    _same_error(
-        lambda: ppdm.rr_support(per_attribute, ["bread", "butter"], p=0.8),
-        lambda: spark_mine.rr_support(sdf, ["bread", "butter"], p=0.8),
-    )
+    _same_error(lambda: ppdm.rr_support(per_attribute, ["bread", "butter"], p=0.8), lambda: spark_mine.rr_support(sdf, ["bread", "butter"], p=0.8))
     _same_error(
         lambda: ppdm.rr_apriori(per_attribute, ["butter"], p=0.8, min_support=0.1, min_confidence=0.1),
         lambda: spark_mine.rr_apriori(sdf, ["butter"], p=0.8, min_support=0.1, min_confidence=0.1),
@@ -179,14 +157,10 @@ def test_a_missing_column_has_the_polars_message(spark, per_attribute):
 
 
 def test_nulls_have_the_polars_message(spark, per_attribute):
-    holes = per_attribute.with_columns(
-        pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("milk")).alias("milk")
-    )
+    holes = per_attribute.with_columns(pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("milk")).alias("milk"))
     sdf = to_spark(spark, holes, 3)
     columns = ["bread", "milk"]
-    _same_error(
-        lambda: ppdm.rr_support(holes, columns, p=0.8), lambda: spark_mine.rr_support(sdf, columns, p=0.8)
-    )
+    _same_error(lambda: ppdm.rr_support(holes, columns, p=0.8), lambda: spark_mine.rr_support(sdf, columns, p=0.8))
     _same_error(
         lambda: ppdm.rr_support(holes, columns, p=0.8, itemsets=[["milk"]]),
         lambda: spark_mine.rr_support(sdf, columns, p=0.8, itemsets=[["milk"]]),
@@ -198,16 +172,12 @@ def test_nulls_have_the_polars_message(spark, per_attribute):
 
 
 def test_a_non_binary_integer_column_has_the_polars_message(spark, per_attribute):
-    few = per_attribute.with_columns(
-        (pl.col("eggs") + (pl.col("id") % 11 == 0) * 2).alias("eggs")
-    )  # 0, 1, 2, 3
+    few = per_attribute.with_columns((pl.col("eggs") + (pl.col("id") % 11 == 0) * 2).alias("eggs"))  # 0, 1, 2, 3
     many = per_attribute.with_columns(pl.col("id").alias("eggs"))  # an identifier passed as an item
     columns = ["bread", "eggs"]
     for bad in (few, many):
         sdf = to_spark(spark, bad, 3)
-        _same_error(
-            lambda: ppdm.rr_support(bad, columns, p=0.8), lambda: spark_mine.rr_support(sdf, columns, p=0.8)
-        )  # noqa: B023
+        _same_error(lambda: ppdm.rr_support(bad, columns, p=0.8), lambda: spark_mine.rr_support(sdf, columns, p=0.8))  # noqa: B023
         _same_error(
             lambda: ppdm.rr_support(bad, columns, p=0.8, itemsets=[columns]),  # noqa: B023
             lambda: spark_mine.rr_support(sdf, columns, p=0.8, itemsets=[columns]),  # noqa: B023
@@ -239,19 +209,14 @@ def test_the_first_culprit_is_named_as_in_polars_when_the_groups_overflow(spark,
 
 
 def test_values_outside_the_categories_have_the_polars_message(spark, per_attribute):
-    bad = per_attribute.with_columns(
-        pl.when(pl.col("id") == 4).then(pl.lit("up")).otherwise(pl.col("region")).alias("region")
-    )
+    bad = per_attribute.with_columns(pl.when(pl.col("id") == 4).then(pl.lit("up")).otherwise(pl.col("region")).alias("region"))
     sdf = to_spark(spark, bad, 3)
     _same_error(
         lambda: ppdm.rr_support(bad, ["region"], p=0.8, categories=REGIONS),
         lambda: spark_mine.rr_support(sdf, ["region"], p=0.8, categories=REGIONS),
     )
     wide = per_attribute.with_columns(pl.format("r{}", pl.col("id")).alias("region"))
-    with pytest.raises(
-        InvalidParameterError,
-        match=r"The column 'region' of rr_support holds values outside its 'categories'",
-    ):
+    with pytest.raises(InvalidParameterError, match=r"The column 'region' of rr_support holds values outside its 'categories'"):
         spark_mine.rr_support(to_spark(spark, wide, 3), ["region"], p=0.8, categories=REGIONS)
 
 
@@ -261,27 +226,15 @@ def test_wrong_types_have_the_polars_messages(spark, per_attribute):
     calls = [
         dict(columns=["bread", "weight"], p=0.8),  # a float column
         dict(columns=["region"], p=0.8),  # a string column without categories
-        dict(
-            columns=["region", "bread"],
-            p=0.8,
-            categories={"region": REGIONS, "bread": None},
-            itemsets=[["region"]],
-        ),  # k-ary itemset
-        dict(
-            columns=["region", "size"],
-            p=0.8,
-            categories={"region": REGIONS, "size": SIZES},
-            mode="whole_record",
-        ),  # k-ary whole record
+        dict(columns=["region", "bread"], p=0.8, categories={"region": REGIONS, "bread": None}, itemsets=[["region"]]),  # k-ary itemset
+        dict(columns=["region", "size"], p=0.8, categories={"region": REGIONS, "size": SIZES}, mode="whole_record"),  # k-ary whole record
         dict(columns=["bread"], p=1.5),
         dict(columns=["bread"], p=0.8, mode="both"),
         dict(columns=["size"], p=0.8, categories=["small", "large"]),  # categories of another dtype
     ]
     for call in calls:
         columns = call.pop("columns")
-        _same_error(
-            lambda: ppdm.rr_support(odd, columns, **call), lambda: spark_mine.rr_support(sdf, columns, **call)
-        )  # noqa: B023
+        _same_error(lambda: ppdm.rr_support(odd, columns, **call), lambda: spark_mine.rr_support(sdf, columns, **call))  # noqa: B023
     _same_error(
         lambda: ppdm.rr_apriori(odd, ["bread", "region"], p=0.8, min_support=0.1, min_confidence=0.1),
         lambda: spark_mine.rr_apriori(sdf, ["bread", "region"], p=0.8, min_support=0.1, min_confidence=0.1),
@@ -294,13 +247,9 @@ def test_wrong_types_have_the_polars_messages(spark, per_attribute):
 
 def test_a_polars_frame_is_refused_with_a_pointer(per_attribute):
     pytest.importorskip("pyspark")
-    with pytest.raises(
-        InvalidParameterError, match=r"pyspark.sql.DataFrame. Got DataFrame instead .*polars_ppdm.rr_support"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"pyspark.sql.DataFrame. Got DataFrame instead .*polars_ppdm.rr_support"):
         spark_mine.rr_support(per_attribute, ["bread"], p=0.8)
-    with pytest.raises(
-        InvalidParameterError, match=r"pyspark.sql.DataFrame. Got LazyFrame instead .*polars_ppdm.rr_apriori"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"pyspark.sql.DataFrame. Got LazyFrame instead .*polars_ppdm.rr_apriori"):
         spark_mine.rr_apriori(per_attribute.lazy(), ["bread"], p=0.8, min_support=0.1, min_confidence=0.1)
 
 
@@ -308,9 +257,7 @@ def test_column_names_with_dots_and_backticks_are_taken_literally(spark, whole_r
     odd = whole_record.rename({"bread": "bread.white", "milk": "milk`s"})
     columns = ["bread.white", "milk`s"]
     sdf = to_spark(spark, odd, 3)
-    assert_frame_equal(
-        spark_mine.rr_support(sdf, columns, p=0.8), ppdm.rr_support(odd, columns, p=0.8), check_exact=True
-    )
+    assert_frame_equal(spark_mine.rr_support(sdf, columns, p=0.8), ppdm.rr_support(odd, columns, p=0.8), check_exact=True)
     itemsets = [columns]
     assert_frame_equal(
         spark_mine.rr_support(sdf, columns, p=0.8, itemsets=itemsets),

@@ -54,9 +54,7 @@ def test_rr_disguise_per_attribute_is_the_polars_result(spark, table, partitions
     params = dict(p={"smoker": 0.8, "owner": 0.7, "region": 0.6}, secret=SECRET, key="id")
     params["categories"] = {"smoker": None, "owner": None, "region": ["north", "south", "east", "west"]}
     want = ppdm.rr_disguise(table, ["smoker", "owner", "region"], **params)
-    got = ppdm_spark.rr_disguise(
-        to_spark(spark, table, partitions, seed=partitions), ["smoker", "owner", "region"], **params
-    )
+    got = ppdm_spark.rr_disguise(to_spark(spark, table, partitions, seed=partitions), ["smoker", "owner", "region"], **params)
     _same(got, want)
     assert (want["region"] != table["region"]).sum() > 0  # something was disguised
 
@@ -65,9 +63,7 @@ def test_rr_disguise_per_attribute_is_the_polars_result(spark, table, partitions
 def test_rr_disguise_whole_record_with_a_string_key_is_the_polars_result(spark, table, partitions):
     params = dict(p=0.75, mode="whole_record", secret=SECRET, key="name")
     want = ppdm.rr_disguise(table, ["smoker", "owner"], **params)
-    got = ppdm_spark.rr_disguise(
-        to_spark(spark, table, partitions, seed=partitions), ["smoker", "owner"], **params
-    )
+    got = ppdm_spark.rr_disguise(to_spark(spark, table, partitions, seed=partitions), ["smoker", "owner"], **params)
     _same(got, want)
 
 
@@ -75,17 +71,13 @@ def test_rr_disguise_whole_record_with_a_string_key_is_the_polars_result(spark, 
 def test_add_noise_is_the_polars_result(spark, table, partitions):
     params = dict(dist="uniform", scale={"income": 5_000.0, "age": 2.0}, secret=SECRET, key="id")
     want = ppdm.add_noise(table, ["income", "age"], **params)
-    got = ppdm_spark.add_noise(
-        to_spark(spark, table, partitions, seed=partitions), ["income", "age"], **params
-    )
+    got = ppdm_spark.add_noise(to_spark(spark, table, partitions, seed=partitions), ["income", "age"], **params)
     _same(got, want)
 
 
 @pytest.mark.parametrize("partitions", PARTITIONS)
 def test_spiral_key_applied_and_inverted_is_the_polars_result(spark, table, partitions):
-    key = ppdm.spiral_key(
-        ["income", "age"], bounds={"income": (0.0, 400_000.0), "age": (0, 120)}, secret=SECRET
-    )
+    key = ppdm.spiral_key(["income", "age"], bounds={"income": (0.0, 400_000.0), "age": (0, 120)}, secret=SECRET)
     want = ppdm.apply_spiral_key(table, key)
     moved = ppdm_spark.apply_spiral_key(to_spark(spark, table, partitions, seed=partitions), key)
     _same(moved, want)
@@ -100,12 +92,7 @@ def test_spiral_key_applied_and_inverted_is_the_polars_result(spark, table, part
 def test_a_task_retried_after_a_failure_gives_the_same_bits(spark, table, where):
     """Every task fails once -- before the disguise reads its rows, or after it has sent
     some on -- and is run again; the output is still the Polars output."""
-    params = dict(
-        p=0.7,
-        secret=SECRET,
-        key="id",
-        categories={"region": ["north", "south", "east", "west"], "smoker": None},
-    )
+    params = dict(p=0.7, secret=SECRET, key="id", categories={"region": ["north", "south", "east", "west"], "smoker": None})
     want = ppdm.rr_disguise(table, ["smoker", "region"], **params)
     sdf = to_spark(spark, table, 3)
     if where == "before":
@@ -141,9 +128,7 @@ def test_key_column_with_nulls_fails_the_action_with_our_message(spark, table):
 
 def test_a_polars_frame_is_refused_with_a_pointer(table):
     pytest.importorskip("pyspark")
-    with pytest.raises(
-        InvalidParameterError, match=r"pyspark.sql.DataFrame. Got DataFrame instead .*polars_ppdm.rr_disguise"
-    ):
+    with pytest.raises(InvalidParameterError, match=r"pyspark.sql.DataFrame. Got DataFrame instead .*polars_ppdm.rr_disguise"):
         ppdm_spark.rr_disguise(table, "smoker", p=0.8, secret=SECRET, key="id")
 
 
@@ -151,10 +136,7 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch, table):
     """Importing polars_ppdm.spark needs no PySpark; calling a function says what to install."""
     for name in ("pyspark", "pyspark.sql", "pyspark.sql.connect.dataframe"):
         monkeypatch.setitem(sys.modules, name, None)  # import of these now fails
-    with pytest.raises(
-        ImportError,
-        match=r"polars_ppdm.spark.rr_disguise needs PySpark 4.*pip install 'polars_ppdm\[spark\]'",
-    ):
+    with pytest.raises(ImportError, match=r"polars_ppdm.spark.rr_disguise needs PySpark 4.*pip install 'polars_ppdm\[spark\]'"):
         ppdm_spark.rr_disguise(table, "smoker", p=0.8, secret=SECRET, key="id")
     code = "import sys; sys.modules['pyspark'] = None; import polars_ppdm.spark; print('imported')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
