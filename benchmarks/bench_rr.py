@@ -182,9 +182,7 @@ def main() -> None:
     con.execute(f"CREATE TABLE t AS SELECT i AS id, hash(i) % 10 < 3 AS x FROM range({n}) r(i)")
 
     def duckdb_bulk() -> None:
-        reader = ppdm.duckdb.rr_disguise_batches(
-            con, "SELECT id, x FROM t", "x", p=P, secret=SECRET, key="id"
-        )
+        reader = ppdm.duckdb.rr_disguise_batches(con, "SELECT id, x FROM t", "x", p=P, secret=SECRET, key="id")
         for _ in reader:
             pass
 

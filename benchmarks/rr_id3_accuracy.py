@@ -32,13 +32,7 @@ def mushroom() -> tuple[pl.DataFrame, list[str], str]:
 
 
 def evaluate(
-    frame: pl.DataFrame,
-    attributes: list[str],
-    label: str,
-    ps,
-    secrets: int,
-    *,
-    first_secret: int | None = None,
+    frame: pl.DataFrame, attributes: list[str], label: str, ps, secrets: int, *, first_secret: int | None = None
 ):
     """Per p and secret: baseline, true accuracy of the RR tree, its estimate.  ``first_secret``
     fixes the (guessable) secrets first_secret, first_secret + 1, ... (tests); None draws fresh ones."""

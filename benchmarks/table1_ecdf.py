@@ -134,9 +134,7 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=100_000)
     parser.add_argument("--test", type=int, default=10_000)
     parser.add_argument("--bins", type=int, default=100)
-    parser.add_argument(
-        "--secret", default=None, help="secret of the resampling (default: fresh from the OS)"
-    )
+    parser.add_argument("--secret", default=None, help="secret of the resampling (default: fresh from the OS)")
     parser.add_argument("--functions", default="1,2,3,4,5")
     parser.add_argument("--secrets", type=int, default=10, help="fresh secrets for the DT/kNN gap spread")
     args = parser.parse_args()

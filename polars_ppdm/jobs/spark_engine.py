@@ -111,3 +111,4 @@ def _rows(parts: list[Path], csv: bool) -> int:
     paths = [str(p) for p in parts]
     scanned = pl.scan_csv(paths) if csv else pl.scan_parquet(paths)
     return int(scanned.select(pl.len()).collect().item())
+

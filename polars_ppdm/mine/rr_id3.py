@@ -183,9 +183,7 @@ def _prepare(
     schema = schema_of(frame, func)
     names = list(schema.names())
     if not isinstance(label, str) or label not in names:
-        msg = (
-            f"The 'label' parameter of {func} must name a column of the frame {names}. Got {label!r} instead."
-        )
+        msg = f"The 'label' parameter of {func} must name a column of the frame {names}. Got {label!r} instead."
         raise InvalidParameterError(msg)
     attrs = check_columns(columns, names, func)
     if label in attrs:
@@ -287,9 +285,7 @@ def rr_id3(
     ----------
     Wen Han (2006), paper 003, section 5.2; Du, Zhan, KDD 2003.
     """
-    attrs, domains, counts = _prepare(
-        frame, columns, label, p, epsilon, mode, label_disguised, categories, _FUNC
-    )
+    attrs, domains, counts = _prepare(frame, columns, label, p, epsilon, mode, label_disguised, categories, _FUNC)
     max_depth = check_int("max_depth", max_depth, _FUNC, low=0, optional=True)
     min_support = check_fraction("min_support", min_support, _FUNC)
 
@@ -351,9 +347,7 @@ def rr_accuracy(
     func = "rr_accuracy"
     tree._check_schema(schema_of(frame, func), [*tree.columns, tree.label], func)
     categories = {c: list(tree.domains[c].categories) for c in [*tree.columns, tree.label]}
-    _, _, counts = _prepare(
-        frame, tree.columns, tree.label, p, epsilon, tree.mode, label_disguised, categories, func
-    )
+    _, _, counts = _prepare(frame, tree.columns, tree.label, p, epsilon, tree.mode, label_disguised, categories, func)
     label, keep = counts.label, counts.p
     if tree.mode == "whole_record":
         flipped = np.where(counts.disguised, 1 - counts.codes, counts.codes)

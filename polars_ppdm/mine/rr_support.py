@@ -99,9 +99,7 @@ def pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     return result.clear() if n == 0 else result
 
 
-def itemset_counts(
-    design: RRDesign, itemsets: Sequence[tuple[str, ...]]
-) -> dict[tuple[str, tuple[str, ...]], str]:
+def itemset_counts(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) -> dict[tuple[str, tuple[str, ...]], str]:
     """The counts needed to estimate the supports of ``itemsets``, each with its output name.
 
     A key ``("all", S)`` is the number of rows having every item of S, ``("none", S)``

@@ -180,6 +180,7 @@ def add_noise(
     scales = noise_scales(dist, scale, cols, func)
     secret = resolve_secret(secret)
     exprs = [
-        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c) for c in cols
+        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c)
+        for c in cols
     ]
     return like(frame, as_lazy(frame).with_columns(exprs))

@@ -229,12 +229,7 @@ def spiral_key(
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
     rounds = check_int(
-        "rounds",
-        rounds,
-        _FUNC,
-        low=1,
-        high=MAX_ROUNDS,
-        why=" (the rounds compose into one map: more add no secret)",
+        "rounds", rounds, _FUNC, low=1, high=MAX_ROUNDS, why=" (the rounds compose into one map: more add no secret)"
     )
     angle = _range("angle", angle, positive=False)
     scales: list[float] | tuple[float, float] | None
