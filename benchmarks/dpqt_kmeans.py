@@ -61,7 +61,7 @@ def centres_of(method: str, frame, k, eps, bounds, run, peer):
                 .fit(frame.to_numpy())
                 .cluster_centers_
             )
-    method = {"DPQT": "quadtree", "DPLloyd": "lloyd", "EUG": "grid"}[method]
+    method = {"DPQT": "quadtree", "DPQT refined": "quadtree_refined", "DPLloyd": "lloyd", "EUG": "grid"}[method]
     try:
         fit = ppdm.dp_kmeans(
             frame, ["x", "y"], k=k, epsilon=eps, bounds=[bounds] * 2, method=method, secret=ppdm.new_secret()
@@ -81,7 +81,7 @@ def main() -> None:
     from sklearn.cluster import KMeans
 
     peer = import_diffprivlib()
-    methods = ["DPQT", "DPLloyd", "EUG"] + (["diffprivlib"] if peer else [])
+    methods = ["DPQT", "DPQT refined", "DPLloyd", "EUG"] + (["diffprivlib"] if peer else [])
     rows = []
     for name, (k, bounds) in SETS.items():
         points = load(name)
@@ -100,6 +100,9 @@ def main() -> None:
             if peer:
                 row["DPQT / diffprivlib"] = row["DPQT"] / row["diffprivlib"]
             row["DPQT / k-means"] = row["DPQT"] / plain
+            row["refined / k-means"] = row["DPQT refined"] / plain
+            row["refined / DPLloyd"] = row["DPQT refined"] / row["DPLloyd"]
+            row["DPLloyd / k-means"] = row["DPLloyd"] / plain
             row["RCP vs EUG"] = rcp(row["DPQT"], row["EUG"])
             rows.append(row)
     table = pl.DataFrame(rows)
@@ -110,6 +113,16 @@ def main() -> None:
         print(table)
     bars = table.filter(pl.col("epsilon").is_in([0.05, 0.1, 0.5]))
     print("bar DPQT <= 0.5x DPLloyd at eps 0.05/0.1/0.5:", bool((bars["DPQT / DPLloyd"] <= 0.5).all()))
+    # Issue 18's bars for the refined variant (method="quadtree_refined").
+    half, one = table.filter(pl.col("epsilon") == 0.5), table.filter(pl.col("epsilon") == 1.0)
+    print("bar refined <= 1.4x k-means at eps 0.5:", half.select("data", "refined / k-means").rows())
+    print("bar refined <= 1.2x k-means at eps 1:  ", one.select("data", "refined / k-means").rows())
+    weak = table.filter(pl.col("DPLloyd / k-means") > 1.1)
+    print(
+        "bar refined <= 0.5x DPLloyd where DPLloyd > 1.1x k-means:",
+        bool((weak["refined / DPLloyd"] <= 0.5).all()),
+        weak.select("data", "epsilon", "refined / DPLloyd").rows(),
+    )
     if peer:
         print(
             "bar DPQT <= 0.5x diffprivlib at eps 0.05/0.1/0.5:",
