@@ -214,23 +214,21 @@ def _leaves(frame: pl.DataFrame) -> Cells:
     }
 
 
+# The trees' settings: a fixed shape (n, max_height, threshold given), so that the noisy
+# counts alone decide the splits and most leaves are the same in both releases.
+_TREE: dict = {
+    "bounds": {"x": (0, 10), "y": (0, 10)},
+    "key": "unit",
+    "max_contributions": _CONTRIBUTIONS,
+    "max_height": 2,
+    "threshold": 0.0,
+}
+
+
 def _quadtree(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
     from polars_ppdm.dp.quadtree import dp_quadtree
 
-    # A fixed tree shape (n, max_height, threshold given): the noisy counts decide splits,
-    # so leaves present in both releases are compared.
-    out = dp_quadtree(
-        frame,
-        ["x", "y"],
-        bounds={"x": (0, 10), "y": (0, 10)},
-        epsilon=epsilon,
-        secret=secret,
-        key="unit",
-        max_contributions=_CONTRIBUTIONS,
-        n=float(len(frame)),
-        max_height=2,
-        threshold=0.0,
-    )
+    out = dp_quadtree(frame, ["x", "y"], epsilon=epsilon, secret=secret, n=float(len(frame)), **_TREE)
     return _leaves(out)
 
 
@@ -242,15 +240,11 @@ def _kmeans(method: str) -> Callable[[pl.DataFrame, int, float], Cells]:
             frame,
             ["x", "y"],
             k=2,
-            bounds={"x": (0, 10), "y": (0, 10)},
             epsilon=epsilon,
             secret=secret,
-            key="unit",
-            max_contributions=_CONTRIBUTIONS,
             n=float(len(frame)),
-            max_height=2,
-            threshold=0.0,
             method=method,
+            **_TREE,
         )
         assert fit.buckets is not None  # the noisy leaves (bucket points and counts) the centres come from
         return {(x, y): float(c) for x, y, c in fit.buckets.select("x", "y", "count").iter_rows()}
