@@ -581,7 +581,8 @@ def dp_group_by(
     Parameters
     ----------
     frame : polars.DataFrame or polars.LazyFrame
-        Returned as the same type (lazy stays lazy; it streams up to the group table).
+        Returned as the same type (lazy stays lazy; with a privacy unit the plan sorts the
+        rows by unit, which holds them in memory, as any per-person bounding must).
     by : str or sequence of str
         The group columns (integer, String, Categorical, Enum or Boolean).
     aggregates : list of DPAggregate
