@@ -13,3 +13,48 @@ def best_seconds(run, repeats: int) -> float:
         run()
         best = min(best, time.perf_counter() - started)
     return best
+
+
+def machine() -> str:
+    """The machine a benchmark ran on, printed above its ratios: the CPU model and cores,
+    the instruction sets our kernels and NumPy's sort care about (AES-NI and VAES for the
+    keyed PRF; AVX-512 as NumPy uses it, which ``NPY_DISABLE_CPU_FEATURES`` turns off),
+    memory and load."""
+    import os
+    import platform
+
+    import numpy as np
+
+    model, flags = "", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # NumPy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    sets = ", ".join(
+        f"{name} {'yes' if flag in flags else 'no'}" for name, flag in [("AES-NI", "aes"), ("VAES", "vaes")]
+    )
+    avx512 = "NumPy AVX-512 " + ("yes" if features.get("AVX512_SKX") else "no")
+    disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES")
+    avx512 += f" (NPY_DISABLE_CPU_FEATURES={disabled})" if disabled else ""
+    memory = ""
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        memory = (
+            f", {int(fields['MemTotal'].split()[0]) / 2**20:.0f} GiB RAM "
+            f"({int(fields['MemAvailable'].split()[0]) / 2**20:.1f} available)"
+        )
+    except (OSError, KeyError, ValueError):
+        pass
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    model = model or platform.processor() or "unknown CPU"
+    return f"machine: {model}, {os.cpu_count()} logical cores ({sets}, {avx512}){memory}{load}; NumPy {np.__version__}"

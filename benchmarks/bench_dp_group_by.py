@@ -23,7 +23,7 @@ import argparse
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm import dp
@@ -87,6 +87,7 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    print(machine())
     frame = table(args.rows, args.groups, args.units)
     groups = pl.DataFrame({"group": np.arange(args.groups)})
     print(f"{args.rows:,} rows, {args.groups:,} groups, {args.units:,} privacy units; best of {args.repeats}")

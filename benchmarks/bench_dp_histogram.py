@@ -16,7 +16,7 @@ import argparse
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm.dp.histogram import bin_index
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--bins", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    print(machine())
     df = pl.DataFrame({"x": np.random.default_rng(0).normal(50, 15, args.rows)})
     secret = ppdm.new_secret()
     plain = best_seconds(

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 
@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    print(machine())
     df = table(args.rows, args.columns)
     secret = ppdm.new_secret()
     sort_s = best_seconds(lambda: df.select(pl.all().sort()), args.repeats)

@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _timing import machine  # benchmarks/ is the script's own folder
+
 HAND = """
 import sys, polars as pl, polars_ppdm as ppdm
 source, target, secret = sys.argv[1:4]
@@ -113,30 +115,6 @@ print(time.perf_counter() - started, usage.ru_maxrss / 1024, usage.ru_utime + us
 """
 
 
-def machine() -> str:
-    """CPU model, cores, memory and load, as measured on."""
-    import platform
-
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    memory = ""
-    try:
-        with open("/proc/meminfo") as info:
-            fields = dict(line.split(":", 1) for line in info)
-        memory = (
-            f", {int(fields['MemTotal'].split()[0]) / 2**20:.0f} GiB RAM "
-            f"({int(fields['MemAvailable'].split()[0]) / 2**20:.1f} available)"
-        )
-    except (OSError, KeyError, ValueError):
-        pass
-    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return f"{model}, {os.cpu_count()} logical cores{memory}{load}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -174,7 +152,7 @@ def main() -> None:
         "by hand + fsync": [*hand, "fsync"],
         "ppdm run": [sys.executable, "-m", "polars_ppdm.jobs", "run", "--quiet", str(pipeline)],
     }
-    print(f"machine: {machine()}")
+    print(machine())
     if args.morsel_size is not None:
         print(f"both sides with POLARS_IDEAL_MORSEL_SIZE={args.morsel_size}")
     results = {name: (float("inf"), 0.0, float("inf")) for name in sides}

@@ -11,7 +11,7 @@ import argparse
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 
@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--bins", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    print(machine())
     rng = np.random.default_rng(0)
     x = np.where(rng.random(args.rows) < 0.4, rng.normal(25, 6, args.rows), rng.normal(70, 8, args.rows))
     noisy = ppdm.add_noise(pl.DataFrame({"x": x}), "x", dist="gaussian", scale=15.0, secret=ppdm.new_secret())

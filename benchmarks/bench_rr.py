@@ -34,7 +34,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm.kernels.prf import bernoulli, prf_words, stream_id, uniform
@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-rss", action="store_true")
     args = parser.parse_args()
+    print(machine())
     n = args.rows
     print(
         f"polars {pl.__version__}, duckdb {duckdb.__version__}, numpy {np.__version__}, "

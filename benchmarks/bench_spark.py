@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from _timing import machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 import polars_ppdm.spark as ppdm_spark
@@ -79,25 +80,6 @@ MAX_BYTES, UNLIMITED = "spark.sql.execution.arrow.maxBytesPerBatch", "2147483647
 NO_SIZE_CHECK = "maxBytesPerBatch=2^31-1"
 TUNED_ROWS = 100_000
 TUNED = {MAX_BYTES: UNLIMITED, "spark.sql.execution.arrow.maxRecordsPerBatch": str(TUNED_ROWS)}
-
-
-def machine() -> str:
-    """CPU model, core count and the instruction sets the AES kernel cares about."""
-    model, flags = "", set()
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name") and not model:
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    sets = ", ".join(
-        f"{name} {'yes' if flag in flags else 'no'}"
-        for name, flag in [("AES-NI", "aes"), ("VAES", "vaes"), ("AVX-512", "avx512f")]
-    )
-    return f"{model or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores ({sets})"
 
 
 def java_version() -> str:
@@ -225,7 +207,7 @@ def main() -> None:
     import pyspark
     from pyspark.sql import functions as F
 
-    print(f"machine: {machine()}")
+    print(machine())
     print(
         f"python {platform.python_version()}, pyspark {pyspark.__version__}, {java_version()}, polars {pl.__version__}, "
         f"pyarrow {pa.__version__}, numpy {np.__version__}, polars_ppdm {ppdm.__version__}"

@@ -11,7 +11,7 @@ import argparse
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds  # benchmarks/ is the script's own folder
+from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 
@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    print(machine())
     cols = [f"c{i}" for i in range(args.columns)]
     df = pl.DataFrame(np.random.default_rng(0).uniform(0, 10, (args.rows, args.columns)), schema=cols)
     key = ppdm.spiral_key(cols, bounds={c: (0, 10) for c in cols}, rounds=7, secret=ppdm.new_secret())
