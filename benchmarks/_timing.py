@@ -36,13 +36,19 @@ def machine() -> str:
     except OSError:
         pass
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
+        from numpy._core import _multiarray_umath as umath
     except ImportError:  # NumPy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__ as features
+        from numpy.core import _multiarray_umath as umath
     sets = ", ".join(
         f"{name} {'yes' if flag in flags else 'no'}" for name, flag in [("AES-NI", "aes"), ("VAES", "vaes")]
     )
-    avx512 = "NumPy AVX-512 " + ("yes" if features.get("AVX512_SKX") else "no")
+    targets = getattr(umath, "__cpu_targets_info__", None)  # NumPy >= 2.4: what each kernel dispatches to
+    if targets:
+        current = {v["current"] for kernels in targets.values() for v in kernels.values()}
+        used = any("V4" in c or "AVX512" in c for c in current)
+    else:
+        used = bool(umath.__cpu_features__.get("AVX512_SKX"))
+    avx512 = "NumPy AVX-512 " + ("yes" if used else "no")
     disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES")
     avx512 += f" (NPY_DISABLE_CPU_FEATURES={disabled})" if disabled else ""
     memory = ""
