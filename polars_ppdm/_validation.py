@@ -197,7 +197,8 @@ def check_columns(
     columns: str | Iterable[str], available: Sequence[str], func: str, name: str = "columns"
 ) -> list[str]:
     """A non-empty list of distinct, existing column names."""
-    if not isinstance(columns, str | Iterable):
+    # A mapping iterates its keys: refused, not read as a list (its values would be lost).
+    if not isinstance(columns, str | Iterable) or isinstance(columns, Mapping):
         _fail(name, func, "a column name or a list of column names", columns)
     cols = [columns] if isinstance(columns, str) else list(columns)
     if not cols:

@@ -111,7 +111,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import bernoulli, first_words, stream_id, uniform
-from polars_ppdm.perturb.noise import check_noise
+from polars_ppdm.perturb.noise import check_drawable, check_noise
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise, whole_record_stream
 from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import Secret, SecretLike, resolve_secret
@@ -296,6 +296,7 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
     if len(x) == 0:
         return pa.array([], type=pa.float64())
     dist, scale = check_noise(_constant(dist, "dist", func), _constant(scale, "scale", func), func)
+    check_drawable(scale, func)
     label = _stream(stream, func, "add_noise/")
     values = _series(x, "x")
     valid = values.is_not_null()

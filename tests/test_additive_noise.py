@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -247,3 +248,27 @@ def test_the_largest_accepted_scale_gives_an_estimate_without_numpy_warnings():
         cov = ppdm.estimate_covariance(df, ["x", "y"], scale=9e153)
         rebuilt = ppdm.pca_reconstruct(df, ["x", "y"], scale=9e153)
     assert cov["x"][0] == 1.0 - 9e153**2 and rebuilt.height == 3
+
+
+@pytest.mark.parametrize("engine", ["frame", "expr", "duckdb"])
+def test_a_scale_whose_draws_overflow_is_refused(engine):
+    """Gaussian draws reach 8.6 sigma: a scale of 1e308 made inf values with a raw
+    RuntimeWarning (fuzz, slow profile)."""
+    df = pl.DataFrame({"x": [0.0, 1.0], "id": [1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises((InvalidParameterError, duckdb.Error), match="at most 1e\\+307"):
+            if engine == "frame":
+                ppdm.add_noise(df, "x", scale=1e308, secret=1, key="id")
+            elif engine == "expr":
+                df.with_columns(pl.col("x").ppdm.add_noise(scale=1e308, secret=1, key="id"))
+            else:
+                con = ppdm.duckdb.register(duckdb.connect())
+                con.sql("SELECT ppdm_add_noise(x, 1e308, '1', id, 'add_noise/x') FROM df").fetchall()
+
+
+def test_columns_as_a_mapping_are_refused():
+    """A dict iterates its keys: {'x': 1} was read as ['x'] (fuzz, slow profile)."""
+    df = pl.DataFrame({"x": [0.0, 1.0]})
+    with pytest.raises(InvalidParameterError, match="'columns' parameter of add_noise must be a column name or a list"):
+        ppdm.add_noise(df, {"x": 1}, scale=1.0, secret=1)

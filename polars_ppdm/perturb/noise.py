@@ -43,6 +43,11 @@ __all__ = [
 DISTRIBUTIONS = ("uniform", "gaussian")
 
 
+# The largest |draw| of the kernels is 8.6 sigma (Box-Muller at u = 2^-53): a larger scale
+# would overflow float64.
+_MAX_SCALE = 1e307
+
+
 def check_noise(dist: object, scale: Any, func: str, *, allow_zero: bool = False) -> tuple[str, float]:
     """A known distribution and a finite scale > 0 (>= 0 with ``allow_zero``: a column
     that got no noise, for the miners)."""
@@ -56,6 +61,17 @@ def check_noise(dist: object, scale: Any, func: str, *, allow_zero: bool = False
         )
         raise InvalidParameterError(msg)
     return str(dist), float(scale)
+
+
+def check_drawable(scale: float, func: str) -> None:
+    """A scale whose draws stay finite (the perturbation draws them; the miners only use
+    the variance, which they check themselves)."""
+    if scale > _MAX_SCALE:
+        msg = (
+            f"The 'scale' parameter of {func} must be at most {_MAX_SCALE:.3g}: Gaussian draws reach 8.6 "
+            f"standard deviations, and larger noise overflows float64 to infinity. Got {scale!r} instead."
+        )
+        raise InvalidParameterError(msg)
 
 
 def noise_scales(
@@ -131,6 +147,7 @@ def add_noise_expr(
     """
     func = "add_noise"
     dist, scale = check_noise(dist, scale, func)
+    check_drawable(scale, func)
     if stream is None:
         try:
             stream = "add_noise/" + expr.meta.output_name()
@@ -178,6 +195,8 @@ def add_noise(
     if key is not None:
         check_columns([key], list(schema.names()), func, name="key")
     scales = noise_scales(dist, scale, cols, func)
+    for value in scales.values():
+        check_drawable(value, func)
     secret = resolve_secret(secret)
     exprs = [
         add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c)
