@@ -325,3 +325,15 @@ def test_a_ledger_accountant_refuses_a_delta(tmp_path):
             accountant=ledger.accountant("visits"),
         )
     assert ledger.spent("visits") == 0
+
+
+def test_a_means_own_count_noise_is_checked_before_the_budget():
+    """A mean without a dp.count() draws its own integer count noise at half its epsilon:
+    that scale (2e17 here) must fit 64-bit noise, checked before anything is charged."""
+    acc = ppdm.BudgetAccountant(1.0)
+    with pytest.raises(InvalidParameterError, match="integer noise of scale 2e\\+17"):
+        ppdm.dp_group_by(
+            one_row_each(30), "region", dp.mean("spend", bounds=(0, 100)), epsilon=1e-17,
+            public_groups=PUBLIC, secret=SECRET, accountant=acc,
+        )
+    assert acc.spent == 0

@@ -92,6 +92,18 @@ def _epsilon(kind: str, epsilon: Any) -> float | None:
     return None if epsilon is None else check_epsilon(epsilon, f"dp.{kind}")
 
 
+def _of_column(kind: Kind, column: Any, bounds: Any, name: Any, epsilon: Any) -> DPAggregate:
+    """A sum or mean of ``column``, each argument checked (named ``<column>_<kind>``)."""
+    column = _column(kind, column)
+    return DPAggregate(
+        kind,
+        column,
+        _bounds(kind, column, bounds),
+        _name(kind, name, f"{column}_{kind}"),
+        _epsilon(kind, epsilon),
+    )
+
+
 def count(*, name: str | None = None, epsilon: float | None = None) -> DPAggregate:
     """The noisy number of rows of each group (Int64; two-sided geometric noise).
 
@@ -128,14 +140,7 @@ def sum(
     >>> dp.sum("income", bounds=(0, 100_000)).name
     'income_sum'
     """
-    column = _column("sum", column)
-    return DPAggregate(
-        "sum",
-        column,
-        _bounds("sum", column, bounds),
-        _name("sum", name, f"{column}_sum"),
-        _epsilon("sum", epsilon),
-    )
+    return _of_column("sum", column, bounds, name, epsilon)
 
 
 def mean(
@@ -148,9 +153,10 @@ def mean(
     """The noisy mean of ``column`` per group, each value clamped to ``bounds`` (Float64).
 
     Computed as ``midpoint + noisy sum of (value - midpoint) / noisy count`` (the
-    normalised sum of Li et al. and PipelineDP): the shifted values lie in ``±(high -
-    low) / 2``, so the sum needs half the noise of a plain sum when the bounds straddle
-    zero and far less when they do not.  When the release also has a :func:`count`, the
+    normalised sum of PipelineDP): the shifted values lie in ``±(high - low) / 2``, so
+    the sum never needs more noise than a plain sum (which scales with ``max(|low|,
+    |high|)``) and far less when the bounds lie away from zero (age in [18, 100]: 41 instead
+    of 100).  When the release also has a :func:`count`, the
     mean divides by that released count (free post-processing) and spends its whole
     epsilon on the sum; otherwise it splits its epsilon between a count and the sum.
     The result is clamped to ``bounds``.
@@ -161,11 +167,4 @@ def mean(
     >>> dp.mean("age", bounds=(18, 100), epsilon=0.5)
     DPAggregate(kind='mean', column='age', bounds=(18.0, 100.0), name='age_mean', epsilon=0.5)
     """
-    column = _column("mean", column)
-    return DPAggregate(
-        "mean",
-        column,
-        _bounds("mean", column, bounds),
-        _name("mean", name, f"{column}_mean"),
-        _epsilon("mean", epsilon),
-    )
+    return _of_column("mean", column, bounds, name, epsilon)

@@ -321,10 +321,12 @@ def check_group_by(
     request = GroupByRequest(
         by, aggregates, epsilons, unit, int(max_groups), int(max_rows), groups, delta, epsilon
     )
+    # Integer (geometric) noise: the counts', and a mean's own count when it has one.
     for a in aggregates:
-        check_integer_scale(
-            request.scale(a) if a.kind == "count" else request.contributions / epsilons[a.name], _FUNC
-        )
+        if a.kind == "count":
+            check_integer_scale(request.scale(a), _FUNC)
+        elif a.kind == "mean":
+            check_integer_scale(request.count_scale(a), _FUNC)
     return request
 
 

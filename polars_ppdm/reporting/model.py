@@ -1,6 +1,6 @@
 """What a privacy and utility report holds, before it is rendered.
 
-The report is built in two steps: :mod:`polars_ppdm.reporting.sections` computes these
+The report is built in two steps: :mod:`~polars_ppdm.reporting.columns` and :mod:`~polars_ppdm.reporting.releases` compute these
 objects from the data (the released table, the releases, the steps' parameters, the
 ledger and -- for the internal version only -- the original table), and
 :mod:`polars_ppdm.reporting.html` renders them to one self-contained HTML page.  Nothing
