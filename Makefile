@@ -63,7 +63,9 @@ demo: $(VENV)/.core
 	  $(BIN)/ppdm run $(DEMO)/pipeline.toml
 	@echo; echo "== ppdm ledger --pipeline $(DEMO)/pipeline.toml"; $(BIN)/ppdm ledger --pipeline $(DEMO)/pipeline.toml
 	@echo; echo "The published table, the release and the manifest are in $(DEMO)/out/ (the manifest:"; \
-	  echo "$(DEMO)/out/manifest.json). The groceries rules comparison: $(BIN)/ppdm rules"
+	  echo "$(DEMO)/out/manifest.json), with the privacy and utility report: $(DEMO)/out/report.public.html"; \
+	  echo "(and report.internal.html, which shows the original data: do not publish it)."; \
+	  echo "The groceries rules comparison: $(BIN)/ppdm rules"
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q
