@@ -28,10 +28,18 @@ Several processes
     spend more than the budget between them.  Threads of one process are serialised by a
     lock per file.
 
+Deltas
+    A dataset may also have a delta budget (default 0), for releases that spend a delta
+    (partition selection of :func:`polars_ppdm.dp_group_by`).  Deltas compose as epsilons
+    do (basic composition: they add up across runs), and a run must fit both budgets.
+
 What the file holds
-    Dataset names, budgets, epsilons, step names, run ids, statuses, times and manifest
-    hashes: never a secret, never a row of data.  The file carries a schema version; a
-    file written by a newer polars_ppdm is refused with a message saying so, not misread.
+    Dataset names, budgets, epsilons, deltas, step names, run ids, statuses, times and
+    manifest hashes: never a secret, never a row of data.  The file carries a schema
+    version; a file written by a newer polars_ppdm is refused with a message saying so,
+    not misread.  Version 2 adds the deltas; a version-1 file is upgraded in place (its
+    runs spent delta 0) only when a dataset is given a delta budget, so a ledger that never
+    uses a delta stays readable by older releases.
 
 References
 ----------
@@ -64,10 +72,18 @@ from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, L
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
+__all__ = ["SCHEMA_VERSION", "Budget", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Version 2: deltas.  Added to a version-1 file when a dataset first gets a delta budget.
+_UPGRADE_TO_2 = """
+ALTER TABLE ppdm_datasets ADD COLUMN delta_budget DOUBLE DEFAULT 0;
+ALTER TABLE ppdm_runs ADD COLUMN delta DOUBLE DEFAULT 0;
+ALTER TABLE ppdm_releases ADD COLUMN delta DOUBLE DEFAULT 0;
+ALTER TABLE ppdm_releases ADD COLUMN delta_charged DOUBLE DEFAULT 0;
+"""
 
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
 _SLACK = 1e-12
@@ -119,6 +135,7 @@ _TABLE_SCHEMA = pl.Schema(
         ("time", pl.Datetime("us", "UTC")),
         ("manifest_sha256", pl.String()),
         ("charged", pl.Float64()),
+        ("delta", pl.Float64()),
     ]
 )
 
@@ -149,12 +166,37 @@ def _check_name(name: str, value: Any, func: str) -> str:
 
 
 class Reservation(NamedTuple):
-    """What :meth:`Ledger.reserve` did: the run, its epsilon, and whether it was spent now
-    (``new=True``) or by an earlier identical run (``new=False``, nothing spent)."""
+    """What :meth:`Ledger.reserve` did: the run, its epsilon, whether it was spent now
+    (``new=True``) or by an earlier identical run (``new=False``, nothing spent), and its
+    delta."""
 
     run_id: str
     epsilon: float
     new: bool
+    delta: float = 0.0
+
+
+class Budget(NamedTuple):
+    """A dataset's budget and what it has spent, in epsilon and delta."""
+
+    epsilon: float
+    spent: float
+    delta: float = 0.0
+    spent_delta: float = 0.0
+
+    @property
+    def remaining(self) -> float:
+        return _left(self.epsilon, self.spent)
+
+    @property
+    def remaining_delta(self) -> float:
+        return _left(self.delta, self.spent_delta)
+
+
+def _left(budget: float, spent: float) -> float:
+    """What is left; float dust of an exact fit (1e-5 - (4e-6 + 6e-6)) is nothing left."""
+    left = budget - spent
+    return left if left > budget * _SLACK else 0.0
 
 
 class Ledger:
@@ -181,9 +223,9 @@ class Ledger:
     >>> ledger = Ledger(os.path.join(folder, "ledger.duckdb"))
     >>> ledger.open_dataset("visits", epsilon_budget=1.0)
     >>> ledger.reserve("visits", "run-1", [("histogram", 0.3), ("kmeans", 0.5)])
-    Reservation(run_id='run-1', epsilon=0.8, new=True)
+    Reservation(run_id='run-1', epsilon=0.8, new=True, delta=0.0)
     >>> ledger.reserve("visits", "run-1", [("histogram", 0.3), ("kmeans", 0.5)])  # the same run again
-    Reservation(run_id='run-1', epsilon=0.8, new=False)
+    Reservation(run_id='run-1', epsilon=0.8, new=False, delta=0.0)
     >>> ledger.complete("run-1", manifest_sha256="ab" * 32)
     >>> round(ledger.remaining("visits"), 6)
     0.2
@@ -305,26 +347,49 @@ class Ledger:
     def _create_schema(con: duckdb.DuckDBPyConnection) -> None:
         from polars_ppdm import __version__
 
+        # Created as version 1: the delta columns come with the first delta budget, so a
+        # ledger that never uses a delta stays readable by older releases.
         con.execute(_SCHEMA)
-        con.execute(
-            "INSERT INTO ppdm_ledger_schema VALUES (?, ?, ?)",
-            [SCHEMA_VERSION, f"polars_ppdm {__version__}", _now()],
-        )
+        con.execute("INSERT INTO ppdm_ledger_schema VALUES (1, ?, ?)", [f"polars_ppdm {__version__}", _now()])
+
+    @staticmethod
+    def _has_deltas(con: duckdb.DuckDBPyConnection) -> bool:
+        found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
+        return found is not None and found[0] >= 2
+
+    @classmethod
+    def _upgrade(cls, con: duckdb.DuckDBPyConnection) -> None:
+        """Add the delta columns (schema version 2) to a version-1 file, in the transaction."""
+        from polars_ppdm import __version__
+
+        if not cls._has_deltas(con):
+            con.execute(_UPGRADE_TO_2)
+            con.execute(
+                "INSERT INTO ppdm_ledger_schema VALUES (2, ?, ?)", [f"polars_ppdm {__version__}", _now()]
+            )
 
     # --- datasets ------------------------------------------------------------------------
 
-    @staticmethod
-    def _budget_of(con: duckdb.DuckDBPyConnection, dataset: str) -> float | None:
-        row = con.execute("SELECT epsilon_budget FROM ppdm_datasets WHERE dataset = ?", [dataset]).fetchone()
-        return None if row is None else float(row[0])
-
-    @staticmethod
-    def _spent_of(con: duckdb.DuckDBPyConnection, dataset: str) -> float:
+    @classmethod
+    def _budget_of(cls, con: duckdb.DuckDBPyConnection, dataset: str) -> Budget | None:
+        deltas = cls._has_deltas(con)
+        row = con.execute(
+            f"SELECT epsilon_budget, {'coalesce(delta_budget, 0)' if deltas else '0.0'} FROM ppdm_datasets "
+            "WHERE dataset = ?",
+            [dataset],
+        ).fetchone()
+        if row is None:
+            return None
         # fsum: the same total whatever order DuckDB returns the runs in.
-        rows = con.execute("SELECT epsilon FROM ppdm_runs WHERE dataset = ?", [dataset]).fetchall()
-        return math.fsum(row[0] for row in rows)
+        spent = con.execute(
+            f"SELECT epsilon, {'coalesce(delta, 0)' if deltas else '0.0'} FROM ppdm_runs WHERE dataset = ?",
+            [dataset],
+        ).fetchall()
+        return Budget(
+            float(row[0]), math.fsum(r[0] for r in spent), float(row[1]), math.fsum(r[1] for r in spent)
+        )
 
-    def _known_budget(self, con: duckdb.DuckDBPyConnection, dataset: str, func: str) -> float:
+    def _known_budget(self, con: duckdb.DuckDBPyConnection, dataset: str, func: str) -> Budget:
         _check_name("dataset", dataset, func)
         budget = self._budget_of(con, dataset)
         if budget is None:
@@ -338,70 +403,123 @@ class Ledger:
             )
         return budget
 
-    def open_dataset(self, dataset: str, epsilon_budget: float) -> None:
-        """Record ``dataset`` with its total budget, or check the recorded budget is this one.
+    def open_dataset(self, dataset: str, epsilon_budget: float, delta_budget: float = 0.0) -> None:
+        """Record ``dataset`` with its total budgets, or check the recorded ones are these.
 
+        ``delta_budget`` (in [0, 1), default 0) is the total delta its releases may spend.
         A different budget is refused: a budget is changed on purpose, with
         :meth:`set_budget`, not by editing a pipeline file.
         """
-        _check_name("dataset", dataset, "Ledger.open_dataset")
-        budget = check_real("epsilon_budget", epsilon_budget, "Ledger.open_dataset", low=0, open_low=True)
+        func = "Ledger.open_dataset"
+        _check_name("dataset", dataset, func)
+        budget = check_real("epsilon_budget", epsilon_budget, func, low=0, open_low=True)
+        delta = check_real("delta_budget", delta_budget, func, low=0, high=1, open_high=True)
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
             if recorded is None:
-                con.execute("INSERT INTO ppdm_datasets VALUES (?, ?, ?)", [dataset, budget, _now()])
-            elif not math.isclose(recorded, budget, rel_tol=_SLACK, abs_tol=0.0):
-                msg = (
-                    f"The 'epsilon_budget' parameter of Ledger.open_dataset must be the budget the ledger "
-                    f"{str(self.path)!r} holds for dataset {dataset!r}, {recorded:g}. Got {budget:g} instead. "
-                    f"To change it on purpose, call Ledger.set_budget({dataset!r}, {budget:g}) (it refuses a "
-                    f"budget below what is spent)."
+                con.execute(
+                    "INSERT INTO ppdm_datasets (dataset, epsilon_budget, created) VALUES (?, ?, ?)",
+                    [dataset, budget, _now()],
                 )
-                raise InvalidParameterError(msg)
+                if delta:
+                    self._upgrade(con)
+                    con.execute(
+                        "UPDATE ppdm_datasets SET delta_budget = ? WHERE dataset = ?", [delta, dataset]
+                    )
+                return
+            for name, asked, held in (
+                ("epsilon_budget", budget, recorded.epsilon),
+                ("delta_budget", delta, recorded.delta),
+            ):
+                if not math.isclose(held, asked, rel_tol=_SLACK, abs_tol=0.0):
+                    msg = (
+                        f"The {name!r} parameter of Ledger.open_dataset must be the budget the ledger "
+                        f"{str(self.path)!r} holds for dataset {dataset!r}, {held:g}. Got {asked:g} instead. "
+                        f"To change it on purpose, call Ledger.set_budget({dataset!r}, {name}={asked:g}) (it "
+                        f"refuses a budget below what is spent)."
+                    )
+                    raise InvalidParameterError(msg)
 
-    def set_budget(self, dataset: str, epsilon_budget: float) -> None:
-        """Change the total budget of a recorded dataset; never below what it has spent."""
-        budget = check_real("epsilon_budget", epsilon_budget, "Ledger.set_budget", low=0, open_low=True)
+    def set_budget(
+        self, dataset: str, epsilon_budget: float | None = None, delta_budget: float | None = None
+    ) -> None:
+        """Change the total budgets of a recorded dataset (None: keep it); never below what
+        it has spent."""
+        func = "Ledger.set_budget"
+        budget = (
+            None
+            if epsilon_budget is None
+            else check_real("epsilon_budget", epsilon_budget, func, low=0, open_low=True)
+        )
+        delta = (
+            None
+            if delta_budget is None
+            else check_real("delta_budget", delta_budget, func, low=0, high=1, open_high=True)
+        )
         with self._transaction() as con:
-            self._known_budget(con, dataset, "Ledger.set_budget")
-            spent = self._spent_of(con, dataset)
-            if budget < spent * (1 - _SLACK):
-                _fail(
-                    "epsilon_budget",
-                    "Ledger.set_budget",
-                    f"at least what dataset {dataset!r} has spent, {spent:g} (spent epsilon cannot be unspent)",
-                    budget,
+            held = self._known_budget(con, dataset, func)
+            for name, asked, spent, what in (
+                ("epsilon_budget", budget, held.spent, "epsilon"),
+                ("delta_budget", delta, held.spent_delta, "delta"),
+            ):
+                if asked is not None and asked < spent * (1 - _SLACK):
+                    _fail(
+                        name,
+                        func,
+                        f"at least what dataset {dataset!r} has spent, {spent:g} (spent {what} cannot be unspent)",
+                        asked,
+                    )
+            if budget is not None:
+                con.execute(
+                    "UPDATE ppdm_datasets SET epsilon_budget = ? WHERE dataset = ?", [budget, dataset]
                 )
-            con.execute("UPDATE ppdm_datasets SET epsilon_budget = ? WHERE dataset = ?", [budget, dataset])
+            if delta is not None and (delta or self._has_deltas(con)):
+                self._upgrade(con)
+                con.execute("UPDATE ppdm_datasets SET delta_budget = ? WHERE dataset = ?", [delta, dataset])
+
+    def status(self, dataset: str) -> Budget:
+        """The budgets of ``dataset`` and what it has spent (every reserved run, finished or not)."""
+        return self._status(dataset, "Ledger.status")
+
+    def _status(self, dataset: str, func: str) -> Budget:
+        with self._transaction() as con:
+            return self._known_budget(con, dataset, func)
 
     def budget(self, dataset: str) -> float:
-        """The total budget of ``dataset``."""
-        with self._transaction() as con:
-            return self._known_budget(con, dataset, "Ledger.budget")
+        """The total epsilon budget of ``dataset``."""
+        return self._status(dataset, "Ledger.budget").epsilon
 
     def spent(self, dataset: str) -> float:
         """The epsilon ``dataset`` has spent: every reserved run, finished or not."""
-        with self._transaction() as con:
-            self._known_budget(con, dataset, "Ledger.spent")
-            return self._spent_of(con, dataset)
+        return self._status(dataset, "Ledger.spent").spent
 
     def remaining(self, dataset: str) -> float:
-        """The budget of ``dataset`` minus what it has spent."""
-        with self._transaction() as con:
-            budget = self._known_budget(con, dataset, "Ledger.remaining")
-            return max(budget - self._spent_of(con, dataset), 0.0)
+        """The epsilon budget of ``dataset`` minus what it has spent."""
+        return self._status(dataset, "Ledger.remaining").remaining
 
     def datasets(self) -> pl.DataFrame:
-        """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining``."""
+        """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining`` (epsilon),
+        ``delta_budget``, ``delta_spent``, ``delta_remaining``."""
         with self._transaction() as con:
-            budgets = con.execute(
-                "SELECT dataset, epsilon_budget FROM ppdm_datasets ORDER BY dataset"
-            ).fetchall()
+            names = [
+                row[0] for row in con.execute("SELECT dataset FROM ppdm_datasets ORDER BY dataset").fetchall()
+            ]
             rows = []
-            for dataset, budget in budgets:
-                spent = self._spent_of(con, dataset)
-                rows.append((dataset, budget, spent, max(budget - spent, 0.0)))
-        schema = {"dataset": pl.String, "budget": pl.Float64, "spent": pl.Float64, "remaining": pl.Float64}
+            for dataset in names:
+                b = self._budget_of(con, dataset)
+                assert b is not None
+                rows.append(
+                    (dataset, b.epsilon, b.spent, b.remaining, b.delta, b.spent_delta, b.remaining_delta)
+                )
+        schema = {
+            "dataset": pl.String,
+            "budget": pl.Float64,
+            "spent": pl.Float64,
+            "remaining": pl.Float64,
+            "delta_budget": pl.Float64,
+            "delta_spent": pl.Float64,
+            "delta_remaining": pl.Float64,
+        }
         return pl.DataFrame(rows, schema=schema, orient="row")
 
     # --- runs ----------------------------------------------------------------------------
@@ -425,16 +543,18 @@ class Ledger:
         run_id : str
             Names the run's content; a run id already recorded spends nothing
             (``Reservation(new=False)``, with the epsilon it spent then).
-        releases : sequence of (str, float)
-            ``(step, epsilon)`` per release; they compose sequentially (their epsilons
-            add up).  Empty: a run that releases nothing DP (it is still recorded).
+        releases : sequence of (str, float) or (str, float, float)
+            ``(step, epsilon)`` or ``(step, epsilon, delta)`` per release; they compose
+            sequentially (their epsilons add up, and their deltas).  Empty: a run that
+            releases nothing DP (it is still recorded).
         pipeline : str
             What ran (the pipeline file's name), shown in the table.
 
         Raises
         ------
         BudgetExceededError
-            The releases need more than the dataset has left; nothing is recorded.
+            The releases need more epsilon or delta than the dataset has left; nothing
+            is recorded.
         """
         func = "Ledger.reserve"
         _check_name("dataset", dataset, func)
@@ -442,14 +562,19 @@ class Ledger:
         if not isinstance(pipeline, str):
             _fail("pipeline", func, "a string", pipeline)
         if isinstance(releases, str | bytes) or not isinstance(releases, Sequence):
-            _fail("releases", func, "a list of (step, epsilon) pairs", releases)
+            _fail("releases", func, "a list of (step, epsilon) or (step, epsilon, delta) tuples", releases)
         rows = []
         for release in releases:
-            if not isinstance(release, tuple | list) or len(release) != 2:
-                _fail("releases", func, "a list of (step, epsilon) pairs", release)
+            if not isinstance(release, tuple | list) or len(release) not in (2, 3):
+                _fail("releases", func, "a list of (step, epsilon) or (step, epsilon, delta) tuples", release)
             step = _check_name("releases", release[0], func)
             epsilon = check_epsilon(release[1], func, name="releases")
-            rows.append((step, epsilon, "sequential", epsilon))
+            delta = (
+                check_real("releases", release[2], func, low=0, high=1, open_high=True)
+                if len(release) == 3
+                else 0.0
+            )
+            rows.append((step, epsilon, "sequential", epsilon, delta, delta))
         return self._reserve(
             dataset, run_id, rows, pipeline=pipeline, status="reserved", who=f"run {run_id!r}"
         )
@@ -465,11 +590,15 @@ class Ledger:
         who: str,
         why: str = "",
     ) -> Reservation:
-        """``rows``: (step, epsilon, composition, charged); the run costs the sum of ``charged``."""
+        """``rows``: (step, epsilon, composition, charged, delta, delta charged); the run
+        costs the sums of ``charged`` and ``delta charged``."""
         charge = math.fsum(row[3] for row in rows)
+        delta_charge = math.fsum(row[5] for row in rows)
         with self._transaction() as con:
+            deltas = self._has_deltas(con)
             earlier = con.execute(
-                "SELECT dataset, epsilon FROM ppdm_runs WHERE run_id = ?", [run_id]
+                f"SELECT dataset, epsilon, {'coalesce(delta, 0)' if deltas else '0.0'} FROM ppdm_runs WHERE run_id = ?",
+                [run_id],
             ).fetchone()
             if earlier is not None:
                 if earlier[0] != dataset:
@@ -478,9 +607,22 @@ class Ledger:
                         f"{earlier[0]!r}, not {dataset!r}: a run id names one run over one dataset."
                     )
                     raise InvalidParameterError(msg)
-                return Reservation(run_id, float(earlier[1]), False)
-            budget = self._known_budget(con, dataset, "Ledger.reserve")
-            spent = self._spent_of(con, dataset)
+                return Reservation(run_id, float(earlier[1]), False, float(earlier[2]))
+            held = self._known_budget(con, dataset, "Ledger.reserve")
+            budget, spent = held.epsilon, held.spent
+            if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
+                msg = (
+                    f"{who} needs delta {delta_charge:g} on dataset {dataset!r} but the ledger has "
+                    f"{held.remaining_delta:g} left of its delta budget {held.delta:g} (spent {held.spent_delta:g}); "
+                    f"nothing was spent or released. (Ledger file {str(self.path)!r}; "
+                    + (
+                        "the dataset has no delta budget: give it one with Ledger.set_budget(dataset, "
+                        "delta_budget=...), or delta_budget in the pipeline's [dataset].)"
+                        if held.delta == 0
+                        else "Ledger.set_budget raises a budget, if raising it is what you mean.)"
+                    )
+                )
+                raise BudgetExceededError(msg)
             if spent + charge > budget * (1 + _SLACK):
                 msg = (
                     f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
@@ -490,15 +632,23 @@ class Ledger:
                 )
                 raise BudgetExceededError(msg)
             con.execute(
-                "INSERT INTO ppdm_runs VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+                "INSERT INTO ppdm_runs (run_id, dataset, pipeline, epsilon, status, reserved_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 [run_id, dataset, pipeline, charge, status, _now()],
             )
             if rows:
                 con.executemany(
-                    "INSERT INTO ppdm_releases VALUES (?, ?, ?, ?, ?, ?)",
-                    [[run_id, seq, *row] for seq, row in enumerate(rows)],
+                    "INSERT INTO ppdm_releases (run_id, seq, step, epsilon, composition, charged) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [[run_id, seq, *row[:4]] for seq, row in enumerate(rows)],
                 )
-        return Reservation(run_id, charge, True)
+            if delta_charge:  # a delta budget > 0 was checked above: the file has the columns
+                con.execute("UPDATE ppdm_runs SET delta = ? WHERE run_id = ?", [delta_charge, run_id])
+                con.executemany(
+                    "UPDATE ppdm_releases SET delta = ?, delta_charged = ? WHERE run_id = ? AND seq = ?",
+                    [[row[4], row[5], run_id, seq] for seq, row in enumerate(rows)],
+                )
+        return Reservation(run_id, charge, True, delta_charge)
 
     def complete(self, run_id: str, *, manifest_sha256: str | None, status: str = "succeeded") -> None:
         """Record how a reserved run ended, and its manifest's SHA-256 (64 hex digits).
@@ -533,16 +683,17 @@ class Ledger:
         spent; ``succeeded``; ``failed``; ``accountant``: spent by a
         :meth:`accountant`), ``time`` (of the reservation, UTC), ``manifest_sha256``, and
         ``charged``: what the release added to the dataset's spent epsilon (its epsilon,
-        or less inside a parallel composition).  A run with no release has one row with
-        a null step.
+        or less inside a parallel composition), and ``delta``: the release's delta.  A run
+        with no release has one row with a null step.
         """
         query = """
             SELECT r.dataset, r.run_id, l.step, coalesce(l.epsilon, 0.0), l.composition, r.status,
-                   r.reserved_at, r.manifest_sha256, coalesce(l.charged, 0.0)
+                   r.reserved_at, r.manifest_sha256, coalesce(l.charged, 0.0), {delta}
             FROM ppdm_runs r LEFT JOIN ppdm_releases l USING (run_id)
             {where} ORDER BY r.reserved_at, r.run_id, l.seq
         """
         with self._transaction() as con:
+            query = query.replace("{delta}", "coalesce(l.delta, 0.0)" if self._has_deltas(con) else "0.0")
             if dataset is None:
                 rows = con.execute(query.format(where="")).fetchall()
             else:
@@ -564,22 +715,24 @@ class Ledger:
 class LedgerAccountant(BudgetAccountant):
     """A :class:`~polars_ppdm.BudgetAccountant` whose budget and spends live in a :class:`Ledger`.
 
-    Made by :meth:`Ledger.accountant`.  ``epsilon`` is the dataset's budget in the ledger
-    and ``spent`` what every run and session spent on it; ``spend`` checks and records in
-    one ledger transaction (a run with a random id and status ``accountant``), so other
-    processes charging the same dataset are accounted for.  Inside ``parallel(label)``
-    each release is charged only what it adds to the block's largest release.
+    Made by :meth:`Ledger.accountant`.  ``epsilon`` and ``delta`` are the dataset's
+    budgets in the ledger and ``spent`` / ``spent_delta`` what every run and session spent
+    on it; ``spend`` checks and records in one ledger transaction (a run with a random id
+    and status ``accountant``), so other processes charging the same dataset are accounted
+    for.  Inside ``parallel(label)`` each release is charged only what it adds to the
+    block's largest release (epsilon and delta alike).
 
     Examples
     --------
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "ledger.duckdb")
-    >>> Ledger(path).open_dataset("visits", epsilon_budget=1.0)
+    >>> Ledger(path).open_dataset("visits", epsilon_budget=1.0, delta_budget=1e-6)
     >>> acc = Ledger(path).accountant("visits")
     >>> acc.spend(0.4, "histogram of age")
+    >>> acc.spend(0.2, "counts per region", delta=1e-7)
     >>> later = Ledger(path).accountant("visits")        # another session
-    >>> round(later.spent, 6), round(later.remaining, 6)
-    (0.4, 0.6)
+    >>> round(later.spent, 6), round(later.remaining, 6), later.spent_delta
+    (0.6, 0.4, 1e-07)
     """
 
     def __init__(self, ledger: Ledger, dataset: str) -> None:
@@ -587,19 +740,32 @@ class LedgerAccountant(BudgetAccountant):
             _fail("ledger", "LedgerAccountant", "a Ledger", ledger)
         self._ledger = ledger
         self.dataset = dataset
-        super().__init__(ledger.budget(dataset))
+        held = ledger.status(dataset)
+        super().__init__(held.epsilon, held.delta)
+
+    def _held(self, name: str, value: float) -> None:
+        # BudgetAccountant.__init__ sets the budgets; the ledger is where a budget changes.
+        if value != getattr(self._ledger.status(self.dataset), name):
+            msg = f"Change the budget of dataset {self.dataset!r} with Ledger.set_budget, not through its accountant."
+            raise InvalidParameterError(msg)
 
     @property
     def epsilon(self) -> float:
-        """The dataset's budget, as the ledger holds it now."""
+        """The dataset's epsilon budget, as the ledger holds it now."""
         return self._ledger.budget(self.dataset)
 
     @epsilon.setter
     def epsilon(self, value: float) -> None:
-        # BudgetAccountant.__init__ sets it; the ledger is where a budget changes.
-        if value != self._ledger.budget(self.dataset):
-            msg = f"Change the budget of dataset {self.dataset!r} with Ledger.set_budget, not through its accountant."
-            raise InvalidParameterError(msg)
+        self._held("epsilon", value)
+
+    @property
+    def delta(self) -> float:
+        """The dataset's delta budget, as the ledger holds it now."""
+        return self._ledger.status(self.dataset).delta
+
+    @delta.setter
+    def delta(self, value: float) -> None:
+        self._held("delta", value)
 
     @property
     def spent(self) -> float:
@@ -607,55 +773,71 @@ class LedgerAccountant(BudgetAccountant):
         return self._ledger.spent(self.dataset)
 
     @property
-    def ledger(self) -> pl.DataFrame:
-        """Every release charged to the dataset, from the ledger: ``release``, ``epsilon``, ``composition``."""
-        table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
-        return table.select(pl.col("step").alias("release"), "epsilon", "composition")
+    def spent_delta(self) -> float:
+        """Delta spent on the dataset by every run and session (from the ledger)."""
+        return self._ledger.status(self.dataset).spent_delta
 
-    def _charge(self, epsilon: float) -> tuple[float, str]:
+    @property
+    def ledger(self) -> pl.DataFrame:
+        """Every release charged to the dataset, from the ledger: ``release``, ``epsilon``,
+        ``composition``, ``delta``."""
+        table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
+        return table.select(pl.col("step").alias("release"), "epsilon", "composition", "delta")
+
+    def _charge(self, epsilon: float, delta: float) -> tuple[float, float, str]:
+        """What a release adds to the spent epsilon and delta, and how it composed."""
         group = self._group
         if group is None:
-            return epsilon, "sequential"
-        return max(group.cost, epsilon) - group.cost, f"parallel: {group.label}"
+            return epsilon, delta, "sequential"
+        return (
+            max(group.cost, epsilon) - group.cost,
+            max(group.delta_cost, delta) - group.delta_cost,
+            f"parallel: {group.label}",
+        )
 
     def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` now.
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (and
+        ``delta``) now.
 
         Advisory: another process may spend in between; :meth:`spend` checks again and
-        records in one transaction.  The ledger keeps epsilon only: a release with a
-        ``delta`` > 0 is refused (use public groups, or an in-memory accountant with a
-        delta budget).
+        records in one transaction.
         """
         epsilon = check_epsilon(epsilon, release)
-        if delta:
+        delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
+        with self._lock:
+            charge, delta_charge, _ = self._charge(epsilon, delta)
+            held = self._ledger.status(self.dataset)
+        if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
             msg = (
-                f"{release!r} needs delta {delta:g}, but the ledger of dataset {self.dataset!r} records epsilon only; "
-                "release with public groups (no delta), or account with BudgetAccountant(epsilon, delta=...); "
-                "nothing was released."
+                f"{release!r} needs delta {delta:g} but dataset {self.dataset!r} has {held.remaining_delta:g} left of "
+                f"its delta budget {held.delta:g} in the ledger (spent {held.spent_delta:g})"
+                + (
+                    " (give it one with Ledger.set_budget(dataset, delta_budget=...), or release with public groups)"
+                    if held.delta == 0
+                    else ""
+                )
+                + "; nothing was released."
             )
             raise BudgetExceededError(msg)
-        with self._lock:
-            charge, _ = self._charge(epsilon)
-            budget, spent = self._ledger.budget(self.dataset), self._ledger.spent(self.dataset)
-        if spent + charge > budget * (1 + _SLACK):
+        if held.spent + charge > held.epsilon * (1 + _SLACK):
             msg = (
                 f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but dataset {self.dataset!r} "
-                f"has {max(budget - spent, 0.0):g} left of {budget:g} in the ledger (spent {spent:g}); "
+                f"has {held.remaining:g} left of {held.epsilon:g} in the ledger (spent {held.spent:g}); "
                 f"nothing was released."
             )
             raise BudgetExceededError(msg)
 
     def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Record ``epsilon`` for ``release`` in the ledger, or refuse it (nothing recorded)."""
-        if delta:
-            self.check(epsilon, release, why=why, delta=delta)  # refuses it: the ledger keeps epsilon only
+        """Record ``epsilon`` (and ``delta``) for ``release`` in the ledger, or refuse it
+        (nothing recorded)."""
         epsilon = check_epsilon(epsilon, release)
+        delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         with self._lock:
-            charge, composition = self._charge(epsilon)
+            charge, delta_charge, composition = self._charge(epsilon, delta)
             self._ledger._reserve(
                 self.dataset,
                 uuid.uuid4().hex,
-                [(release, epsilon, composition, charge)],
+                [(release, epsilon, composition, charge, delta, delta_charge)],
                 pipeline="BudgetAccountant",
                 status="accountant",
                 who=repr(release),
@@ -663,8 +845,10 @@ class LedgerAccountant(BudgetAccountant):
             )
             if self._group is not None:
                 self._group.releases.append((release, epsilon))
+                self._group.deltas.append(delta)
             else:
                 self._entries.append((release, epsilon, "sequential"))
+                self._deltas.append(delta)
                 self._spent_before_group += epsilon
 
     def __repr__(self) -> str:
@@ -705,17 +889,32 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
     >>> "reserved (run did not finish; budget kept spent)" in text
     True
     """
-    missing = sorted(set(_TABLE_SCHEMA) - set(table.columns) - {"charged"})
+    missing = sorted(set(_TABLE_SCHEMA) - set(table.columns) - {"charged", "delta"})
     if missing:
         _fail("table", "format_ledger", "a frame of Ledger.table()", f"a frame without the columns {missing}")
-    header = ("time (UTC)", "run", "step", "epsilon", "composition", "status", "manifest")
+    # The delta column only where some release spent a delta.
+    deltas = "delta" in table.columns and bool((table.get_column("delta") > 0).any())
+    header = (
+        "time (UTC)",
+        "run",
+        "step",
+        "epsilon",
+        *(("delta",) if deltas else ()),
+        "composition",
+        "status",
+        "manifest",
+    )
     summaries: dict[str, str] = {}
     if datasets is not None:
-        for dataset, budget, spent, remaining in datasets.select(
-            "dataset", "budget", "spent", "remaining"
-        ).iter_rows():
-            summaries[dataset] = (
-                f"dataset {dataset!r}: budget {budget:g}, spent {spent:g}, remaining {remaining:g}"
+        for row in datasets.iter_rows(named=True):
+            summaries[row["dataset"]] = (
+                f"dataset {row['dataset']!r}: budget {row['budget']:g}, spent {row['spent']:g}, "
+                f"remaining {row['remaining']:g}"
+            ) + (
+                f"; delta budget {row['delta_budget']:g}, spent {row['delta_spent']:g}, "
+                f"remaining {row['delta_remaining']:g}"
+                if row.get("delta_budget")
+                else ""
             )
     names = list(dict.fromkeys([*table.get_column("dataset").to_list(), *summaries]))
     if not names:
@@ -729,6 +928,7 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
                 _short(row["run_id"]),
                 row["step"] if row["step"] is not None else "(no release)",
                 f"{row['epsilon']:g}",
+                *((f"{row['delta']:g}",) if deltas else ()),
                 row["composition"] or "",
                 _SHOWN.get(row["status"], row["status"]),
                 _short(row["manifest_sha256"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -312,19 +314,21 @@ def test_the_accountant_learns_epsilon_and_delta():
         ppdm.dp_group_by(frame, "region", dp.count(), epsilon=0.1, delta=1e-6, accountant=acc)
 
 
-def test_a_ledger_accountant_refuses_a_delta(tmp_path):
+def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
     ledger = ppdm.Ledger(tmp_path / "ledger.duckdb")
     ledger.open_dataset("visits", epsilon_budget=2.0)
-    with pytest.raises(BudgetExceededError, match="records epsilon only"):
-        ppdm.dp_group_by(
-            one_row_each(30),
-            "region",
-            dp.count(),
-            epsilon=0.5,
-            delta=1e-6,
-            accountant=ledger.accountant("visits"),
-        )
+    release = functools.partial(
+        ppdm.dp_group_by, one_row_each(30), "region", dp.count(), epsilon=0.5, secret=SECRET
+    )
+    with pytest.raises(BudgetExceededError, match="has 0 left of its delta budget 0 .*delta_budget="):
+        release(delta=1e-6, accountant=ledger.accountant("visits"))
     assert ledger.spent("visits") == 0
+    ledger.set_budget("visits", delta_budget=1.5e-6)
+    release(delta=1e-6, accountant=ledger.accountant("visits"))
+    assert ledger.status("visits") == (2.0, 0.5, 1.5e-6, 1e-6)
+    with pytest.raises(BudgetExceededError, match="needs delta 1e-06 on dataset 'visits' but the ledger has 5e-07 left"):
+        release(delta=1e-6, accountant=ledger.accountant("visits"))
+    assert ledger.accountant("visits").ledger.select("epsilon", "delta").rows() == [(0.5, 1e-6)]
 
 
 def test_a_means_own_count_noise_is_checked_before_the_budget():
@@ -333,7 +337,12 @@ def test_a_means_own_count_noise_is_checked_before_the_budget():
     acc = ppdm.BudgetAccountant(1.0)
     with pytest.raises(InvalidParameterError, match="integer noise of scale 2e\\+17"):
         ppdm.dp_group_by(
-            one_row_each(30), "region", dp.mean("spend", bounds=(0, 100)), epsilon=1e-17,
-            public_groups=PUBLIC, secret=SECRET, accountant=acc,
+            one_row_each(30),
+            "region",
+            dp.mean("spend", bounds=(0, 100)),
+            epsilon=1e-17,
+            public_groups=PUBLIC,
+            secret=SECRET,
+            accountant=acc,
         )
     assert acc.spent == 0

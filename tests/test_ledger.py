@@ -219,8 +219,8 @@ def test_a_newer_schema_or_a_foreign_file_is_refused_clearly(path, tmp_path):
     ledger = Ledger(path)
     ledger.open_dataset("visits", epsilon_budget=1.0)
     con = duckdb.connect(str(path))
-    assert con.execute("SELECT version FROM ppdm_ledger_schema").fetchall() == [(SCHEMA_VERSION,)]
-    con.execute("UPDATE ppdm_ledger_schema SET version = version + 1")
+    assert con.execute("SELECT version FROM ppdm_ledger_schema").fetchall() == [(1,)]  # no delta yet
+    con.execute("UPDATE ppdm_ledger_schema SET version = ?", [SCHEMA_VERSION + 1])
     con.close()
     with pytest.raises(PPDMError, match=rf"schema version {SCHEMA_VERSION + 1} .*Upgrade polars_ppdm"):
         ledger.spent("visits")
@@ -235,6 +235,65 @@ def test_a_newer_schema_or_a_foreign_file_is_refused_clearly(path, tmp_path):
     junk.write_bytes(b"not a database at all" * 400)
     with pytest.raises(PPDMError, match=r"Could not open the ledger file .*junk\.duckdb"):
         Ledger(junk).datasets()
+
+
+def test_deltas_add_up_and_a_run_must_fit_both_budgets(path):
+    ledger = Ledger(path)
+    ledger.open_dataset("visits", epsilon_budget=1.0, delta_budget=1e-5)
+    ledger.open_dataset("visits", epsilon_budget=1.0, delta_budget=1e-5)  # the same budgets: fine
+    with pytest.raises(InvalidParameterError, match=r"'delta_budget' parameter .* 1e-05. Got 2e-05"):
+        ledger.open_dataset("visits", epsilon_budget=1.0, delta_budget=2e-5)
+    got = ledger.reserve("visits", "run-a", [("counts", 0.25, 4e-6), ("histogram", 0.25)])
+    assert got == Reservation("run-a", 0.5, True, 4e-6)
+    assert ledger.reserve("visits", "run-a", [("counts", 0.25, 4e-6), ("histogram", 0.25)]) == (
+        Reservation("run-a", 0.5, False, 4e-6)
+    )
+    before = ledger.table()
+    assert before.select("step", "epsilon", "delta").rows() == [
+        ("counts", 0.25, 4e-6),
+        ("histogram", 0.25, 0.0),
+    ]
+    with pytest.raises(
+        BudgetExceededError, match=r"needs delta 8e-06 .* 6e-06 left of its delta budget 1e-05"
+    ):
+        ledger.reserve("visits", "run-b", [("counts", 0.1, 8e-6)])  # epsilon fits, delta does not
+    assert ledger.table().equals(before)  # nothing recorded
+    ledger.reserve("visits", "run-c", [("counts", 0.1, 6e-6)])  # an exact fit
+    assert ledger.status("visits") == pytest.approx((1.0, 0.6, 1e-5, 1e-5), rel=1e-12)
+    row = ledger.datasets().row(0, named=True)
+    assert (row["delta_budget"], row["delta_remaining"]) == (1e-5, 0.0)
+    with pytest.raises(
+        InvalidParameterError, match="'delta_budget' parameter of Ledger.set_budget .*at least"
+    ):
+        ledger.set_budget("visits", delta_budget=5e-6)
+    for bad in (-1e-6, 1.0, float("nan")):
+        with pytest.raises(InvalidParameterError, match="'delta_budget' parameter of Ledger.open_dataset"):
+            ledger.open_dataset("other", epsilon_budget=1.0, delta_budget=bad)
+    with pytest.raises(InvalidParameterError, match="'releases' parameter of Ledger.reserve"):
+        ledger.reserve("visits", "run-d", [("counts", 0.1, 1.5)])
+    text = format_ledger(ledger.table(), ledger.datasets())
+    assert "delta budget 1e-05, spent 1e-05, remaining 0" in text and "4e-06" in text
+
+
+def test_a_version_1_file_is_read_as_it_is_and_upgraded_only_for_a_delta(path):
+    ledger = Ledger(path)
+    ledger.open_dataset("visits", epsilon_budget=1.0)
+    ledger.reserve("visits", "run-a", [("histogram", 0.25)])
+    versions = "SELECT list(version ORDER BY version) FROM ppdm_ledger_schema"
+    with duckdb.connect(str(path)) as con:
+        assert con.execute(versions).fetchone() == ([1],)
+        assert "delta" not in {c[0] for c in con.execute("DESCRIBE ppdm_runs").fetchall()}
+    assert ledger.table().get_column("delta").to_list() == [0.0]
+    ledger.set_budget("visits", delta_budget=0)  # no delta: nothing to upgrade
+    with duckdb.connect(str(path)) as con:
+        assert con.execute(versions).fetchone() == ([1],)
+    ledger.set_budget("visits", delta_budget=1e-6)
+    with duckdb.connect(str(path)) as con:
+        assert con.execute(versions).fetchone() == ([1, 2],)
+    assert ledger.status("visits") == (1.0, 0.25, 1e-6, 0.0)  # the old run spent no delta
+    assert ledger.table().select("run_id", "epsilon", "delta").rows() == [("run-a", 0.25, 0.0)]
+    ledger.reserve("visits", "run-b", [("counts", 0.25, 1e-6)])
+    assert ledger.status("visits").spent_delta == 1e-6
 
 
 def test_threads_sharing_a_ledger_never_overspend(path):
@@ -310,7 +369,7 @@ def test_the_accountant_persists_across_sessions(path):
         second.spend(0.3, "right half")
         second.spend(0.1, "a smaller one")
     assert second.spent == pytest.approx(0.8) and first.spent == pytest.approx(0.8)
-    assert second.ledger.rows() == [
+    assert second.ledger.drop("delta").rows() == [
         ("dp_histogram(x)", 0.5, "sequential"),
         ("left half", 0.2, "parallel: one per half"),
         ("right half", 0.3, "parallel: one per half"),
