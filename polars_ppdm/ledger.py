@@ -583,7 +583,7 @@ class Ledger:
         self,
         dataset: str,
         run_id: str,
-        rows: Sequence[tuple[str, float, str, float]],
+        rows: Sequence[tuple[str, float, str, float, float, float]],
         *,
         pipeline: str,
         status: str,
