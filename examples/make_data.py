@@ -52,6 +52,7 @@ def events(rows: int, seed: int = 16) -> pl.DataFrame:
             "amount": np.round(np.clip(rng.gamma(2.0, 40.0, rows), 0, 500), 2),
             "x": np.round(xy[:, 0], 3),
             "y": np.round(xy[:, 1], 3),
+            "channel": rng.choice(["web", "app", "store"], rows, p=[0.5, 0.35, 0.15]),
         }
     )
 

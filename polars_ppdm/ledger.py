@@ -136,6 +136,7 @@ _TABLE_SCHEMA = pl.Schema(
         ("manifest_sha256", pl.String()),
         ("charged", pl.Float64()),
         ("delta", pl.Float64()),
+        ("delta_charged", pl.Float64()),
     ]
 )
 
@@ -403,17 +404,22 @@ class Ledger:
             )
         return budget
 
-    def open_dataset(self, dataset: str, epsilon_budget: float, delta_budget: float = 0.0) -> None:
+    def open_dataset(self, dataset: str, epsilon_budget: float, delta_budget: float | None = None) -> None:
         """Record ``dataset`` with its total budgets, or check the recorded ones are these.
 
-        ``delta_budget`` (in [0, 1), default 0) is the total delta its releases may spend.
-        A different budget is refused: a budget is changed on purpose, with
-        :meth:`set_budget`, not by editing a pipeline file.
+        ``delta_budget`` (in [0, 1)) is the total delta its releases may spend; None (the
+        default) checks nothing about it, and a new dataset then gets 0.  A different
+        budget is refused: a budget is changed on purpose, with :meth:`set_budget`, not by
+        editing a pipeline file.
         """
         func = "Ledger.open_dataset"
         _check_name("dataset", dataset, func)
         budget = check_real("epsilon_budget", epsilon_budget, func, low=0, open_low=True)
-        delta = check_real("delta_budget", delta_budget, func, low=0, high=1, open_high=True)
+        delta = (
+            None
+            if delta_budget is None
+            else check_real("delta_budget", delta_budget, func, low=0, high=1, open_high=True)
+        )
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
             if recorded is None:
@@ -431,7 +437,7 @@ class Ledger:
                 ("epsilon_budget", budget, recorded.epsilon),
                 ("delta_budget", delta, recorded.delta),
             ):
-                if not math.isclose(held, asked, rel_tol=_SLACK, abs_tol=0.0):
+                if asked is not None and not math.isclose(held, asked, rel_tol=_SLACK, abs_tol=0.0):
                     msg = (
                         f"The {name!r} parameter of Ledger.open_dataset must be the budget the ledger "
                         f"{str(self.path)!r} holds for dataset {dataset!r}, {held:g}. Got {asked:g} instead. "
@@ -532,7 +538,12 @@ class Ledger:
         return None if row is None else float(row[0])
 
     def reserve(
-        self, dataset: str, run_id: str, releases: Sequence[tuple[str, float]], *, pipeline: str = ""
+        self,
+        dataset: str,
+        run_id: str,
+        releases: Sequence[tuple[str, float] | tuple[str, float, float]],
+        *,
+        pipeline: str = "",
     ) -> Reservation:
         """Spend the epsilon of every release of a run, all or nothing, before the run reads a row.
 
@@ -683,7 +694,8 @@ class Ledger:
         spent; ``succeeded``; ``failed``; ``accountant``: spent by a
         :meth:`accountant`), ``time`` (of the reservation, UTC), ``manifest_sha256``, and
         ``charged``: what the release added to the dataset's spent epsilon (its epsilon,
-        or less inside a parallel composition), and ``delta``: the release's delta.  A run
+        or less inside a parallel composition), ``delta`` and ``delta_charged``: the
+        release's delta and what it added to the spent delta.  A run
         with no release has one row with a null step.
         """
         query = """
@@ -693,7 +705,12 @@ class Ledger:
             {where} ORDER BY r.reserved_at, r.run_id, l.seq
         """
         with self._transaction() as con:
-            query = query.replace("{delta}", "coalesce(l.delta, 0.0)" if self._has_deltas(con) else "0.0")
+            query = query.replace(
+                "{delta}",
+                "coalesce(l.delta, 0.0), coalesce(l.delta_charged, 0.0)"
+                if self._has_deltas(con)
+                else "0.0, 0.0",
+            )
             if dataset is None:
                 rows = con.execute(query.format(where="")).fetchall()
             else:
@@ -889,7 +906,7 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
     >>> "reserved (run did not finish; budget kept spent)" in text
     True
     """
-    missing = sorted(set(_TABLE_SCHEMA) - set(table.columns) - {"charged", "delta"})
+    missing = sorted(set(_TABLE_SCHEMA) - set(table.columns) - {"charged", "delta", "delta_charged"})
     if missing:
         _fail("table", "format_ledger", "a frame of Ledger.table()", f"a frame without the columns {missing}")
     # The delta column only where some release spent a delta.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 import math
 
 import numpy as np
@@ -320,7 +319,7 @@ def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
     release = functools.partial(
         ppdm.dp_group_by, one_row_each(30), "region", dp.count(), epsilon=0.5, secret=SECRET
     )
-    with pytest.raises(BudgetExceededError, match="has 0 left of its delta budget 0 .*delta_budget="):
+    with pytest.raises(BudgetExceededError, match=r"has 0 left of its delta budget 0 .*delta_budget="):
         release(delta=1e-6, accountant=ledger.accountant("visits"))
     assert ledger.spent("visits") == 0
     ledger.set_budget("visits", delta_budget=1.5e-6)

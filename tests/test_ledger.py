@@ -263,13 +263,13 @@ def test_deltas_add_up_and_a_run_must_fit_both_budgets(path):
     row = ledger.datasets().row(0, named=True)
     assert (row["delta_budget"], row["delta_remaining"]) == (1e-5, 0.0)
     with pytest.raises(
-        InvalidParameterError, match="'delta_budget' parameter of Ledger.set_budget .*at least"
+        InvalidParameterError, match=r"'delta_budget' parameter of Ledger.set_budget .*at least"
     ):
         ledger.set_budget("visits", delta_budget=5e-6)
     for bad in (-1e-6, 1.0, float("nan")):
-        with pytest.raises(InvalidParameterError, match="'delta_budget' parameter of Ledger.open_dataset"):
+        with pytest.raises(InvalidParameterError, match=r"'delta_budget' parameter of Ledger\.open_dataset"):
             ledger.open_dataset("other", epsilon_budget=1.0, delta_budget=bad)
-    with pytest.raises(InvalidParameterError, match="'releases' parameter of Ledger.reserve"):
+    with pytest.raises(InvalidParameterError, match=r"'releases' parameter of Ledger\.reserve"):
         ledger.reserve("visits", "run-d", [("counts", 0.1, 1.5)])
     text = format_ledger(ledger.table(), ledger.datasets())
     assert "delta budget 1e-05, spent 1e-05, remaining 0" in text and "4e-06" in text

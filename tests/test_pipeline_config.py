@@ -250,3 +250,77 @@ def test_union_member_types_never_named_as_a_column():
     text = refused(lambda d: d["release"][0].update(bins=[10, 30]))
     assert "[[release]] 1 (dp_histogram), field 'bins'" in text
     assert "constrained" not in text and "for column" not in text
+
+
+GROUP_BY = {
+    "step": "dp_group_by",
+    "by": "region",
+    "aggregates": [{"aggregate": "count"}, {"aggregate": "mean", "column": "x", "bounds": [0.0, 1.0]}],
+    "epsilon": 0.5,
+    "public_groups": [{"region": "north"}, {"region": "south"}],
+    "output": "g.parquet",
+}
+
+
+def with_group_by(**changes):
+    def change(document):
+        step = copy.deepcopy(GROUP_BY) | changes
+        document["release"].append({k: v for k, v in step.items() if v is not None})
+
+    return change
+
+
+def test_a_dp_group_by_step_is_valid_and_spends_its_delta():
+    document = copy.deepcopy(BASE)
+    with_group_by(public_groups=None, delta=1e-6)(document)
+    document["dataset"]["delta_budget"] = 1e-5
+    pipeline = parse_pipeline(document, base=Path("/data"))
+    assert pipeline.spends()[-1] == ("[[release]] 2 dp_group_by(region)", 0.5, 1e-6)
+    assert pipeline.release[1].columns == ["region", "x"]  # what it reads from the input
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"aggregates": [{"aggregate": "sum", "column": "x"}]},
+            "field 'aggregates' item 1: a sum needs 'column' and 'bounds'",
+        ),
+        (
+            {"aggregates": [{"aggregate": "mean", "column": "x", "bounds": [1.0, 0.0]}]},
+            "field 'aggregates' item 1: 'bounds' must have low < high. Got [1, 0]",
+        ),
+        ({"aggregates": [{"aggregate": "count", "column": "x"}]}, "a count takes no 'column' or 'bounds'"),
+        (
+            {"aggregates": [{"aggregate": "median"}]},
+            "item 1, field 'aggregate': must be one of 'count', 'sum' or 'mean'",
+        ),
+        (
+            {"aggregates": [{"aggregate": "count", "colour": 1}]},
+            "item 1: unknown parameter 'colour'; it takes: aggregate,",
+        ),
+        ({"aggregates": []}, "field 'aggregates'"),
+        (
+            {"public_groups": None},
+            "needs exactly one of 'public_groups' (the groups to release, listed) and 'delta'",
+        ),
+        ({"delta": 1e-6}, "needs exactly one of 'public_groups'"),
+        ({"public_groups": [{"regio": "north"}]}, "must give a value for each column of 'by' ['region']"),
+        ({"max_groups_contributed": 0}, "field 'max_groups_contributed': must be at least 1"),
+        ({"public_groups": None, "delta": 1.0}, "field 'delta': must be less than 1"),
+    ],
+)
+def test_a_bad_dp_group_by_step_is_refused_by_field(changes, message):
+    assert message in refused(with_group_by(**changes))
+
+
+def test_a_run_needing_more_delta_than_the_budget_is_refused():
+    document = copy.deepcopy(BASE)
+    with_group_by(public_groups=None, delta=1e-6)(document)
+    parse_pipeline(document, base=Path("/data"))  # no delta_budget given: the ledger's decides at run time
+
+    def over(document):
+        with_group_by(public_groups=None, delta=1e-6)(document)
+        document["dataset"]["delta_budget"] = 5e-7
+
+    assert "[dataset], field 'delta_budget': one run spends delta 1e-06" in refused(over)

@@ -366,7 +366,8 @@ def test_plan_reads_no_rows_and_writes_nothing(example, capsys):
     path = example("events")
     assert main(["plan", str(path)]) == EXIT_OK
     text = capsys.readouterr().out
-    assert "events.parquet  71,055 bytes, 5,000 rows" in text
+    size = (path.parent / "events.parquet").stat().st_size
+    assert f"events.parquet  {size:,} bytes, 5,000 rows" in text
     assert "[[release]] 2 dp_kmeans(x, y) -> " in text and "epsilon 1;" in text
     assert "a pass over the input rows, 5,000 rows" in text  # each step's rows, from metadata
     assert "this run spends 2" in text and "left before 4, after 2" in text
@@ -480,3 +481,70 @@ manifest = "out/m.json"
         assert table["sha256"] == hashlib.sha256(written.read_bytes()).hexdigest()
         assert table["rows"] == rows
         path.write_text(path.read_text().replace(f'"out/t.{suffix}"', '"out/t.parquet"'))
+
+
+def test_a_dp_group_by_release_spends_epsilon_and_delta_and_matches_the_library(example, capsys):
+    import polars_ppdm as ppdm
+    from polars_ppdm import dp
+    from polars_ppdm.jobs.run import release_secret
+    from polars_ppdm.ledger import Ledger
+    from polars_ppdm.secret import Secret
+
+    path = example("events").parent / "by_channel.toml"
+    assert main(["plan", "--json", str(path)]) == EXIT_OK
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["epsilon"], plan["delta"], plan["delta_budget"]) == (1.0, 1e-6, 1e-5)
+    assert run(str(path)) == EXIT_OK
+    got = json.loads((path.parent / "out" / "by_channel" / "manifest.json").read_text())
+    assert got["epsilon"]["releases"] == [
+        {"step": "[[release]] 1 dp_group_by(channel)", "epsilon": 1.0, "delta": 1e-6}
+    ]
+    released = pl.read_csv(path.parent / "out" / "by_channel" / "by_channel.csv")
+    expected = ppdm.dp_group_by(
+        pl.read_parquet(path.parent / "events.parquet"),
+        "channel",
+        [dp.count(), dp.sum("amount", bounds=(0, 500)), dp.mean("amount", bounds=(0, 500))],
+        epsilon=1.0,
+        privacy_unit="user_id",
+        max_groups_contributed=3,
+        max_rows_per_group=4,
+        delta=1e-6,
+        intervals=True,
+        secret=release_secret(Secret(bytes.fromhex(SECRET)), got["run_id"]),
+    )
+    assert released.sort("channel").equals(expected.sort("channel").select(released.columns), null_equal=True)
+    book = Ledger(path.parent / "out" / "ledger.duckdb")
+    assert book.status("events") == (4.0, 1.0, 1e-5, 1e-6)
+    assert run(str(path)) == EXIT_OK  # the identical run: nothing more spent
+    assert book.status("events") == (4.0, 1.0, 1e-5, 1e-6)
+    # pipeline.toml charges the same dataset: its file says nothing of delta, so it is not checked.
+    assert run(str(path.parent / "pipeline.toml")) == EXIT_OK
+    assert book.status("events") == (4.0, 3.0, 1e-5, 1e-6)
+    report = (path.parent / "out" / "by_channel" / "report.public.html").read_text()
+    assert "dp_group_by" in report and "delta spent by this run" in report and "groups released" in report
+
+
+def test_a_dp_group_by_run_short_of_delta_is_refused_before_anything_is_written(example, capsys):
+    from polars_ppdm.ledger import Ledger
+
+    path = example("events").parent / "by_channel.toml"
+    path.write_text(path.read_text().replace("delta = 1e-6 ", "delta = 4e-6 "))
+    for _ in range(2):  # two runs of fresh data: 8e-6 of 1e-5
+        assert run(str(path)) == EXIT_OK
+        frame = pl.read_parquet(path.parent / "events.parquet")
+        frame.with_columns(pl.col("amount") + 1).write_parquet(path.parent / "events.parquet")
+    book = Ledger(path.parent / "out" / "ledger.duckdb")
+    before = book.table()
+    assert main(["run", str(path)]) == EXIT_BUDGET
+    err = capsys.readouterr().err
+    assert (
+        "needs delta 4e-06 on dataset 'events' but the ledger has 2e-06 left of its delta budget 1e-05" in err
+    )
+    assert book.table().equals(before)
+
+
+def test_dp_group_by_is_refused_on_spark_before_anything_runs(example, capsys):
+    path = example("events").parent / "by_channel.toml"
+    assert main(["run", "--engine", "spark", str(path)]) == EXIT_INVALID
+    assert "dp_group_by runs on the Polars engine only" in capsys.readouterr().err
+    assert not (path.parent / "out" / "by_channel").exists()

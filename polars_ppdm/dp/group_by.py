@@ -243,6 +243,22 @@ def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection:
     return out
 
 
+def noise_request(
+    aggregates: Sequence[DPAggregate],
+    *,
+    epsilon: float,
+    max_groups_contributed: int,
+    max_rows_per_group: int,
+    delta: float | None,
+) -> GroupByRequest:
+    """The noise of a release with these (already checked) parameters, without its data:
+    what a report shows of a released frame."""
+    epsilons = _split_epsilon(epsilon, aggregates, selection=delta is not None)
+    return GroupByRequest(
+        [], list(aggregates), epsilons, None, max_groups_contributed, max_rows_per_group, None, delta, epsilon
+    )
+
+
 def check_group_by(
     schema: pl.Schema,
     by: Any,

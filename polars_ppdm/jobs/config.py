@@ -257,10 +257,105 @@ class DPKMeans(_DP):
     iterations: Annotated[int, Field(ge=1)] = 5
 
 
+class Aggregate(_Model):
+    """One aggregate of a dp_group_by step: ``{ aggregate = "count" }``, or
+    ``{ aggregate = "sum" | "mean", column = "...", bounds = [low, high] }``, with an
+    optional ``name`` and ``epsilon`` (its share; default an even share)."""
+
+    aggregate: Literal["count", "sum", "mean"]
+    column: Annotated[str, Field(min_length=1)] | None = None
+    bounds: Bound | None = None
+    name: Annotated[str, Field(min_length=1)] | None = None
+    epsilon: Positive | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Aggregate:
+        if self.aggregate == "count":
+            if self.column is not None or self.bounds is not None:
+                msg = "a count takes no 'column' or 'bounds' (it counts rows)"
+                raise ValueError(msg)
+        elif self.column is None or self.bounds is None:
+            msg = f"a {self.aggregate} needs 'column' and 'bounds' = [low, high] (public bounds each value is clamped to)"
+            raise ValueError(msg)
+        elif not self.bounds[0] < self.bounds[1]:
+            msg = f"'bounds' must have low < high. Got [{self.bounds[0]:g}, {self.bounds[1]:g}] instead"
+            raise ValueError(msg)
+        return self
+
+    def to_dp(self) -> Any:
+        """The library's :class:`~polars_ppdm.dp.DPAggregate` of this table."""
+        from polars_ppdm import dp
+
+        if self.aggregate == "count":
+            return dp.count(name=self.name, epsilon=self.epsilon)
+        assert self.column is not None and self.bounds is not None  # checked above
+        make = dp.sum if self.aggregate == "sum" else dp.mean
+        return make(
+            self.column, bounds=(self.bounds[0], self.bounds[1]), name=self.name, epsilon=self.epsilon
+        )
+
+
+# A public group: one value per group-key column.
+PublicGroup = dict[str, Scalar]
+
+
+class DPGroupBy(_Model):
+    """Differentially private count / sum / mean per group (:func:`polars_ppdm.dp_group_by`).
+
+    The privacy unit is the dataset's ``key`` (each row its own unit without one).
+    ``public_groups`` lists the groups inline (``[{ region = "north" }, ...]``); without
+    them the groups are chosen by DP partition selection, which needs ``delta``."""
+
+    step: Literal["dp_group_by"]
+    by: Columns
+    aggregates: Annotated[list[Aggregate], Field(min_length=1)]
+    epsilon: Positive
+    max_groups_contributed: Annotated[int, Field(ge=1)] = 1
+    max_rows_per_group: Annotated[int, Field(ge=1)] = 1
+    public_groups: Annotated[list[PublicGroup], Field(min_length=1)] | None = None
+    delta: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
+    intervals: bool = False
+    non_negative: bool = False
+    output: Annotated[str, Field(min_length=1)]
+
+    @field_validator("by", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> DPGroupBy:
+        if (self.public_groups is None) == (self.delta is None):
+            msg = (
+                "needs exactly one of 'public_groups' (the groups to release, listed) and 'delta' (for DP "
+                "partition selection, which releases only groups with enough people)"
+            )
+            raise ValueError(msg)
+        for group in self.public_groups or ():
+            if sorted(group) != sorted(self.by):
+                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
+                raise ValueError(msg)
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """Every input column the step reads: the group keys, then the aggregated columns."""
+        read = [a.column for a in self.aggregates if a.column is not None]
+        return list(dict.fromkeys([*self.by, *read]))
+
+    @property
+    def title(self) -> str:
+        return f"dp_group_by({', '.join(self.by)})"
+
+    def parameters(self) -> dict[str, Any]:
+        """The step's parameters as given (None left out), for plans and manifests."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 ReleaseStep = Annotated[
-    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans, Field(discriminator="step")
+    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans | DPGroupBy, Field(discriminator="step")
 ]
-RELEASE_STEPS = ("rr_support", "rr_apriori", "dp_histogram", "dp_quadtree", "dp_kmeans")
+RELEASE_STEPS = ("rr_support", "rr_apriori", "dp_histogram", "dp_quadtree", "dp_kmeans", "dp_group_by")
 
 # ---- the file ----------------------------------------------------------------------------
 
@@ -271,6 +366,8 @@ class Dataset(_Model):
     name: Annotated[str, Field(min_length=1)]
     inputs: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
     epsilon_budget: Positive
+    # None: whatever the ledger holds (0 for a new dataset); a number is checked against it.
+    delta_budget: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
     key: Annotated[str, Field(min_length=1)] | None = None
     format: Literal["parquet", "csv", "ipc"] | None = None
     ledger: Annotated[str, Field(min_length=1)] | None = None
@@ -335,11 +432,16 @@ class Pipeline(_Model):
         """``(step label, epsilon)`` of everything the run releases that spends budget:
         each rr_disguise step (its local-DP epsilon per row: the sum over columns, or one
         coin's for whole-record) and each DP release."""
+        return [(label, eps) for label, eps, _ in self.spends()]
+
+    def spends(self) -> list[tuple[str, float, float]]:
+        """``(step label, epsilon, delta)`` of everything that spends budget (as
+        :meth:`epsilons`, with each release's delta: 0 but for partition selection)."""
         out = []
         for section, index, step in self.steps():
             eps = step_epsilon(step)
             if eps is not None:
-                out.append((step_label(section, index, step), eps))
+                out.append((step_label(section, index, step), eps, getattr(step, "delta", None) or 0.0))
         return out
 
     def canonical(self) -> dict[str, Any]:
@@ -361,7 +463,7 @@ def step_epsilon(step: Any) -> float | None:
         if step.mode == "whole_record":
             return step.column_epsilon(step.columns[0])
         return math.fsum(step.column_epsilon(c) for c in step.columns)
-    if isinstance(step, _DP):
+    if isinstance(step, _DP | DPGroupBy):
         return step.epsilon
     return None
 
@@ -487,6 +589,8 @@ _ALLOWED: dict[str, type[BaseModel]] = {
     "dp_histogram": DPHistogram,
     "dp_quadtree": DPQuadtree,
     "dp_kmeans": DPKMeans,
+    "dp_group_by": DPGroupBy,
+    "aggregates": Aggregate,
 }
 
 
@@ -565,11 +669,16 @@ def _message(document: dict[str, Any], error: Any) -> str:
     names = [str(part) for part in loc if isinstance(part, str) and not _is_type_name(part)]
     field = names[0] if names else None
     where_field = f"{where}, field {field!r}" if field else where
-    if len(names) > 1:
+    item = loc[1] if len(loc) > 1 and field == loc[0] and isinstance(loc[1], int) else None
+    if item is not None:  # an item of a list of tables (an aggregate, a public group)
+        where_field += f" item {item + 1}" + (f", field {names[1]!r}" if len(names) > 1 else "")
+    elif len(names) > 1:
         where_field += f" for column {names[1]!r}"
     secret_value = error["loc"][:1] == ("secret",)
     got = "" if secret_value else f" Got {error.get('input')!r} instead."
     ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden" and item is not None and field in _ALLOWED:
+        return f"{where}, field {field!r} item {item + 1}: unknown parameter {names[-1]!r}; it takes: {_fields(_ALLOWED[field])}."
     if kind == "extra_forbidden":
         allowed = f"; {where.split('(')[-1].rstrip(')')} takes: {_fields(model)}" if model else ""
         if model is None and where == "the file":
@@ -670,6 +779,16 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
             f"[dataset], field 'epsilon_budget': one run spends {total:g} ("
             + " + ".join(f"{eps:g}" for _, eps in spends)
             + f") but the budget is {budget:g}; it could never run."
+        )
+    delta_budget = pipeline.dataset.delta_budget
+    deltas = [(label, delta) for label, _, delta in pipeline.spends() if delta]
+    total_delta = math.fsum(delta for _, delta in deltas)
+    if delta_budget is not None and total_delta > delta_budget * (1 + 1e-12):
+        yield (
+            f"[dataset], field 'delta_budget': one run spends delta {total_delta:g} ("
+            + ", ".join(f"{label}: {delta:g}" for label, delta in deltas)
+            + f") but the delta budget is {delta_budget:g}; it could never run."
+            + (" Give the dataset a delta_budget, or the steps public_groups." if delta_budget == 0 else "")
         )
     yield from _path_checks(pipeline)
 

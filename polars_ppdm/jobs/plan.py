@@ -15,6 +15,7 @@ import polars as pl
 
 from polars_ppdm.jobs.config import (
     FULL_PASS_STEPS,
+    DPGroupBy,
     Drop,
     Keep,
     Pipeline,
@@ -47,6 +48,10 @@ def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
     return [c for c in schema.names() if c not in dropped]
 
 
+def _fields_naming_columns(step: Any) -> str:
+    return "fields 'by' and 'aggregates'" if isinstance(step, DPGroupBy) else "field 'columns'"
+
+
 def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
     """Every column a step names exists; when a table is published, every input column
     is named by exactly one perturb step (perturbed, kept or dropped)."""
@@ -59,7 +64,7 @@ def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
         missing = [c for c in step.columns if c not in names]
         if missing:
             problems.append(
-                f"{step_label(section, index, step)}, field 'columns': the input has no column(s) {missing}; "
+                f"{step_label(section, index, step)}, {_fields_naming_columns(step)}: the input has no column(s) {missing}; "
                 f"it has {schema.names()}."
             )
     if pipeline.output.table is not None:
@@ -89,7 +94,8 @@ class StepPlan:
     epsilon: float | None
     pass_: str  # "row by row" or why a full pass is needed
     output: str | None = None
-    rows: int | None = None  # the rows the step reads (from the inputs' metadata), None: unknown
+    rows: int | None = None
+    delta: float = 0.0  # the rows the step reads (from the inputs' metadata), None: unknown
 
 
 @dataclass
@@ -106,6 +112,9 @@ class Plan:
     budget: float
     spent_before: float
     published: list[str] = field(default_factory=list)
+    delta: float = 0.0
+    delta_budget: float = 0.0
+    delta_spent_before: float = 0.0
 
     @property
     def left_before(self) -> float:
@@ -129,6 +138,7 @@ class Plan:
                     "columns": s.columns,
                     "parameters": s.parameters,
                     "epsilon": s.epsilon,
+                    "delta": s.delta,
                     "pass": s.pass_,
                     "rows": s.rows,
                     "output": s.output,
@@ -142,6 +152,9 @@ class Plan:
             "spent_before": self.spent_before,
             "left_before": self.left_before,
             "left_after": self.left_after,
+            "delta": self.delta,
+            "delta_budget": self.delta_budget,
+            "delta_spent_before": self.delta_spent_before,
         }
 
     def render(self) -> str:
@@ -156,7 +169,7 @@ class Plan:
         lines.append("steps:")
         for s in self.steps:
             if s.epsilon is not None:
-                eps = f"epsilon {s.epsilon:g}"
+                eps = f"epsilon {s.epsilon:g}" + (f", delta {s.delta:g}" if s.delta else "")
             elif s.step in ("rr_support", "rr_apriori"):
                 eps = "no new epsilon (computed from the disguised columns)"
             elif s.step == "keep":
@@ -175,7 +188,15 @@ class Plan:
             f"epsilon: this run spends {self.epsilon:g} (nothing if it is an identical re-run); "
             f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}"
         )
-        if self.left_after < -1e-12 * self.budget:
+        if self.delta or self.delta_budget:
+            left = max(self.delta_budget - self.delta_spent_before, 0.0)
+            lines.append(
+                f"delta: this run spends {self.delta:g}; delta budget {self.delta_budget:g}, left before "
+                f"{left:g}, after {left - self.delta:g}"
+            )
+        if self.left_after < -1e-12 * self.budget or (
+            self.delta > max(self.delta_budget - self.delta_spent_before, 0.0) * (1 + 1e-12)
+        ):
             lines.append(
                 "the budget left is short: `ppdm run` will refuse this run (unless it is an identical re-run)"
             )
@@ -195,16 +216,15 @@ def _pass(section: str, step: Any) -> str:
 def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str] | None = None) -> Plan:
     """The plan of a run (reads metadata and the ledger; creates no file)."""
     path = ledger_path(pipeline, ledger)
-    budget = pipeline.dataset.epsilon_budget
-    spent = 0.0
+    budget, delta_budget = pipeline.dataset.epsilon_budget, pipeline.dataset.delta_budget or 0.0
+    spent = delta_spent = 0.0
     if path.exists():
         from polars_ppdm.ledger import Ledger
 
         book = Ledger(path)
         known = book.datasets()
         if pipeline.dataset.name in known["dataset"].to_list():
-            spent = book.spent(pipeline.dataset.name)
-            budget = book.budget(pipeline.dataset.name)
+            budget, spent, delta_budget, delta_spent = book.status(pipeline.dataset.name)
     files = expand(pipeline)
     fmt = input_format(pipeline, files)
     inputs = metadata(files, fmt)
@@ -230,6 +250,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
                 columns=list(step.columns),
                 parameters=params,
                 epsilon=step_epsilon(step),
+                delta=getattr(step, "delta", None) or 0.0,
                 pass_=_pass(section, step),
                 output=out,
                 rows=total,
@@ -251,4 +272,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         budget=budget,
         spent_before=spent,
         published=published_columns(pipeline, schema) if pipeline.output.table is not None else [],
+        delta=math.fsum(delta for _, _, delta in pipeline.spends()),
+        delta_budget=delta_budget,
+        delta_spent_before=delta_spent,
     )

@@ -104,9 +104,24 @@ def _budget(pipeline: Pipeline, ledger: Path | None, run_id: str) -> Budget | No
     if not mine.any():
         return None
     first = int(mine.arg_true()[0])
-    before = math.fsum(table["charged"][:first].to_list())
-    this_run = math.fsum(table.filter(mine)["charged"].to_list())
-    return Budget(dataset=name, total=book.budget(name), spent_before=before, spent_after=before + this_run)
+    spent = {
+        column: (
+            math.fsum(table[column][:first].to_list()),
+            math.fsum(table.filter(mine)[column].to_list()),
+        )
+        for column in ("charged", "delta_charged")
+    }
+    (before, this_run), (delta_before, delta_this_run) = spent["charged"], spent["delta_charged"]
+    held = book.status(name)
+    return Budget(
+        dataset=name,
+        total=held.epsilon,
+        spent_before=before,
+        spent_after=before + this_run,
+        delta_total=held.delta,
+        delta_before=delta_before,
+        delta_after=delta_before + delta_this_run,
+    )
 
 
 def write_pipeline_report(

@@ -41,6 +41,7 @@ from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
 from polars_ppdm.jobs.config import (
     ENGINES,
     AddNoise,
+    DPGroupBy,
     DPHistogram,
     DPKMeans,
     DPQuadtree,
@@ -280,6 +281,8 @@ def _release(
         got = ppdm.rr_support(
             disguised, step.columns, itemsets=step.itemsets, **_rr_design(pipeline, step.columns)
         )
+    elif isinstance(step, DPGroupBy):
+        got = _dp_group_by(step, original, secret, key, ppdm)
     elif isinstance(step, RRApriori):
         got = ppdm.rr_apriori(
             disguised,
@@ -329,6 +332,25 @@ def _release(
     if isinstance(got, pl.DataFrame):
         return got
     return cast(pl.DataFrame, pl.from_arrow(got.toArrow()))  # Spark: a release is a small aggregate
+
+
+def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None, ppdm: Any) -> Any:
+    return ppdm.dp_group_by(
+        original,
+        step.by,
+        [a.to_dp() for a in step.aggregates],
+        epsilon=step.epsilon,
+        privacy_unit=key,
+        max_groups_contributed=step.max_groups_contributed,
+        max_rows_per_group=step.max_rows_per_group,
+        public_groups=None
+        if step.public_groups is None
+        else pl.DataFrame(step.public_groups).select(step.by),
+        delta=step.delta,
+        secret=secret,
+        intervals=step.intervals,
+        non_negative=step.non_negative,
+    )
 
 
 def _write_frame(frame: pl.DataFrame, target: Path) -> tuple[int, str]:
@@ -424,14 +446,14 @@ def run_pipeline(
     secret = read_secret(pipeline)
     name = pipeline.dataset.name
     budget = pipeline.dataset.epsilon_budget
-    spends = pipeline.epsilons()
-    needed = math.fsum(eps for _, eps in spends)
+    spends = pipeline.spends()
+    needed = math.fsum(eps for _, eps, _ in spends)
 
     from polars_ppdm.ledger import Ledger
 
     book_path.parent.mkdir(parents=True, exist_ok=True)
     book = Ledger(book_path)
-    book.open_dataset(name, budget)
+    book.open_dataset(name, budget, pipeline.dataset.delta_budget)
     left = book.remaining(name)
     if needed > left * (1 + 1e-12) + 1e-15:
         # Short of budget: only an identical re-run may go on; an input that cannot even
@@ -476,7 +498,7 @@ def run_pipeline(
             }
             for section, index, step in pipeline.steps()
         ],
-        releases=[{"step": label, "epsilon": eps} for label, eps in spends],
+        releases=[{"step": label, "epsilon": eps, "delta": delta} for label, eps, delta in spends],
     )
     reservation = book.reserve(name, this_run, spends, pipeline=str(source))
     manifest.spent = needed if reservation.new else 0.0

@@ -27,7 +27,7 @@ import polars as pl
 
 from polars_ppdm._durable import fsync_folder
 from polars_ppdm.jobs.atomic import file_sha256, replace_whole
-from polars_ppdm.jobs.config import EcdfResample, Pipeline
+from polars_ppdm.jobs.config import DPGroupBy, EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
 
 __all__ = ["check_for_spark", "scan", "session", "sink_table"]
@@ -48,6 +48,12 @@ def check_for_spark(pipeline: Pipeline, fmt: str) -> None:
             problems.append(
                 f"[[perturb]] {index} ecdf_resample: link = 'none' and shuffle = true depend on the row "
                 "order, which a Spark table does not have; use link = 'rank' without shuffle on Spark"
+            )
+    for index, release in enumerate(pipeline.release, 1):
+        if isinstance(release, DPGroupBy):
+            problems.append(
+                f"[[release]] {index} dp_group_by runs on the Polars engine only (the Spark front-end has no "
+                "dp_group_by yet); run this pipeline with --engine polars"
             )
     if problems:
         raise PipelineError("; ".join(problems) + ".")
@@ -111,4 +117,3 @@ def _rows(parts: list[Path], csv: bool) -> int:
     paths = [str(p) for p in parts]
     scanned = pl.scan_csv(paths) if csv else pl.scan_parquet(paths)
     return int(scanned.select(pl.len()).collect().item())
-

@@ -152,12 +152,20 @@ def _budget(budget: Budget | None) -> str:
         ("spent after this run", f"{budget.spent_after:g}"),
         ("remaining", f"{budget.remaining:g}"),
     ]
+    deltas = budget.delta_total > 0 or budget.delta_after > 0
+    if deltas:
+        rows += [
+            ("total delta budget", f"{budget.delta_total:g}"),
+            ("delta spent before this run", f"{budget.delta_before:g}"),
+            ("delta spent by this run", f"{budget.delta_after - budget.delta_before:g}"),
+            ("delta remaining", f"{max(budget.delta_total - budget.delta_after, 0.0):g}"),
+        ]
     body = "".join(f'<tr><th>{escape(k)}</th><td class="num">{escape(v)}</td></tr>' for k, v in rows)
     return (
         f'<section class="budget" id="budget"><h2>Privacy budget of {escape(budget.dataset)}</h2>'
         f'<div class="scroll"><table><tbody>{body}</tbody></table></div>'
-        '<p class="note">Epsilon of every run over this dataset adds up (basic composition), as kept '
-        "in the ledger.</p></section>"
+        f'<p class="note">{"Epsilon and delta" if deltas else "Epsilon"} of every run over this dataset add '
+        f"up (basic composition), as kept in the ledger.</p></section>"
     )
 
 

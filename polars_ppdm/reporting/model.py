@@ -106,6 +106,9 @@ class Budget:
     total: float
     spent_before: float
     spent_after: float
+    delta_total: float = 0.0  # the dataset's delta budget (0: none)
+    delta_before: float = 0.0
+    delta_after: float = 0.0
 
     @property
     def remaining(self) -> float:

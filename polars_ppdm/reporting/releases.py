@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
+from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd, laplace_interval, laplace_sd
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.reporting._shown import number, parameter, share
 from polars_ppdm.reporting.model import Figure, Plot, PlotSeries, ReleaseSection
@@ -189,12 +189,96 @@ def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[
     return figures, plots
 
 
+def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+    from polars_ppdm.dp.group_by import noise_request, selection_threshold
+
+    aggregates = [a.to_dp() for a in step.aggregates]
+    request = noise_request(
+        aggregates,
+        epsilon=step.epsilon,
+        max_groups_contributed=step.max_groups_contributed,
+        max_rows_per_group=step.max_rows_per_group,
+        delta=step.delta,
+    )
+    split = ", ".join(f"{name.strip('_')} {number(eps)}" for name, eps in request.epsilons.items())
+    figures = [Figure("epsilon", number(step.epsilon), f"charged to the dataset's budget; split: {split}")]
+    if step.delta is not None:
+        threshold = selection_threshold(request.epsilons["__select"], step.delta, step.max_groups_contributed)
+        figures += [
+            Figure(
+                "delta", number(step.delta), "charged to the dataset's delta budget (partition selection)"
+            ),
+            Figure(
+                "groups released",
+                f"{frame.height:,}",
+                f"chosen by partition selection: a group is released when its noisy count of people reaches "
+                f"{threshold} (a group of one person: probability <= delta)",
+            ),
+        ]
+    else:
+        figures.append(Figure("groups released", f"{frame.height:,}", "the public groups, every one of them"))
+    for a in aggregates:
+        if a.kind == "count":
+            scale = request.scale(a)
+            figures.append(
+                Figure(
+                    f"95% interval of {a.name}",
+                    f"± {geometric_interval(scale):,}",
+                    f"two-sided geometric noise of scale {number(scale)} (SD {number(geometric_sd(scale))}), "
+                    "the same in every group",
+                )
+            )
+        elif a.kind == "sum":
+            scale = request.scale(a)
+            figures.append(
+                Figure(
+                    f"95% interval of {a.name}",
+                    f"± {number(laplace_interval(scale))}",
+                    f"Laplace noise of scale {number(scale)} (SD {number(laplace_sd(scale))}), the same in every group",
+                )
+            )
+        elif f"{a.name}_sd" in frame.columns and frame.height:
+            half = float(np.median(frame[f"{a.name}_sd"].to_numpy())) * _Z95
+            figures.append(
+                Figure(
+                    f"95% interval of {a.name}",
+                    f"± {number(half)}",
+                    "median over the groups: a mean's noise shrinks as its group grows (noisy sum / noisy count)",
+                )
+            )
+        else:
+            figures.append(
+                Figure(
+                    f"noise of {a.name}",
+                    "depends on the group's size",
+                    "noisy sum / noisy count; intervals = true adds each group's SD and 95% interval",
+                )
+            )
+    plots = []
+    count = next((a for a in aggregates if a.kind == "count"), None)
+    if count is not None and 0 < frame.height <= _PLOT_BARS:
+        labels = tuple(" & ".join(str(v) for v in row) for row in frame.select(step.by).iter_rows())
+        half = float(geometric_interval(request.scale(count)))
+        series = PlotSeries(
+            "noisy count",
+            labels,
+            tuple(float(v) for v in frame[count.name].to_list()),
+            error=tuple(half for _ in labels),
+            source="released",
+        )
+        plots.append(
+            Plot("bars", "Noisy count per group (95% intervals)", ", ".join(step.by), count.name, (series,))
+        )
+    return figures, plots
+
+
 _BUILDERS = {
     "rr_support": _rr_support,
     "rr_apriori": _rr_apriori,
     "dp_histogram": _dp_histogram,
     "dp_quadtree": _dp_quadtree,
     "dp_kmeans": _dp_kmeans,
+    "dp_group_by": _dp_group_by,
 }
 
 
@@ -217,7 +301,11 @@ def release_sections(
         shown = {
             name: parameter(value)
             for name, value in step.model_dump(exclude={"step", "columns", "output"}).items()
-            if value is not None
+            if value is not None and name != "aggregates"
+        }
+        shown |= {
+            f"aggregate {i}": ", ".join(f"{k} {parameter(v)}" for k, v in a.items() if v is not None)
+            for i, a in enumerate(step.model_dump().get("aggregates") or (), 1)
         }
         sections.append(
             ReleaseSection(
