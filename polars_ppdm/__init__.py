@@ -10,7 +10,15 @@ from types import ModuleType
 from polars_ppdm import audit, datasets, dp
 from polars_ppdm import namespace as _namespace  # noqa: F401 -- registers the namespaces
 from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
-from polars_ppdm.dp import BudgetAccountant, DPKMeansResult, dp_group_by, dp_histogram, dp_kmeans, dp_quadtree
+from polars_ppdm.dp import (
+    BudgetAccountant,
+    DPKMeansResult,
+    consistent_totals,
+    dp_group_by,
+    dp_histogram,
+    dp_kmeans,
+    dp_quadtree,
+)
 from polars_ppdm.exceptions import (
     BudgetExceededError,
     EstimateWarning,
@@ -84,6 +92,7 @@ __all__ = [
     "apply_spiral_key",
     "association_rules",
     "audit",
+    "consistent_totals",
     "datasets",
     "dp",
     "dp_group_by",

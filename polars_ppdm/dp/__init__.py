@@ -2,6 +2,7 @@
 
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.aggregates import DPAggregate, count, mean, sum
+from polars_ppdm.dp.consistency import consistent_totals
 from polars_ppdm.dp.group_by import dp_group_by
 from polars_ppdm.dp.histogram import dp_histogram
 from polars_ppdm.dp.kmeans import DPKMeansResult, dp_kmeans
@@ -11,6 +12,7 @@ __all__ = [
     "BudgetAccountant",
     "DPAggregate",
     "DPKMeansResult",
+    "consistent_totals",
     "count",
     "dp_group_by",
     "dp_histogram",
