@@ -43,6 +43,13 @@ params AS (
                WHEN NOT regexp_full_match(g_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR|BOOLEAN)')
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the group column ' || group_col::VARCHAR
                               || ' must be an integer, VARCHAR or BOOLEAN column (a float is no group key). Got ' || g_type || '.')
+               -- Public groups in the column's own kind of type: 1 is not '1' (no conversion guessed).
+               WHEN public_groups IS NOT NULL AND typeof(public_groups[1]) <> 'NULL'
+                    AND regexp_replace(regexp_replace(typeof(public_groups[1]), '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$', 'integer'), '^VARCHAR$', 'string')
+                        <> regexp_replace(regexp_replace(g_type, '^U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?$', 'integer'), '^VARCHAR$', 'string')
+                   THEN error('The ''public_groups'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' holds '
+                              || typeof(public_groups[1]) || ' values but the group column ' || group_col::VARCHAR || ' is '
+                              || g_type || '; give the groups in the column''s own type.')
                WHEN kind <> 'count' AND (value_col IS NULL OR NOT v_found)
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
@@ -66,6 +73,8 @@ params AS (
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column cannot be the group column: every group would be one person.')
                WHEN max_groups_contributed IS NULL OR NOT (max_groups_contributed >= 1)
                    OR max_rows_per_group IS NULL OR NOT (max_rows_per_group >= 1)
+                   OR max_groups_contributed::DOUBLE <> floor(max_groups_contributed::DOUBLE)
+                   OR max_rows_per_group::DOUBLE <> floor(max_rows_per_group::DOUBLE)
                    THEN error('The ''max_groups_contributed'' and ''max_rows_per_group'' arguments of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
                               || ' must be integers >= 1. Got ' || coalesce(max_groups_contributed::VARCHAR, 'NULL') || ' and '
                               || coalesce(max_rows_per_group::VARCHAR, 'NULL') || '.')

@@ -325,7 +325,9 @@ def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
     ledger.set_budget("visits", delta_budget=1.5e-6)
     release(delta=1e-6, accountant=ledger.accountant("visits"))
     assert ledger.status("visits") == (2.0, 0.5, 1.5e-6, 1e-6)
-    with pytest.raises(BudgetExceededError, match="needs delta 1e-06 on dataset 'visits' but the ledger has 5e-07 left"):
+    with pytest.raises(
+        BudgetExceededError, match="needs delta 1e-06 on dataset 'visits' but the ledger has 5e-07 left"
+    ):
         release(delta=1e-6, accountant=ledger.accountant("visits"))
     assert ledger.accountant("visits").ledger.select("epsilon", "delta").rows() == [(0.5, 1e-6)]
 
@@ -345,3 +347,45 @@ def test_a_means_own_count_noise_is_checked_before_the_budget():
             accountant=acc,
         )
     assert acc.spent == 0
+
+
+@pytest.mark.parametrize(
+    ("frame", "groups", "match"),
+    [
+        (
+            one_row_each(30),
+            pl.DataFrame({"region": [1, 2]}),
+            "column 'region' is Int64 but the frame's is String",
+        ),
+        (
+            one_row_each(30).with_columns(day=pl.lit(1, pl.Int32)),
+            pl.DataFrame({"day": [1.5, 1.9]}),
+            "column 'day' is Float64 but the frame's is Int32",
+        ),
+    ],
+)
+def test_public_groups_of_another_type_are_refused_not_converted(frame, groups, match):
+    by = groups.columns[0]
+    acc = ppdm.BudgetAccountant(1.0)
+    with pytest.raises(InvalidParameterError, match=match):
+        ppdm.dp_group_by(
+            frame, by, dp.count(), epsilon=0.5, public_groups=groups, secret=SECRET, accountant=acc
+        )
+    assert acc.spent == 0
+    # Integers of another width are the same groups.
+    if by == "day":
+        out = ppdm.dp_group_by(
+            frame, "day", dp.count(), epsilon=0.5, public_groups=pl.DataFrame({"day": [1]}), secret=SECRET
+        )
+        assert out.schema["day"] == pl.Int32
+
+
+def test_an_unknown_privacy_unit_is_named_as_the_parameter():
+    with pytest.raises(
+        InvalidParameterError, match="'privacy_unit' parameter of dp_group_by names no column: 'who'"
+    ):
+        ppdm.dp_group_by(
+            one_row_each(30), "region", dp.count(), epsilon=0.5, privacy_unit="who", public_groups=PUBLIC
+        )
+    with pytest.raises(InvalidParameterError, match="leaving a share for partition selection"):
+        ppdm.dp_group_by(one_row_each(30), "region", dp.count(epsilon=0.5), epsilon=0.5, delta=1e-6)

@@ -92,6 +92,14 @@ def test_sql_equals_polars_bit_for_bit(con, visits, kind, group, unit, public):
             "must be integers >= 1",
         ),
         (
+            "'visits', 'region', epsilon := 1.0, public_groups := ['a'], privacy_unit_column := 'person', max_groups_contributed := 2.5",
+            "must be integers >= 1. Got 2.5",
+        ),
+        (
+            "'visits', 'region', epsilon := 1.0, public_groups := [1]",
+            "'public_groups' argument of ppdm_dp_count holds INTEGER values but the group column region is VARCHAR",
+        ),
+        (
             "'visits', 'region', epsilon := 1.0, public_groups := ['a'], max_rows_per_group := 2",
             "need privacy_unit_column",
         ),

@@ -548,3 +548,37 @@ def test_dp_group_by_is_refused_on_spark_before_anything_runs(example, capsys):
     assert main(["run", "--engine", "spark", str(path)]) == EXIT_INVALID
     assert "dp_group_by runs on the Polars engine only" in capsys.readouterr().err
     assert not (path.parent / "out" / "by_channel").exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('by = ["channel"]', 'by = ["amount"]', "group column 'amount' must be"),
+        (
+            'column = "amount", bounds = [0.0, 500.0] },\n  { aggregate = "mean"',
+            'column = "channel", bounds = [0.0, 500.0] },\n  { aggregate = "mean"',
+            "needs a numeric column",
+        ),
+        ('key = "user_id"', 'key = "amount"', "'amount' of dp_group_by must be an integer or string column"),
+        ('{ aggregate = "count" }', '{ aggregate = "count", name = "amount_sum" }', "distinct output names"),
+        (
+            "delta = 1e-6 ",
+            "public_groups = [{ channel = 1 }] ",
+            "column 'channel' is Int64 but the frame's is String",
+        ),
+    ],
+)
+def test_a_dp_group_by_the_data_would_refuse_is_refused_before_the_budget(example, capsys, old, new, message):
+    from polars_ppdm.ledger import Ledger
+
+    path = example("events").parent / "by_channel.toml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    assert message in capsys.readouterr().err
+    assert main(["run", str(path)]) == EXIT_INVALID
+    assert "[[release]] 1 dp_group_by" in capsys.readouterr().err
+    ledger = path.parent / "out" / "ledger.duckdb"
+    assert not ledger.exists() or Ledger(ledger).spent("events") == 0
+    assert not (path.parent / "out" / "by_channel").exists()

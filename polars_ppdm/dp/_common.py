@@ -55,11 +55,11 @@ def check_public_n(n: Any, func: str) -> float | None:
     return n
 
 
-def check_unit_key(key: Any, schema: pl.Schema, func: str) -> str:
+def check_unit_key(key: Any, schema: pl.Schema, func: str, name: str = "key") -> str:
     """The privacy unit's column: present, integer or string (checked before any budget
-    is spent and before the data is read)."""
+    is spent and before the data is read); ``name``: the parameter's name."""
     if not isinstance(key, str) or key not in schema:
-        msg = f"The 'key' parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
+        msg = f"The {name!r} parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
         raise InvalidParameterError(msg)
     if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):
         row_keys(pl.Series(key, [], dtype=schema[key]), func=func)  # raises the dtype error

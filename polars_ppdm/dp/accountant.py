@@ -189,6 +189,9 @@ class BudgetAccountant:
                 self._spent_before_group += group.cost
 
     def __repr__(self) -> str:
-        return (
-            f"BudgetAccountant(epsilon={self.epsilon:g}, spent={self.spent:g}, releases={len(self.ledger)})"
+        delta = (
+            f", delta={self.delta:g}, spent_delta={self.spent_delta:g}"
+            if self.delta or self.spent_delta
+            else ""
         )
+        return f"BudgetAccountant(epsilon={self.epsilon:g}, spent={self.spent:g}{delta}, releases={len(self.ledger)})"

@@ -233,7 +233,11 @@ def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection:
         msg = (
             f"The aggregates' epsilons of {_FUNC} ({', '.join(f'{k} {v:g}' for k, v in given.items())}) "
             f"must add up to less than the release's epsilon {epsilon:g}"
-            + (f", leaving a share for {', '.join(shares)}" if shares else "")
+            + (
+                f", leaving a share for {', '.join(n if n != '__select' else 'partition selection' for n in shares)}"
+                if shares
+                else ""
+            )
             + "."
         )
         raise InvalidParameterError(msg)
@@ -305,7 +309,7 @@ def check_group_by(
     epsilon = check_epsilon(epsilon, _FUNC)
     unit = None
     if privacy_unit is not None:
-        unit = check_unit_key(privacy_unit, schema, _FUNC)
+        unit = check_unit_key(privacy_unit, schema, _FUNC, name="privacy_unit")
         if unit in by:
             msg = f"The 'privacy_unit' parameter of {_FUNC} ({unit!r}) cannot be a group column: every group would be one person."
             raise InvalidParameterError(msg)
@@ -346,6 +350,17 @@ def check_group_by(
     return request
 
 
+def _dtype_kind(dtype: pl.DataType) -> str:
+    """What a group value is, whatever its width: public groups must match it."""
+    if dtype.is_integer():
+        return "integer"
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum | pl.Categorical):
+        return "string"
+    if dtype.is_float():
+        return "float"
+    return str(dtype.base_type())
+
+
 def _check_public_groups(public_groups: Any, by: list[str], schema: pl.Schema) -> pl.DataFrame | None:
     if public_groups is None:
         return None
@@ -366,6 +381,14 @@ def _check_public_groups(public_groups: Any, by: list[str], schema: pl.Schema) -
         )
         raise InvalidParameterError(msg)
     try:
+        for c in by:
+            if _dtype_kind(public_groups.schema[c]) != _dtype_kind(schema[c]):
+                msg = (
+                    f"The 'public_groups' parameter of {_FUNC}: column {c!r} is {public_groups.schema[c]} but the "
+                    f"frame's is {schema[c]}; give the groups in the column's own type (no conversion is guessed: "
+                    "1 is not '1', 1.5 is not 1)."
+                )
+                raise InvalidParameterError(msg)
         return public_groups.select(pl.col(c).cast(schema[c]) for c in by).unique(maintain_order=True)
     except pl.exceptions.PolarsError as error:
         msg = f"The 'public_groups' parameter of {_FUNC}: its columns do not cast to the frame's dtypes ({error})."

@@ -52,9 +52,50 @@ def _fields_naming_columns(step: Any) -> str:
     return "fields 'by' and 'aggregates'" if isinstance(step, DPGroupBy) else "field 'columns'"
 
 
+def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
+    """What the DP releases would refuse once the run has reserved its budget, found
+    from the schema before: the privacy unit's dtype, numeric columns, and all of
+    dp_group_by's own checks."""
+    from polars_ppdm.dp._common import check_unit_key
+    from polars_ppdm.dp.group_by import check_group_by
+    from polars_ppdm.exceptions import InvalidParameterError
+
+    problems = []
+    key = pipeline.dataset.key
+    for index, step in enumerate(pipeline.release, 1):
+        label = step_label("release", index, step)
+        try:
+            if isinstance(step, DPGroupBy):
+                check_group_by(
+                    schema,
+                    step.by,
+                    [a.to_dp() for a in step.aggregates],
+                    epsilon=step.epsilon,
+                    privacy_unit=key,
+                    max_groups_contributed=step.max_groups_contributed,
+                    max_rows_per_group=step.max_rows_per_group,
+                    public_groups=None
+                    if step.public_groups is None
+                    else pl.DataFrame(step.public_groups).select(step.by),
+                    delta=step.delta,
+                )
+            elif step.step.startswith("dp_"):
+                if key is not None:
+                    check_unit_key(key, schema, step.step)
+                loose = [c for c in step.columns if not schema[c].is_numeric()]
+                if loose:
+                    problems.append(
+                        f"{label}, field 'columns': {loose} are not numeric ({', '.join(str(schema[c]) for c in loose)})."
+                    )
+        except InvalidParameterError as error:
+            problems.append(f"{label}: {error}")
+    return problems
+
+
 def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
-    """Every column a step names exists; when a table is published, every input column
-    is named by exactly one perturb step (perturbed, kept or dropped)."""
+    """Every column a step names exists, the releases accept their columns' dtypes, and
+    when a table is published, every input column is named by exactly one perturb step
+    (perturbed, kept or dropped)."""
     names = set(schema.names())
     problems = []
     key = pipeline.dataset.key
@@ -67,6 +108,8 @@ def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
                 f"{step_label(section, index, step)}, {_fields_naming_columns(step)}: the input has no column(s) {missing}; "
                 f"it has {schema.names()}."
             )
+    if not problems:
+        problems += _release_problems(pipeline, schema)
     if pipeline.output.table is not None:
         named = {c for s in pipeline.perturb for c in s.columns}
         loose = [c for c in schema.names() if c not in named]
