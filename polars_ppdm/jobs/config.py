@@ -337,6 +337,24 @@ class DPGroupBy(_Model):
                 raise ValueError(msg)
         return self
 
+    def arguments(self, privacy_unit: str | None) -> dict[str, Any]:
+        """The step's arguments of :func:`polars_ppdm.dp_group_by` (and of its checks),
+        with the dataset's privacy unit."""
+        import polars as pl
+
+        return {
+            "by": self.by,
+            "aggregates": [a.to_dp() for a in self.aggregates],
+            "epsilon": self.epsilon,
+            "privacy_unit": privacy_unit,
+            "max_groups_contributed": self.max_groups_contributed,
+            "max_rows_per_group": self.max_rows_per_group,
+            "public_groups": None
+            if self.public_groups is None
+            else pl.DataFrame(self.public_groups).select(self.by),
+            "delta": self.delta,
+        }
+
     @property
     def columns(self) -> list[str]:
         """Every input column the step reads: the group keys, then the aggregated columns."""

@@ -66,19 +66,7 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
         label = step_label("release", index, step)
         try:
             if isinstance(step, DPGroupBy):
-                check_group_by(
-                    schema,
-                    step.by,
-                    [a.to_dp() for a in step.aggregates],
-                    epsilon=step.epsilon,
-                    privacy_unit=key,
-                    max_groups_contributed=step.max_groups_contributed,
-                    max_rows_per_group=step.max_rows_per_group,
-                    public_groups=None
-                    if step.public_groups is None
-                    else pl.DataFrame(step.public_groups).select(step.by),
-                    delta=step.delta,
-                )
+                check_group_by(schema, **step.arguments(key))
             elif step.step.startswith("dp_"):
                 if key is not None:
                     check_unit_key(key, schema, step.step)

@@ -337,16 +337,7 @@ def _release(
 def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None, ppdm: Any) -> Any:
     return ppdm.dp_group_by(
         original,
-        step.by,
-        [a.to_dp() for a in step.aggregates],
-        epsilon=step.epsilon,
-        privacy_unit=key,
-        max_groups_contributed=step.max_groups_contributed,
-        max_rows_per_group=step.max_rows_per_group,
-        public_groups=None
-        if step.public_groups is None
-        else pl.DataFrame(step.public_groups).select(step.by),
-        delta=step.delta,
+        **step.arguments(key),
         secret=secret,
         intervals=step.intervals,
         non_negative=step.non_negative,

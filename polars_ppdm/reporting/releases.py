@@ -218,23 +218,18 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
     else:
         figures.append(Figure("groups released", f"{frame.height:,}", "the public groups, every one of them"))
     for a in aggregates:
-        if a.kind == "count":
+        if a.kind in ("count", "sum"):
             scale = request.scale(a)
-            figures.append(
-                Figure(
-                    f"95% interval of {a.name}",
-                    f"± {geometric_interval(scale):,}",
-                    f"two-sided geometric noise of scale {number(scale)} (SD {number(geometric_sd(scale))}), "
-                    "the same in every group",
-                )
+            width, noise_sd, law = (
+                (f"{geometric_interval(scale):,}", geometric_sd(scale), "two-sided geometric")
+                if a.kind == "count"
+                else (number(laplace_interval(scale)), laplace_sd(scale), "Laplace")
             )
-        elif a.kind == "sum":
-            scale = request.scale(a)
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
-                    f"± {number(laplace_interval(scale))}",
-                    f"Laplace noise of scale {number(scale)} (SD {number(laplace_sd(scale))}), the same in every group",
+                    f"± {width}",
+                    f"{law} noise of scale {number(scale)} (SD {number(noise_sd)}), the same in every group",
                 )
             )
         elif f"{a.name}_sd" in frame.columns and frame.height:
