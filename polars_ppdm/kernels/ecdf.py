@@ -7,6 +7,12 @@ original value.  Notation of the paper: k = ``bins + 1`` equal-width cut points
 (the point mass), ``n_j`` the values in ``(x_{j-1}, x_j]``; a zero count becomes 1;
 ``F(x_j) = (n_0 + ... + n_j) / sum(n)``, linear in between.
 
+The re-linked sample needs the generated values in ascending order: the row of rank r
+gets the r-th smallest.  The inverse CDF is monotone, so that is the inverse CDF of the
+r-th smallest of n keyed uniforms, which :mod:`polars_ppdm.kernels.spacings` makes
+directly in rank order from exponential spacings (no sort, O(n)): value r is a function
+of the secret, the stream and the draws at keys 0 .. r (and n).
+
 References
 ----------
 Li, Wang, Su, "ECDF-based data perturbation with rank re-linking", *Computer
@@ -20,7 +26,8 @@ from typing import overload
 
 import numpy as np
 
-from polars_ppdm.kernels.prf import first_words, uniform
+from polars_ppdm.kernels.prf import first_words, prf_words, uniform
+from polars_ppdm.kernels.spacings import sorted_uniforms
 
 _MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SIGN = np.uint64(1 << 63)
@@ -36,9 +43,9 @@ __all__ = [
     "rank_order",
     "relink",
     "sample_from_sorted_uniforms",
+    "shuffle_order",
     "smoothed_cdf",
     "sorted_sample",
-    "sorted_sample_with_draws",
     "tie_words",
 ]
 
@@ -137,62 +144,53 @@ def sorted_sample(
     cdf: np.ndarray,
     workspace: Workspace | None = None,
 ) -> np.ndarray:
-    """The generated sample of :func:`draw_sample`, in ascending order.
+    """The rank re-linked sample in ascending order: value r is the inverse CDF of the
+    r-th smallest of n keyed uniforms, drawn in rank order without a sort
+    (:func:`~polars_ppdm.kernels.spacings.sorted_uniforms`), then
+    :func:`sample_from_sorted_uniforms`.  With a ``workspace`` of n rows no n-sized array
+    is allocated and the result lives in it.
 
-    The inverse CDF is monotone, so sorting the n uniforms sorts the sample: one in-place
-    sort of the uniforms, then :func:`sample_from_sorted_uniforms`.  With a
-    ``workspace`` of n rows no n-sized array is allocated and the result lives in it.
+    The generated sample has the law of the sorted :func:`draw_sample` (n independent
+    draws of the ECDF), but not its bits: its values come from other draws.
 
     Examples
     --------
     >>> cuts, cdf = smoothed_cdf(np.random.default_rng(0).gamma(2.0, size=1000), 20)
     >>> a = sorted_sample(bytes(16), 3, 1000, cuts, cdf)
-    >>> bool((a == np.sort(draw_sample(bytes(16), 3, 1000, cuts, cdf))).all())
+    >>> bool((np.diff(a) >= 0).all() and a[0] >= cuts[0] and a[-1] <= cuts[-1])
     True
     """
     ws = _workspace_for(workspace, n)
-    u = uniform(secret, stream, ws.index, out=ws.floats)
-    u.sort()  # in place (NumPy's SIMD sort)
+    u = sorted_uniforms(secret, stream, n, out=ws.floats, keys=ws.index)
     return sample_from_sorted_uniforms(u, cuts, cdf, out=u)
 
 
-def sorted_sample_with_draws(
-    secret: bytes,
-    stream: int,
-    n: int,
-    cuts: np.ndarray,
-    cdf: np.ndarray,
-    workspace: Workspace | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sorted_sample` and, for each of its values, the index of the draw it came
-    from -- equal values in draw order, so the pair is exactly what :func:`relink` makes
-    of :func:`draw_sample` (the paper's published row order needs the draw indices).
-
-    The draws are ordered by their uniform: a non-negative double's bits sort like its
-    value, so the packed-word sort of :func:`rank_order` applies.  The draw indices live
-    in ``workspace`` when one of n rows is given, where :func:`rank_order` puts its
-    result: copy a rank order out of it first.
+def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | None = None) -> np.ndarray:
+    """A keyed random permutation of ``0 .. n-1``: the keys ordered by their PRF word,
+    ``np.argsort(first_words(secret, stream, np.arange(n)), kind="stable")``, computed by
+    the packed-word sort of :func:`rank_order`.  The published row order of
+    ``shuffle=True``: slot s holds the row of rank ``order[s]``.  The result lives in
+    ``workspace`` when one of n rows is given (where :func:`rank_order` puts its own).
 
     Examples
     --------
-    >>> cuts, cdf = smoothed_cdf(np.random.default_rng(0).gamma(2.0, size=1000), 20)
-    >>> order = np.random.default_rng(1).permutation(1000)
-    >>> sample, drawn = sorted_sample_with_draws(bytes(16), 3, 1000, cuts, cdf)
-    >>> released, draw_index = relink(order, draw_sample(bytes(16), 3, 1000, cuts, cdf))
-    >>> bool((released[order] == sample).all()), bool((draw_index[order] == drawn).all())
-    (True, True)
+    >>> order = shuffle_order(bytes(16), 7, 1000)
+    >>> bool((order == np.argsort(first_words(bytes(16), 7, np.arange(1000)), kind="stable")).all())
+    True
     """
     ws = _workspace_for(workspace, n)
-    u = uniform(secret, stream, ws.index, out=ws.floats)
-    drawn, collide = _sorted_by_prefix(u.view(np.uint64), ws)
-    if collide.any():
-        _exact_within_runs(drawn, collide, lambda rows: (u[rows],))
-    ascending = u[drawn]
-    sample = sample_from_sorted_uniforms(ascending, cuts, cdf, out=ascending)
-    equal = sample[1:] == sample[:-1]
-    if equal.any():  # e.g. the point mass at the minimum: equal values in draw order
-        _exact_within_runs(drawn, equal, lambda rows: (rows,))
-    return sample, drawn
+    words = ws.packed
+
+    def consume(start: int, stop: int, block: np.ndarray) -> None:
+        words[start:stop] = block[:, 0]
+
+    prf_words(secret, stream, ws.index[:n], consume)
+    order, collide = _sorted_by_prefix(words, ws)
+    if collide.any():  # 64-bit words rarely share their top bits, but may
+        _exact_within_runs(
+            order, collide, lambda rows: (first_words(secret, stream, rows.astype(np.uint64)),)
+        )
+    return order
 
 
 def sample_from_sorted_uniforms(
@@ -222,7 +220,8 @@ def sample_from_sorted_uniforms(
 
 
 def draw_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """The generated sample: value i from the PRF at key i, so batches and engines agree."""
+    """The generated sample of ``link='none'``, in draw order: value i is the inverse CDF
+    of the uniform at key i, so batches and engines agree (row i gets it)."""
     return inverse_cdf(uniform(secret, stream, np.arange(n, dtype=np.uint64)), cuts, cdf)
 
 
@@ -284,7 +283,7 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     packed = ws.packed
     np.right_shift(words, shift, out=packed)
     np.left_shift(packed, shift, out=packed)
-    np.bitwise_or(packed, ws.index, out=packed)
+    np.bitwise_or(packed, ws.index[: len(words)], out=packed)
     packed.sort()
     order = ws.order
     np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
@@ -327,10 +326,8 @@ class _Scratch:
     """A Workspace array made on first use, then kept in the instance (whose attribute
     wins over this non-data descriptor from then on)."""
 
-    def __init__(
-        self, dtype: type, *, make: Callable[..., np.ndarray] = np.empty, shorter_by: int = 0
-    ) -> None:
-        self.dtype, self.make, self.shorter_by = dtype, make, shorter_by
+    def __init__(self, dtype: type, *, make: Callable[..., np.ndarray] = np.empty, extra: int = 0) -> None:
+        self.dtype, self.make, self.extra = dtype, make, extra
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -342,7 +339,7 @@ class _Scratch:
     def __get__(self, workspace: Workspace | None, owner: type) -> _Scratch | np.ndarray:
         if workspace is None:
             return self
-        array = self.make(max(workspace.n - self.shorter_by, 0), dtype=self.dtype)
+        array = self.make(max(workspace.n + self.extra, 0), dtype=self.dtype)
         workspace.__dict__[self.name] = array
         return array
 
@@ -356,9 +353,9 @@ class Workspace:
     bits = _Scratch(np.int64)
     packed = _Scratch(np.uint64)
     order = _Scratch(np.int64)
-    index = _Scratch(np.uint64, make=np.arange)  # the row numbers, packed below the tops
+    index = _Scratch(np.uint64, make=np.arange, extra=1)  # 0 .. n: row numbers; the n + 1 draws' keys
     floats = _Scratch(np.float64)
-    collide = _Scratch(bool, shorter_by=1)  # one flag per pair of neighbours
+    collide = _Scratch(bool, extra=-1)  # one flag per pair of neighbours
 
     def __init__(self, n: int) -> None:
         self.n = n
