@@ -341,6 +341,44 @@ def test_shuffle_order_is_the_argsort_of_the_keyed_words():
     assert (order == np.argsort(words, kind="stable")).all()
 
 
+def _on_cut_points(rng: np.random.Generator, n: int, bins: int) -> np.ndarray:
+    """Continuous values, some exactly on cut points, some tied, some near-equal (their
+    sort prefixes collide): few enough for the packed-word path."""
+    values = rng.normal(0, 1, n)
+    cuts = smoothed_cdf(values, bins)[0]
+    values[:300] = cuts[rng.integers(0, bins + 1, 300)]
+    values[300:600] = values[600:900] * (1 + 1e-15)
+    values[900:1000] = values[1000:1100]
+    return values
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda rng, n, bins: rng.normal(0, 1, n),
+        _on_cut_points,
+        lambda rng, n, bins: rng.integers(-50, 50, n).astype(float),  # mostly tied
+        lambda rng, n, bins: np.where(rng.random(n) < 0.5, -0.0, 0.0) + (rng.random(n) < 0.01),
+        lambda rng, n, bins: (
+            np.where(rng.random(n) < 0.02, 0.0, rng.exponential(1, n)) * rng.choice([-1, 1], n)
+        ),
+    ],
+)
+@pytest.mark.parametrize("bins", [2, 97, 100_000])
+def test_ranked_cdf_is_rank_order_and_smoothed_cdf(make, bins):
+    """The counts read off the rank sort's prefixes against the definition, with cut
+    points equal to values, signed zeros, colliding prefixes and the mostly tied path."""
+    from polars_ppdm.kernels.ecdf import ranked_cdf
+
+    n = 20_000
+    values = make(np.random.default_rng(bins), n, bins)
+    keys = np.arange(n, dtype=np.uint64)
+    order, cuts, cdf = ranked_cdf(values, bins, SECRET, 3, keys, Workspace(n))
+    assert (order == rank_order(values, SECRET, 3, keys)).all()
+    want_cuts, want_cdf = smoothed_cdf(values + 0.0, bins)
+    assert (cuts == want_cuts).all() and (cdf == want_cdf).all()
+
+
 def test_range_beyond_float64_is_refused():
     with pytest.raises(InvalidParameterError, match="spans -1e\\+308 to 1e\\+308, a range beyond float64"):
         ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, secret=1)

@@ -41,6 +41,7 @@ __all__ = [
     "inverse_cdf",
     "order_keys",
     "rank_order",
+    "ranked_cdf",
     "relink",
     "sample_from_sorted_uniforms",
     "shuffle_order",
@@ -253,8 +254,15 @@ def rank_order(
     >>> x[order].tolist(), sorted(order[:2].tolist())  # the two 2.0s in keyed order
     ([2.0, 2.0, 3.0, 6.0, 7.0], [0, 3])
     """
+    return _rank_order(values, secret, tie_stream, row_keys, _workspace_for(workspace, len(values)))[0]
+
+
+def _rank_order(
+    values: np.ndarray, secret: bytes, tie_stream: int, row_keys: np.ndarray, ws: Workspace
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`rank_order`, and the sorted prefixes of the values' unsigned order keys
+    (``key >> _index_bits(n)``, in ``ws.packed``) when the packed-word path made them."""
     n = len(values)
-    ws = _workspace_for(workspace, n)
     bits = order_keys(values, ws.bits)
     np.bitwise_xor(bits.view(np.uint64), _SIGN, out=ws.packed)  # signed -> unsigned order
     order, collide = _sorted_by_prefix(ws.packed, ws)
@@ -264,12 +272,59 @@ def rank_order(
         by_tie, collide = _sorted_by_prefix(ties, ws)
         if collide.any():  # 64-bit words rarely share their top bits, but may
             _exact_within_runs(by_tie, collide, lambda rows: (ties[rows],))
-        return by_tie[np.argsort(bits[by_tie], kind="stable")]
+        return by_tie[np.argsort(bits[by_tie], kind="stable")], None
     if collisions:
         _exact_within_runs(
             order, collide, lambda rows: (tie_words(secret, tie_stream, row_keys[rows]), bits[rows])
         )
-    return order
+    return order, ws.packed
+
+
+def ranked_cdf(
+    values: np.ndarray,
+    bins: int,
+    secret: bytes,
+    tie_stream: int,
+    row_keys: np.ndarray,
+    workspace: Workspace | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rank_order` and :func:`smoothed_cdf` of ``values`` (with -0.0 counted as
+    0.0): ``(order, cuts, F)``.
+
+    The counts per interval come from the rank sort's sorted prefixes of the values'
+    order keys -- a binary search per cut point, and the few values whose prefix equals a
+    cut point's compared exactly -- instead of gathering all n values in rank order (a
+    random gather costs about as much as the sort).  The order may live in ``workspace``.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).gamma(2.0, size=10_000)
+    >>> order, cuts, cdf = ranked_cdf(x, 50, bytes(16), 1, np.arange(10_000))
+    >>> want = smoothed_cdf(x, 50)
+    >>> bool((order == rank_order(x, bytes(16), 1, np.arange(10_000))).all())
+    True
+    >>> bool((cuts == want[0]).all() and (cdf == want[1]).all())
+    True
+    """
+    n = len(values)
+    ws = _workspace_for(workspace, n)
+    order, tops = _rank_order(values, secret, tie_stream, row_keys, ws)
+    cuts = cut_points(float(values[order[0]] + 0.0), float(values[order[-1]] + 0.0), bins)
+    if tops is None:  # the mostly tied path sorted other words: gather the values
+        ordered = np.take(values, order, out=ws.floats)
+        ordered += 0.0
+        return order, cuts, cdf_of_counts(interval_counts(ordered, cuts))
+    shift = np.uint64(_index_bits(n))
+    cut_tops = (order_keys(cuts).view(np.uint64) ^ _SIGN) >> shift
+    below = np.searchsorted(tops, cut_tops, side="left")  # rows whose prefix is below the cut's
+    lengths = np.searchsorted(tops, cut_tops, side="right") - below  # rows sharing it
+    if lengths.any():
+        cut_of = np.repeat(np.arange(len(cuts)), lengths)
+        start = np.repeat(below - (np.cumsum(lengths) - lengths), lengths)
+        rows = order[start + np.arange(len(cut_of))]
+        at_or_below = values[rows] + 0.0 <= cuts[cut_of]
+        below = below + np.bincount(cut_of[at_or_below], minlength=len(cuts))
+    return order, cuts, cdf_of_counts(np.diff(below, prepend=0))
 
 
 def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.ndarray]:
@@ -278,7 +333,7 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     several times as fast as any arg_sort -- and the mask of adjacent sorted rows whose
     tops are equal, which still need putting in exact order.  ``words`` may be
     ``ws.packed``; both results live in ``ws``."""
-    index_bits = max(1, (len(words) - 1).bit_length())
+    index_bits = _index_bits(len(words))
     shift = np.uint64(index_bits)
     packed = ws.packed
     np.right_shift(words, shift, out=packed)
@@ -289,6 +344,11 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
     np.right_shift(packed, shift, out=packed)  # the tops, in sorted order
     return order, np.equal(packed[1:], packed[:-1], out=ws.collide)
+
+
+def _index_bits(n: int) -> int:
+    """Bits of the row index below the sort prefix in :func:`_sorted_by_prefix`."""
+    return max(1, (n - 1).bit_length())
 
 
 def _exact_within_runs(

@@ -30,7 +30,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
     Workspace,
     draw_sample,
-    rank_order,
+    ranked_cdf,
     shuffle_order,
     smoothed_cdf,
     sorted_sample,
@@ -232,10 +232,10 @@ def ecdf_resample(
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
         n, ws = len(values), workspace(len(values))
-        order = rank_order(values, secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws)
-        ordered = np.take(values, order, out=ws.floats)
-        ordered += 0.0  # -0.0 counts as 0.0, as in the ranks
-        cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
+        # -0.0 counts as 0.0, in the ranks and in the ECDF.
+        order, cuts, cdf = ranked_cdf(
+            values, bins_of[c], secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws
+        )
         sample = np.empty(n)
         sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
         return _with_nulls(sample, valid, c), (order.copy() if keep_order else None)
