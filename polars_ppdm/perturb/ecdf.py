@@ -159,8 +159,8 @@ def ecdf_resample(
         and a model's threshold learnt on released data (age < 39.6) then misplaces
         every original 40; rounding restores the integer grid.  Every released value
         is then an integer of the data's range, and most rows get their own original
-        value back exactly (92.5% of ages 20-80 and 97.1% of years on 100,000 Agrawal
-        rows; 0.4-80% per column of the Statlog Shuttle data; measured by
+        value back exactly (90.9% of ages 20-80 and 95.7% of years on 100,000 Agrawal
+        rows; 0.2-82% per column of the Statlog Shuttle data; measured by
         ``python benchmarks/ecdf_exact_values.py``): this discloses values, not only ranks.
 
     Returns
@@ -174,7 +174,7 @@ def ecdf_resample(
     The minimum of each column is released as is whenever a draw falls in the point
     mass, whose probability is the minimum's share of the column: about 1/n per draw
     for continuous data, but a common minimum comes back for about that share of rows,
-    the very rows that held it (57.6% of an Agrawal commission that is 0 above a
+    the very rows that held it (57.9% of an Agrawal commission that is 0 above a
     salary; 1.6% of ages).  Every other released value is interpolated and, for
     continuous data, almost surely new.  A constant
     column (min = max) is refused: its ECDF is the constant itself.  An empty frame gives
