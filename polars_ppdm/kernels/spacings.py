@@ -17,18 +17,24 @@ hold):
   (each correctly rounded, so identical everywhere) and a table rounded from exact decimal
   arithmetic -- not ``np.log``, whose bits depend on the CPU (NumPy's AVX-512 and scalar
   logarithms differ in the last bit for a few percent of inputs);
-* the sums are blocked: ranks in blocks of :data:`BLOCK` = 2048, ``c_i`` the sequential
-  sum inside the block (``c_i = c_{i-1} + x_i``, as ``np.cumsum``), ``T_b`` the block's
-  last ``c``, block offsets ``O_0 = 0``, ``O_{b+1} = O_b + T_b`` (sequential), and
-  ``S_i = O_b + c_i``; the total is ``S_n``;
+* the sums are blocked, on three levels, every level a sequential sum (``a_j = a_{j-1} +
+  y_j``, each addition rounded): draws in groups of :data:`GROUP` = 16, groups in blocks
+  of :data:`BLOCK` = 2048.  ``q_i`` is the sequential sum of draw i's group up to i,
+  ``G_k`` the group's total (its last ``q``); ``P_k`` the sequential sum of the totals of
+  the block's groups before k (0 for its first), and ``c_i = P_k + q_i``; ``T_b`` the
+  block's total (its last ``c``); block offsets ``O_0 = 0``, ``O_{b+1} = O_b + T_b``; and
+  ``S_i = O_b + c_i``.  The total is ``S_n`` (the last block stops at draw n);
 * ``U_r = min(S_r / S_n, 1 - 2**-53)``.
 
-Blocked sums keep the rounding error of a sum of 10^8 terms to ~1e-12 of the total,
-against up to ~1e-8 (a whole spacing) for one running sum; and they let a caller that
-holds some ranks only (a Spark task, a DuckDB vector) compute exactly the same bits from
-the block totals (:func:`block_totals`, :func:`block_offsets`) and the draws of its own
-blocks (:func:`sorted_uniforms_at`).  Every ``x_i >= 0``, so the ``U_r`` are
-nondecreasing in r, in [0, 1).
+Blocked sums keep the rounding error of a sum of 10^8 terms to ~1e-12 of the total
+(about ``16 + 128 + n / 2048`` roundings on the way to any ``S_i``), against up to ~1e-8
+(a whole spacing) for one running sum; they let a caller that holds some ranks only (a
+Spark task, a DuckDB vector) compute exactly the same bits from the block totals
+(:func:`block_totals`, :func:`block_offsets`) and the draws of its own blocks
+(:func:`sorted_uniforms_at`); and the groups make the sums from a few vectorised additions
+that release the GIL (``np.cumsum`` holds it: two columns resampled in two threads then ran
+one after the other).  Every ``x_i >= 0`` and every level is a running sum, so the ``U_r``
+are nondecreasing in r, in [0, 1).
 
 References
 ----------
@@ -47,6 +53,7 @@ from polars_ppdm.kernels.prf import CHUNK_ROWS, prf_words, uniform, unit_doubles
 
 __all__ = [
     "BLOCK",
+    "GROUP",
     "block_offsets",
     "block_totals",
     "block_uniforms",
@@ -57,8 +64,10 @@ __all__ = [
 
 #: Ranks per summation block (a power of two; a chunk of the PRF holds whole blocks).
 BLOCK = 1 << 11
+#: Ranks per group inside a block.
+GROUP = 16
 _BLOCK_BITS = BLOCK.bit_length() - 1
-assert CHUNK_ROWS % BLOCK == 0
+assert CHUNK_ROWS % BLOCK == 0 and BLOCK % GROUP == 0
 
 _ONE_MINUS = 1.0 - 2.0**-53  # the largest double below 1
 
@@ -132,24 +141,25 @@ def exponentials(
     return np.maximum(out, 0.0, out=out)  # v = 1 rounds to +-1e-19: never below 0
 
 
+def _block_sums(blocks: np.ndarray) -> np.ndarray:
+    """In place: a (k, BLOCK) array of draws becomes the in-block sums ``c``.  Each
+    ``c_i`` depends on the draws up to i only (so extra draws after a last one change
+    nothing before them, and zeros after it repeat its sum)."""
+    groups = blocks.reshape(-1, GROUP)
+    for j in range(1, GROUP):  # q: running sums down the groups' columns, vectorised
+        np.add(groups[:, j - 1], groups[:, j], out=groups[:, j])
+    starts = np.cumsum(groups[:, -1].reshape(len(blocks), BLOCK // GROUP), axis=1)  # P of the next group
+    blocks.reshape(len(blocks), BLOCK // GROUP, GROUP)[:, 1:, :] += starts[:, :-1, None]
+    return blocks
+
+
 def _sum_blocks(x: np.ndarray, carry: float) -> float:
-    """In place: ``x``, the draws of whole blocks from the first (the last block may stop
-    short), becomes ``S = O_b + c``, the offset of the first block being ``carry``;
-    returns the offset of the block after them."""
-    whole, rest = divmod(len(x), BLOCK)
-    blocks = x[: whole * BLOCK].reshape(whole, BLOCK)
-    np.cumsum(blocks, axis=1, out=blocks)  # c: sequential within each block
-    tail = x[whole * BLOCK :]
-    np.cumsum(tail, out=tail)
-    totals = np.empty(whole + 1 + (rest > 0))
-    totals[0] = carry
-    totals[1 : whole + 1] = blocks[:, -1]
-    if rest:
-        totals[-1] = tail[-1]
-    offsets = np.cumsum(totals)  # sequential: O_b of each block, then the next one's
-    blocks += offsets[:whole, None]
-    if rest:
-        tail += offsets[whole]
+    """In place: ``x``, the draws of whole blocks from a block's first (padded with zeros
+    to whole blocks), becomes ``S = O_b + c``, the offset of its first block being
+    ``carry``; returns the offset of the block after them."""
+    blocks = _block_sums(x.reshape(-1, BLOCK))
+    offsets = np.cumsum(np.concatenate(([carry], blocks[:, -1])))  # O_b of each block, then the next one's
+    blocks += offsets[:-1, None]
     return float(offsets[-1])
 
 
@@ -172,7 +182,7 @@ def sorted_uniforms(
     """
     out = np.empty(n, dtype=np.float64) if out is None else out
     keys = np.arange(n + 1, dtype=np.uint64) if keys is None else keys[: n + 1]
-    x = np.empty(min(CHUNK_ROWS, n + 1))
+    x = np.empty(min(CHUNK_ROWS, -(-(n + 1) // BLOCK) * BLOCK))
     scratch = (np.empty(len(x)), np.empty(len(x), dtype=np.uint64))
     state = {"carry": 0.0, "total": 0.0}
 
@@ -180,7 +190,9 @@ def sorted_uniforms(
         m = stop - start
         chunk = unit_doubles(words[:, 0], out=x[:m])
         exponentials(chunk, out=chunk, scratch=(scratch[0][:m], scratch[1][:m]))
-        state["carry"] = _sum_blocks(chunk, state["carry"])
+        padded = x[: -(-m // BLOCK) * BLOCK]  # the last chunk may stop inside a block
+        padded[m:] = 0.0
+        state["carry"] = _sum_blocks(padded, state["carry"])
         kept = min(stop, n) - start
         out[start : start + kept] = chunk[:kept]
         if stop == n + 1:
@@ -207,8 +219,7 @@ def _draws_of_blocks(secret: bytes, stream: int, blocks: np.ndarray) -> np.ndarr
     keys = (blocks.astype(np.uint64)[:, None] << np.uint64(_BLOCK_BITS)) + np.arange(BLOCK, dtype=np.uint64)
     x = uniform(secret, stream, keys.ravel())
     exponentials(x, out=x)
-    sums = x.reshape(len(blocks), BLOCK)
-    return np.cumsum(sums, axis=1, out=sums)
+    return _block_sums(x.reshape(len(blocks), BLOCK))
 
 
 def block_totals(secret: bytes, stream: int, n: int, blocks: np.ndarray | None = None) -> np.ndarray:

@@ -18,6 +18,7 @@ from _helpers import Z, sample_variance_se
 from polars_ppdm.kernels.prf import uniform
 from polars_ppdm.kernels.spacings import (
     BLOCK,
+    GROUP,
     block_offsets,
     block_totals,
     block_uniforms,
@@ -32,15 +33,19 @@ SIZES = [2, 3, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK - 1, 40_000, 65_535, 65_53
 
 def _definition(secret: bytes, stream: int, n: int) -> list[float]:
     """The module's definition, one float operation at a time (Python floats are IEEE
-    doubles, as NumPy's): block-wise running sums, sequential block offsets, S_r / S_n."""
+    doubles, as NumPy's): running sums in groups, group offsets in blocks, block offsets,
+    S_r / S_n."""
     x = exponentials(uniform(secret, stream, np.arange(n + 1))).tolist()
-    sums, offset = [], 0.0
-    for start in range(0, n + 1, BLOCK):
-        c = 0.0
-        for value in x[start : start + BLOCK]:
-            c += value
-            sums.append(offset + c)
-        offset += c
+    sums, block_offset = [], 0.0
+    for block in range(0, n + 1, BLOCK):
+        group_offset = 0.0
+        for group in range(block, min(block + BLOCK, n + 1), GROUP):
+            q = 0.0
+            for value in x[group : min(group + GROUP, n + 1)]:
+                q += value
+                sums.append(block_offset + (group_offset + q))
+            group_offset += q
+        block_offset += group_offset
     total = sums[n]
     return [min(s / total, 1.0 - 2.0**-53) for s in sums[:n]]
 
@@ -113,7 +118,9 @@ def test_a_fixed_rank_follows_its_beta_law_over_many_secrets():
 
 def test_blocked_sums_stay_within_their_error_bound():
     """Against exact sums (integers in units of 2**-110: every draw is 0 or a multiple of
-    2**-106), the blocked sums' worst case is (BLOCK + n / BLOCK + 2) roundings of 2**-53."""
+    2**-106): S_r and S_n are each at most GROUP + BLOCK / GROUP + n / BLOCK + 2 rounded
+    additions of positive terms away from exact, each a relative error of 2**-53 at most,
+    and the quotient one more."""
     n = 300_000
     x = exponentials(uniform(SECRET, 3, np.arange(n + 1)))
     scaled = [int(v) for v in (x * 2.0**110).tolist()]  # exact: a power-of-two scaling
@@ -123,7 +130,7 @@ def test_blocked_sums_stay_within_their_error_bound():
         running += s
         exact.append(running)
     want = np.array([e / exact[n] for e in exact[:n]])  # int / int: correctly rounded
-    bound = (BLOCK + n / BLOCK + 2) * 2.0**-53
+    bound = (2 * (GROUP + BLOCK / GROUP + n / BLOCK + 2) + 1) * 2.0**-53
     assert np.abs(sorted_uniforms(SECRET, 3, n) - want).max() <= bound
 
 
