@@ -435,7 +435,8 @@ def relink(order: np.ndarray, sample: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     The row of rank r (``order[r]``) gets the r-th smallest generated value; ``draw_index``
     says which draw that was (ties among generated values keep draw order), which gives
-    the paper's output row order.
+    the paper's output row order.  The definition on a given sample (the paper's worked
+    example); the front-ends draw theirs in rank order instead (:func:`sorted_sample`).
 
     Examples
     --------
