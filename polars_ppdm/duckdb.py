@@ -39,7 +39,7 @@ The keyed randomness itself, for macros:
 
 * ``ppdm_uniform(secret, stream VARCHAR, key BIGINT) -> DOUBLE`` and
   ``ppdm_prf_word(secret, stream, key) -> UBIGINT``: uniform in [0, 1), and the first
-  64-bit word of the PRF block (``ppdm_ecdf_resample``);
+  64-bit word of the PRF block (the ties of ``ppdm_ecdf_resample``);
 * ``ppdm_discrete_laplace(secret, stream, key, scale DOUBLE) -> BIGINT``: two-sided
   geometric noise of ``scale = sensitivity / epsilon`` (``ppdm_dp_histogram``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
@@ -111,6 +111,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import bernoulli, first_words, stream_id, uniform
+from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, block_uniforms
 from polars_ppdm.perturb.noise import check_drawable, check_noise
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise, whole_record_stream
 from polars_ppdm.perturb.spiral import SpiralKey
@@ -340,6 +341,40 @@ def _discrete_laplace_udf(secret, stream, key, scale):
     return pa.array(discrete_laplace(secret.key, stream_id(label), keys, scale))
 
 
+def _ecdf_offsets_udf(secret, stream, n):
+    """The offset of every block of ranks of the sorted uniforms of ``ppdm_ecdf_resample``,
+    then their total (:func:`~polars_ppdm.kernels.spacings.block_offsets`): one list per row,
+    from one pass over the n + 1 draws."""
+    func = "ppdm_ecdf_resample"
+    if len(n) == 0:
+        return pa.array([], type=pa.list_(pa.float64()))
+    secret, label = _secret(secret, func), _constant(stream, "stream", func)
+    count = int(_constant(n, "n", func))
+    offsets, total = block_offsets(block_totals(secret.key, stream_id(label), count))
+    one = np.append(offsets, total)
+    starts = np.arange(len(n) + 1, dtype=np.int64) * len(one)
+    return pa.LargeListArray.from_arrays(starts, np.tile(one, len(n)))
+
+
+def _ecdf_uniforms_udf(secret, stream, n, block, offset, total):
+    """The sorted uniforms of ``ppdm_ecdf_resample`` at the ranks of each ``block``
+    (those below n), one list per row (:func:`~polars_ppdm.kernels.spacings.block_uniforms`)."""
+    func = "ppdm_ecdf_resample"
+    if len(block) == 0:
+        return pa.array([], type=pa.list_(pa.float64()))
+    secret, label = _secret(secret, func), _constant(stream, "stream", func)
+    count, whole = int(_constant(n, "n", func)), float(_constant(total, "total", func))
+    blocks = _series(block, "block").to_numpy()
+    uniforms = block_uniforms(
+        secret.key, stream_id(label), blocks, _series(offset, "offset").to_numpy(), whole
+    )
+    lengths = np.clip(count - blocks * BLOCK, 0, BLOCK)
+    values = (
+        uniforms.reshape(-1) if (lengths == BLOCK).all() else uniforms[np.arange(BLOCK) < lengths[:, None]]
+    )
+    return pa.LargeListArray.from_arrays(np.concatenate(([0], np.cumsum(lengths))), values)
+
+
 def _key_udf(s):
     # NULL in, NULL out: the disguise UDFs accept a null key where the value is null too.
     series = _series(s, "s")
@@ -440,6 +475,24 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         null_handling=SPECIAL,
     )
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL)
+    # The sorted uniforms of ppdm_ecdf_resample (sql/ecdf_resample.sql), from the same kernel as Polars.
+    doubles = duckdb.list_type(T.DOUBLE)
+    con.create_function(
+        "_ppdm_ecdf_offsets",
+        _ecdf_offsets_udf,
+        [T.VARCHAR, T.VARCHAR, T.BIGINT],
+        doubles,
+        type=ARROW,
+        null_handling=SPECIAL,
+    )
+    con.create_function(
+        "_ppdm_ecdf_uniforms",
+        _ecdf_uniforms_udf,
+        [T.VARCHAR, T.VARCHAR, T.BIGINT, T.BIGINT, T.DOUBLE, T.DOUBLE],
+        doubles,
+        type=ARROW,
+        null_handling=SPECIAL,
+    )
     from polars_ppdm.duckdb_group_by import register_group_by_udfs  # it imports this module's helpers
 
     register_group_by_udfs(con)

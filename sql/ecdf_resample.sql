@@ -8,7 +8,7 @@
 --       for ppdm_rr_disguise: hex, 'env:NAME' or decimal digits).
 -- Every argument is checked before any row is read, with an error naming it: a NULL, a value
 -- of the wrong type, a col or key that names no column of tbl (the error lists its columns).
--- Needs the keyed-randomness UDFs of ppdm.duckdb.register (ppdm_uniform, ppdm_prf_word).
+-- Needs the UDFs of ppdm.duckdb.register (ppdm_prf_word, _ppdm_ecdf_offsets, _ppdm_ecdf_uniforms).
 -- Returns every row of tbl: the other columns as they are, then col (DOUBLE) last, each
 -- non-null value replaced by the generated value of the same rank; nulls stay null and
 -- are left out of the ECDF.  The same values as Polars for the same secret and key.
@@ -114,12 +114,24 @@ cdf AS (
 levels AS (
     SELECT __ppdm_j, __ppdm_cut, __ppdm_cum::DOUBLE / max(__ppdm_cum) OVER () AS __ppdm_f FROM cdf
 ),
--- Draw i is the PRF at key i; the r-th smallest draw goes to the row of rank r.
-draws AS (
-    SELECT ppdm_uniform(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_i) AS __ppdm_u
-    FROM stats, range(0, __ppdm_n) r(__ppdm_i)
+-- The row of rank r gets the inverse CDF of the r-th smallest of n keyed uniforms, drawn
+-- in rank order without a sort (exponential spacings, polars_ppdm.kernels.spacings):
+-- the offsets of the blocks of 2048 ranks and their total from one pass over the draws,
+-- then each block's uniforms from its own draws, by the kernel Polars calls.
+spacings AS (
+    SELECT _ppdm_ecdf_offsets(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n) AS __ppdm_o, __ppdm_n
+    FROM stats WHERE __ppdm_n > 0
 ),
-ranked_draws AS (SELECT __ppdm_u, row_number() OVER (ORDER BY __ppdm_u) AS __ppdm_r FROM draws),
+blocks AS (
+    SELECT __ppdm_k,
+           _ppdm_ecdf_uniforms(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n, __ppdm_k,
+                               __ppdm_o[__ppdm_k + 1], __ppdm_o[len(__ppdm_o)]) AS __ppdm_us
+    FROM spacings, range(0, len(__ppdm_o) - 1) r(__ppdm_k)
+),
+ranked_draws AS (
+    SELECT __ppdm_k * 2048 + generate_subscripts(__ppdm_us, 1) AS __ppdm_r, unnest(__ppdm_us) AS __ppdm_u
+    FROM blocks
+),
 sample AS (
     SELECT d.__ppdm_r,
            CASE WHEN lv.__ppdm_j IS NULL THEN (SELECT __ppdm_lo FROM stats)

@@ -16,14 +16,17 @@ import polars_ppdm as ppdm
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
     Workspace,
-    draw_sample,
+    inverse_cdf,
     order_keys,
     rank_order,
     relink,
+    shuffle_order,
     smoothed_cdf,
+    sorted_sample,
     tie_words,
 )
 from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.spacings import sorted_uniforms
 from polars_ppdm.perturb.ecdf import ecdf_stream
 
 SECRET = ppdm.resolve_secret(2012).key
@@ -43,15 +46,18 @@ def test_paper_worked_example_with_the_generated_values_injected():
 def test_frame_function_applies_the_kernels_column_by_column():
     df = pl.DataFrame({"x1": [2, 6, 3, 9, 7], "x2": [4.0, 7, 1, 6, 8], "label": [0, 1, 1, 0, 0]})
     out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=3, secret=2012, shuffle=True)
+    # The rows in the draw order of x1: slot s holds the row of rank draws[s].
+    draws = shuffle_order(SECRET, stream_id(ecdf_stream("x1") + "/shuffle"), 5)
     for column in ("x1", "x2"):
         values = df[column].cast(pl.Float64).to_numpy()
         cuts, cdf = smoothed_cdf(values, 3)
-        sample = draw_sample(SECRET, stream_id(ecdf_stream(column)), 5, cuts, cdf)
-        released, drawn = relink(rank_order(values, SECRET, 0, np.arange(5)), sample)
+        ranked = rank_order(values, SECRET, stream_id(ecdf_stream(column) + "/ties"), np.arange(5))
+        released = np.empty(5)
+        released[ranked] = sorted_sample(SECRET, stream_id(ecdf_stream(column)), 5, cuts, cdf)
         if column == "x1":
-            order = np.argsort(drawn, kind="stable")
-        assert out[column].to_list() == released[order].tolist()
-    assert out["label"].to_list() == df["label"].to_numpy()[order].tolist()
+            rows = ranked[draws]
+        assert out[column].to_list() == released[rows].tolist()
+    assert out["label"].to_list() == df["label"].to_numpy()[rows].tolist()
 
 
 def _ks_statistic(sample: np.ndarray, cuts: np.ndarray, cdf: np.ndarray) -> float:
@@ -130,8 +136,8 @@ def test_nulls_stay_null_and_are_left_out_of_the_ecdf():
     out = ppdm.ecdf_resample(df, "x", bins=3, secret=1)
     assert out["x"].is_null().to_list() == df["x"].is_null().to_list()
     cuts, cdf = smoothed_cdf(np.array([3.0, 1.0, 8.0, 4.0]), 3)
-    sample = draw_sample(ppdm.resolve_secret(1).key, stream_id("ecdf_resample/x"), 4, cuts, cdf)
-    assert sorted(out["x"].drop_nulls().to_list()) == sorted(sample.tolist())
+    sample = sorted_sample(ppdm.resolve_secret(1).key, stream_id("ecdf_resample/x"), 4, cuts, cdf)
+    assert sorted(out["x"].drop_nulls().to_list()) == sample.tolist()
     assert out["k"].equals(df["k"])
 
 
@@ -308,21 +314,69 @@ def test_rank_order_is_the_lexsort_by_value_then_keyed_tie_word(duplicates):
     assert (again == where[definition]).all()
 
 
-def test_sorted_draws_equal_relink_of_the_drawn_sample_with_a_heavy_point_mass():
-    """The shuffle path's fast kernel against the definition: 30% of the values at the
-    minimum put ~30% of the draws in the point mass, all equal, kept in draw order."""
-    from polars_ppdm.kernels.ecdf import sorted_sample_with_draws
-
+def test_sorted_sample_is_the_inverse_cdf_of_the_sorted_uniforms_with_a_heavy_point_mass():
+    """The run-by-run interpolation against the definition, bit for bit: 30% of the values
+    at the minimum put ~30% of the sorted uniforms in the point mass, all the minimum."""
     rng = np.random.default_rng(12)
     n = 200_000
     values = np.where(rng.random(n) < 0.3, 0.0, rng.exponential(1.0, n))
     cuts, cdf = smoothed_cdf(values, 30)
-    order = rank_order(values, SECRET, 5, np.arange(n, dtype=np.uint64))
-    released, drawn = relink(order, draw_sample(SECRET, 9, n, cuts, cdf))
-    sample, draws = sorted_sample_with_draws(SECRET, 9, n, cuts, cdf, Workspace(n))
-    assert (sample == released[order]).all()
-    assert (draws == drawn[order]).all()
+    sample = sorted_sample(SECRET, 9, n, cuts, cdf, Workspace(n))
+    assert (sample == inverse_cdf(sorted_uniforms(SECRET, 9, n), cuts, cdf)).all()
     assert (sample == cuts[0]).mean() > 0.25
+    assert (np.diff(sample) >= 0).all()
+
+
+def test_shuffle_order_is_the_argsort_of_the_keyed_words():
+    """The packed-word sort against its definition.  Stream 62 is one whose words share
+    their top 44 bits somewhere among 2**20 keys (odds about 1/32 per stream), so the
+    collision patch runs too."""
+    from polars_ppdm.kernels.prf import first_words
+
+    n = 1 << 20
+    words = first_words(SECRET, 62, np.arange(n))
+    tops = np.sort(words >> np.uint64(20))
+    assert (tops[1:] == tops[:-1]).any()
+    order = shuffle_order(SECRET, 62, n, Workspace(n))
+    assert (order == np.argsort(words, kind="stable")).all()
+
+
+def _on_cut_points(rng: np.random.Generator, n: int, bins: int) -> np.ndarray:
+    """Continuous values, some exactly on cut points, some tied, some near-equal (their
+    sort prefixes collide): few enough for the packed-word path."""
+    values = rng.normal(0, 1, n)
+    cuts = smoothed_cdf(values, bins)[0]
+    values[:300] = cuts[rng.integers(0, bins + 1, 300)]
+    values[300:600] = values[600:900] * (1 + 1e-15)
+    values[900:1000] = values[1000:1100]
+    return values
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda rng, n, bins: rng.normal(0, 1, n),
+        _on_cut_points,
+        lambda rng, n, bins: rng.integers(-50, 50, n).astype(float),  # mostly tied
+        lambda rng, n, bins: np.where(rng.random(n) < 0.5, -0.0, 0.0) + (rng.random(n) < 0.01),
+        lambda rng, n, bins: (
+            np.where(rng.random(n) < 0.02, 0.0, rng.exponential(1, n)) * rng.choice([-1, 1], n)
+        ),
+    ],
+)
+@pytest.mark.parametrize("bins", [2, 97, 100_000])
+def test_ranked_cdf_is_rank_order_and_smoothed_cdf(make, bins):
+    """The counts read off the rank sort's prefixes against the definition, with cut
+    points equal to values, signed zeros, colliding prefixes and the mostly tied path."""
+    from polars_ppdm.kernels.ecdf import ranked_cdf
+
+    n = 20_000
+    values = make(np.random.default_rng(bins), n, bins)
+    keys = np.arange(n, dtype=np.uint64)
+    order, cuts, cdf = ranked_cdf(values, bins, SECRET, 3, keys, Workspace(n))
+    assert (order == rank_order(values, SECRET, 3, keys)).all()
+    want_cuts, want_cdf = smoothed_cdf(values + 0.0, bins)
+    assert (cuts == want_cuts).all() and (cdf == want_cdf).all()
 
 
 def test_range_beyond_float64_is_refused():

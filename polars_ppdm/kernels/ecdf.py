@@ -7,6 +7,12 @@ original value.  Notation of the paper: k = ``bins + 1`` equal-width cut points
 (the point mass), ``n_j`` the values in ``(x_{j-1}, x_j]``; a zero count becomes 1;
 ``F(x_j) = (n_0 + ... + n_j) / sum(n)``, linear in between.
 
+The re-linked sample needs the generated values in ascending order: the row of rank r
+gets the r-th smallest.  The inverse CDF is monotone, so that is the inverse CDF of the
+r-th smallest of n keyed uniforms, which :mod:`polars_ppdm.kernels.spacings` makes
+directly in rank order from exponential spacings (no sort, O(n)): value r is a function
+of the secret, the stream and the draws at keys 0 .. r (and n).
+
 References
 ----------
 Li, Wang, Su, "ECDF-based data perturbation with rank re-linking", *Computer
@@ -20,7 +26,8 @@ from typing import overload
 
 import numpy as np
 
-from polars_ppdm.kernels.prf import first_words, uniform
+from polars_ppdm.kernels.prf import first_words, prf_words, uniform
+from polars_ppdm.kernels.spacings import sorted_uniforms
 
 _MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SIGN = np.uint64(1 << 63)
@@ -34,11 +41,12 @@ __all__ = [
     "inverse_cdf",
     "order_keys",
     "rank_order",
+    "ranked_cdf",
     "relink",
     "sample_from_sorted_uniforms",
+    "shuffle_order",
     "smoothed_cdf",
     "sorted_sample",
-    "sorted_sample_with_draws",
     "tie_words",
 ]
 
@@ -137,62 +145,53 @@ def sorted_sample(
     cdf: np.ndarray,
     workspace: Workspace | None = None,
 ) -> np.ndarray:
-    """The generated sample of :func:`draw_sample`, in ascending order.
+    """The rank re-linked sample in ascending order: value r is the inverse CDF of the
+    r-th smallest of n keyed uniforms, drawn in rank order without a sort
+    (:func:`~polars_ppdm.kernels.spacings.sorted_uniforms`), then
+    :func:`sample_from_sorted_uniforms`.  With a ``workspace`` of n rows no n-sized array
+    is allocated and the result lives in it.
 
-    The inverse CDF is monotone, so sorting the n uniforms sorts the sample: one in-place
-    sort of the uniforms, then :func:`sample_from_sorted_uniforms`.  With a
-    ``workspace`` of n rows no n-sized array is allocated and the result lives in it.
+    The generated sample has the law of the sorted :func:`draw_sample` (n independent
+    draws of the ECDF), but not its bits: its values come from other draws.
 
     Examples
     --------
     >>> cuts, cdf = smoothed_cdf(np.random.default_rng(0).gamma(2.0, size=1000), 20)
     >>> a = sorted_sample(bytes(16), 3, 1000, cuts, cdf)
-    >>> bool((a == np.sort(draw_sample(bytes(16), 3, 1000, cuts, cdf))).all())
+    >>> bool((np.diff(a) >= 0).all() and a[0] >= cuts[0] and a[-1] <= cuts[-1])
     True
     """
     ws = _workspace_for(workspace, n)
-    u = uniform(secret, stream, ws.index, out=ws.floats)
-    u.sort()  # in place (NumPy's SIMD sort)
+    u = sorted_uniforms(secret, stream, n, out=ws.floats, keys=ws.index)
     return sample_from_sorted_uniforms(u, cuts, cdf, out=u)
 
 
-def sorted_sample_with_draws(
-    secret: bytes,
-    stream: int,
-    n: int,
-    cuts: np.ndarray,
-    cdf: np.ndarray,
-    workspace: Workspace | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`sorted_sample` and, for each of its values, the index of the draw it came
-    from -- equal values in draw order, so the pair is exactly what :func:`relink` makes
-    of :func:`draw_sample` (the paper's published row order needs the draw indices).
-
-    The draws are ordered by their uniform: a non-negative double's bits sort like its
-    value, so the packed-word sort of :func:`rank_order` applies.  The draw indices live
-    in ``workspace`` when one of n rows is given, where :func:`rank_order` puts its
-    result: copy a rank order out of it first.
+def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | None = None) -> np.ndarray:
+    """A keyed random permutation of ``0 .. n-1``: the keys ordered by their PRF word,
+    ``np.argsort(first_words(secret, stream, np.arange(n)), kind="stable")``, computed by
+    the packed-word sort of :func:`rank_order`.  The published row order of
+    ``shuffle=True``: slot s holds the row of rank ``order[s]``.  The result lives in
+    ``workspace`` when one of n rows is given (where :func:`rank_order` puts its own).
 
     Examples
     --------
-    >>> cuts, cdf = smoothed_cdf(np.random.default_rng(0).gamma(2.0, size=1000), 20)
-    >>> order = np.random.default_rng(1).permutation(1000)
-    >>> sample, drawn = sorted_sample_with_draws(bytes(16), 3, 1000, cuts, cdf)
-    >>> released, draw_index = relink(order, draw_sample(bytes(16), 3, 1000, cuts, cdf))
-    >>> bool((released[order] == sample).all()), bool((draw_index[order] == drawn).all())
-    (True, True)
+    >>> order = shuffle_order(bytes(16), 7, 1000)
+    >>> bool((order == np.argsort(first_words(bytes(16), 7, np.arange(1000)), kind="stable")).all())
+    True
     """
     ws = _workspace_for(workspace, n)
-    u = uniform(secret, stream, ws.index, out=ws.floats)
-    drawn, collide = _sorted_by_prefix(u.view(np.uint64), ws)
-    if collide.any():
-        _exact_within_runs(drawn, collide, lambda rows: (u[rows],))
-    ascending = u[drawn]
-    sample = sample_from_sorted_uniforms(ascending, cuts, cdf, out=ascending)
-    equal = sample[1:] == sample[:-1]
-    if equal.any():  # e.g. the point mass at the minimum: equal values in draw order
-        _exact_within_runs(drawn, equal, lambda rows: (rows,))
-    return sample, drawn
+    words = ws.packed
+
+    def consume(start: int, stop: int, block: np.ndarray) -> None:
+        words[start:stop] = block[:, 0]
+
+    prf_words(secret, stream, ws.index[:n], consume)
+    order, collide = _sorted_by_prefix(words, ws)
+    if collide.any():  # 64-bit words rarely share their top bits, but may
+        _exact_within_runs(
+            order, collide, lambda rows: (first_words(secret, stream, rows.astype(np.uint64)),)
+        )
+    return order
 
 
 def sample_from_sorted_uniforms(
@@ -222,7 +221,8 @@ def sample_from_sorted_uniforms(
 
 
 def draw_sample(secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """The generated sample: value i from the PRF at key i, so batches and engines agree."""
+    """The generated sample of ``link='none'``, in draw order: value i is the inverse CDF
+    of the uniform at key i, so batches and engines agree (row i gets it)."""
     return inverse_cdf(uniform(secret, stream, np.arange(n, dtype=np.uint64)), cuts, cdf)
 
 
@@ -254,8 +254,15 @@ def rank_order(
     >>> x[order].tolist(), sorted(order[:2].tolist())  # the two 2.0s in keyed order
     ([2.0, 2.0, 3.0, 6.0, 7.0], [0, 3])
     """
+    return _rank_order(values, secret, tie_stream, row_keys, _workspace_for(workspace, len(values)))[0]
+
+
+def _rank_order(
+    values: np.ndarray, secret: bytes, tie_stream: int, row_keys: np.ndarray, ws: Workspace
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`rank_order`, and the sorted prefixes of the values' unsigned order keys
+    (``key >> _index_bits(n)``, in ``ws.packed``) when the packed-word path made them."""
     n = len(values)
-    ws = _workspace_for(workspace, n)
     bits = order_keys(values, ws.bits)
     np.bitwise_xor(bits.view(np.uint64), _SIGN, out=ws.packed)  # signed -> unsigned order
     order, collide = _sorted_by_prefix(ws.packed, ws)
@@ -265,12 +272,59 @@ def rank_order(
         by_tie, collide = _sorted_by_prefix(ties, ws)
         if collide.any():  # 64-bit words rarely share their top bits, but may
             _exact_within_runs(by_tie, collide, lambda rows: (ties[rows],))
-        return by_tie[np.argsort(bits[by_tie], kind="stable")]
+        return by_tie[np.argsort(bits[by_tie], kind="stable")], None
     if collisions:
         _exact_within_runs(
             order, collide, lambda rows: (tie_words(secret, tie_stream, row_keys[rows]), bits[rows])
         )
-    return order
+    return order, ws.packed
+
+
+def ranked_cdf(
+    values: np.ndarray,
+    bins: int,
+    secret: bytes,
+    tie_stream: int,
+    row_keys: np.ndarray,
+    workspace: Workspace | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rank_order` and :func:`smoothed_cdf` of ``values`` (with -0.0 counted as
+    0.0): ``(order, cuts, F)``.
+
+    The counts per interval come from the rank sort's sorted prefixes of the values'
+    order keys -- a binary search per cut point, and the few values whose prefix equals a
+    cut point's compared exactly -- instead of gathering all n values in rank order (a
+    random gather costs about as much as the sort).  The order may live in ``workspace``.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).gamma(2.0, size=10_000)
+    >>> order, cuts, cdf = ranked_cdf(x, 50, bytes(16), 1, np.arange(10_000))
+    >>> want = smoothed_cdf(x, 50)
+    >>> bool((order == rank_order(x, bytes(16), 1, np.arange(10_000))).all())
+    True
+    >>> bool((cuts == want[0]).all() and (cdf == want[1]).all())
+    True
+    """
+    n = len(values)
+    ws = _workspace_for(workspace, n)
+    order, tops = _rank_order(values, secret, tie_stream, row_keys, ws)
+    cuts = cut_points(float(values[order[0]] + 0.0), float(values[order[-1]] + 0.0), bins)
+    if tops is None:  # the mostly tied path sorted other words: gather the values
+        ordered = np.take(values, order, out=ws.floats)
+        ordered += 0.0
+        return order, cuts, cdf_of_counts(interval_counts(ordered, cuts))
+    shift = np.uint64(_index_bits(n))
+    cut_tops = (order_keys(cuts).view(np.uint64) ^ _SIGN) >> shift
+    below = np.searchsorted(tops, cut_tops, side="left")  # rows whose prefix is below the cut's
+    lengths = np.searchsorted(tops, cut_tops, side="right") - below  # rows sharing it
+    if lengths.any():
+        cut_of = np.repeat(np.arange(len(cuts)), lengths)
+        start = np.repeat(below - (np.cumsum(lengths) - lengths), lengths)
+        rows = order[start + np.arange(len(cut_of))]
+        at_or_below = values[rows] + 0.0 <= cuts[cut_of]
+        below = below + np.bincount(cut_of[at_or_below], minlength=len(cuts))
+    return order, cuts, cdf_of_counts(np.diff(below, prepend=0))
 
 
 def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.ndarray]:
@@ -279,17 +333,22 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     several times as fast as any arg_sort -- and the mask of adjacent sorted rows whose
     tops are equal, which still need putting in exact order.  ``words`` may be
     ``ws.packed``; both results live in ``ws``."""
-    index_bits = max(1, (len(words) - 1).bit_length())
+    index_bits = _index_bits(len(words))
     shift = np.uint64(index_bits)
     packed = ws.packed
     np.right_shift(words, shift, out=packed)
     np.left_shift(packed, shift, out=packed)
-    np.bitwise_or(packed, ws.index, out=packed)
+    np.bitwise_or(packed, ws.index[: len(words)], out=packed)
     packed.sort()
     order = ws.order
     np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
     np.right_shift(packed, shift, out=packed)  # the tops, in sorted order
     return order, np.equal(packed[1:], packed[:-1], out=ws.collide)
+
+
+def _index_bits(n: int) -> int:
+    """Bits of the row index below the sort prefix in :func:`_sorted_by_prefix`."""
+    return max(1, (n - 1).bit_length())
 
 
 def _exact_within_runs(
@@ -327,10 +386,8 @@ class _Scratch:
     """A Workspace array made on first use, then kept in the instance (whose attribute
     wins over this non-data descriptor from then on)."""
 
-    def __init__(
-        self, dtype: type, *, make: Callable[..., np.ndarray] = np.empty, shorter_by: int = 0
-    ) -> None:
-        self.dtype, self.make, self.shorter_by = dtype, make, shorter_by
+    def __init__(self, dtype: type, *, make: Callable[..., np.ndarray] = np.empty, extra: int = 0) -> None:
+        self.dtype, self.make, self.extra = dtype, make, extra
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -342,7 +399,7 @@ class _Scratch:
     def __get__(self, workspace: Workspace | None, owner: type) -> _Scratch | np.ndarray:
         if workspace is None:
             return self
-        array = self.make(max(workspace.n - self.shorter_by, 0), dtype=self.dtype)
+        array = self.make(max(workspace.n + self.extra, 0), dtype=self.dtype)
         workspace.__dict__[self.name] = array
         return array
 
@@ -356,9 +413,9 @@ class Workspace:
     bits = _Scratch(np.int64)
     packed = _Scratch(np.uint64)
     order = _Scratch(np.int64)
-    index = _Scratch(np.uint64, make=np.arange)  # the row numbers, packed below the tops
+    index = _Scratch(np.uint64, make=np.arange, extra=1)  # 0 .. n: row numbers; the n + 1 draws' keys
     floats = _Scratch(np.float64)
-    collide = _Scratch(bool, shorter_by=1)  # one flag per pair of neighbours
+    collide = _Scratch(bool, extra=-1)  # one flag per pair of neighbours
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -378,7 +435,8 @@ def relink(order: np.ndarray, sample: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     The row of rank r (``order[r]``) gets the r-th smallest generated value; ``draw_index``
     says which draw that was (ties among generated values keep draw order), which gives
-    the paper's output row order.
+    the paper's output row order.  The definition on a given sample (the paper's worked
+    example); the front-ends draw theirs in rank order instead (:func:`sorted_sample`).
 
     Examples
     --------

@@ -30,10 +30,10 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
     Workspace,
     draw_sample,
-    rank_order,
+    ranked_cdf,
+    shuffle_order,
     smoothed_cdf,
     sorted_sample,
-    sorted_sample_with_draws,
 )
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SecretLike, resolve_secret
@@ -46,7 +46,8 @@ _MAX_BINS = 10_000_000
 
 
 def ecdf_stream(column: str) -> str:
-    """Stream label of the generated sample of ``column`` (ties use ``+ "/ties"``)."""
+    """Stream label of the generated sample of ``column`` (ties use ``+ "/ties"``; the
+    row order of ``shuffle=True``, by the first column, ``+ "/shuffle"``)."""
     return "ecdf_resample/" + column
 
 
@@ -112,9 +113,11 @@ def ecdf_resample(
     For each column, exactly as paper 000: ``bins + 1`` equal-width cut points from min
     to max; the count of the minimum (a point mass) and of each interval, zero counts
     set to 1; a piecewise-linear CDF; n values drawn by inverse transform; then the row
-    whose original value has rank r gets the r-th smallest generated value.  Value i of
-    the generated sample comes from key i of the keyed randomness, so the result depends
-    on neither batches nor engine.  Columns not named stay with their row.
+    whose original value has rank r gets the r-th smallest generated value.  The r-th
+    smallest is drawn directly, in rank order, from the keyed randomness at keys 0 .. r
+    (exponential spacings, :mod:`polars_ppdm.kernels.spacings`: no sort of the sample),
+    so the result depends on neither batches nor engine.  Columns not named stay with
+    their row.
 
     Parameters
     ----------
@@ -141,10 +144,13 @@ def ecdf_resample(
         i, independent of its original value: no rank disclosure, but every relation
         between columns, and with the label, is lost.
     shuffle : bool
-        Order the output rows by the draw index of the first column's generated value
-        (the paper's published order); rows null in that column come last.  Default:
-        keep the input row order, which links released rows to original rows by
-        position -- shuffle when the original table's order is known to anyone.
+        Publish the rows in the draw order of the first column's generated values (the
+        paper's published order); rows null in that column come last.  With
+        ``link='rank'`` the values are drawn in rank order, and their draw order is a
+        keyed random permutation of the ranks (stream ``ecdf_stream(column) +
+        "/shuffle"``); with ``link='none'`` row i holds draw i, so only the null rows
+        move.  Default: keep the input row order, which links released rows to original
+        rows by position -- shuffle when the original table's order is known to anyone.
 
     round_integers : bool
         Release integer columns rounded to the nearest integer, in their own dtype
@@ -153,8 +159,8 @@ def ecdf_resample(
         and a model's threshold learnt on released data (age < 39.6) then misplaces
         every original 40; rounding restores the integer grid.  Every released value
         is then an integer of the data's range, and most rows get their own original
-        value back exactly (92.5% of ages 20-80 and 97.1% of years on 100,000 Agrawal
-        rows; 0.4-80% per column of the Statlog Shuttle data; measured by
+        value back exactly (90.9% of ages 20-80 and 95.7% of years on 100,000 Agrawal
+        rows; 0.2-82% per column of the Statlog Shuttle data; measured by
         ``python benchmarks/ecdf_exact_values.py``): this discloses values, not only ranks.
 
     Returns
@@ -168,7 +174,7 @@ def ecdf_resample(
     The minimum of each column is released as is whenever a draw falls in the point
     mass, whose probability is the minimum's share of the column: about 1/n per draw
     for continuous data, but a common minimum comes back for about that share of rows,
-    the very rows that held it (57.6% of an Agrawal commission that is 0 above a
+    the very rows that held it (57.9% of an Agrawal commission that is 0 above a
     salary; 1.6% of ages).  Every other released value is interpolated and, for
     continuous data, almost surely new.  A constant
     column (min = max) is refused: its ECDF is the constant itself.  An empty frame gives
@@ -206,7 +212,7 @@ def ecdf_resample(
         return local.workspace
 
     def resample_column(
-        df: pl.DataFrame, c: str, keys: np.ndarray, with_draws: bool
+        df: pl.DataFrame, c: str, keys: np.ndarray, keep_order: bool
     ) -> tuple[pl.Series, np.ndarray | None]:
         values, valid = _finite_values(df[c])
         low, high = float(values.min()), float(values.max())
@@ -226,17 +232,18 @@ def ecdf_resample(
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
         n, ws = len(values), workspace(len(values))
-        order = rank_order(values, secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws)
-        ordered = np.take(values, order, out=ws.floats)
-        ordered += 0.0  # -0.0 counts as 0.0, as in the ranks
-        cuts, cdf = smoothed_cdf(ordered, bins_of[c], presorted=True)
-        sample, drawn = np.empty(n), None
-        if with_draws:  # the paper's row order needs the draw index of each value
-            order, drawn = order.copy(), np.empty(n, dtype=np.int64)
-            sample[order], drawn[order] = sorted_sample_with_draws(secret, stream, n, cuts, cdf, ws)
-        else:
-            sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
-        return _with_nulls(sample, valid, c), drawn
+        # -0.0 counts as 0.0, in the ranks and in the ECDF.
+        order, cuts, cdf = ranked_cdf(
+            values, bins_of[c], secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws
+        )
+        sample = np.empty(n)
+        sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
+        return _with_nulls(sample, valid, c), (order.copy() if keep_order else None)
+
+    def draw_order(c: str, n: int) -> np.ndarray:
+        """Slot s of the shuffled output holds the row of rank ``draw_order[s]`` in ``c``
+        (copied out of the thread's workspace, which its next column reuses)."""
+        return shuffle_order(secret, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n)).copy()
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
         if df.height == 0:  # an empty frame releases nothing: empty in, empty out
@@ -244,20 +251,25 @@ def ecdf_resample(
         keys = row_keys(df[key], func=_FUNC) if key is not None else np.arange(df.height, dtype=np.uint64)
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
         with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as pool:
+            first = df[cols[0]]
+            slots = None
+            if shuffle and link == "rank":  # ranked rows in draw order; runs beside the columns
+                slots = pool.submit(draw_order, cols[0], first.len() - first.null_count())
             jobs = [pool.submit(resample_column, df, c, keys, shuffle and i == 0) for i, c in enumerate(cols)]
             results = [job.result() for job in jobs]
+            draws = slots.result() if slots is not None else None
         out = df.with_columns(series for series, _ in results)
         if rounded:
             out = out.with_columns(pl.col(c).round().cast(dtype) for c, dtype in rounded.items())
         if shuffle:
-            _, valid = _finite_values(df[cols[0]])
-            drawn = results[0][1]
-            assert drawn is not None  # the first column is resampled with its draws
-            # Rows in draw order, null rows last in input order.  A permutation, not a
-            # sort by a helper column, whose name could collide with a user's.
-            position = np.full(df.height, df.height, dtype=np.int64)
-            position[slice(None) if valid is None else valid] = drawn
-            out = out[np.argsort(position, kind="stable")]
+            ranked = results[0][1]
+            assert ranked is not None  # the first column's rows in rank order (link='none': draw order)
+            rows = ranked if draws is None else ranked[draws]  # among the first column's non-null rows
+            if first.null_count():  # null rows last, in input order
+                valid = first.is_not_null().to_numpy()
+                rows = np.concatenate((np.flatnonzero(valid)[rows], np.flatnonzero(~valid)))
+            # A permutation, not a sort by a helper column, whose name could collide with a user's.
+            out = out[rows]
         return out
 
     # No projection pushdown through the map: Polars 1.34 then hands it fewer columns than

@@ -13,18 +13,23 @@ What runs where, per resampled column:
    value only (a heavy tie, e.g. 60% zeros), by the top bits of the rows' tie words.
 2. *Histogram* (a second job): per batch, the counts of values at the minimum and in
    each interval between the cut points (:func:`~polars_ppdm.kernels.ecdf.interval_counts`,
-   additive over batches) and the rows per sort bucket; per column, the generated sample's
-   uniforms per sample bucket (``floor(u * buckets)``).  A Spark group-by sums them; the
-   driver turns the counts into the smoothed CDF with the kernel's formula
-   (:func:`~polars_ppdm.kernels.ecdf.cdf_of_counts`) and the bucket counts into offsets.
+   additive over batches) and the rows per sort bucket; per column, the totals of the
+   blocks of 2048 ranks of the sorted uniforms
+   (:func:`~polars_ppdm.kernels.spacings.block_totals`, one task computing any block).  A
+   Spark group-by sums them; the driver turns the counts into the smoothed CDF with the
+   kernel's formula (:func:`~polars_ppdm.kernels.ecdf.cdf_of_counts`), the bucket counts
+   into offsets, and the block totals into block offsets
+   (:func:`~polars_ppdm.kernels.spacings.block_offsets`, the sequential sum Polars does).
 3. *Ranks* (lazy, in the returned plan): each row gets its value's order key ``k``, its
    tie word ``t`` (as in Polars: ``tie_words(secret, stream_id(ecdf_stream(c) + '/ties'),
    row_keys)``), its bucket and the bucket's offset; Spark's own sort ranks the rows
    inside each bucket (``row_number()`` over a window partitioned by bucket, ordered by
-   ``(k, t)``), so the rank is offset + row number.  The generated sample --
-   ``inverse_cdf(uniform(secret, stream, i))`` for draw ``i = 0 .. n-1`` -- is ranked the
-   same way by its uniforms, and a join on the rank gives the row of rank r the r-th
-   smallest generated value, exactly :func:`polars_ppdm.ecdf_resample`.
+   ``(k, t)``), so the rank is offset + row number.  The generated sample needs no
+   sort: value r is ``inverse_cdf`` of the r-th smallest keyed uniform, which a task
+   draws at rank r from the block offsets and its block's own draws
+   (:func:`~polars_ppdm.kernels.spacings.sorted_uniforms_at`, bit for bit the Polars
+   :func:`~polars_ppdm.kernels.spacings.sorted_uniforms`); a join on the rank gives the
+   row of rank r the r-th smallest generated value, exactly :func:`polars_ppdm.ecdf_resample`.
 
 Buckets are pure functions of a row's value and key, and the order inside a bucket is a
 total order on (value, tie word): neither partitioning, nor Spark's adaptive execution,
@@ -53,7 +58,8 @@ from polars_ppdm.kernels.ecdf import (
     order_keys,
     tie_words,
 )
-from polars_ppdm.kernels.prf import stream_id, uniform
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, sorted_uniforms_at
 from polars_ppdm.perturb.ecdf import LINKS, _check_bins, ecdf_stream
 from polars_ppdm.secret import Secret, SecretLike, resolve_secret
 from polars_ppdm.spark._engine import (
@@ -222,10 +228,11 @@ def ecdf_resample(
     The input is read three times (the census, the histogram, then the returned plan):
     cache or checkpoint it first when it is expensive to compute.  Per resampled column
     the plan runs one ``mapInArrow`` over the rows (order keys, tie words, buckets), two
-    shuffles of the rows (the sort by bucket, the join on the rank) and two of the
-    generated sample (rank, value).  To the driver cross only aggregates: per column and
-    cell of the value's order key its count, minimum and maximum; the counts per
-    histogram interval and per sort bucket.
+    shuffles of the rows (the sort by bucket, the join on the rank) and one of the
+    generated sample (the join: its values are drawn in rank order, unsorted).  To the
+    driver cross only aggregates: per column and cell of the value's order key its
+    count, minimum and maximum; the counts per histogram interval and per sort bucket;
+    the total of each block of 2048 of the sample's keyed draws.
 
     References
     ----------
@@ -267,8 +274,7 @@ def ecdf_resample(
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
     target = {c: min(BUCKET_ROWS, max(1, -(-census.n[c] // BUCKETS))) for c in cols}
     plans = {c: census.plan(c, target[c]) for c in cols}
-    sample_buckets = {c: -(-census.n[c] // target[c]) for c in cols}
-    counts = _histogram(sdf, cols, key_name, resolved, cuts, plans, census.n, sample_buckets)
+    counts = _histogram(sdf, cols, key_name, resolved, cuts, plans, census.n)
 
     # The key may be resampled too: ties use the original key, so keep a copy.
     tie_key = key_name
@@ -287,8 +293,7 @@ def ecdf_resample(
             cdf,
             plans[c],
             counts.offsets(i, 1),
-            sample_buckets[c],
-            counts.sample_offsets(i, sample_buckets[c], census.n[c]),
+            block_offsets(counts.block_totals(i, census.n[c] // BLOCK + 1)),
             census.n[c],
             out_dtype[c],
         )
@@ -443,26 +448,12 @@ class _Counts:
         ids, counts = self._get(col, kind)
         return ids, np.cumsum(counts) - counts
 
-    def sample_offsets(self, col: int, buckets: int, n: int) -> np.ndarray:
-        """Rank of the first draw of each sample bucket (kind 2; one bucket: 0)."""
-        if buckets == 1:
-            return np.zeros(1, dtype=np.int64)
-        ids, counts = self._get(col, 2)
-        dense = np.zeros(buckets, dtype=np.int64)
-        dense[ids] = counts
-        assert int(dense.sum()) == n
-        return np.cumsum(dense) - dense
-
-
-def _sample_bucket(u: np.ndarray, buckets: int) -> np.ndarray:
-    """Sample bucket of each uniform: ``floor(u * buckets)``, ascending with u."""
-    if buckets == 1:
-        return np.zeros(len(u), dtype=np.int64)
-    return np.minimum((u * buckets).astype(np.int64), buckets - 1)
-
-
-def _draws(secret: Secret, stream: int, ids: np.ndarray) -> np.ndarray:
-    return uniform(secret.key, stream, ids.astype(np.int64).view(np.uint64))
+    def block_totals(self, col: int, blocks: int) -> np.ndarray:
+        """The totals of the sorted uniforms' blocks (kind 2: a block's float64 total as
+        the bits of a long, one row per block, so the group-by's sum is that row)."""
+        ids, bits = self._get(col, 2)
+        assert np.array_equal(ids, np.arange(blocks))
+        return bits.view(np.float64)
 
 
 def _histogram(
@@ -473,10 +464,9 @@ def _histogram(
     cuts: dict[str, np.ndarray],
     plans: dict[str, _Plan],
     n: dict[str, int],
-    sample_buckets: dict[str, int],
 ) -> _Counts:
     """Job 2: per column, the counts per interval (kind 0), rows per sort bucket (kind 1)
-    and draws per sample bucket (kind 2), summed by a Spark group-by."""
+    and the totals of the sorted uniforms' blocks (kind 2), summed by a Spark group-by."""
     from pyspark.sql import functions as F
 
     schema = pl.Schema({"col": pl.Int32(), "kind": pl.Int32(), "id": pl.Int64(), "count": pl.Int64()})
@@ -506,18 +496,14 @@ def _histogram(
     partial = map_polars(sdf.select(*(spark_column(name) for name in needed)), count, schema, _FUNC)
     spark = sdf.sparkSession
     for i, c in enumerate(cols):
-        if sample_buckets[c] == 1:
-            continue
-        stream, buckets = stream_id(ecdf_stream(c)), sample_buckets[c]
 
-        def sample(
-            batch: pl.DataFrame, i: int = i, stream: int = stream, buckets: int = buckets
+        def sums(
+            batch: pl.DataFrame, i: int = i, stream: int = stream_id(ecdf_stream(c)), count: int = n[c]
         ) -> pl.DataFrame:
-            u = _draws(secret, stream, batch["id"].to_numpy())
-            ids, counts = np.unique(_sample_bucket(u, buckets), return_counts=True)
-            return part(i, 2, ids, counts)
+            blocks = batch["id"].to_numpy()
+            return part(i, 2, blocks, block_totals(secret.key, stream, count, blocks).view(np.int64))
 
-        partial = partial.unionByName(map_polars(spark.range(n[c]), sample, schema, _FUNC))
+        partial = partial.unionByName(map_polars(spark.range(n[c] // BLOCK + 1), sums, schema, _FUNC))
     totals = partial.groupBy("col", "kind", "id").agg(F.sum("count").alias("count"))
     return _Counts(raise_executor_errors(totals.collect))
 
@@ -531,8 +517,7 @@ def _resample_column(
     cdf: np.ndarray,
     plan: _Plan,
     bucket_offsets: tuple[np.ndarray, np.ndarray],
-    sample_buckets: int,
-    sample_offsets: np.ndarray,
+    spacings: tuple[np.ndarray, float],
     n: int,
     dtype: pl.DataType,
 ) -> SparkFrame:
@@ -542,8 +527,8 @@ def _resample_column(
 
     schema = polars_schema(sdf)
     names = list(schema.names())
-    k, t, bucket, offset, rank, u, value = (
-        _fresh(names, "__ppdm_" + s) for s in ("k", "t", "bucket", "offset", "rank", "u", "value")
+    k, t, bucket, offset, rank, value = (
+        _fresh(names, "__ppdm_" + s) for s in ("k", "t", "bucket", "offset", "rank", "value")
     )
     stream, tie_stream = stream_id(ecdf_stream(c)), stream_id(ecdf_stream(c) + "/ties")
     bucket_ids, offsets = bucket_offsets
@@ -578,25 +563,19 @@ def _resample_column(
     )
     rows = rows.withColumn(rank, ranked_row).drop(k, t, bucket, offset)
 
+    block_starts, total = spacings
+
     def draws(batch: pl.DataFrame) -> pl.DataFrame:
-        uniforms = _draws(secret, stream, batch["id"].to_numpy())
-        buckets = _sample_bucket(uniforms, sample_buckets)
+        ranks = batch["id"].to_numpy()
+        uniforms = sorted_uniforms_at(secret.key, stream, ranks, block_starts, total)
         released = pl.Series(value, inverse_cdf(uniforms, cuts, cdf))
         if dtype != pl.Float64:  # round_integers, as Polars rounds
             released = released.round().cast(dtype)
-        return pl.DataFrame(
-            [
-                pl.Series(u, uniforms),
-                pl.Series(bucket, buckets),
-                pl.Series(offset, sample_offsets[buckets]),
-                released,
-            ]
-        )
+        return pl.DataFrame([pl.Series(rank, ranks), released])
 
-    sample_schema = pl.Schema({u: pl.Float64(), bucket: pl.Int64(), offset: pl.Int64(), value: dtype})
+    # Value r is drawn at rank r: no sort of the sample, only the join below.
+    sample_schema = pl.Schema({rank: pl.Int64(), value: dtype})
     sample = map_polars(sdf.sparkSession.range(n), draws, sample_schema, _FUNC)
-    by_draw = F.row_number().over(Window.partitionBy(spark_column(bucket)).orderBy(spark_column(u)))
-    sample = sample.select((spark_column(offset) + by_draw - 1).alias(rank), spark_column(value))
 
     # Rows without a value have a negative rank: no match, so a null, as in Polars.
     released = rows.join(sample, on=rank, how="left")

@@ -87,6 +87,23 @@ def test_heavy_ties_and_signed_zeros(spark, tied, buckets, monkeypatch):
     assert (tied["z"].to_numpy().view(np.int64) < 0).sum() > N // 10
 
 
+def test_a_sample_of_several_blocks_split_between_tasks(spark):
+    """5,000 values: three blocks of 2048 ranks of the sorted uniforms.  Spark's two range
+    partitions split the ranks mid-block and the block totals between tasks, and a task
+    that fails once draws them again: the Polars bits all the same."""
+    from polars_ppdm.kernels.spacings import BLOCK
+
+    n = 5_000
+    assert n // BLOCK == 2
+    rng = np.random.default_rng(12)
+    frame = pl.DataFrame({"id": np.arange(n, dtype=np.int64), "x": rng.lognormal(size=n)})
+    params = dict(bins=40, secret=SECRET, key="id")
+    want = ppdm.ecdf_resample(frame, "x", **params)
+    _same(spark_ecdf.ecdf_resample(to_spark(spark, frame, 3), "x", **params), want, "id")
+    flaky = to_spark(spark, frame, 2, seed=1)
+    _same(fail_first_attempt(spark_ecdf.ecdf_resample(flaky, "x", **params), after_rows=50), want, "id")
+
+
 def test_an_empty_frame_gives_an_empty_frame(spark, table):
     empty = table.head(0)
     want = ppdm.ecdf_resample(empty, ["income", "age"], secret=SECRET, key="id", round_integers=True)

@@ -1,0 +1,287 @@
+"""Sorted keyed uniforms without a sort: normalised exponential spacings (pure NumPy).
+
+The order statistics of n independent uniforms have the law of partial sums of n + 1
+independent standard exponentials, normalised by their total:
+``U_(r) = S_r / S_n`` with ``S_r = x_0 + ... + x_r`` (ranks r = 0 .. n-1, draws i = 0 .. n).
+So the r-th smallest of n keyed uniforms can be made in O(n), in rank order, from the
+draw at key r and those before it -- no sort, and still a pure function of
+``(secret, stream, rank)`` (and n).
+
+Everything here is defined to the bit, so that every engine and every machine gives the
+same values (Polars, DuckDB and Spark all call these functions, on whatever ranks they
+hold):
+
+* draw i is ``x_i = exponential(u_i)``, ``u_i = uniform(secret, stream, i)`` (word 0 of
+  the PRF block, :func:`~polars_ppdm.kernels.prf.uniform`), for i = 0 .. n;
+* :func:`exponentials` is ``-ln(1 - u)`` from IEEE-754 ``+ - * /`` and bit operations
+  (each correctly rounded, so identical everywhere) and a table rounded from exact decimal
+  arithmetic -- not ``np.log``, whose bits depend on the CPU (NumPy's AVX-512 and scalar
+  logarithms differ in the last bit for a few percent of inputs);
+* the sums are blocked, on three levels, every level a sequential sum (``a_j = a_{j-1} +
+  y_j``, each addition rounded): draws in groups of :data:`GROUP` = 16, groups in blocks
+  of :data:`BLOCK` = 2048.  ``q_i`` is the sequential sum of draw i's group up to i,
+  ``G_k`` the group's total (its last ``q``); ``P_k`` the sequential sum of the totals of
+  the block's groups before k (0 for its first), and ``c_i = P_k + q_i``; ``T_b`` the
+  block's total (its last ``c``); block offsets ``O_0 = 0``, ``O_{b+1} = O_b + T_b``; and
+  ``S_i = O_b + c_i``.  The total is ``S_n`` (the last block stops at draw n);
+* ``U_r = min(S_r / S_n, 1 - 2**-53)``.
+
+Blocked sums keep the rounding error of a sum of 10^8 terms to ~1e-12 of the total
+(about ``16 + 128 + n / 2048`` roundings on the way to any ``S_i``), against up to ~1e-8
+(a whole spacing) for one running sum; they let a caller that holds some ranks only (a
+Spark task, a DuckDB vector) compute exactly the same bits from the block totals
+(:func:`block_totals`, :func:`block_offsets`) and the draws of its own blocks
+(:func:`sorted_uniforms_at`); and the groups make the sums from a few vectorised additions
+that release the GIL (``np.cumsum`` holds it: two columns resampled in two threads then ran
+one after the other).  Every ``x_i >= 0`` and every level is a running sum, so the ``U_r``
+are nondecreasing in r, in [0, 1).
+
+References
+----------
+Devroye, *Non-Uniform Random Variate Generation*, Springer 1986, section V.2 (uniform
+spacings from exponential spacings).
+"""
+
+from __future__ import annotations
+
+import functools
+from decimal import Decimal, localcontext
+
+import numpy as np
+
+from polars_ppdm.kernels.prf import CHUNK_ROWS, prf_words, uniform, unit_doubles
+
+__all__ = [
+    "BLOCK",
+    "GROUP",
+    "block_offsets",
+    "block_totals",
+    "block_uniforms",
+    "exponentials",
+    "sorted_uniforms",
+    "sorted_uniforms_at",
+]
+
+#: Ranks per summation block (a power of two; a chunk of the PRF holds whole blocks).
+BLOCK = 1 << 11
+#: Ranks per group inside a block.
+GROUP = 16
+_BLOCK_BITS = BLOCK.bit_length() - 1
+assert CHUNK_ROWS % BLOCK == 0 and BLOCK % GROUP == 0
+
+_ONE_MINUS = 1.0 - 2.0**-53  # the largest double below 1
+
+# -ln(1 - u): v = 1 - u in (0, 1] is exact for u = k * 2**-53.  v = 2**e * m, m in [1, 2);
+# the top _CELL_BITS bits of m pick a cell of width 2**-10 with centre c; then
+# -ln v = -ln(2**e * c) - ln(1 + t), t = (v - 2**e c) / (2**e c), |t| < 2**-11, and
+# ln(1 + t) = t - t^2/2 + t^3/3 - t^4/4 to 2**-57 (the next term is t^5/5).
+_CELL_BITS = 10
+_LOW_BITS = 52 - _CELL_BITS
+_SHIFT = np.uint64(_LOW_BITS)
+_KEEP = np.uint64(~((1 << _LOW_BITS) - 1) & 0xFFFF_FFFF_FFFF_FFFF)  # sign, exponent, cell
+_HALF_CELL = np.uint64(1 << (_LOW_BITS - 1))
+_LOWEST_E = -53  # v >= 2**-53
+_FIRST_CELL = np.uint64((1023 + _LOWEST_E) << _CELL_BITS)  # biased exponent and cell of 2**-53
+
+
+@functools.cache
+def _minus_log_centres() -> np.ndarray:
+    """``-ln(2**e * c)`` for every exponent e in [-53, 0] and cell centre c, each the
+    float nearest to the value computed in 40-digit decimal arithmetic (the same on
+    every machine, unlike a libm logarithm).  Index ``(e + 53) << 10 | cell``."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        ln2 = Decimal(2).ln()
+        cells = [(1 + Decimal(2 * j + 1) / (1 << (_CELL_BITS + 1))).ln() for j in range(1 << _CELL_BITS)]
+        table = [float(-(e * ln2 + cell)) for e in range(_LOWEST_E, 1) for cell in cells]
+    return np.array(table, dtype=np.float64)
+
+
+def exponentials(
+    u: np.ndarray,
+    out: np.ndarray | None = None,
+    *,
+    scratch: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Standard exponential variates ``-ln(1 - u)`` of uniforms ``u = k * 2**-53`` in
+    [0, 1) (as :func:`~polars_ppdm.kernels.prf.uniform` makes them), bit for bit the
+    same on every machine.
+
+    Within about 2e-16 of the exact value (relative to ``max(1, value)``), and never
+    negative: ``u = 0`` gives 0.  ``out`` may be ``u``; ``scratch`` is a float64 and a
+    uint64 array of ``len(u)`` for the temporaries.
+
+    Examples
+    --------
+    >>> exponentials(np.array([0.0, 0.5, 0.75, 1 - 2.0**-53])).tolist()
+    [0.0, 0.6931471805599453, 1.3862943611198908, 36.7368005696771]
+    """
+    out = np.empty(len(u), dtype=np.float64) if out is None else out
+    t, bits = scratch if scratch is not None else (np.empty(len(u)), np.empty(len(u), dtype=np.uint64))
+    table = _minus_log_centres()
+    np.subtract(1.0, u, out=out)  # v, exact
+    v_bits = out.view(np.uint64)
+    np.bitwise_and(v_bits, _KEEP, out=bits)
+    np.bitwise_or(bits, _HALF_CELL, out=bits)  # the centre of v's cell, 2**e * c
+    centre = bits.view(np.float64)
+    np.subtract(out, centre, out=t)  # exact: same binade, multiples of v's last place
+    np.divide(t, centre, out=t)  # t
+    np.right_shift(v_bits, _SHIFT, out=bits)  # biased exponent and cell
+    np.subtract(bits, _FIRST_CELL, out=bits)  # the table index
+    # ln(1 + t) = t + t^2 (-1/2 + t (1/3 - t/4)), into out (v is no longer needed)
+    np.multiply(t, -0.25, out=out)
+    out += 1.0 / 3.0
+    out *= t
+    out -= 0.5
+    out *= t
+    out *= t
+    out += t
+    minus_log_centre = np.take(table, bits.view(np.int64), out=t)
+    np.subtract(minus_log_centre, out, out=out)
+    return np.maximum(out, 0.0, out=out)  # v = 1 rounds to +-1e-19: never below 0
+
+
+def _block_sums(blocks: np.ndarray) -> np.ndarray:
+    """In place: a (k, BLOCK) array of draws becomes the in-block sums ``c``.  Each
+    ``c_i`` depends on the draws up to i only (so extra draws after a last one change
+    nothing before them, and zeros after it repeat its sum)."""
+    groups = blocks.reshape(-1, GROUP)
+    for j in range(1, GROUP):  # q: running sums down the groups' columns, vectorised
+        np.add(groups[:, j - 1], groups[:, j], out=groups[:, j])
+    starts = np.cumsum(groups[:, -1].reshape(len(blocks), BLOCK // GROUP), axis=1)  # P of the next group
+    blocks.reshape(len(blocks), BLOCK // GROUP, GROUP)[:, 1:, :] += starts[:, :-1, None]
+    return blocks
+
+
+def _sum_blocks(x: np.ndarray, carry: float) -> float:
+    """In place: ``x``, the draws of whole blocks from a block's first (padded with zeros
+    to whole blocks), becomes ``S = O_b + c``, the offset of its first block being
+    ``carry``; returns the offset of the block after them."""
+    blocks = _block_sums(x.reshape(-1, BLOCK))
+    offsets = np.cumsum(np.concatenate(([carry], blocks[:, -1])))  # O_b of each block, then the next one's
+    blocks += offsets[:-1, None]
+    return float(offsets[-1])
+
+
+def sorted_uniforms(
+    secret: bytes, stream: int, n: int, out: np.ndarray | None = None, keys: np.ndarray | None = None
+) -> np.ndarray:
+    """``U_0 <= ... <= U_{n-1}``: the n sorted keyed uniforms of the module's definition,
+    in one pass over the n + 1 draws (no sort).
+
+    ``out``: a float64 array of n for the result; ``keys``: ``np.arange(n + 1)`` as
+    uint64, when the caller has one (it is made otherwise).
+
+    Examples
+    --------
+    >>> u = sorted_uniforms(bytes(16), 3, 5)
+    >>> bool((np.diff(u) >= 0).all() and u[0] >= 0 and u[-1] < 1)
+    True
+    >>> bool((u == sorted_uniforms_at(bytes(16), 3, np.arange(5), *block_offsets(block_totals(bytes(16), 3, 5)))).all())
+    True
+    """
+    out = np.empty(n, dtype=np.float64) if out is None else out
+    keys = np.arange(n + 1, dtype=np.uint64) if keys is None else keys[: n + 1]
+    x = np.empty(min(CHUNK_ROWS, -(-(n + 1) // BLOCK) * BLOCK))
+    scratch = (np.empty(len(x)), np.empty(len(x), dtype=np.uint64))
+    state = {"carry": 0.0, "total": 0.0}
+
+    def consume(start: int, stop: int, words: np.ndarray) -> None:
+        m = stop - start
+        chunk = unit_doubles(words[:, 0], out=x[:m])
+        exponentials(chunk, out=chunk, scratch=(scratch[0][:m], scratch[1][:m]))
+        padded = x[: -(-m // BLOCK) * BLOCK]  # the last chunk may stop inside a block
+        padded[m:] = 0.0
+        state["carry"] = _sum_blocks(padded, state["carry"])
+        kept = min(stop, n) - start
+        out[start : start + kept] = chunk[:kept]
+        if stop == n + 1:
+            state["total"] = float(chunk[m - 1])
+
+    prf_words(secret, stream, keys, consume)
+    return _normalise(out, state["total"])
+
+
+def _normalise(s: np.ndarray, total: float) -> np.ndarray:
+    """In place: ``min(s / total, 1 - 2**-53)`` (all n + 1 draws 0 -- odds 2**-53 each --
+    give 0)."""
+    if total > 0:
+        np.divide(s, total, out=s)
+    else:
+        s[:] = 0.0
+    return np.minimum(s, _ONE_MINUS, out=s)
+
+
+def _draws_of_blocks(secret: bytes, stream: int, blocks: np.ndarray) -> np.ndarray:
+    """The draws ``x`` of whole blocks (uint64 block numbers), as a (blocks, BLOCK) array
+    of in-block sums ``c`` (a block past the draws' end holds extra draws after it, which
+    no prefix of the draws depends on)."""
+    keys = (blocks.astype(np.uint64)[:, None] << np.uint64(_BLOCK_BITS)) + np.arange(BLOCK, dtype=np.uint64)
+    x = uniform(secret, stream, keys.ravel())
+    exponentials(x, out=x)
+    return _block_sums(x.reshape(len(blocks), BLOCK))
+
+
+def block_totals(secret: bytes, stream: int, n: int, blocks: np.ndarray | None = None) -> np.ndarray:
+    """``T_b`` of the given blocks (default all ``n // BLOCK + 1`` of them): the sum, in
+    order, of the block's draws among the n + 1.  Additive over blocks, so a Spark task
+    or a DuckDB call can make the totals of some blocks and the driver join them.
+
+    Examples
+    --------
+    >>> t = block_totals(bytes(16), 3, 5000)
+    >>> len(t), bool((t == block_totals(bytes(16), 3, 5000, np.array([2, 0, 1]))[[1, 2, 0]]).all())
+    (3, True)
+    """
+    count = n // BLOCK + 1
+    blocks = np.arange(count, dtype=np.int64) if blocks is None else np.asarray(blocks, dtype=np.int64)
+    totals = np.empty(len(blocks))
+    step = CHUNK_ROWS // BLOCK
+    for start in range(0, len(blocks), step):
+        part = blocks[start : start + step]
+        sums = _draws_of_blocks(secret, stream, part)
+        last = np.minimum((part + 1) * BLOCK, n + 1) - 1 - part * BLOCK  # the last draw is n
+        totals[start : start + step] = sums[np.arange(len(part)), last]
+    return totals
+
+
+def block_offsets(totals: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(O, S_n)``: the offset of every block (the sequential sum of the totals before
+    it) and the total of all draws, from :func:`block_totals` of all blocks, in order.
+
+    Examples
+    --------
+    >>> offsets, total = block_offsets(np.array([1.0, 2.0, 4.0]))
+    >>> offsets.tolist(), total
+    ([0.0, 1.0, 3.0], 7.0)
+    """
+    inclusive = np.cumsum(np.asarray(totals, dtype=np.float64))
+    return np.concatenate(([0.0], inclusive[:-1])), float(inclusive[-1])
+
+
+def block_uniforms(
+    secret: bytes, stream: int, blocks: np.ndarray, offsets: np.ndarray, total: float
+) -> np.ndarray:
+    """The sorted uniforms of whole blocks, as a (blocks, BLOCK) array: row k holds
+    ``U_r`` for ranks ``blocks[k] * BLOCK + (0 .. BLOCK-1)`` (ranks >= n are meaningless);
+    ``offsets[k]`` is the offset of ``blocks[k]``, ``total`` is ``S_n``
+    (:func:`block_offsets`)."""
+    sums = _draws_of_blocks(secret, stream, np.asarray(blocks, dtype=np.int64))
+    sums += np.asarray(offsets, dtype=np.float64)[:, None]
+    _normalise(sums.reshape(-1), total)
+    return sums
+
+
+def sorted_uniforms_at(
+    secret: bytes, stream: int, ranks: np.ndarray, offsets: np.ndarray, total: float
+) -> np.ndarray:
+    """``U_r`` at the given ranks (any order, repeats allowed), bit for bit
+    :func:`sorted_uniforms`: the draws of every block touched are made again, so
+    consecutive ranks cost about one draw each.  ``offsets, total``: :func:`block_offsets`
+    of all n // BLOCK + 1 block totals."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if len(ranks) == 0:
+        return np.empty(0, dtype=np.float64)
+    blocks, where = np.unique(ranks >> _BLOCK_BITS, return_inverse=True)
+    uniforms = block_uniforms(secret, stream, blocks, np.asarray(offsets)[blocks], total)
+    return uniforms[where, ranks & (BLOCK - 1)]
