@@ -590,6 +590,33 @@ class Ledger:
             dataset, run_id, rows, pipeline=pipeline, status="reserved", who=f"run {run_id!r}"
         )
 
+    def _refuse_if_short(
+        self, held: Budget, dataset: str, who: str, charge: float, delta_charge: float, why: str = ""
+    ) -> None:
+        """Raise :class:`BudgetExceededError` if ``charge`` (epsilon) or ``delta_charge``
+        does not fit what ``dataset`` has left (``held``)."""
+        where = f"(Ledger file {str(self.path)!r}; "
+        if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
+            msg = (
+                f"{who} needs delta {delta_charge:g} on dataset {dataset!r} but the ledger has "
+                f"{held.remaining_delta:g} left of its delta budget {held.delta:g} (spent {held.spent_delta:g}); "
+                f"nothing was spent or released. {where}"
+                + (
+                    "the dataset has no delta budget: give it one with Ledger.set_budget(dataset, "
+                    "delta_budget=...), or delta_budget in the pipeline's [dataset]; or release with public groups.)"
+                    if held.delta == 0
+                    else "Ledger.set_budget raises a budget, if raising it is what you mean.)"
+                )
+            )
+            raise BudgetExceededError(msg)
+        if held.spent + charge > held.epsilon * (1 + _SLACK):
+            msg = (
+                f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
+                f"ledger has {held.remaining:g} left of {held.epsilon:g} (spent {held.spent:g}); nothing was "
+                f"spent or released. {where}Ledger.set_budget raises a budget, if raising it is what you mean.)"
+            )
+            raise BudgetExceededError(msg)
+
     def _reserve(
         self,
         dataset: str,
@@ -620,28 +647,7 @@ class Ledger:
                     raise InvalidParameterError(msg)
                 return Reservation(run_id, float(earlier[1]), False, float(earlier[2]))
             held = self._known_budget(con, dataset, "Ledger.reserve")
-            budget, spent = held.epsilon, held.spent
-            if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
-                msg = (
-                    f"{who} needs delta {delta_charge:g} on dataset {dataset!r} but the ledger has "
-                    f"{held.remaining_delta:g} left of its delta budget {held.delta:g} (spent {held.spent_delta:g}); "
-                    f"nothing was spent or released. (Ledger file {str(self.path)!r}; "
-                    + (
-                        "the dataset has no delta budget: give it one with Ledger.set_budget(dataset, "
-                        "delta_budget=...), or delta_budget in the pipeline's [dataset].)"
-                        if held.delta == 0
-                        else "Ledger.set_budget raises a budget, if raising it is what you mean.)"
-                    )
-                )
-                raise BudgetExceededError(msg)
-            if spent + charge > budget * (1 + _SLACK):
-                msg = (
-                    f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
-                    f"ledger has {max(budget - spent, 0.0):g} left of {budget:g} (spent {spent:g}); nothing was "
-                    f"spent or released. (Ledger file {str(self.path)!r}; Ledger.set_budget raises a budget, "
-                    f"if raising it is what you mean.)"
-                )
-                raise BudgetExceededError(msg)
+            self._refuse_if_short(held, dataset, who, charge, delta_charge, why)
             con.execute(
                 "INSERT INTO ppdm_runs (run_id, dataset, pipeline, epsilon, status, reserved_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -824,25 +830,7 @@ class LedgerAccountant(BudgetAccountant):
         with self._lock:
             charge, delta_charge, _ = self._charge(epsilon, delta)
             held = self._ledger.status(self.dataset)
-        if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
-            msg = (
-                f"{release!r} needs delta {delta:g} but dataset {self.dataset!r} has {held.remaining_delta:g} left of "
-                f"its delta budget {held.delta:g} in the ledger (spent {held.spent_delta:g})"
-                + (
-                    " (give it one with Ledger.set_budget(dataset, delta_budget=...), or release with public groups)"
-                    if held.delta == 0
-                    else ""
-                )
-                + "; nothing was released."
-            )
-            raise BudgetExceededError(msg)
-        if held.spent + charge > held.epsilon * (1 + _SLACK):
-            msg = (
-                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but dataset {self.dataset!r} "
-                f"has {held.remaining:g} left of {held.epsilon:g} in the ledger (spent {held.spent:g}); "
-                f"nothing was released."
-            )
-            raise BudgetExceededError(msg)
+        self._ledger._refuse_if_short(held, self.dataset, repr(release), charge, delta_charge, why)
 
     def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
         """Record ``epsilon`` (and ``delta``) for ``release`` in the ledger, or refuse it

@@ -28,6 +28,7 @@ __all__ = [
     "Pipeline",
     "load_pipeline",
     "parse_pipeline",
+    "step_delta",
     "step_epsilon",
 ]
 
@@ -459,7 +460,7 @@ class Pipeline(_Model):
         for section, index, step in self.steps():
             eps = step_epsilon(step)
             if eps is not None:
-                out.append((step_label(section, index, step), eps, getattr(step, "delta", None) or 0.0))
+                out.append((step_label(section, index, step), eps, step_delta(step)))
         return out
 
     def canonical(self) -> dict[str, Any]:
@@ -484,6 +485,11 @@ def step_epsilon(step: Any) -> float | None:
     if isinstance(step, _DP | DPGroupBy):
         return step.epsilon
     return None
+
+
+def step_delta(step: Any) -> float:
+    """The delta a step spends: partition selection's, else 0."""
+    return step.delta if isinstance(step, DPGroupBy) and step.delta is not None else 0.0
 
 
 def _per_column_keys(name: str, value: dict[str, Any], columns: Sequence[str]) -> None:

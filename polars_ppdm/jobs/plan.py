@@ -20,6 +20,7 @@ from polars_ppdm.jobs.config import (
     Keep,
     Pipeline,
     Spiral,
+    step_delta,
     step_epsilon,
     step_label,
 )
@@ -155,6 +156,10 @@ class Plan:
     def left_after(self) -> float:
         return self.left_before - self.epsilon
 
+    @property
+    def delta_left_before(self) -> float:
+        return max(self.delta_budget - self.delta_spent_before, 0.0)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "pipeline": self.pipeline,
@@ -220,14 +225,12 @@ class Plan:
             f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}"
         )
         if self.delta or self.delta_budget:
-            left = max(self.delta_budget - self.delta_spent_before, 0.0)
+            left = self.delta_left_before
             lines.append(
                 f"delta: this run spends {self.delta:g}; delta budget {self.delta_budget:g}, left before "
                 f"{left:g}, after {left - self.delta:g}"
             )
-        if self.left_after < -1e-12 * self.budget or (
-            self.delta > max(self.delta_budget - self.delta_spent_before, 0.0) * (1 + 1e-12)
-        ):
+        if self.left_after < -1e-12 * self.budget or (self.delta > self.delta_left_before * (1 + 1e-12)):
             lines.append(
                 "the budget left is short: `ppdm run` will refuse this run (unless it is an identical re-run)"
             )
@@ -281,7 +284,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
                 columns=list(step.columns),
                 parameters=params,
                 epsilon=step_epsilon(step),
-                delta=getattr(step, "delta", None) or 0.0,
+                delta=step_delta(step),
                 pass_=_pass(section, step),
                 output=out,
                 rows=total,

@@ -158,7 +158,7 @@ def _budget(budget: Budget | None) -> str:
             ("total delta budget", f"{budget.delta_total:g}"),
             ("delta spent before this run", f"{budget.delta_before:g}"),
             ("delta spent by this run", f"{budget.delta_after - budget.delta_before:g}"),
-            ("delta remaining", f"{max(budget.delta_total - budget.delta_after, 0.0):g}"),
+            ("delta remaining", f"{budget.delta_remaining:g}"),
         ]
     body = "".join(f'<tr><th>{escape(k)}</th><td class="num">{escape(v)}</td></tr>' for k, v in rows)
     return (

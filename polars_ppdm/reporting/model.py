@@ -114,6 +114,10 @@ class Budget:
     def remaining(self) -> float:
         return self.total - self.spent_after
 
+    @property
+    def delta_remaining(self) -> float:
+        return max(self.delta_total - self.delta_after, 0.0)
+
 
 @dataclass(frozen=True)
 class Report:
