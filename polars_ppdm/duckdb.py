@@ -93,6 +93,9 @@ True
 
 from __future__ import annotations
 
+import functools
+import os
+import struct
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
@@ -138,17 +141,18 @@ def _constant(
 
     ``optional``: an all-NULL column is None (a macro argument left at its NULL default).
     ``reveal=False`` (the secret): an error never shows the values received.
-    Checked with Arrow compute kernels: this runs once per 2048 rows, so a Polars query
+    Checked on the Arrow buffers: this runs once per 2048 rows, so a Polars query
     here (~0.2 ms) would cost more than the disguise itself.
     """
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if optional and arr.null_count == len(arr):
+    arr = _one_array(arr)
+    nulls = arr.null_count
+    if optional and nulls == len(arr):
         return None
-    first = arr[0]
-    if arr.null_count == 0 and (len(arr) == 1 or _all_equal(arr, first)):
-        return first.as_py()
-    if arr.null_count == len(arr):
+    if nulls == 0:
+        value = _repeated(arr)
+        if value is not _DIFFERENT:
+            return value
+    if nulls == len(arr):
         got = "NULL"
     elif not reveal:
         got = "values that differ between rows (not shown)"
@@ -158,38 +162,81 @@ def _constant(
     raise InvalidParameterError(msg)
 
 
+def _one_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """DuckDB hands a UDF chunked arrays of one chunk: that chunk, without a copy."""
+    if isinstance(arr, pa.ChunkedArray):
+        return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    return arr
+
+
 def _sql_repr(value: Any) -> str:
     return "NULL" if value is None else repr(value)
 
 
-def _all_equal(arr: pa.Array, first: pa.Scalar) -> bool:
-    # NumPy over the Arrow buffers: a pyarrow.compute call costs ~20 us of dispatch.
-    if pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type):
-        values = arr.to_numpy(zero_copy_only=False)
-        return bool((values == values[0]).all())
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+_DIFFERENT = object()
+
+
+def _repeated(arr: pa.Array) -> Any:
+    """The value that every element of ``arr`` (no nulls) holds, or ``_DIFFERENT``.
+
+    Byte comparisons over the Arrow buffers (a memcmp each): this runs on every 2048-row
+    vector for every constant argument, where a pyarrow.compute call costs ~20 us of
+    dispatch and NumPy ~2-10 us.  Byte equality is value equality here, except that a
+    NaN repeated counts as one value (the parameter's own check then refuses it by name).
+    """
+    n, kind = len(arr), arr.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         _, offsets_buf, data_buf = arr.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int32 if pa.types.is_string(arr.type) else np.int64)
-        offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
-        width = int(offsets[1] - offsets[0])
-        if not (np.diff(offsets) == width).all():
-            return False
-        data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
-        return bool((data.reshape(len(arr), width) == data[:width]).all()) if width else True
-    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        itemsize = 4 if pa.types.is_string(kind) else 8
+        start, stop = struct.unpack_from(
+            "<ii" if itemsize == 4 else "<qq", offsets_buf, arr.offset * itemsize
+        )
+        offsets = offsets_buf.slice(arr.offset * itemsize, (n + 1) * itemsize)
+        if not offsets.equals(_even_offsets(n, stop - start, start, itemsize)):
+            return _DIFFERENT
+        first = data_buf.slice(start, stop - start).to_pybytes() if stop > start else b""
+        if first and not data_buf.slice(start, len(first) * n).equals(pa.py_buffer(first * n)):
+            return _DIFFERENT
+        return first.decode()
+    if pa.types.is_floating(kind) or pa.types.is_integer(kind):
+        width = kind.bit_width // 8
+        data = arr.buffers()[1].slice(arr.offset * width, n * width)
+        same = data.equals(pa.py_buffer(data.slice(0, width).to_pybytes() * n))
+        return arr[0].as_py() if same else _DIFFERENT
+    first = arr[0]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         k = len(first.values)
         if not pc.all(pc.equal(pc.list_value_length(arr), k)).as_py():
-            return False
+            return _DIFFERENT
         tiled = first.values.take(np.tile(np.arange(k), len(arr)))
-        return bool(pc.all(pc.equal(arr.flatten(), tiled)).as_py()) if k else True
-    return bool(pc.all(pc.equal(arr, first)).as_py())
+        same = bool(pc.all(pc.equal(arr.flatten(), tiled)).as_py()) if k else True
+    else:
+        same = bool(pc.all(pc.equal(arr, first)).as_py())
+    return first.as_py() if same else _DIFFERENT
+
+
+@functools.lru_cache(maxsize=64)
+def _even_offsets(n: int, width: int, start: int, itemsize: int) -> pa.Buffer:
+    """The Arrow offsets of n strings of ``width`` bytes each from ``start`` (no secret in
+    it: lengths only)."""
+    return pa.py_buffer((np.arange(n + 1, dtype=f"<i{itemsize}") * width + start).tobytes())
 
 
 def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
-    # Resolved on every call (about 1.4 us per 2048 rows): 'env:NAME' must follow the
-    # variable when a job rotates the secret, and no secret stays behind in a cache.
-    # Errors never show the value (resolve_secret's do not either).
-    return resolve_secret(str(_constant(arr, "secret", func, reveal=False)))
+    """The secret of a query, resolved when its text (or, for 'env:NAME', the variable's
+    value) differs from the last call's: 'env:NAME' follows the variable when a job rotates
+    it between queries.  Errors never show the value (resolve_secret's do not either)."""
+    text = str(_constant(arr, "secret", func, reveal=False)).strip()
+    # The value the text stands for is part of the cache key, so a rotated variable is
+    # read afresh.  The one cached secret is no more than the PRF's buffers already keep
+    # (the last AES key schedule).
+    current = os.environ.get(text[4:]) if text.startswith("env:") else None
+    return _resolved_secret(text, current)
+
+
+@functools.lru_cache(maxsize=1)
+def _resolved_secret(text: str, env_value: str | None) -> Secret:
+    return resolve_secret(text)
 
 
 def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str) -> str:
@@ -239,18 +286,64 @@ def _disguise_arrow(
 ) -> pa.Array:
     if len(x) == 0:
         return pa.array([], type=x.type)
+    p_value = _constant(p, "p", func, optional=True)
+    epsilon_value = _constant(epsilon, "epsilon", func, optional=True)
+    secret_key = _secret(secret, func).key
+    word = stream_id(_stream(stream, func, ""))
+    x, key = _one_array(x), _one_array(key)
+    if categories is None and _plain_bitmaps(x, key):
+        kept = bernoulli(
+            secret_key, word, _bigint_keys(key), _keep_probability(p_value, epsilon_value, 2, func)
+        )
+        return _negated_where_not(x, kept)
     values = _series(x, "x")
     out = disguise_series(
         values,
         _check_key(key, values, func),
-        p=_constant(p, "p", func, optional=True),
-        epsilon=_constant(epsilon, "epsilon", func, optional=True),
+        p=p_value,
+        epsilon=epsilon_value,
         categories=categories,
-        secret=_secret(secret, func).key,
-        stream=stream_id(_stream(stream, func, "")),
+        secret=secret_key,
+        stream=word,
         func=func,
     )
     return out.to_arrow()
+
+
+# The common case of the binary disguise, on Arrow's buffers without a Polars round trip
+# (two Series and an Arrow export cost ~20 us, as much as the disguise of 2048 rows): a
+# BOOLEAN vector starting on a byte boundary and a BIGINT key without NULLs.  Anything
+# else takes disguise_series; the two give the same bits (tested).
+def _plain_bitmaps(x: pa.Array, key: pa.Array) -> bool:
+    return (
+        isinstance(x, pa.BooleanArray)
+        and x.offset % 8 == 0
+        and isinstance(key, pa.Int64Array)
+        and key.null_count == 0
+    )
+
+
+# Per query, not per vector: the checks of p and epsilon cost ~1.5 us.  Errors are not cached.
+_keep_probability = functools.lru_cache(maxsize=64)(keep_probability)
+
+
+def _bigint_keys(key: pa.Int64Array) -> np.ndarray:
+    return np.frombuffer(key.buffers()[1], dtype=np.int64, count=len(key), offset=key.offset * 8)
+
+
+def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
+    """``x`` where ``kept``, its negation elsewhere; nulls stay null (the validity bitmap is
+    shared, and the bits under a null are never read)."""
+    n, start = len(x), x.offset // 8
+    validity, bits = x.buffers()
+    nbytes = (n + 7) // 8
+    flipped = np.packbits(kept, bitorder="little")
+    np.bitwise_xor(flipped, np.frombuffer(bits, dtype=np.uint8, count=nbytes, offset=start), out=flipped)
+    np.invert(flipped, out=flipped)  # x XOR NOT kept
+    valid = validity.slice(start, nbytes) if x.null_count else None
+    return pa.BooleanArray.from_buffers(
+        pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=x.null_count
+    )
 
 
 def _rr_binary_udf(x, p, epsilon, secret, key, stream):

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -544,3 +545,72 @@ def test_table_macros_ignore_user_columns_named_like_their_internals(con, macro,
     con.execute(f"CREATE OR REPLACE TABLE t AS SELECT {columns}, {extra} FROM range(10)")
     got = con.sql(query).pl()
     assert_frame_equal(got.select(expected.columns), expected)
+
+
+def _polars_disguise(x: pa.Array, key: pa.Array) -> list:
+    frame = pl.DataFrame({"x": pl.Series(x), "id": pl.Series(key)})
+    return frame.select(pl.col("x").ppdm.rr_disguise(p=0.7, secret="5" * 32, key="id"))["x"].to_list()
+
+
+def _call_binary_udf(x, key) -> list:
+    from polars_ppdm.duckdb import _rr_binary_udf
+
+    n = len(x)
+    constants = (pa.array([0.7] * n), pa.nulls(n, pa.float64()), pa.array(["5" * 32] * n))
+    return _rr_binary_udf(x, *constants, key, pa.array(["x"] * n)).to_pylist()
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["plain", "nulls", "sliced_on_a_byte", "sliced_off_a_byte", "two_chunks", "null_key_of_null_value"],
+)
+def test_binary_udf_fast_path_gives_the_polars_bits(case):
+    """The Boolean path on Arrow's bitmaps and the general path through Polars agree, bit for bit,
+    for every layout DuckDB or a caller can hand over (offsets, nulls, chunks)."""
+    rng = np.random.default_rng(7)
+    n = 3001
+    values = rng.random(n) < 0.4
+    mask = rng.random(n) < 0.1 if case in ("nulls", "null_key_of_null_value") else None
+    x = pa.array(values, mask=mask)
+    key = pa.array(np.arange(n) * 7 - 50)
+    if case == "null_key_of_null_value":
+        key = pa.array(np.arange(n) * 7 - 50, mask=mask)
+    if case.startswith("sliced"):
+        start = 16 if case == "sliced_on_a_byte" else 5
+        x, key = x.slice(start, 2000), key.slice(start, 2000)
+    expected = _polars_disguise(x, key)
+    if case == "two_chunks":
+        x, key = pa.chunked_array([x[:1000], x[1000:]]), pa.chunked_array([key[:1000], key[1000:]])
+    assert _call_binary_udf(x, key) == expected
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["ab", "a", "bab"],  # the same bytes as 'ab' three times, split elsewhere
+        ["x", "x", "y"],
+        ["", "", "a"],
+        ["a", "a", ""],
+    ],
+)
+def test_a_string_parameter_that_varies_is_refused(values):
+    from polars_ppdm.duckdb import _constant
+
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(pa.array(values), "stream", "f")
+    assert _constant(pa.array([values[0]] * 3), "stream", "f") == values[0]
+
+
+@pytest.mark.parametrize("values", [[0.5, 0.5, 0.25], [0.0, -0.0, 0.0], [1, 1, 2]])
+def test_a_number_parameter_that_varies_is_refused(values):
+    from polars_ppdm.duckdb import _constant
+
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(pa.array(values), "p", "f")
+    assert _constant(pa.array(values[:1] * 4).slice(1), "p", "f") == values[0]
+
+
+def test_a_nan_probability_is_refused_by_name(con):
+    con.execute("CREATE TABLE nan_p AS SELECT i AS id, i % 2 = 0 AS x FROM range(5000) r(i)")
+    with pytest.raises(duckdb.InvalidInputException, match=r"'p'.*nan"):
+        con.execute("SELECT ppdm_rr_disguise(x, 'nan'::DOUBLE, '1', id, 'x') FROM nan_p").fetchall()

@@ -25,6 +25,7 @@ This module is pure NumPy plus pyca/cryptography; it knows nothing of dataframes
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Iterator
@@ -70,6 +71,12 @@ def stream_id(label: str) -> int:
     if not isinstance(label, str):
         msg = f"The 'stream' label must be a str. Got {label!r} instead."
         raise InvalidParameterError(msg)
+    return _stream_word(label)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stream_word(label: str) -> int:
+    # Cached: a SQL UDF asks for it on every 2048-row vector (a SHA-256 costs ~2 us).
     digest = hashlib.sha256(b"polars_ppdm/stream/" + label.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "little")
 
@@ -152,6 +159,9 @@ class _BlockBuffers:
         # update_into needs len(data) + block_size - 1 bytes of room.
         self._cipher_raw = np.empty(rows * 16 + 15, dtype=np.uint8)
         self.cipher = self._cipher_raw[: rows * 16].view("<u8").reshape(rows, 2)
+        # Byte views made once (slicing a memoryview is cheaper than making one per chunk).
+        self._plain_bytes = self.plain.data.cast("B")
+        self._cipher_bytes = self._cipher_raw.data
 
     def for_stream(self, stream: int) -> _BlockBuffers:
         if stream != self.stream:
@@ -171,8 +181,7 @@ class _BlockBuffers:
     def encrypt(self, encryptor: CipherContext, keys: np.ndarray) -> np.ndarray:
         m = len(keys)
         self.plain[:m, 1] = keys
-        # ``.data`` is the arrays' memoryview (both are C-contiguous slices).
-        encryptor.update_into(self.plain[:m].data.cast("B"), self._cipher_raw[: m * 16 + 15].data)
+        encryptor.update_into(self._plain_bytes[: m * 16], self._cipher_bytes[: m * 16 + 15])
         return self.cipher[:m]
 
 
@@ -183,14 +192,21 @@ class _BlockBuffers:
 _idle_buffers: list[_BlockBuffers] = []
 
 
-@contextlib.contextmanager
-def _borrow_buffers(stream: int) -> Iterator[_BlockBuffers]:
+def _take_buffers(stream: int) -> _BlockBuffers:
+    """Idle buffers for ``stream`` (new ones when all are in use); give them back to
+    ``_idle_buffers`` when done."""
     try:
         buffers = _idle_buffers.pop()
     except IndexError:
         buffers = _BlockBuffers(CHUNK_ROWS)
+    return buffers.for_stream(stream)
+
+
+@contextlib.contextmanager
+def _borrow_buffers(stream: int) -> Iterator[_BlockBuffers]:
+    buffers = _take_buffers(stream)
     try:
-        yield buffers.for_stream(stream)
+        yield buffers
     finally:
         _idle_buffers.append(buffers)
 
@@ -257,10 +273,16 @@ def prf_words(
     n = len(keys)
     if n == 0:
         return
-    with _borrow_buffers(stream) as buffers:
+    # Not _borrow_buffers and _chunks: a SQL UDF calls this per 2048 rows, where a context
+    # manager and a generator cost a fifth of the encryption.
+    buffers = _take_buffers(stream)
+    try:
         enc = buffers.encryptor(secret)
-        for start, stop in _chunks(n):
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
             consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+    finally:
+        _idle_buffers.append(buffers)
 
 
 def first_words(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
@@ -319,15 +341,16 @@ def bernoulli(secret: bytes, stream: int, keys: np.ndarray, p: float) -> np.ndar
     >>> bool(abs(b.mean() - 0.25) < 0.01)
     True
     """
-    keys = _as_keys(keys)
     out = np.empty(len(keys), dtype=bool)
     threshold = bernoulli_threshold(p)
     if threshold is None:
+        _as_keys(keys)  # the same errors as with any p
         out[:] = True
         return out
+    below = np.uint64(threshold)
 
     def consume(start, stop, words):
-        np.less(words[:, 0], np.uint64(threshold), out=out[start:stop])
+        np.less(words[:, 0], below, out=out[start:stop])
 
     prf_words(secret, stream, keys, consume)
     return out
