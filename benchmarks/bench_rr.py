@@ -16,9 +16,17 @@ to a baseline measured in the same run:
 * **AES to uniform doubles, then flip**: the pipeline DESIGN.md measured at ~6 ns/row
   (informational: the kernel skips the doubles and compares the words directly).
 
-Bars (issue 2): Polars streaming <= 2.0x numpy and <= 1.3x the AES kernel; DuckDB bulk
-path <= 2.5x numpy; scalar DuckDB UDF reported in ns per row; peak RSS of
-scan_parquet -> rr_disguise -> sink_parquet over the rows <= 200 MB (a fresh process).
+Two floors measured in the same run show what the engines cost by themselves:
+
+* **Polars streaming, identity UDF**: a Python UDF on the same two inputs that returns its
+  first one -- what the streaming engine spends handing each morsel to Python and back;
+* **DuckDB identity Arrow UDF**: a Python Arrow UDF of ``ppdm_rr_disguise``'s signature
+  that returns ``x`` -- what DuckDB spends calling Python per 2048-row vector.
+
+Bars (issues 2 and 19): Polars streaming <= 2.0x numpy and <= 1.3x the AES kernel; DuckDB
+bulk path <= 2.0x numpy; the scalar ``ppdm_rr_disguise`` <= 1.5x the identity Arrow UDF,
+on one DuckDB thread and on the default threads; peak RSS of scan_parquet -> rr_disguise
+-> sink_parquet over the rows <= 200 MB (a fresh process).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import duckdb
 import numpy as np
 import polars as pl
 from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
+from duckdb.func import ARROW, SPECIAL
 
 import polars_ppdm as ppdm
 from polars_ppdm.kernels.prf import bernoulli, prf_words, stream_id, uniform
@@ -107,6 +116,38 @@ def streaming_with_morsel_size(n: int, morsel_rows: int, repeats: int) -> float:
     return float(out.stdout)
 
 
+UDF, IDENTITY_UDF = "ppdm_rr_disguise", "identity Arrow UDF"
+
+
+def scalar_udf_seconds(con: duckdb.DuckDBPyConnection, repeats: int) -> dict[tuple[str, str], float]:
+    """``ppdm_rr_disguise`` and an identity Arrow UDF of its signature over table ``u``,
+    on one DuckDB thread and on the default threads, interleaved so that both see the
+    same machine."""
+    T = duckdb.sqltypes
+    con.create_function(
+        "_bench_identity",
+        lambda x, p, epsilon, secret, key, stream: x,
+        [T.BOOLEAN, T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
+        T.BOOLEAN,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
+    )
+    os.environ["PPDM_BENCH_SECRET"] = SECRET.reveal_hex()
+    queries = {
+        UDF: "ppdm_rr_disguise(x, 0.9, 'env:PPDM_BENCH_SECRET', id, 'x')",
+        IDENTITY_UDF: "_bench_identity(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
+    }
+    default_threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    seconds = {}
+    for threads, setting in (("1 thread", 1), ("default threads", default_threads)):
+        con.execute(f"SET threads = {setting}")
+        for name, call in queries.items():
+            sql = f"SELECT count(*) FILTER (WHERE {call}) FROM u"
+            seconds[name, threads] = best_seconds(lambda sql=sql: con.execute(sql).fetchone(), repeats)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -174,6 +215,12 @@ def main() -> None:
     timings["Polars in-memory, key column"] = best_seconds(
         lambda: keyed.collect(engine="in-memory"), args.repeats
     )
+    identity = frame.lazy().select(
+        pl.map_batches(["x", "id"], lambda inputs: inputs[0], return_dtype=pl.Boolean, is_elementwise=True)
+    )
+    timings["Polars streaming, identity UDF (floor)"] = best_seconds(
+        lambda: identity.collect(engine="streaming"), args.repeats
+    )
 
     # Same bits everywhere: the benchmark checks it before reporting speed.
     kernel_bits = disguise_codes(x, 2, P, secret, stream, ids)
@@ -183,7 +230,9 @@ def main() -> None:
     con.execute(f"CREATE TABLE t AS SELECT i AS id, hash(i) % 10 < 3 AS x FROM range({n}) r(i)")
 
     def duckdb_bulk() -> None:
-        reader = ppdm.duckdb.rr_disguise_batches(con, "SELECT id, x FROM t", "x", p=P, secret=SECRET, key="id")
+        reader = ppdm.duckdb.rr_disguise_batches(
+            con, "SELECT id, x FROM t", "x", p=P, secret=SECRET, key="id"
+        )
         for _ in reader:
             pass
 
@@ -194,13 +243,7 @@ def main() -> None:
     )
     udf_rows = min(args.udf_rows, n)
     con.execute(f"CREATE TABLE u AS SELECT * FROM t LIMIT {udf_rows}")
-    os.environ["PPDM_BENCH_SECRET"] = SECRET.reveal_hex()
-    udf = best_seconds(
-        lambda: con.execute(
-            "SELECT count(*) FILTER (WHERE ppdm_rr_disguise(x, 0.9, 'env:PPDM_BENCH_SECRET', id, 'x')) FROM u"
-        ).fetchone(),
-        1,
-    )
+    udf_seconds = scalar_udf_seconds(con, args.repeats)
 
     numpy_s = timings["numpy flip"]
     kernel_s = min(
@@ -212,16 +255,20 @@ def main() -> None:
             f"{name:46s} {seconds:8.3f} {seconds / n * 1e9:7.2f} "
             f"{seconds / numpy_s:8.2f} {seconds / kernel_s:9.2f}"
         )
-    print(
-        f"{'DuckDB scalar UDF (' + format(udf_rows, ',') + ' rows)':46s} {udf:8.3f} {udf / udf_rows * 1e9:7.2f}"
-    )
+    print()
+    for (name, threads), seconds in udf_seconds.items():
+        label = f"DuckDB {name}, {threads} ({udf_rows:,} rows)"
+        print(f"{label:62s} {seconds:8.3f} {seconds / udf_rows * 1e9:7.1f} ns/row")
 
     stream_s = timings["Polars streaming, key column"]
     bars = [
         ("Polars streaming <= 2.0x numpy", stream_s / numpy_s, 2.0),
         ("Polars streaming <= 1.3x AES kernel (faster one)", stream_s / kernel_s, 1.3),
-        ("DuckDB bulk path <= 2.5x numpy", timings["DuckDB bulk path"] / numpy_s, 2.5),
+        ("DuckDB bulk path <= 2.0x numpy", timings["DuckDB bulk path"] / numpy_s, 2.0),
     ]
+    for threads in ("1 thread", "default threads"):
+        ratio = udf_seconds[UDF, threads] / udf_seconds[IDENTITY_UDF, threads]
+        bars.append((f"ppdm_rr_disguise <= 1.5x identity UDF, {threads}", ratio, 1.5))
     for line in rss_lines:
         print(line)
     if rss_bar:

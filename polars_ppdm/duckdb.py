@@ -96,7 +96,9 @@ from __future__ import annotations
 import functools
 import os
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -677,8 +679,10 @@ def rr_disguise_batches(
     """Bulk path: stream a DuckDB query's Arrow batches through :func:`polars_ppdm.rr_disguise`.
 
     The same draws as Polars for the same secret and key (or row position: the position
-    in the query's output order, counted across batches).  Nothing is materialised
-    beyond one batch.
+    in the query's output order, counted across batches), in the query's row order.
+    DuckDB scans ahead while two threads disguise: at most about four batches are held at
+    once (the one returned, two being disguised, one being read); nothing more is
+    materialised.
 
     Parameters
     ----------
@@ -743,10 +747,30 @@ def rr_disguise_batches(
     out_schema = disguise(reader.schema.empty_table(), 0).schema
 
     def batches() -> Iterator[pa.RecordBatch]:
+        # DuckDB scans the next batch while a worker disguises the ones before it (both
+        # release the GIL): the two costs overlap instead of adding up.  Batches leave in
+        # the order they came, at most _BATCHES_AHEAD of them read ahead.
         offset = 0
-        for batch in reader:
-            table = disguise(batch, offset)
-            yield from (table if table.schema == out_schema else table.cast(out_schema)).to_batches()
-            offset += batch.num_rows
+        pending: deque[Future[pa.Table]] = deque()
+        with ThreadPoolExecutor(_BATCHES_AHEAD, thread_name_prefix="ppdm-disguise") as workers:
+            try:
+                for batch in reader:
+                    pending.append(workers.submit(disguise, batch, offset))
+                    offset += batch.num_rows
+                    if len(pending) > _BATCHES_AHEAD:
+                        yield from _as_batches(pending.popleft().result(), out_schema)
+                while pending:
+                    yield from _as_batches(pending.popleft().result(), out_schema)
+            finally:  # an error or an abandoned reader: drop the work not yet started
+                for future in pending:
+                    future.cancel()
 
     return pa.RecordBatchReader.from_batches(out_schema, batches())
+
+
+#: Batches of rr_disguise_batches read ahead of the one being returned (and disguised at once).
+_BATCHES_AHEAD = 2
+
+
+def _as_batches(table: pa.Table, schema: pa.Schema) -> list[pa.RecordBatch]:
+    return (table if table.schema == schema else table.cast(schema)).to_batches()

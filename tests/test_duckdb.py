@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import duckdb
@@ -276,6 +277,7 @@ def test_bulk_path_checks_batch_rows(con):
 
 _BOUNDED = """
 import sys
+import threading
 import duckdb
 import polars_ppdm as ppdm
 con = ppdm.duckdb.register(duckdb.connect())
@@ -614,3 +616,32 @@ def test_a_nan_probability_is_refused_by_name(con):
     con.execute("CREATE TABLE nan_p AS SELECT i AS id, i % 2 = 0 AS x FROM range(5000) r(i)")
     with pytest.raises(duckdb.InvalidInputException, match=r"'p'.*nan"):
         con.execute("SELECT ppdm_rr_disguise(x, 'nan'::DOUBLE, '1', id, 'x') FROM nan_p").fetchall()
+
+
+def test_bulk_path_keeps_the_query_order_over_many_batches(con):
+    """Batches are disguised in worker threads while DuckDB reads ahead; they still leave
+    in the query's order, with the positions of a positional key counted across them."""
+    query = "SELECT i AS id, (i * 7) % 3 = 0 AS x FROM range(50_000) r(i) ORDER BY hash(i)"
+    reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, batch_rows=997)
+    got = pl.from_arrow(reader.read_all())
+    source = con.sql(query).pl()
+    assert got["id"].to_list() == source["id"].to_list()
+    expected = source.with_columns(pl.col("x").ppdm.rr_disguise(p=0.6, secret=4))
+    assert_frame_equal(got, expected)
+
+
+def test_bulk_path_error_in_a_later_batch_surfaces(con):
+    query = "SELECT CASE WHEN i = 4321 THEN NULL ELSE i END AS id, i % 2 = 0 AS x FROM range(10_000) r(i) ORDER BY i"
+    reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=1000)
+    with pytest.raises(ppdm.InvalidParameterError, match="null value"):
+        reader.read_all()
+
+
+def test_an_abandoned_bulk_reader_stops_cleanly(con):
+    query = "SELECT i AS id, i % 2 = 0 AS x FROM range(100_000) r(i)"
+    reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=1000)
+    first = reader.read_next_batch()
+    assert first.num_rows == 1000
+    reader.close()
+    del reader
+    assert not [t for t in threading.enumerate() if t.name.startswith("ppdm-disguise")]
