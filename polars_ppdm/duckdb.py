@@ -182,46 +182,77 @@ def _repeated(arr: pa.Array) -> Any:
     """The value that every element of ``arr`` (no nulls) holds, or ``_DIFFERENT``.
 
     Byte comparisons over the Arrow buffers (a memcmp each): this runs on every 2048-row
-    vector for every constant argument, where a pyarrow.compute call costs ~20 us of
+    vector for every constant argument, where a pyarrow.compute call costs ~20-70 us of
     dispatch and NumPy ~2-10 us.  Byte equality is value equality here, except that a
     NaN repeated counts as one value (the parameter's own check then refuses it by name).
     """
     n, kind = len(arr), arr.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        _, offsets_buf, data_buf = arr.buffers()
-        itemsize = 4 if pa.types.is_string(kind) else 8
-        start, stop = struct.unpack_from(
-            "<ii" if itemsize == 4 else "<qq", offsets_buf, arr.offset * itemsize
-        )
-        offsets = offsets_buf.slice(arr.offset * itemsize, (n + 1) * itemsize)
-        if not offsets.equals(_even_offsets(n, stop - start, start, itemsize)):
-            return _DIFFERENT
-        first = data_buf.slice(start, stop - start).to_pybytes() if stop > start else b""
-        if first and not data_buf.slice(start, len(first) * n).equals(pa.py_buffer(first * n)):
-            return _DIFFERENT
-        return first.decode()
+    if _is_text(kind):
+        text = _periodic_strings(arr, arr.offset, n, 1)
+        return _DIFFERENT if text is None else text.decode()
     if pa.types.is_floating(kind) or pa.types.is_integer(kind):
         width = kind.bit_width // 8
         data = arr.buffers()[1].slice(arr.offset * width, n * width)
         same = data.equals(pa.py_buffer(data.slice(0, width).to_pybytes() * n))
         return arr[0].as_py() if same else _DIFFERENT
-    first = arr[0]
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        k = len(first.values)
-        if not pc.all(pc.equal(pc.list_value_length(arr), k)).as_py():
-            return _DIFFERENT
-        tiled = first.values.take(np.tile(np.arange(k), len(arr)))
-        same = bool(pc.all(pc.equal(arr.flatten(), tiled)).as_py()) if k else True
-    else:
-        same = bool(pc.all(pc.equal(arr, first)).as_py())
-    return first.as_py() if same else _DIFFERENT
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_text(kind.value_type):
+        # A list of strings (categories, columns): even list offsets, then the values
+        # repeat the first list's.
+        itemsize = 4 if pa.types.is_list(kind) else 8
+        offsets = arr.buffers()[1]
+        first, stop = struct.unpack_from(_OFFSET_FORMAT[itemsize] * 2, offsets, arr.offset * itemsize)
+        k = stop - first
+        values = arr.values
+        same = offsets.slice(arr.offset * itemsize, (n + 1) * itemsize).equals(
+            _periodic_offsets(n, (0, k), first, itemsize)
+        ) and (
+            k == 0
+            or (
+                values.null_count == 0
+                and _periodic_strings(values, values.offset + first, n * k, k) is not None
+            )
+        )
+        return arr[0].as_py() if same else _DIFFERENT
+    first_value = arr[0]
+    same = bool(pc.all(pc.equal(arr, first_value)).as_py())
+    return first_value.as_py() if same else _DIFFERENT
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+_OFFSET_FORMAT = {4: "i", 8: "q"}
+
+
+def _periodic_strings(strings: pa.Array, first: int, count: int, period: int) -> bytes | None:
+    """The bytes of the first ``period`` of the ``count`` strings from physical index
+    ``first`` if the rest repeat them, else None (``count`` a multiple of ``period``; no
+    nulls among them)."""
+    itemsize = 4 if pa.types.is_string(strings.type) else 8
+    _, offsets, data = strings.buffers()
+    bounds = struct.unpack_from(_OFFSET_FORMAT[itemsize] * (period + 1), offsets, first * itemsize)
+    base, width, repeats = bounds[0], bounds[-1] - bounds[0], count // period
+    shape = (0, width) if period == 1 else tuple(bound - base for bound in bounds)
+    if not offsets.slice(first * itemsize, (count + 1) * itemsize).equals(
+        _periodic_offsets(repeats, shape, base, itemsize)
+    ):
+        return None
+    if width == 0:
+        return b""
+    text = data.slice(base, width * repeats)
+    one = text.slice(0, width).to_pybytes()
+    return one if text.equals(pa.py_buffer(one * repeats)) else None
 
 
 @functools.lru_cache(maxsize=64)
-def _even_offsets(n: int, width: int, start: int, itemsize: int) -> pa.Buffer:
-    """The Arrow offsets of n strings of ``width`` bytes each from ``start`` (no secret in
-    it: lengths only)."""
-    return pa.py_buffer((np.arange(n + 1, dtype=f"<i{itemsize}") * width + start).tobytes())
+def _periodic_offsets(repeats: int, period: tuple[int, ...], base: int, itemsize: int) -> pa.Buffer:
+    """Arrow offsets from ``base`` of ``repeats`` copies of one period whose own offsets
+    (from 0) are ``period`` (lengths only, no value: nothing secret is cached)."""
+    one = np.asarray(period[:-1], dtype=np.int64)
+    steps = np.arange(repeats, dtype=np.int64)[:, None] * period[-1]
+    offsets = np.append((steps + one).ravel(), repeats * period[-1]) + base
+    return pa.py_buffer(offsets.astype(f"<i{itemsize}").tobytes())
 
 
 def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
@@ -292,12 +323,9 @@ def _disguise_arrow(
     epsilon_value = _constant(epsilon, "epsilon", func, optional=True)
     secret_key = _secret(secret, func).key
     word = stream_id(_stream(stream, func, ""))
-    x, key = _one_array(x), _one_array(key)
-    if categories is None and _plain_bitmaps(x, key):
-        kept = bernoulli(
-            secret_key, word, _bigint_keys(key), _keep_probability(p_value, epsilon_value, 2, func)
-        )
-        return _negated_where_not(x, kept)
+    if categories is None and pa.types.is_boolean(x.type):
+        keep = _keep_probability(p_value, epsilon_value, 2, func)
+        return _binary_disguise(func, x, key, keep, secret_key, word)
     values = _series(x, "x")
     out = disguise_series(
         values,
@@ -312,10 +340,27 @@ def _disguise_arrow(
     return out.to_arrow()
 
 
-# The common case of the binary disguise, on Arrow's buffers without a Polars round trip
-# (two Series and an Arrow export cost ~20 us, as much as the disguise of 2048 rows): a
-# BOOLEAN vector starting on a byte boundary and a BIGINT key without NULLs.  Anything
-# else takes disguise_series; the two give the same bits (tested).
+def _binary_disguise(
+    func: str, x: pa.Array, key: pa.Array, keep: float, secret: bytes, stream: int
+) -> pa.BooleanArray:
+    """``x`` kept where its row's Bernoulli(keep) draw says so, negated elsewhere; nulls
+    stay null (:func:`polars_ppdm.perturb.rr.disguise_series` on a Boolean column).
+
+    The common case runs on Arrow's buffers without a Polars round trip (two Series and an
+    Arrow export cost ~20 us, as much as the disguise of 2048 rows): a vector starting on
+    a byte boundary and a BIGINT key without NULLs.  Anything else takes Polars; the two
+    give the same bits (tested).
+    """
+    x, key = _one_array(x), _one_array(key)
+    if _plain_bitmaps(x, key):
+        return _negated_where_not(x, bernoulli(secret, stream, _bigint_keys(key), keep))
+    values = _series(x, "x")
+    keys = _check_key(key, values, func)
+    valid = values.is_not_null().to_numpy() if values.null_count() else None
+    kept = bernoulli(secret, stream, row_keys(keys, func=func, required_rows=valid), keep)
+    return (values == pl.Series(kept)).to_arrow()
+
+
 def _plain_bitmaps(x: pa.Array, key: pa.Array) -> bool:
     return (
         isinstance(x, pa.BooleanArray)
@@ -371,15 +416,11 @@ def _rr_whole_record_udf(x, columns, p, epsilon, secret, key):
             f"(the group of binary columns sharing one coin per row). Got {cols!r} instead."
         )
         raise InvalidParameterError(msg)
-    keep = keep_probability(
+    keep = _keep_probability(
         _constant(p, "p", func, optional=True), _constant(epsilon, "epsilon", func, optional=True), 2, func
     )
-    values = _series(x, "x")
-    keys = _check_key(key, values, func)
-    valid = values.is_not_null().to_numpy() if values.null_count() else None
     word = stream_id(whole_record_stream(cols))
-    kept = bernoulli(_secret(secret, func).key, word, row_keys(keys, func=func, required_rows=valid), keep)
-    return (values == pl.Series(kept)).to_arrow()
+    return _binary_disguise(func, x, key, keep, _secret(secret, func).key, word)
 
 
 # dist -> kernel of polars_ppdm.add_noise (tests check it covers perturb.noise.DISTRIBUTIONS).

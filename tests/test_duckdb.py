@@ -645,3 +645,23 @@ def test_an_abandoned_bulk_reader_stops_cleanly(con):
     reader.close()
     del reader
     assert not [t for t in threading.enumerate() if t.name.startswith("ppdm-disguise")]
+
+
+@pytest.mark.parametrize(
+    "lists",
+    [
+        [["a", "b"], ["a", "c"]],
+        [["a", "b"], ["ab", ""]],  # the same bytes, split elsewhere
+        [["a", "b"], ["a"]],
+        [["a", "b"], ["a", "b"], ["a", "bb"]],
+        [[], ["a"]],
+        [["a"], ["a", None]],
+    ],
+)
+def test_a_list_parameter_that_varies_is_refused(lists):
+    from polars_ppdm.duckdb import _constant
+
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(pa.array(lists), "categories", "f")
+    for kind in (pa.list_(pa.string()), pa.large_list(pa.large_string())):
+        assert _constant(pa.array([lists[0]] * 5, kind).slice(2), "categories", "f") == lists[0]
