@@ -21,7 +21,11 @@ Two floors measured in the same run show what the engines cost by themselves:
 * **Polars streaming, identity UDF**: a Python UDF on the same two inputs that returns its
   first one -- what the streaming engine spends handing each morsel to Python and back;
 * **DuckDB identity Arrow UDF**: a Python Arrow UDF of ``ppdm_rr_disguise``'s signature
-  that returns ``x`` -- what DuckDB spends calling Python per 2048-row vector.
+  that returns ``x`` -- what DuckDB spends calling Python per 2048-row vector;
+* **DuckDB disguise alone**: a UDF of the same signature that runs ``ppdm_rr_disguise``'s
+  disguise (the same AES draws and bitmap work, the same bits) with its arguments resolved
+  once, skipping the per-vector checks that the constant arguments are constant and the
+  secret's variable unchanged -- the floor of any Python UDF that disguises per vector.
 
 Bars (issues 2 and 19): Polars streaming <= 2.0x numpy and <= 1.3x the AES kernel; DuckDB
 bulk path <= 2.0x numpy; the scalar ``ppdm_rr_disguise`` <= 1.5x the identity Arrow UDF,
@@ -46,6 +50,8 @@ from _timing import best_seconds, machine  # benchmarks/ is the script's own fol
 from duckdb.func import ARROW, SPECIAL
 
 import polars_ppdm as ppdm
+from polars_ppdm._validation import keep_probability
+from polars_ppdm.duckdb import _binary_disguise
 from polars_ppdm.kernels.prf import bernoulli, prf_words, stream_id, uniform
 from polars_ppdm.kernels.rr import disguise_codes
 
@@ -116,27 +122,37 @@ def streaming_with_morsel_size(n: int, morsel_rows: int, repeats: int) -> float:
     return float(out.stdout)
 
 
-UDF, IDENTITY_UDF = "ppdm_rr_disguise", "identity Arrow UDF"
+UDF, IDENTITY_UDF, DISGUISE_ALONE = "ppdm_rr_disguise", "identity Arrow UDF", "disguise alone"
 
 
 def scalar_udf_seconds(con: duckdb.DuckDBPyConnection, repeats: int) -> dict[tuple[str, str], float]:
-    """``ppdm_rr_disguise`` and an identity Arrow UDF of its signature over table ``u``,
-    on one DuckDB thread and on the default threads, interleaved so that both see the
-    same machine."""
+    """``ppdm_rr_disguise``, an identity Arrow UDF of its signature and its disguise alone
+    over table ``u``, on one DuckDB thread and on the default threads, interleaved so that
+    all see the same machine."""
+    keep, word = keep_probability(P, None, 2, UDF), stream_id("x")
+
+    def disguise_alone(x, p, epsilon, secret, key, stream):
+        return _binary_disguise(UDF, x, key, keep, SECRET.key, word)
+
     T = duckdb.sqltypes
-    con.create_function(
-        "_bench_identity",
-        lambda x, p, epsilon, secret, key, stream: x,
-        [T.BOOLEAN, T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
-        T.BOOLEAN,
-        type=ARROW,
-        null_handling=SPECIAL,
-        side_effects=True,
-    )
+    for name, func in (
+        ("_bench_identity", lambda x, p, epsilon, secret, key, stream: x),
+        ("_bench_disguise", disguise_alone),
+    ):
+        con.create_function(
+            name,
+            func,
+            [T.BOOLEAN, T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
+            T.BOOLEAN,
+            type=ARROW,
+            null_handling=SPECIAL,
+            side_effects=True,
+        )
     os.environ["PPDM_BENCH_SECRET"] = SECRET.reveal_hex()
     queries = {
         UDF: "ppdm_rr_disguise(x, 0.9, 'env:PPDM_BENCH_SECRET', id, 'x')",
         IDENTITY_UDF: "_bench_identity(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
+        DISGUISE_ALONE: "_bench_disguise(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
     }
     default_threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     seconds = {}
@@ -269,6 +285,8 @@ def main() -> None:
     for threads in ("1 thread", "default threads"):
         ratio = udf_seconds[UDF, threads] / udf_seconds[IDENTITY_UDF, threads]
         bars.append((f"ppdm_rr_disguise <= 1.5x identity UDF, {threads}", ratio, 1.5))
+        floor = udf_seconds[DISGUISE_ALONE, threads] / udf_seconds[IDENTITY_UDF, threads]
+        print(f"  {threads}: disguise alone {floor:.2f}x the identity UDF (floor of a per-vector disguise)")
     for line in rss_lines:
         print(line)
     if rss_bar:

@@ -612,6 +612,29 @@ def test_a_number_parameter_that_varies_is_refused(values):
     assert _constant(pa.array(values[:1] * 4).slice(1), "p", "f") == values[0]
 
 
+def test_a_vector_like_the_last_constant_one_is_still_checked():
+    """A verified constant is remembered with its buffers; the next vector reuses it only
+    when byte-equal, so a column that varies, or has a NULL, right after it is refused."""
+    from polars_ppdm.duckdb import _constant
+
+    n = 2048
+    assert _constant(pa.array([0.25] * n), "p", "remembered") == 0.25
+    assert _constant(pa.chunked_array([pa.array([0.25] * n)]), "p", "remembered") == 0.25
+    varying = [0.25] * n
+    varying[-1] = 0.5
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(pa.array(varying), "p", "remembered")
+    values = pa.array([0.25] * n)
+    with_null = pa.Array.from_buffers(
+        pa.float64(), n, [pa.array([True] * (n - 1) + [False]).buffers()[1], values.buffers()[1]]
+    )
+    assert _constant(values, "p", "remembered") == 0.25
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(with_null, "p", "remembered")
+    assert _constant(pa.array(["s"] * n), "stream", "remembered") == "s"
+    assert _constant(pa.array(["t"] * n), "stream", "remembered") == "t"
+
+
 def test_a_nan_probability_is_refused_by_name(con):
     con.execute("CREATE TABLE nan_p AS SELECT i AS id, i % 2 = 0 AS x FROM range(5000) r(i)")
     with pytest.raises(duckdb.InvalidInputException, match=r"'p'.*nan"):
