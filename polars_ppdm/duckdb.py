@@ -770,7 +770,9 @@ def rr_disguise_batches(
     columns, p, epsilon, mode, secret, key, categories
         As :func:`polars_ppdm.rr_disguise`.
     batch_rows : int
-        Rows per Arrow record batch.
+        Rows per disguise call: DuckDB's batches (a table scan hands out one row group,
+        122,880 rows, at a time) are gathered up to about this many.  The reader returns
+        them as they came.
 
     Returns
     -------
@@ -827,9 +829,9 @@ def rr_disguise_batches(
         pending: deque[Future[pa.Table]] = deque()
         with ThreadPoolExecutor(_BATCHES_AHEAD, thread_name_prefix="ppdm-disguise") as workers:
             try:
-                for batch in reader:
-                    pending.append(workers.submit(disguise, batch, offset))
-                    offset += batch.num_rows
+                for table in _coalesced(reader, batch_rows):
+                    pending.append(workers.submit(disguise, table, offset))
+                    offset += table.num_rows
                     if len(pending) > _BATCHES_AHEAD:
                         yield from _as_batches(pending.popleft().result(), out_schema)
                 while pending:
@@ -843,6 +845,24 @@ def rr_disguise_batches(
 
 #: Batches of rr_disguise_batches read ahead of the one being returned (and disguised at once).
 _BATCHES_AHEAD = 2
+
+
+def _coalesced(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
+    """The reader's batches gathered into tables of about ``rows`` rows (fewer at the end).
+
+    A table scan hands out one row group (122,880 rows) at a time whatever batch size is
+    asked for, and each disguise call costs ~0.25 ms besides the kernel: gathering them
+    halves the cost per row."""
+    group: list[pa.RecordBatch] = []
+    held = 0
+    for batch in reader:
+        group.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield pa.Table.from_batches(group, reader.schema)
+            group, held = [], 0
+    if group:
+        yield pa.Table.from_batches(group, reader.schema)
 
 
 def _as_batches(table: pa.Table, schema: pa.Schema) -> list[pa.RecordBatch]:

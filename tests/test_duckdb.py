@@ -653,6 +653,31 @@ def test_bulk_path_keeps_the_query_order_over_many_batches(con):
     assert_frame_equal(got, expected)
 
 
+def test_bulk_path_gathers_a_table_scans_row_groups_into_batch_rows(con, monkeypatch):
+    """A table scan hands out one row group at a time, whatever batch size is asked for;
+    the bulk path gathers them so that each disguise call has about batch_rows rows."""
+    import polars_ppdm.duckdb as ppdm_duckdb
+
+    heights = []
+
+    def recording(frame, *args, **kwargs):
+        heights.append(frame.height)
+        return ppdm.rr_disguise(frame, *args, **kwargs)
+
+    monkeypatch.setattr(ppdm_duckdb, "rr_disguise", recording)
+    con.execute("CREATE TABLE wide AS SELECT i AS id, i % 3 = 0 AS x FROM range(500_000) r(i)")
+    scanned = [b.num_rows for b in con.cursor().sql("SELECT * FROM wide").to_arrow_reader(200_000)]
+    reader = ppdm.duckdb.rr_disguise_batches(
+        con, "SELECT * FROM wide", "x", p=0.6, secret=4, key="id", batch_rows=200_000
+    )
+    got = pl.from_arrow(reader.read_all())
+    calls = heights[1:]  # the first call is the schema's, on no rows
+    assert heights[0] == 0 and sum(calls) == 500_000 and len(calls) < len(scanned)
+    assert all(height >= 200_000 for height in calls[:-1])
+    source = con.sql("SELECT * FROM wide").pl()
+    assert_frame_equal(got, source.with_columns(pl.col("x").ppdm.rr_disguise(p=0.6, secret=4, key="id")))
+
+
 def test_bulk_path_error_in_a_later_batch_surfaces(con):
     query = "SELECT CASE WHEN i = 4321 THEN NULL ELSE i END AS id, i % 2 = 0 AS x FROM range(10_000) r(i) ORDER BY i"
     reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=1000)
