@@ -21,7 +21,7 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import overload
 
 import numpy as np
@@ -186,8 +186,8 @@ def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | Non
         words[start:stop] = block[:, 0]
 
     prf_words(secret, stream, ws.index[:n], consume)
-    order, collide = _sorted_by_prefix(words, ws)
-    if collide.any():  # 64-bit words rarely share their top bits, but may
+    order, collide, collisions = _sorted_by_prefix(words, ws)
+    if collisions:  # 64-bit words rarely share their top bits, but may
         _exact_within_runs(
             order, collide, lambda rows: (first_words(secret, stream, rows.astype(np.uint64)),)
         )
@@ -263,14 +263,15 @@ def _rank_order(
     """:func:`rank_order`, and the sorted prefixes of the values' unsigned order keys
     (``key >> _index_bits(n)``, in ``ws.packed``) when the packed-word path made them."""
     n = len(values)
-    bits = order_keys(values, ws.bits)
-    np.bitwise_xor(bits.view(np.uint64), _SIGN, out=ws.packed)  # signed -> unsigned order
-    order, collide = _sorted_by_prefix(ws.packed, ws)
-    collisions = int(collide.sum())
+    bits, packed = ws.bits, ws.packed
+    for start, stop in _passes(n):
+        keys = order_keys(values[start:stop], bits[start:stop])
+        np.bitwise_xor(keys.view(np.uint64), _SIGN, out=packed[start:stop])  # signed -> unsigned order
+    order, collide, collisions = _sorted_by_prefix(packed, ws)
     if collisions > n // 20:  # mostly tied: order by tie word, then stably by value
         ties = tie_words(secret, tie_stream, row_keys)
-        by_tie, collide = _sorted_by_prefix(ties, ws)
-        if collide.any():  # 64-bit words rarely share their top bits, but may
+        by_tie, collide, tie_collisions = _sorted_by_prefix(ties, ws)
+        if tie_collisions:  # 64-bit words rarely share their top bits, but may
             _exact_within_runs(by_tie, collide, lambda rows: (ties[rows],))
         return by_tie[np.argsort(bits[by_tie], kind="stable")], None
     if collisions:
@@ -327,23 +328,43 @@ def ranked_cdf(
     return order, cuts, cdf_of_counts(np.diff(below, prepend=0))
 
 
-def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.ndarray, int]:
     """Rows ascending by the top bits of the uint64 ``words`` (equal tops by row index),
     from one in-place sort of (top bits | row index) words -- a sort of plain words is
-    several times as fast as any arg_sort -- and the mask of adjacent sorted rows whose
-    tops are equal, which still need putting in exact order.  ``words`` may be
-    ``ws.packed``; both results live in ``ws``."""
-    index_bits = _index_bits(len(words))
-    shift = np.uint64(index_bits)
-    packed = ws.packed
-    np.right_shift(words, shift, out=packed)
-    np.left_shift(packed, shift, out=packed)
-    np.bitwise_or(packed, ws.index[: len(words)], out=packed)
+    several times as fast as any arg_sort -- the mask of adjacent sorted rows whose tops
+    are equal, which still need putting in exact order, and how many there are.
+    ``words`` may be ``ws.packed``; the arrays live in ``ws``."""
+    n = len(words)
+    index_bits = _index_bits(n)
+    shift, low = np.uint64(index_bits), np.uint64((1 << index_bits) - 1)
+    packed, order, collide, index = ws.packed, ws.order.view(np.uint64), ws.collide, ws.index
+    for start, stop in _passes(n):
+        part = packed[start:stop]
+        np.right_shift(words[start:stop], shift, out=part)
+        np.left_shift(part, shift, out=part)
+        np.bitwise_or(part, index[start:stop], out=part)
     packed.sort()
-    order = ws.order
-    np.bitwise_and(packed, np.uint64((1 << index_bits) - 1), out=order.view(np.uint64))
-    np.right_shift(packed, shift, out=packed)  # the tops, in sorted order
-    return order, np.equal(packed[1:], packed[:-1], out=ws.collide)
+    collisions = 0
+    for start, stop in _passes(n):
+        part = packed[start:stop]
+        np.bitwise_and(part, low, out=order[start:stop])
+        np.right_shift(part, shift, out=part)  # the tops, in sorted order
+        if start:  # the pair across the previous pass's end
+            collide[start - 1] = packed[start - 1] == part[0]
+        same = np.equal(part[1:], part[:-1], out=collide[start : stop - 1])
+        collisions += int(np.count_nonzero(same)) + int(start > 0 and collide[start - 1])
+    return ws.order, collide, collisions
+
+
+def _passes(n: int) -> Iterator[tuple[int, int]]:
+    """Slices of n elements for element-wise passes: several NumPy operations on one
+    slice while it is in the CPU's cache cost about half as much as each over all n."""
+    for start in range(0, n, _PASS):
+        yield start, min(start + _PASS, n)
+
+
+#: Elements per pass (512 KB of uint64: a few such arrays stay in a 1 MB L2 cache).
+_PASS = 1 << 16
 
 
 def _index_bits(n: int) -> int:

@@ -8,6 +8,7 @@ Engineering* 2012 (paper 000).
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -67,15 +68,17 @@ def _check_bins(bins: int | Sequence[int] | Mapping[str, int], cols: list[str]) 
     return {c: int(b) for c, b in spread.items()}
 
 
-def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
-    """Non-null values as float64 and the validity mask (None without nulls)."""
+def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None, float, float]:
+    """Non-null values as float64, the validity mask (None without nulls), their minimum
+    and their maximum."""
     valid = series.is_not_null().to_numpy() if series.null_count() else None
     values = series.drop_nulls().cast(pl.Float64).to_numpy()
-    bad = ~np.isfinite(values)
-    if bad.any():
+    # The minimum or the maximum is NaN or infinite when any value is (no n-sized temporary).
+    low, high = (float(values.min()), float(values.max())) if len(values) else (0.0, 0.0)
+    if not (math.isfinite(low) and math.isfinite(high)):
         msg = (
-            f"The column {series.name!r} of {_FUNC} holds {int(bad.sum())} NaN or infinite "
-            "value(s); they have no place on the ECDF. Replace them or make them null "
+            f"The column {series.name!r} of {_FUNC} holds {int((~np.isfinite(values)).sum())} NaN or "
+            "infinite value(s); they have no place on the ECDF. Replace them or make them null "
             "(nulls stay null and are left out of the ECDF)."
         )
         raise InvalidParameterError(msg)
@@ -85,7 +88,7 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
             f"build an ECDF. Got {len(values)}."
         )
         raise InvalidParameterError(msg)
-    return values, valid
+    return values, valid, low, high
 
 
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
@@ -214,8 +217,7 @@ def ecdf_resample(
     def resample_column(
         df: pl.DataFrame, c: str, keys: np.ndarray, keep_order: bool
     ) -> tuple[pl.Series, np.ndarray | None]:
-        values, valid = _finite_values(df[c])
-        low, high = float(values.min()), float(values.max())
+        values, valid, low, high = _finite_values(df[c])
         if values[0] == low == high:
             msg = f"The column {c!r} of {_FUNC} is constant ({values[0]!r}): its ECDF is that value, and releasing it hides nothing."
             raise InvalidParameterError(msg)
