@@ -32,3 +32,27 @@ def sample_variance_se_from(sample: np.ndarray, axis: int = 0) -> np.ndarray:
     variance = (centred**2).mean(axis=axis)
     mu4 = (centred**4).mean(axis=axis)
     return np.sqrt(np.clip(mu4 - (n - 3) / (n - 1) * variance**2, 0.0, None) / n)
+
+
+#: NumPy's SIMD dispatch targets above its x86-64 baseline (NumPy 2.4 names them X86_V3,
+#: X86_V4, ...; older releases AVX2, FMA3, AVX512F, ...): a process with all of them
+#: switched off runs the baseline loops, whose bits differ from AVX-512's for np.log.
+NUMPY_SIMD_OFF = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512_SKX AVX2 FMA3"
+
+
+def stdout_with_numpy_simd_off(script: str) -> str:
+    """The stripped stdout of ``script`` run by this Python with NumPy's SIMD dispatch
+    above the baseline switched off (``NPY_DISABLE_CPU_FEATURES``), the project on its path."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+        "NPY_DISABLE_CPU_FEATURES": NUMPY_SIMD_OFF,
+    }
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return run.stdout.strip()

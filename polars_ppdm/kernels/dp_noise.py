@@ -1,7 +1,9 @@
 """Noise of the differentially private releases, from the keyed PRF (pure NumPy).
 
 Each draw uses both 64-bit words of one PRF block: two independent uniforms in (0, 1),
-``u = ((w >> 11) + 0.5) * 2**-53`` (never 0 or 1, so their logarithms are finite).
+``u = ((w >> 11) + 0.5) * 2**-53`` (never 0 or 1, so their logarithms are finite).  The
+logarithms are :func:`~polars_ppdm.kernels.portable_math.minus_log`, not ``np.log``, so
+the noise has the same bits on every machine.
 
 * :func:`discrete_laplace` -- the two-sided geometric distribution,
   ``P(k) proportional to alpha^|k|`` with ``alpha = exp(-1/scale)``: the difference of two
@@ -23,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.portable_math import minus_log
 from polars_ppdm.kernels.prf import first_words, prf_words, stream_id
 
 __all__ = [
@@ -83,8 +86,8 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     """
     check_integer_scale(scale, "discrete_laplace")
     u1, u2 = uniform_pairs(secret, stream, np.asarray(keys))
-    g1 = np.floor(-scale * np.log(u1))
-    g2 = np.floor(-scale * np.log(u2))
+    g1 = np.floor(scale * minus_log(u1, out=u1))
+    g2 = np.floor(scale * minus_log(u2, out=u2))
     return (g1 - g2).astype(np.int64)
 
 
@@ -97,7 +100,7 @@ def discrete_laplace_variance(scale: float) -> float:
 def laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
     """Laplace noise (float64) of the given scale (variance ``2 scale^2``)."""
     u1, u2 = uniform_pairs(secret, stream, np.asarray(keys))
-    return scale * (np.log(u2) - np.log(u1))
+    return scale * (minus_log(u1, out=u1) - minus_log(u2, out=u2))
 
 
 #: Stream label of the contribution words; column j of a release chains through

@@ -1,7 +1,9 @@
 """Additive noise from the keyed PRF: uniform and Gaussian, one draw per row key.
 
 Uniform noise on [-a, a) comes from word 0; Gaussian noise from both words by the
-Box-Muller transform, so each row's noise is one AES block whatever the batching.
+Box-Muller transform, so each row's noise is one AES block whatever the batching.  Its
+logarithm and cosine are :mod:`polars_ppdm.kernels.portable_math`'s, not NumPy's, whose
+bits depend on the CPU: the noise is the same on every machine.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import math
 
 import numpy as np
 
+from polars_ppdm.kernels.portable_math import cos_two_pi
 from polars_ppdm.kernels.prf import prf_words, unit_doubles
+from polars_ppdm.kernels.spacings import exponentials
 
 __all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise"]
 
@@ -45,8 +49,8 @@ def gaussian_noise(secret: bytes, stream: int, keys: np.ndarray, sigma: float) -
     out = np.empty(len(keys), dtype=np.float64)
 
     def consume(start, stop, words):
-        radius = np.sqrt(-2.0 * np.log1p(-unit_doubles(words[:, 0])))  # 1 - u0 in (0, 1]: finite
-        out[start:stop] = sigma * radius * np.cos(2.0 * math.pi * unit_doubles(words[:, 1]))
+        radius = np.sqrt(2.0 * exponentials(unit_doubles(words[:, 0])))  # -ln(1 - u0), 1 - u0 in (0, 1]
+        out[start:stop] = sigma * radius * cos_two_pi(unit_doubles(words[:, 1]))
 
     prf_words(secret, stream, np.asarray(keys), consume)
     return out

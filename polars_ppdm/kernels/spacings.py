@@ -15,8 +15,9 @@ hold):
   the PRF block, :func:`~polars_ppdm.kernels.prf.uniform`), for i = 0 .. n;
 * :func:`exponentials` is ``-ln(1 - u)`` from IEEE-754 ``+ - * /`` and bit operations
   (each correctly rounded, so identical everywhere) and a table rounded from exact decimal
-  arithmetic -- not ``np.log``, whose bits depend on the CPU (NumPy's AVX-512 and scalar
-  logarithms differ in the last bit for a few percent of inputs);
+  arithmetic (:mod:`polars_ppdm.kernels.portable_math`) -- not ``np.log``, whose bits
+  depend on the CPU (NumPy's AVX-512 and scalar logarithms differ in the last bit for a
+  few percent of inputs);
 * the sums are blocked, on three levels, every level a sequential sum (``a_j = a_{j-1} +
   y_j``, each addition rounded): draws in groups of :data:`GROUP` = 16, groups in blocks
   of :data:`BLOCK` = 2048.  ``q_i`` is the sequential sum of draw i's group up to i,
@@ -44,11 +45,9 @@ spacings from exponential spacings).
 
 from __future__ import annotations
 
-import functools
-from decimal import Decimal, localcontext
-
 import numpy as np
 
+from polars_ppdm.kernels.portable_math import minus_log
 from polars_ppdm.kernels.prf import CHUNK_ROWS, prf_words, uniform, unit_doubles
 
 __all__ = [
@@ -71,31 +70,6 @@ assert CHUNK_ROWS % BLOCK == 0 and BLOCK % GROUP == 0
 
 _ONE_MINUS = 1.0 - 2.0**-53  # the largest double below 1
 
-# -ln(1 - u): v = 1 - u in (0, 1] is exact for u = k * 2**-53.  v = 2**e * m, m in [1, 2);
-# the top _CELL_BITS bits of m pick a cell of width 2**-10 with centre c; then
-# -ln v = -ln(2**e * c) - ln(1 + t), t = (v - 2**e c) / (2**e c), |t| < 2**-11, and
-# ln(1 + t) = t - t^2/2 + t^3/3 - t^4/4 to 2**-57 (the next term is t^5/5).
-_CELL_BITS = 10
-_LOW_BITS = 52 - _CELL_BITS
-_SHIFT = np.uint64(_LOW_BITS)
-_KEEP = np.uint64(~((1 << _LOW_BITS) - 1) & 0xFFFF_FFFF_FFFF_FFFF)  # sign, exponent, cell
-_HALF_CELL = np.uint64(1 << (_LOW_BITS - 1))
-_LOWEST_E = -53  # v >= 2**-53
-_FIRST_CELL = np.uint64((1023 + _LOWEST_E) << _CELL_BITS)  # biased exponent and cell of 2**-53
-
-
-@functools.cache
-def _minus_log_centres() -> np.ndarray:
-    """``-ln(2**e * c)`` for every exponent e in [-53, 0] and cell centre c, each the
-    float nearest to the value computed in 40-digit decimal arithmetic (the same on
-    every machine, unlike a libm logarithm).  Index ``(e + 53) << 10 | cell``."""
-    with localcontext() as ctx:
-        ctx.prec = 40
-        ln2 = Decimal(2).ln()
-        cells = [(1 + Decimal(2 * j + 1) / (1 << (_CELL_BITS + 1))).ln() for j in range(1 << _CELL_BITS)]
-        table = [float(-(e * ln2 + cell)) for e in range(_LOWEST_E, 1) for cell in cells]
-    return np.array(table, dtype=np.float64)
-
 
 def exponentials(
     u: np.ndarray,
@@ -105,7 +79,8 @@ def exponentials(
 ) -> np.ndarray:
     """Standard exponential variates ``-ln(1 - u)`` of uniforms ``u = k * 2**-53`` in
     [0, 1) (as :func:`~polars_ppdm.kernels.prf.uniform` makes them), bit for bit the
-    same on every machine.
+    same on every machine: ``1 - u`` is exact, then
+    :func:`~polars_ppdm.kernels.portable_math.minus_log`.
 
     Within about 2e-16 of the exact value (relative to ``max(1, value)``), and never
     negative: ``u = 0`` gives 0.  ``out`` may be ``u``; ``scratch`` is a float64 and a
@@ -117,28 +92,8 @@ def exponentials(
     [0.0, 0.6931471805599453, 1.3862943611198908, 36.7368005696771]
     """
     out = np.empty(len(u), dtype=np.float64) if out is None else out
-    t, bits = scratch if scratch is not None else (np.empty(len(u)), np.empty(len(u), dtype=np.uint64))
-    table = _minus_log_centres()
-    np.subtract(1.0, u, out=out)  # v, exact
-    v_bits = out.view(np.uint64)
-    np.bitwise_and(v_bits, _KEEP, out=bits)
-    np.bitwise_or(bits, _HALF_CELL, out=bits)  # the centre of v's cell, 2**e * c
-    centre = bits.view(np.float64)
-    np.subtract(out, centre, out=t)  # exact: same binade, multiples of v's last place
-    np.divide(t, centre, out=t)  # t
-    np.right_shift(v_bits, _SHIFT, out=bits)  # biased exponent and cell
-    np.subtract(bits, _FIRST_CELL, out=bits)  # the table index
-    # ln(1 + t) = t + t^2 (-1/2 + t (1/3 - t/4)), into out (v is no longer needed)
-    np.multiply(t, -0.25, out=out)
-    out += 1.0 / 3.0
-    out *= t
-    out -= 0.5
-    out *= t
-    out *= t
-    out += t
-    minus_log_centre = np.take(table, bits.view(np.int64), out=t)
-    np.subtract(minus_log_centre, out, out=out)
-    return np.maximum(out, 0.0, out=out)  # v = 1 rounds to +-1e-19: never below 0
+    np.subtract(1.0, u, out=out)  # exact
+    return minus_log(out, out=out, scratch=scratch)
 
 
 def _block_sums(blocks: np.ndarray) -> np.ndarray:

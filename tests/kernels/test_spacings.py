@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import subprocess
-import sys
 from decimal import Decimal, localcontext
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import Z, sample_variance_se
+from _helpers import Z, sample_variance_se, stdout_with_numpy_simd_off
 
 from polars_ppdm.kernels.prf import uniform
 from polars_ppdm.kernels.spacings import (
@@ -172,11 +168,4 @@ def test_the_same_bits_whatever_simd_numpy_dispatches_to():
     between them); these use correctly rounded operations only, so they do not."""
     u = uniform(bytes(16), 5, np.arange(300_000))
     here = hashlib.sha256(exponentials(u).tobytes() + sorted_uniforms(bytes(16), 5, 300_000).tobytes())
-    root = str(Path(__file__).resolve().parents[2])
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
-        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512_SKX AVX2 FMA3",
-    }
-    run = subprocess.run([sys.executable, "-c", _BITS], env=env, capture_output=True, text=True, check=True)
-    assert run.stdout.strip() == here.hexdigest()
+    assert stdout_with_numpy_simd_off(_BITS) == here.hexdigest()
