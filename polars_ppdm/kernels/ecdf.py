@@ -27,7 +27,7 @@ from typing import overload
 import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, prf_words, uniform
-from polars_ppdm.kernels.spacings import sorted_uniforms
+from polars_ppdm.kernels.spacings import normalise, running_sums
 
 _MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 _SIGN = np.uint64(1 << 63)
@@ -162,8 +162,14 @@ def sorted_sample(
     True
     """
     ws = _workspace_for(workspace, n)
-    u = sorted_uniforms(secret, stream, n, out=ws.floats, keys=ws.index)
-    return sample_from_sorted_uniforms(u, cuts, cdf, out=u)
+    u = ws.floats
+    total = running_sums(secret, stream, n, u, keys=ws.index)
+    # Normalised and sampled in cache-sized slices (both are element-wise): the same
+    # bits as sorted_uniforms then sample_from_sorted_uniforms over all n.
+    for start, stop in _passes(n):
+        part = normalise(u[start:stop], total)
+        sample_from_sorted_uniforms(part, cuts, cdf, out=part)
+    return u
 
 
 def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | None = None) -> np.ndarray:

@@ -57,6 +57,8 @@ __all__ = [
     "block_totals",
     "block_uniforms",
     "exponentials",
+    "normalise",
+    "running_sums",
     "sorted_uniforms",
     "sorted_uniforms_at",
 ]
@@ -122,7 +124,8 @@ def sorted_uniforms(
     secret: bytes, stream: int, n: int, out: np.ndarray | None = None, keys: np.ndarray | None = None
 ) -> np.ndarray:
     """``U_0 <= ... <= U_{n-1}``: the n sorted keyed uniforms of the module's definition,
-    in one pass over the n + 1 draws (no sort).
+    in one pass over the n + 1 draws (no sort): :func:`running_sums`, then
+    :func:`normalise`.
 
     ``out``: a float64 array of n for the result; ``keys``: ``np.arange(n + 1)`` as
     uint64, when the caller has one (it is made otherwise).
@@ -136,6 +139,15 @@ def sorted_uniforms(
     True
     """
     out = np.empty(n, dtype=np.float64) if out is None else out
+    return normalise(out, running_sums(secret, stream, n, out, keys))
+
+
+def running_sums(
+    secret: bytes, stream: int, n: int, out: np.ndarray, keys: np.ndarray | None = None
+) -> float:
+    """``S_0 .. S_{n-1}`` into ``out`` (a float64 array of n), and the total ``S_n``:
+    the sorted uniforms before :func:`normalise`, which a caller may apply slice by
+    slice (it is element-wise).  ``keys`` as for :func:`sorted_uniforms`."""
     keys = np.arange(n + 1, dtype=np.uint64) if keys is None else keys[: n + 1]
     x = np.empty(min(CHUNK_ROWS, -(-(n + 1) // BLOCK) * BLOCK))
     scratch = (np.empty(len(x)), np.empty(len(x), dtype=np.uint64))
@@ -154,12 +166,12 @@ def sorted_uniforms(
             state["total"] = float(chunk[m - 1])
 
     prf_words(secret, stream, keys, consume)
-    return _normalise(out, state["total"])
+    return state["total"]
 
 
-def _normalise(s: np.ndarray, total: float) -> np.ndarray:
-    """In place: ``min(s / total, 1 - 2**-53)`` (all n + 1 draws 0 -- odds 2**-53 each --
-    give 0)."""
+def normalise(s: np.ndarray, total: float) -> np.ndarray:
+    """In place: ``U = min(s / total, 1 - 2**-53)`` (all n + 1 draws 0 -- odds 2**-53
+    each -- give 0)."""
     if total > 0:
         np.divide(s, total, out=s)
     else:
@@ -223,7 +235,7 @@ def block_uniforms(
     (:func:`block_offsets`)."""
     sums = _draws_of_blocks(secret, stream, np.asarray(blocks, dtype=np.int64))
     sums += np.asarray(offsets, dtype=np.float64)[:, None]
-    _normalise(sums.reshape(-1), total)
+    normalise(sums.reshape(-1), total)
     return sums
 
 
