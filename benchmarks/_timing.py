@@ -40,7 +40,8 @@ def machine() -> str:
     except ImportError:  # NumPy 1.x
         from numpy.core import _multiarray_umath as umath
     sets = ", ".join(
-        f"{name} {'yes' if flag in flags else 'no'}" for name, flag in [("AES-NI", "aes"), ("VAES", "vaes")]
+        f"{name} {'yes' if flag in flags else 'no'}"
+        for name, flag in [("AES-NI", "aes"), ("VAES", "vaes"), ("CPU AVX-512", "avx512f")]
     )
     targets = getattr(umath, "__cpu_targets_info__", None)  # NumPy >= 2.4: what each kernel dispatches to
     if targets:

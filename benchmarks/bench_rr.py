@@ -16,7 +16,7 @@ to a baseline measured in the same run:
 * **AES to uniform doubles, then flip**: the pipeline DESIGN.md measured at ~6 ns/row
   (informational: the kernel skips the doubles and compares the words directly).
 
-Two floors measured in the same run show what the engines cost by themselves:
+Three floors measured in the same run show what the engines cost by themselves:
 
 * **Polars streaming, identity UDF**: a Python UDF on the same two inputs that returns its
   first one -- what the streaming engine spends handing each morsel to Python and back;
@@ -154,6 +154,8 @@ def scalar_udf_seconds(con: duckdb.DuckDBPyConnection, repeats: int) -> dict[tup
         IDENTITY_UDF: "_bench_identity(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
         DISGUISE_ALONE: "_bench_disguise(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
     }
+    same = f"SELECT count(*) FILTER (WHERE {queries[UDF]} IS DISTINCT FROM {queries[DISGUISE_ALONE]}) FROM u"
+    assert con.execute(same).fetchone()[0] == 0, "the disguise alone must give ppdm_rr_disguise's bits"
     default_threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
     seconds = {}
     for threads, setting in (("1 thread", 1), ("default threads", default_threads)):

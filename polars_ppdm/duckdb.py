@@ -72,7 +72,9 @@ no stable row position in a parallel scan.  ``stream`` labels the draws; Polars 
 column name by default, so ``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
 ``pl.col("smoker").ppdm.rr_disguise(p=p, secret=secret, key="id")`` bit for bit.
 
-DuckDB calls a Python UDF once per 2048-row vector (~60-100 ns per row); for big tables
+DuckDB calls a Python UDF once per 2048-row vector: ``ppdm_rr_disguise`` costs ~130 ns
+per row on a 2-core EPYC, of which ~70 is DuckDB's own cost of calling any Python UDF of
+its signature (``benchmarks/bench_rr.py`` measures both).  For big tables
 :func:`rr_disguise_batches` streams Arrow record batches of a query through the kernel
 instead, near NumPy speed.
 
@@ -107,7 +109,6 @@ import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 from duckdb.func import ARROW, SPECIAL
 
 from polars_ppdm._encoding import row_keys
@@ -120,7 +121,7 @@ from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, blo
 from polars_ppdm.perturb.noise import check_drawable, check_noise
 from polars_ppdm.perturb.rr import disguise_series, rr_disguise, whole_record_stream
 from polars_ppdm.perturb.spiral import SpiralKey
-from polars_ppdm.secret import Secret, SecretLike, resolve_secret
+from polars_ppdm.secret import Secret, SecretLike, env_secret, resolve_secret
 
 __all__ = ["register", "register_spiral_key", "rr_disguise_batches", "spiral_macro_sql", "sql_files"]
 
@@ -187,8 +188,9 @@ _DIFFERENT = object()
 # The last constant verified per (function, argument), with its length, type and buffers:
 # DuckDB rebuilds the argument vectors for every 2048 rows, and a vector byte-equal to the
 # last one holds the same value, so one memcmp per buffer replaces the checks and the
-# decoding.  (For the secret this keeps DuckDB's copies of its text alive until the next
-# call, as the resolved secret is kept anyway.)
+# decoding.  For the secret argument this keeps the text each function last saw ('env:NAME'
+# names only the variable) until it sees another; a literal secret stays in memory no
+# longer than the resolved one does in the PRF's key schedule (the last one used).
 _last_constants: dict[tuple[str, str], tuple[int, pa.DataType, list[pa.Buffer | None], Any]] = {}
 
 
@@ -210,7 +212,8 @@ def _repeated(arr: pa.Array) -> Any:
     on every 2048-row vector for every constant argument, where a pyarrow.compute call
     costs ~20-70 us of dispatch and NumPy ~2-10 us.  Byte equality is value equality here,
     except that a NaN repeated counts as one value (the parameter's own check then refuses
-    it by name).
+    it by name) and 0.0 beside -0.0 as two (a column of signed zeros is no constant).
+    Lists of anything but non-null strings are compared as Python values (slow, and rare).
     """
     n, kind = len(arr), arr.type
     if _is_text(kind):
@@ -220,7 +223,11 @@ def _repeated(arr: pa.Array) -> Any:
         width = kind.bit_width // 8
         data = arr.buffers()[1].slice(arr.offset * width, n * width)
         return arr[0].as_py() if _periodic(data, width) else _DIFFERENT
-    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_text(kind.value_type):
+    if (
+        (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+        and _is_text(kind.value_type)
+        and arr.values.null_count == 0
+    ):
         # A list of strings (categories, columns): even list offsets, then the values
         # repeat the first list's.
         itemsize = 4 if pa.types.is_list(kind) else 8
@@ -230,17 +237,10 @@ def _repeated(arr: pa.Array) -> Any:
         values = arr.values
         same = offsets.slice(arr.offset * itemsize, (n + 1) * itemsize).equals(
             _periodic_offsets(n, (0, k), first, itemsize)
-        ) and (
-            k == 0
-            or (
-                values.null_count == 0
-                and _periodic_strings(values, values.offset + first, n * k, k) is not None
-            )
-        )
+        ) and (k == 0 or _periodic_strings(values, values.offset + first, n * k, k) is not None)
         return arr[0].as_py() if same else _DIFFERENT
-    first_value = arr[0]
-    same = bool(pc.all(pc.equal(arr, first_value)).as_py())
-    return first_value.as_py() if same else _DIFFERENT
+    values = arr.to_pylist()
+    return values[0] if all(value == values[0] for value in values) else _DIFFERENT
 
 
 def _periodic(data: pa.Buffer, period: int) -> bool:
@@ -292,15 +292,21 @@ def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
     it between queries.  Errors never show the value (resolve_secret's do not either)."""
     text = str(_constant(arr, "secret", func, reveal=False)).strip()
     # The value the text stands for is part of the cache key, so a rotated variable is
-    # read afresh.  The one cached secret is no more than the PRF's buffers already keep
-    # (the last AES key schedule).
-    current = os.environ.get(text[4:]) if text.startswith("env:") else None
-    return _resolved_secret(text, current)
+    # read afresh, once: the secret is made from the value read.  The one cached secret
+    # is no more than the PRF's buffers already keep (the last AES key schedule).
+    return _resolved_secret(text, _variable(text[4:]) if text.startswith("env:") else None)
+
+
+def _variable(name: str) -> str | None:
+    try:
+        return os.environ.get(name)
+    except ValueError:  # a NUL in the name: no such variable (env_secret names the fault)
+        return None
 
 
 @functools.lru_cache(maxsize=1)
 def _resolved_secret(text: str, env_value: str | None) -> Secret:
-    return resolve_secret(text)
+    return env_secret(text[4:], env_value) if text.startswith("env:") else resolve_secret(text)
 
 
 def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str) -> str:
@@ -827,9 +833,20 @@ def rr_disguise_batches(
         # the order they came, at most _BATCHES_AHEAD of them read ahead.
         offset = 0
         pending: deque[Future[pa.Table]] = deque()
+        tables = _coalesced(reader, batch_rows)
         with ThreadPoolExecutor(_BATCHES_AHEAD, thread_name_prefix="ppdm-disguise") as workers:
             try:
-                for table in _coalesced(reader, batch_rows):
+                while True:
+                    try:
+                        table = next(tables)
+                    except StopIteration:
+                        break
+                    except Exception:
+                        # The query failed mid-scan: the rows read before it still go
+                        # out, in order (or an earlier batch's own error), then its error.
+                        while pending:
+                            yield from _as_batches(pending.popleft().result(), out_schema)
+                        raise
                     pending.append(workers.submit(disguise, table, offset))
                     offset += table.num_rows
                     if len(pending) > _BATCHES_AHEAD:
@@ -855,7 +872,16 @@ def _coalesced(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.Table]:
     halves the cost per row."""
     group: list[pa.RecordBatch] = []
     held = 0
-    for batch in reader:
+    batches = iter(reader)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except Exception:
+            if group:  # the rows read before a failure still go out, then the error
+                yield pa.Table.from_batches(group, reader.schema)
+            raise
         group.append(batch)
         held += batch.num_rows
         if held >= rows:

@@ -135,13 +135,21 @@ def secret_from_env(name: str = "PPDM_SECRET") -> Secret:
     >>> secret_from_env("DOC_SECRET") == Secret(bytes(16))
     True
     """
-    if not isinstance(name, str) or not name or "=" in name or "\0" in name:
-        msg = (
-            "The 'name' parameter of secret_from_env must be the name of an environment variable "
-            f"(a non-empty str without '=' or NUL). Got {name!r} instead."
-        )
-        raise SecretError(msg)
-    value = os.environ.get(name)
+    _check_variable_name(name)
+    return env_secret(name, os.environ.get(name))
+
+
+def env_secret(name: str, value: str | None) -> Secret:
+    """The secret that the environment variable ``name`` holds when its value is ``value``
+    (None: not set), with :func:`secret_from_env`'s errors -- for a caller that has read
+    the variable already and must use what it read.
+
+    Examples
+    --------
+    >>> env_secret("DOC_SECRET", "00" * 16) == Secret(bytes(16))
+    True
+    """
+    _check_variable_name(name)
     if value is None:
         msg = f"The environment variable {name!r} holding the secret is not set."
         raise SecretError(msg)
@@ -150,6 +158,15 @@ def secret_from_env(name: str = "PPDM_SECRET") -> Secret:
     except SecretError as err:
         msg = f"The environment variable {name!r} does not hold a hex secret: {err}"
         raise SecretError(msg) from None
+
+
+def _check_variable_name(name: object) -> None:
+    if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+        msg = (
+            "The 'name' parameter of secret_from_env must be the name of an environment variable "
+            f"(a non-empty str without '=' or NUL). Got {name!r} instead."
+        )
+        raise SecretError(msg)
 
 
 def resolve_secret(secret: SecretLike) -> Secret:

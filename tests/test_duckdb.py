@@ -635,6 +635,44 @@ def test_a_vector_like_the_last_constant_one_is_still_checked():
     assert _constant(pa.array(["t"] * n), "stream", "remembered") == "t"
 
 
+def test_categories_with_a_null_are_refused_by_the_categories_check(con):
+    """A constant list holding a NULL is a constant: the categories' own check names the
+    fault, not the constant check."""
+    con.execute("CREATE TABLE cats AS SELECT i AS id, 'a' AS x FROM range(3000) r(i)")
+    with pytest.raises(duckdb.InvalidInputException, match="two or more distinct, non-null values"):
+        con.execute("SELECT ppdm_rr_disguise_k(x, ['a', NULL], 0.8, '1', id, 'x') FROM cats").fetchall()
+
+
+def test_a_list_of_numbers_is_compared_as_values():
+    from polars_ppdm.duckdb import _constant
+
+    assert _constant(pa.array([[1, 2]] * 4), "numbers", "f") == [1, 2]
+    with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
+        _constant(pa.array([[1, 2], [1, 3]]), "numbers", "f")
+
+
+def test_the_secret_comes_from_the_variable_value_read_once(monkeypatch):
+    """The secret is made from the value whose change it was cached by: a variable that
+    changes between the read and the use cannot be cached under its old value."""
+    from polars_ppdm import duckdb as ppdm_duckdb
+
+    monkeypatch.setenv("PPDM_TEST_ONCE", "11" * 16)
+    reads = []
+    real = ppdm_duckdb.os.environ.get
+
+    def counting(name, default=None):
+        reads.append(name)
+        return real(name, default)
+
+    monkeypatch.setattr(ppdm_duckdb.os.environ, "get", counting)
+    text = pa.array(["env:PPDM_TEST_ONCE"] * 4)
+    ppdm_duckdb._resolved_secret.cache_clear()
+    assert ppdm_duckdb._secret(text, "f").key == bytes.fromhex("11" * 16)
+    assert reads.count("PPDM_TEST_ONCE") == 1
+    with pytest.raises(ppdm.SecretError, match="without '=' or NUL"):
+        ppdm_duckdb._secret(pa.array(["env:PPDM_\0X"] * 4), "f")
+
+
 def test_a_nan_probability_is_refused_by_name(con):
     con.execute("CREATE TABLE nan_p AS SELECT i AS id, i % 2 = 0 AS x FROM range(5000) r(i)")
     with pytest.raises(duckdb.InvalidInputException, match=r"'p'.*nan"):
@@ -683,6 +721,28 @@ def test_bulk_path_error_in_a_later_batch_surfaces(con):
     reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=1000)
     with pytest.raises(ppdm.InvalidParameterError, match="null value"):
         reader.read_all()
+
+
+def test_bulk_path_delivers_the_rows_read_before_a_failing_query(con):
+    """Every row DuckDB hands out before the query fails leaves, disguised, then the
+    query's error: the overlap and the gathering of batches hold nothing back."""
+    query = (
+        "SELECT i AS id, CASE WHEN i = 200000 THEN error('boom') ELSE i % 2 = 0 END AS x "
+        "FROM range(300000) r(i)"
+    )
+    con.execute("SET threads = 1")
+    plain = 0
+    with pytest.raises((duckdb.Error, OSError), match="boom"):  # pyarrow's reader: OSError
+        for batch in con.cursor().sql(query).to_arrow_reader(10_000):
+            plain += batch.num_rows
+    reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=25_000)
+    got = []
+    with pytest.raises((duckdb.Error, OSError), match="boom"):
+        for batch in reader:
+            got.append(batch)
+    assert plain > 0 and sum(batch.num_rows for batch in got) == plain
+    ids = pa.Table.from_batches(got)["id"].to_pylist()
+    assert ids == list(range(plain))
 
 
 def test_an_abandoned_bulk_reader_stops_cleanly(con):

@@ -1,7 +1,8 @@
 """Noise of the differentially private releases, from the keyed PRF (pure NumPy).
 
-Each draw uses both 64-bit words of one PRF block: two independent uniforms in (0, 1),
-``u = ((w >> 11) + 0.5) * 2**-53`` (never 0 or 1, so their logarithms are finite).  The
+Each draw uses both 64-bit words of one PRF block: two independent uniforms in (0, 1],
+``u = ((w >> 11) + 0.5) * 2**-53`` (never 0, so their logarithms are finite; the largest
+word rounds to 1, whose logarithm is 0).  The
 logarithms are :func:`~polars_ppdm.kernels.portable_math.minus_log`, not ``np.log``, so
 the noise has the same bits on every machine.
 
@@ -46,7 +47,7 @@ MAX_INTEGER_SCALE = 2.0**57
 
 
 def uniform_pairs(secret: bytes, stream: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent uniforms in the open interval (0, 1) per key."""
+    """Two independent uniforms in (0, 1] per key (1 only for the largest word)."""
     n = len(keys)
     u1, u2 = np.empty(n), np.empty(n)
 

@@ -26,6 +26,7 @@ from typing import overload
 
 import numpy as np
 
+from polars_ppdm.kernels._slices import slices
 from polars_ppdm.kernels.prf import first_words, prf_words, uniform
 from polars_ppdm.kernels.spacings import normalise, running_sums
 
@@ -205,24 +206,33 @@ def sample_from_sorted_uniforms(
 ) -> np.ndarray:
     """:func:`inverse_cdf` of ascending uniforms, interval by interval, bit for bit.
 
-    Sorted uniforms fall in runs, one per interval: ``bins + 1`` binary searches find
-    the runs, and each run is interpolated in place with its interval's constants --
-    the same floating-point operations as :func:`inverse_cdf`, without n-sized
-    temporaries (which cost more than the arithmetic at 10M rows); ``out`` may be ``u``.
+    Sorted uniforms fall in runs, one per interval: binary searches find the runs of the
+    intervals the uniforms reach (a slice of a long sample reaches few of many bins), and
+    each run is interpolated in place with its interval's constants -- the same
+    floating-point operations as :func:`inverse_cdf`, without n-sized temporaries (which
+    cost more than the arithmetic at 10M rows); ``out`` may be ``u``.
     """
     out = np.empty_like(u) if out is None else out
-    bounds = np.searchsorted(u, cdf, side="left")  # run j: uniforms in [F_{j-1}, F_j)
-    out[: bounds[0]] = cuts[0]  # the point mass at the minimum
-    for j in range(1, len(cdf)):
-        start, stop = bounds[j - 1], bounds[j]
+    if len(u) == 0:
+        return out
+    # Run j holds the uniforms in [F_{j-1}, F_j) (run 0: below F_0, the point mass at the
+    # minimum); the first and last runs reached are those of the smallest and largest.
+    first, last = np.searchsorted(cdf, (u[0], u[-1]), side="right").tolist()
+    ends = [*np.searchsorted(u, cdf[first:last], side="left").tolist(), len(u)]
+    start = 0
+    for j, stop in enumerate(ends, start=first):
         if start == stop:
             continue
         run = out[start:stop]
-        lower_f, lower_x = cdf[j - 1], cuts[j - 1]
-        np.subtract(u[start:stop], lower_f, out=run)
-        run /= cdf[j] - lower_f
-        run *= cuts[j] - lower_x
-        run += lower_x
+        if j == 0:
+            run[:] = cuts[0]
+        else:
+            lower_f, lower_x = cdf[j - 1], cuts[j - 1]
+            np.subtract(u[start:stop], lower_f, out=run)
+            run /= cdf[j] - lower_f
+            run *= cuts[j] - lower_x
+            run += lower_x
+        start = stop
     return out
 
 
@@ -363,10 +373,8 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
 
 
 def _passes(n: int) -> Iterator[tuple[int, int]]:
-    """Slices of n elements for element-wise passes: several NumPy operations on one
-    slice while it is in the CPU's cache cost about half as much as each over all n."""
-    for start in range(0, n, _PASS):
-        yield start, min(start + _PASS, n)
+    """Slices of n elements for element-wise passes (:func:`~polars_ppdm.kernels._slices.slices`)."""
+    return slices(n, _PASS)
 
 
 #: Elements per pass (512 KB of uint64: a few such arrays stay in a 1 MB L2 cache).

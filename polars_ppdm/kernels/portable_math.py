@@ -34,6 +34,8 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
+from polars_ppdm.kernels._slices import slices
+
 __all__ = ["cos_two_pi", "minus_log"]
 
 _CELL_BITS = 10
@@ -76,7 +78,8 @@ def minus_log(
     negative (``v = 1`` gives 0).
 
     ``out`` may be ``v``; ``scratch`` is a float64 and a uint64 array of at least
-    ``min(len(v), 16384)`` for the temporaries.
+    ``min(len(v), 16384)`` for the temporaries.  A value outside the domain (or NaN) is
+    refused: the table lookup would give a wrong number, not an error.
 
     Examples
     --------
@@ -89,9 +92,12 @@ def minus_log(
     size = min(n, _PASS)
     t, bits = scratch if scratch is not None else (np.empty(size), np.empty(size, dtype=np.uint64))
     table = _minus_log_centres()
-    for start in range(0, n, _PASS):
-        stop = min(start + _PASS, n)
-        _minus_log_pass(v[start:stop], out[start:stop], t[: stop - start], bits[: stop - start], table)
+    for start, stop in slices(n, _PASS):
+        part = v[start:stop]
+        if not part.min() >= 2.0**_LOWEST_E or not part.max() <= 1.0:  # NaN fails too
+            msg = f"minus_log takes values in [2**{_LOWEST_E}, 1]. Got {part.min()!r} to {part.max()!r}."
+            raise ValueError(msg)
+        _minus_log_pass(part, out[start:stop], t[: stop - start], bits[: stop - start], table)
     return out
 
 
@@ -161,9 +167,12 @@ def cos_two_pi(u: np.ndarray) -> np.ndarray:
     """
     u = np.asarray(u, dtype=np.float64)
     out = np.empty(len(u), dtype=np.float64)
-    for start in range(0, len(u), _COS_PASS):
-        stop = min(start + _COS_PASS, len(u))
-        out[start:stop] = _cos_two_pi_pass(u[start:stop])
+    for start, stop in slices(len(u), _COS_PASS):
+        part = u[start:stop]
+        if not part.min() >= 0.0 or not part.max() < 1.0:  # NaN fails too
+            msg = f"cos_two_pi takes values in [0, 1). Got {part.min()!r} to {part.max()!r}."
+            raise ValueError(msg)
+        out[start:stop] = _cos_two_pi_pass(part)
     return out
 
 

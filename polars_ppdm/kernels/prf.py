@@ -34,6 +34,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, CipherContext, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels._slices import slices
 
 __all__ = [
     "CHUNK_ROWS",
@@ -211,11 +212,6 @@ def _borrow_buffers(stream: int) -> Iterator[_BlockBuffers]:
         _idle_buffers.append(buffers)
 
 
-def _chunks(n: int) -> Iterator[tuple[int, int]]:
-    for start in range(0, n, CHUNK_ROWS):
-        yield start, min(start + CHUNK_ROWS, n)
-
-
 def _as_keys(keys: np.ndarray) -> np.ndarray:
     keys = np.asarray(keys)
     if keys.dtype == np.uint64:
@@ -255,7 +251,7 @@ def encrypt_blocks(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
         return out
     with _borrow_buffers(stream) as buffers:
         enc = buffers.encryptor(secret)
-        for start, stop in _chunks(n):
+        for start, stop in slices(n, CHUNK_ROWS):
             out[start:stop] = buffers.encrypt(enc, keys[start:stop])
     return out
 
@@ -273,7 +269,7 @@ def prf_words(
     n = len(keys)
     if n == 0:
         return
-    # Not _borrow_buffers and _chunks: a SQL UDF calls this per 2048 rows, where a context
+    # Not _borrow_buffers and slices: a SQL UDF calls this per 2048 rows, where a context
     # manager and a generator cost a fifth of the encryption.
     buffers = _take_buffers(stream)
     try:

@@ -86,7 +86,7 @@ def exponentials(
 
     Within about 2e-16 of the exact value (relative to ``max(1, value)``), and never
     negative: ``u = 0`` gives 0.  ``out`` may be ``u``; ``scratch`` is a float64 and a
-    uint64 array of ``len(u)`` for the temporaries.
+    uint64 array of at least ``min(len(u), 16384)`` for the temporaries.
 
     Examples
     --------
