@@ -15,6 +15,19 @@ def best_seconds(run, repeats: int) -> float:
     return best
 
 
+def best_seconds_interleaved(runs: dict[str, object], repeats: int) -> dict[str, float]:
+    """The fastest of ``repeats`` runs of each of ``runs``, taken in turn (a, b, c, a, b,
+    c, ...): on a shared machine whose speed drifts, each sees the same conditions, so
+    their ratios hold better than those of runs measured one after the other."""
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(repeats):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best
+
+
 def machine() -> str:
     """The machine a benchmark ran on, printed above its ratios: the CPU model and cores,
     the instruction sets our kernels and NumPy's sort care about (AES-NI and VAES for the

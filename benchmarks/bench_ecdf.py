@@ -1,8 +1,9 @@
 """Benchmark: ecdf_resample on 10M rows x 10 columns against a Polars sort of the same columns.
 
-Run ``python benchmarks/bench_ecdf.py`` (``--rows`` scales it).  Both are measured in
-this one run (best of ``--repeats``); the ratios are printed with issue 19's bars (rank
-link <= 1.5x, with ``shuffle=True`` <= 2.0x; both with NumPy's AVX-512 sort and without,
+Run ``python benchmarks/bench_ecdf.py`` (``--rows`` scales it).  All are measured in
+this one run, in turn (best of ``--repeats`` each); the ratios are printed with issue
+19's bars (rank link <= 1.5x, with ``shuffle=True`` <= 2.0x; both with NumPy's AVX-512
+sort and without,
 ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"``).  Peak memory is measured
 in a fresh process: the high-water RSS during the resampling minus the RSS with the
 input loaded, against the input's size (bar <= 3x).
@@ -17,7 +18,7 @@ import textwrap
 
 import numpy as np
 import polars as pl
-from _timing import best_seconds, machine  # benchmarks/ is the script's own folder
+from _timing import best_seconds_interleaved, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 
@@ -69,11 +70,15 @@ def main() -> None:
     print(machine())
     df = table(args.rows, args.columns)
     secret = ppdm.new_secret()
-    sort_s = best_seconds(lambda: df.select(pl.all().sort()), args.repeats)
-    ecdf_s = best_seconds(lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret), args.repeats)
-    shuffle_s = best_seconds(
-        lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret, shuffle=True), args.repeats
+    seconds = best_seconds_interleaved(
+        {
+            "sort": lambda: df.select(pl.all().sort()),
+            "rank": lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret),
+            "shuffle": lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret, shuffle=True),
+        },
+        args.repeats,
     )
+    sort_s, ecdf_s, shuffle_s = seconds["sort"], seconds["rank"], seconds["shuffle"]
     print(f"{args.rows:,} rows x {args.columns} columns, best of {args.repeats}")
     print(f"Polars sort of the columns          {sort_s:7.3f} s")
     print(f"ecdf_resample (rank link)           {ecdf_s:7.3f} s  {ecdf_s / sort_s:5.2f}x sort (bar 1.5)")

@@ -210,6 +210,38 @@ def test_duckdb_macro_bad_input(column, bins, message):
         con.sql(f"FROM ppdm_ecdf_resample('t', '{column}', 'id', {bins}, '1')").fetchall()
 
 
+@pytest.mark.parametrize("link", ["rank", "none"])
+def test_shuffle_publishes_the_unshuffled_release_in_the_keyed_row_order(link):
+    """shuffle=True is the release without it, its rows permuted: the first column's
+    non-null rows in rank order (draw order for link='none') taken in the keyed order of
+    its shuffle stream, then its null rows in input order; every column, resampled or not,
+    moves with its row."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    x1 = rng.normal(size=n)
+    x2 = rng.gamma(2.0, size=n)
+    df = pl.DataFrame(
+        {
+            "label": np.arange(n),
+            "x1": np.where(rng.random(n) < 0.1, np.nan, x1),
+            "x2": np.where(rng.random(n) < 0.2, np.nan, x2),
+        }
+    ).fill_nan(None)
+    kwargs = dict(bins=20, secret=2012, link=link)
+    out = ppdm.ecdf_resample(df, ["x1", "x2"], shuffle=True, **kwargs)
+    kept = ppdm.ecdf_resample(df, ["x1", "x2"], **kwargs)
+    valid = df["x1"].is_not_null().to_numpy()
+    m = int(valid.sum())
+    if link == "rank":
+        values = df["x1"].drop_nulls().to_numpy()
+        ranked = rank_order(values, SECRET, stream_id(ecdf_stream("x1") + "/ties"), np.flatnonzero(valid))
+        ranked = ranked[shuffle_order(SECRET, stream_id(ecdf_stream("x1") + "/shuffle"), m)]
+    else:
+        ranked = np.arange(m)
+    rows = np.concatenate((np.flatnonzero(valid)[ranked], np.flatnonzero(~valid)))
+    assert_frame_equal(out, kept[rows])
+
+
 def test_shuffle_moves_whole_rows():
     df = pl.DataFrame({"x": np.random.default_rng(2).normal(size=200), "row": range(200)})
     out = ppdm.ecdf_resample(df, "x", bins=10, secret=8, shuffle=True)
