@@ -710,8 +710,10 @@ def test_bulk_path_gathers_a_table_scans_row_groups_into_batch_rows(con, monkeyp
     )
     got = pl.from_arrow(reader.read_all())
     calls = heights[1:]  # the first call is the schema's, on no rows
-    assert heights[0] == 0 and sum(calls) == 500_000 and len(calls) < len(scanned)
+    assert heights[0] == 0 and sum(calls) == 500_000
     assert all(height >= 200_000 for height in calls[:-1])
+    if max(scanned) < 200_000:  # DuckDB >= 2.0 scans by row group (older ones honour the size)
+        assert len(calls) < len(scanned)
     source = con.sql("SELECT * FROM wide").pl()
     assert_frame_equal(got, source.with_columns(pl.col("x").ppdm.rr_disguise(p=0.6, secret=4, key="id")))
 
@@ -733,7 +735,7 @@ def test_bulk_path_delivers_the_rows_read_before_a_failing_query(con):
     con.execute("SET threads = 1")
     plain = 0
     with pytest.raises((duckdb.Error, OSError), match="boom"):  # pyarrow's reader: OSError
-        for batch in con.cursor().sql(query).to_arrow_reader(10_000):
+        for batch in con.cursor().sql(query).to_arrow_reader(25_000):  # as the bulk path asks
             plain += batch.num_rows
     reader = ppdm.duckdb.rr_disguise_batches(con, query, "x", p=0.6, secret=4, key="id", batch_rows=25_000)
     got = []
