@@ -1,9 +1,10 @@
 """Logarithm and cosine defined to the bit, the same on every machine (pure NumPy).
 
-NumPy's ``np.log``, ``np.log1p`` and ``np.cos`` dispatch on the CPU: with AVX-512 they run
-vectorised approximations whose last bit differs from the scalar libm's for a few percent
-of inputs, so the same secret would give different noise on a laptop, on a Spark executor
-and in DuckDB on another machine.  These functions use only IEEE-754 ``+ - * /``, bit
+NumPy's ``np.log`` dispatches on the CPU: with AVX-512 it runs a vectorised approximation
+whose last bit differs from the scalar libm's for a few percent of inputs (measured on
+this project's AVX-512 machine), and ``np.cos`` is vectorised per CPU as well, so the same
+secret could give different noise on a laptop, on a Spark executor and in DuckDB on
+another machine.  These functions use only IEEE-754 ``+ - * /``, bit
 operations and tables rounded from 40-digit decimal arithmetic: every operation is
 correctly rounded, so every machine gives the same bits (a pure-Python evaluation of the
 same steps agrees bit for bit; tested).
