@@ -49,7 +49,8 @@ def _subtract_noise(cov: np.ndarray, noise: np.ndarray, n: int, cols: list[str],
     cov = cov - np.diag(noise)
     for i in np.flatnonzero(np.diag(cov) < 0):
         se = observed[i] * np.sqrt(2.0 / (n - 1))
-        below = -cov[i, i] / se if se > 0 else np.inf
+        # As Python floats: a subnormal standard error overflows the ratio to inf quietly.
+        below = float(-cov[i, i]) / float(se) if se > 0 else np.inf
         below_text = f"{below:,.1f}" if below < 1e6 else f"{below:.3g}"
         msg = (
             f"{func}: the estimated variance of column {cols[i]!r} is {cov[i, i]:.4g}, "

@@ -119,6 +119,17 @@ def test_subnormal_noise_scale_reconstructs_without_warning() -> None:
     assert out["frequency"].to_list()[0] == pytest.approx(2 / 3)
 
 
+def test_a_subnormal_variance_below_its_noise_warns_without_overflow() -> None:
+    """The fuzz suite's slow profile found it: Var(Y) ~ 1e-322, so its standard error is
+    subnormal and 'how many standard errors below 0' overflowed in NumPy's division."""
+    frame = pl.DataFrame({"x": [0.0, 0.0], "a b": [0.0, 1.3058e-161]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ppdm.estimate_covariance(frame, ["x", "a b"], scale=1.0)
+    assert [type(w.message) for w in caught] == [ppdm.EstimateWarning] * 2
+    assert "inf standard errors below 0" in str(caught[1].message)
+
+
 def test_a_numpy_unsigned_epsilon_does_not_wrap() -> None:
     frame = pl.DataFrame({"x": ["a", "b"]})
     with warnings.catch_warnings():
