@@ -166,7 +166,9 @@ def _constant(
     elif not reveal:
         got = "values that differ between rows (not shown)"
     else:
-        got = ", ".join(list(dict.fromkeys(map(_sql_repr, arr.slice(0, 64).to_pylist())))[:3])
+        # The first distinct values of the whole vector (a change of value may lie past
+        # any prefix of it); the error path only.
+        got = ", ".join(list(dict.fromkeys(map(_sql_repr, arr.to_pylist())))[:3])
     msg = f"The {name!r} argument of {func} must be one non-null constant per query. Got {got} instead."
     raise InvalidParameterError(msg)
 

@@ -673,6 +673,13 @@ def test_the_secret_comes_from_the_variable_value_read_once(monkeypatch):
         ppdm_duckdb._secret(pa.array(["env:PPDM_\0X"] * 4), "f")
 
 
+def test_a_parameter_that_changes_late_in_a_vector_shows_both_values():
+    from polars_ppdm.duckdb import _constant
+
+    with pytest.raises(ppdm.InvalidParameterError, match=r"Got 0\.8, 0\.6 instead"):
+        _constant(pa.array([0.8] * 2000 + [0.6] * 48), "p", "late")
+
+
 def test_a_nan_probability_is_refused_by_name(con):
     con.execute("CREATE TABLE nan_p AS SELECT i AS id, i % 2 = 0 AS x FROM range(5000) r(i)")
     with pytest.raises(duckdb.InvalidInputException, match=r"'p'.*nan"):
