@@ -16,6 +16,12 @@ Accepted forms of ``secret=`` everywhere in the library:
 * an ``int`` (or a string of decimal digits) -- **guessable**, for tests and examples
   only: an attacker can try every small integer.  It is stretched with SHA-256 into a
   128-bit key, which does not make it any harder to guess.
+
+Differentially private releases and ``ppdm run`` refuse a guessable secret (an integer, a
+key of one repeated byte or of a short repeated pattern such as all zeros): whoever
+guesses it recomputes the noise and subtracts it (:func:`require_strong_secret`).  Tests
+and documentation examples that need reproducible DP output say so by name:
+:meth:`Secret.for_tests` (``ppdm.Secret.for_tests(7)``), the one escape.
 """
 
 from __future__ import annotations
@@ -26,7 +32,14 @@ import string
 
 from polars_ppdm.exceptions import SecretError
 
-__all__ = ["Secret", "SecretLike", "new_secret", "resolve_secret", "secret_from_env"]
+__all__ = [
+    "Secret",
+    "SecretLike",
+    "new_secret",
+    "require_strong_secret",
+    "resolve_secret",
+    "secret_from_env",
+]
 
 _HEX = set(string.hexdigits)
 
@@ -43,7 +56,7 @@ class Secret:
     True
     """
 
-    __slots__ = ("_key", "guessable")
+    __slots__ = ("_key", "for_tests_only", "guessable")
 
     def __init__(self, key: bytes, *, guessable: bool = False) -> None:
         if not isinstance(key, bytes | bytearray) or len(key) not in (16, 32):
@@ -51,7 +64,8 @@ class Secret:
             msg = f"A secret must be 16 or 32 bytes (128 or 256 bits). Got {got} instead."
             raise SecretError(msg)
         self._key = bytes(key)
-        self.guessable = guessable
+        self.guessable = guessable or _weak_key(self._key)
+        self.for_tests_only = False
 
     @classmethod
     def from_hex(cls, text: str) -> Secret:
@@ -70,6 +84,25 @@ class Secret:
         """A reproducible secret from an integer.  Guessable: for tests and examples only."""
         digest = hashlib.sha256(b"polars_ppdm/int-seed/" + str(int(value)).encode()).digest()
         return cls(digest[:16], guessable=True)
+
+    @classmethod
+    def for_tests(cls, seed: int) -> Secret:
+        """A reproducible, **public** secret for tests and documentation examples.
+
+        The named escape from :func:`require_strong_secret`: differentially private
+        releases accept it (they refuse ``secret=7`` and other guessable secrets), so
+        their outputs can be pinned in a test.  Anyone can recompute its noise: never use
+        it for data you publish.
+
+        Examples
+        --------
+        >>> s = Secret.for_tests(7)
+        >>> s.guessable, s.for_tests_only
+        (True, True)
+        """
+        secret = cls.from_int(seed)
+        secret.for_tests_only = True
+        return secret
 
     @classmethod
     def generate(cls, bits: int = 256) -> Secret:
@@ -103,10 +136,46 @@ class Secret:
 
     def __reduce__(self) -> tuple[type[Secret], tuple[bytes], dict[str, bool]]:
         # Picklable so that process pools and Spark workers can receive it.
-        return (Secret, (self._key,), {"guessable": self.guessable})
+        return (Secret, (self._key,), {"guessable": self.guessable, "for_tests_only": self.for_tests_only})
 
     def __setstate__(self, state: dict[str, bool]) -> None:
         self.guessable = state["guessable"]
+        self.for_tests_only = state.get("for_tests_only", False)
+
+
+def _weak_key(key: bytes) -> bool:
+    """A key made of one short pattern repeated (all zeros, ``ab`` x 16, ``0123`` x 8...):
+    the first keys an attacker tries.  Patterns of up to 4 bytes; a random 128-bit key is
+    one with probability below 2^-90."""
+    return any(key == key[:period] * (len(key) // period) for period in (1, 2, 4))
+
+
+def require_strong_secret(secret: Secret, func: str) -> Secret:
+    """Refuse a guessable secret for a release whose noise must stay secret.
+
+    A DP release under a guessable secret (an integer, a key of one repeated byte or short
+    pattern) is no DP release: the attacker recomputes the noise and subtracts it.
+    :meth:`Secret.for_tests` is let through: the caller said by name that the output is a
+    test's.
+
+    Examples
+    --------
+    >>> require_strong_secret(Secret.for_tests(7), "dp_histogram").for_tests_only
+    True
+    >>> require_strong_secret(Secret.from_int(7), "dp_histogram")
+    Traceback (most recent call last):
+    ...
+    polars_ppdm.exceptions.SecretError: The 'secret' parameter of dp_histogram is guessable ...
+    """
+    if secret.guessable and not secret.for_tests_only:
+        msg = (
+            f"The 'secret' parameter of {func} is guessable (an integer, or a key of one repeated byte or short "
+            "pattern such as all zeros): anyone could recompute the noise and subtract it. Use secret=None (fresh "
+            "randomness), a secret from `ppdm secret` (hex, 'env:NAME' or a Secret), or, in a test or a "
+            "documentation example, ppdm.Secret.for_tests(seed)."
+        )
+        raise SecretError(msg)
+    return secret
 
 
 SecretLike = Secret | bytes | str | int | None
