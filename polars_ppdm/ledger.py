@@ -742,8 +742,10 @@ class LedgerAccountant(BudgetAccountant):
     budgets in the ledger and ``spent`` / ``spent_delta`` what every run and session spent
     on it; ``spend`` checks and records in one ledger transaction (a run with a random id
     and status ``accountant``), so other processes charging the same dataset are accounted
-    for.  Inside ``parallel(label)`` each release is charged only what it adds to the
-    block's largest release (epsilon and delta alike).
+    for.  Inside ``parallel(label)`` each release made by the thread that opened the block
+    is charged only what it adds to the block's largest release (epsilon and delta alike);
+    a release from any other thread meanwhile is charged in full (sequential), as in
+    :meth:`BudgetAccountant.parallel`.
 
     Examples
     --------
@@ -808,7 +810,9 @@ class LedgerAccountant(BudgetAccountant):
         return table.select(pl.col("step").alias("release"), "epsilon", "composition", "delta")
 
     def _charge(self, epsilon: float, delta: float) -> tuple[float, float, str]:
-        """What a release adds to the spent epsilon and delta, and how it composed."""
+        """What a release adds to the spent epsilon and delta, and how it composed: the
+        calling thread's own open block absorbs it up to its largest release; otherwise
+        (no block, or another thread's) it is sequential and charged in full."""
         group = self._group
         if group is None:
             return epsilon, delta, "sequential"
@@ -848,13 +852,7 @@ class LedgerAccountant(BudgetAccountant):
                 who=repr(release),
                 why=why,
             )
-            if self._group is not None:
-                self._group.releases.append((release, epsilon))
-                self._group.deltas.append(delta)
-            else:
-                self._entries.append((release, epsilon, "sequential"))
-                self._deltas.append(delta)
-                self._spent_before_group += epsilon
+            self._record(epsilon, release, delta)
 
     def __repr__(self) -> str:
         return (

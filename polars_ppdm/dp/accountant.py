@@ -9,6 +9,16 @@ refused with :class:`~polars_ppdm.exceptions.BudgetExceededError` and nothing le
   parts of the data (one per region, one per month, ...) cost the largest of them.  The
   disjointness is the caller's promise; the accountant cannot check it.
 
+  **The block belongs to the thread that opened it.**  Only spends made on that thread
+  while the block is open join it (and cost the block's maximum); a spend from any
+  other thread -- another user of a shared accountant, or a worker thread of Polars or
+  DuckDB evaluating a lazy release -- composes sequentially and is charged in full, as
+  if no block were open.  That is the conservative side: a release cannot slip into
+  someone else's block and be charged nothing.  (A DP release evaluated lazily inside a
+  block may thus be charged in full when its engine calls the accountant from one of its
+  own threads; collect it on the block's thread to share the block.)  Each thread may
+  hold one open block of its own; blocks do not nest within a thread.
+
 A release may also cost a ``delta`` (partition selection of :func:`polars_ppdm.dp_group_by`):
 the accountant composes (epsilon, delta) pairs by basic composition, both sums, and has a
 delta budget of its own (default 0: no release with a delta is accepted).
@@ -91,16 +101,28 @@ class BudgetAccountant:
         self.delta = check_real("delta", delta, "BudgetAccountant", low=0, high=1, open_high=True)
         self._entries: list[tuple[str, float, str]] = []  # (release, epsilon, composition)
         self._deltas: list[float] = []  # per entry
-        self._group: _Group | None = None
-        self._spent_before_group = 0.0
+        # The open parallel blocks, by the thread that opened each (threading.get_ident()).
+        self._groups: dict[int, _Group] = {}
+        self._spent_before_group = 0.0  # everything but the open blocks
         # Re-entrant: spend() holds it while calling check(), which reads spent.
         self._lock = threading.RLock()
 
     @property
+    def _group(self) -> _Group | None:
+        """The open parallel block of the calling thread (None: its spends are sequential)."""
+        return self._groups.get(threading.get_ident())
+
+    def _open_cost(self) -> tuple[float, float]:
+        """What the open blocks of every thread cost together (epsilon, delta): each its
+        largest release, the blocks of different threads summed (sequential)."""
+        groups = list(self._groups.values())
+        return math.fsum(g.cost for g in groups), math.fsum(g.delta_cost for g in groups)
+
+    @property
     def spent(self) -> float:
-        """Epsilon spent so far (an open parallel group counts its largest release)."""
+        """Epsilon spent so far (an open parallel block counts its largest release)."""
         with self._lock:
-            return self._spent_before_group + (self._group.cost if self._group else 0.0)
+            return self._spent_before_group + self._open_cost()[0]
 
     @property
     def remaining(self) -> float:
@@ -108,17 +130,16 @@ class BudgetAccountant:
 
     @property
     def spent_delta(self) -> float:
-        """Delta spent so far (basic composition: the sum; a parallel group its largest)."""
+        """Delta spent so far (basic composition: the sum; a parallel block its largest)."""
         with self._lock:
-            return math.fsum(self._deltas) + (self._group.delta_cost if self._group else 0.0)
+            return math.fsum(self._deltas) + self._open_cost()[1]
 
     @property
     def ledger(self) -> pl.DataFrame:
         """Every release: its label, its epsilon and how it composed."""
         with self._lock:
             rows = [(*entry, delta) for entry, delta in zip(self._entries, self._deltas, strict=True)]
-            if self._group is not None:
-                group = self._group
+            for group in self._groups.values():
                 rows += [
                     (name, eps, f"parallel: {group.label}", d)
                     for (name, eps), d in zip(group.releases, group.deltas, strict=True)
@@ -136,16 +157,18 @@ class BudgetAccountant:
 
     def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (and
-        ``delta``); ``why`` (how the release worked ``epsilon`` out) goes into the message."""
+        ``delta``) on the calling thread; ``why`` (how the release worked ``epsilon`` out)
+        goes into the message."""
         epsilon = check_epsilon(epsilon, release)
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         with self._lock:
-            group, spent = self._group, self.spent
-            after = self._spent_before_group + max(group.cost, epsilon) if group else spent + epsilon
-            delta_after = math.fsum(self._deltas) + (max(group.delta_cost, delta) if group else delta)
+            group, spent, spent_delta = self._group, self.spent, self.spent_delta
+            # Only the calling thread's own block absorbs the release (up to its largest).
+            after = spent + (max(group.cost, epsilon) - group.cost if group else epsilon)
+            delta_after = spent_delta + (max(group.delta_cost, delta) - group.delta_cost if group else delta)
         if delta_after > self.delta * (1 + _SLACK) + 0.0:
             msg = (
-                f"{release!r} needs delta {delta:g} but the accountant has {max(self.delta - self.spent_delta, 0.0):g} "
+                f"{release!r} needs delta {delta:g} but the accountant has {max(self.delta - spent_delta, 0.0):g} "
                 f"left of its delta budget {self.delta:g}"
                 + (" (make it with BudgetAccountant(epsilon, delta=...))" if self.delta == 0 else "")
                 + "; nothing was released."
@@ -158,31 +181,41 @@ class BudgetAccountant:
             )
             raise BudgetExceededError(msg)
 
+    def _record(self, epsilon: float, release: str, delta: float) -> None:
+        """Record a checked release: in the calling thread's open block, else sequential."""
+        group = self._group
+        if group is not None:
+            group.releases.append((release, float(epsilon)))
+            group.deltas.append(float(delta))
+        else:
+            self._entries.append((release, float(epsilon), "sequential"))
+            self._deltas.append(float(delta))
+            self._spent_before_group += float(epsilon)
+
     def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Record ``epsilon`` (and ``delta``) for ``release``, or refuse it (see :meth:`check`)."""
+        """Record ``epsilon`` (and ``delta``) for ``release``, or refuse it (see :meth:`check`).
+
+        Inside a ``parallel`` block opened by the calling thread the release joins the
+        block; from any other thread it is sequential (charged in full)."""
         with self._lock:  # check and record as one step: threads never overspend
             self.check(epsilon, release, why=why, delta=delta)
-            if self._group is not None:
-                self._group.releases.append((release, float(epsilon)))
-                self._group.deltas.append(float(delta))
-            else:
-                self._entries.append((release, float(epsilon), "sequential"))
-                self._deltas.append(float(delta))
-                self._spent_before_group += float(epsilon)
+            self._record(epsilon, release, delta)
 
     @contextlib.contextmanager
     def parallel(self, label: str) -> Iterator[BudgetAccountant]:
-        """Releases inside the block touch disjoint data: together they cost their maximum."""
+        """Releases made by this thread inside the block touch disjoint data: together
+        they cost their maximum.  Releases of other threads meanwhile are sequential."""
+        owner = threading.get_ident()
         with self._lock:
-            if self._group is not None:
+            if owner in self._groups:
                 msg = "BudgetAccountant.parallel blocks do not nest; close the open one first."
                 raise InvalidParameterError(msg)
-            self._group = group = _Group(label)
+            self._groups[owner] = group = _Group(label)
         try:
             yield self
         finally:
             with self._lock:
-                self._group = None
+                del self._groups[owner]
                 self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
                 # The group's delta is its largest; recorded on its first entry.
                 self._deltas += [group.delta_cost if i == 0 else 0.0 for i in range(len(group.releases))]
