@@ -15,24 +15,30 @@ from polars_ppdm._validation import check_int, is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import contribution_words
+from polars_ppdm.secret import SecretLike, require_strong_secret, resolve_secret
 
 __all__ = [
     "DATA_BOUNDS",
     "NOTHING_RELEASED",
+    "NOT_CHARGED",
     "bound_contributions",
     "bounds_data",
     "charge",
+    "check_accountant",
     "check_bounds",
     "check_max_contributions",
     "check_points",
     "check_public_n",
     "check_unit_key",
     "private_points",
+    "release_secret",
     "unit_words",
 ]
 
 # Said by every error raised after charge(): the budget stays spent.
 NOTHING_RELEASED = "nothing was released; an accountant keeps the epsilon charged"
+# Said by every refusal of bad data: it happens before any charge.
+NOT_CHARGED = "nothing was released or charged"
 _WORD = "__ppdm_unit_word"
 
 
@@ -132,6 +138,20 @@ def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.Lazy
     return data()
 
 
+def release_secret(secret: SecretLike, func: str) -> bytes:
+    """The AES key behind a DP release: ``secret`` resolved (None: fresh OS entropy),
+    refused if guessable (an int, one repeated byte or short pattern), unless made by
+    :meth:`~polars_ppdm.secret.Secret.for_tests`."""
+    return require_strong_secret(resolve_secret(secret), func).key
+
+
+def check_accountant(accountant: Any, func: str) -> None:
+    """``accountant=``: a BudgetAccountant or None (checked when the release is set up)."""
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
+        msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
+        raise InvalidParameterError(msg)
+
+
 def charge(
     accountant: BudgetAccountant | None,
     epsilon: float,
@@ -141,16 +161,15 @@ def charge(
     why: str = "",
     delta: float = 0.0,
 ) -> None:
-    """Spend ``epsilon`` on the accountant (if any) before anything is computed.
+    """Spend ``epsilon`` on the accountant (if any), once per computed release.
 
-    Before the data is read, so an over-budget request never touches it; a release that
-    then fails on bad data (nulls, NaN) keeps its epsilon spent: the conservative side.
+    Called after the data is read and checked (a refusal of bad data costs nothing and
+    says nothing computed from the data) and before any noise is drawn: an over-budget
+    release is refused with nothing released.
     """
     if accountant is None:
         return
-    if not isinstance(accountant, BudgetAccountant):
-        msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
-        raise InvalidParameterError(msg)
+    check_accountant(accountant, func)
     accountant.spend(epsilon, release, why=why, delta=delta)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from polars_ppdm._validation import is_real
 from polars_ppdm.dp.accountant import check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import grid_of, to_grid
 
 __all__ = ["DPAggregate", "count", "mean", "sum"]
 
@@ -48,6 +49,39 @@ class DPAggregate:
         assert self.bounds is not None
         low, high = self.bounds
         return max(abs(low), abs(high)) if self.kind == "sum" else (high - low) / 2
+
+    def grid(self, func: str) -> float:
+        """The power-of-two grid this aggregate's values are summed and released on
+        (:func:`polars_ppdm.kernels.dp_noise.grid_of` of :meth:`row_bound`); 1 for a count."""
+        if self.kind == "count":
+            return 1.0
+        return grid_of(self.row_bound(), func, what=f"bounds of dp.{self.kind}({self.column!r})")
+
+    def shift_units(self, func: str) -> int:
+        """What a row's grid value is shifted by: 0 for a sum, the bounds' midpoint rounded
+        to the grid for a mean (so the shift is exact: an integer number of grid units)."""
+        if self.kind != "mean":
+            return 0
+        assert self.bounds is not None
+        low, high = self.bounds
+        return int(to_grid(low / 2 + high / 2, self.grid(func)))
+
+    def units_bound(self, func: str) -> int:
+        """The most one row moves the noisy quantity, in grid units, exactly: the largest
+        ``|round(bound / grid) - shift|`` over the two bounds (rounding widens the
+        sensitivity by at most half a unit per bound, and this counts it)."""
+        if self.kind == "count":
+            return 1
+        assert self.bounds is not None
+        grid, shift = self.grid(func), self.shift_units(func)
+        ends = [int(to_grid(b, grid)) - shift for b in self.bounds]
+        if max(abs(int(to_grid(b, grid))) for b in self.bounds) >= 2**53:
+            msg = (
+                f"{func}: the bounds {self.bounds} of dp.{self.kind}({self.column!r}) lie too far from zero for "
+                "their width (more than 2^53 grid steps); shift the values towards zero first."
+            )
+            raise InvalidParameterError(msg)
+        return max(1, *(abs(e) for e in ends))
 
 
 def _bounds(kind: str, column: str, bounds: Any) -> tuple[float, float]:
@@ -130,9 +164,13 @@ def sum(
     name: str | None = None,
     epsilon: float | None = None,
 ) -> DPAggregate:
-    """The noisy total of ``column`` per group, each value clamped to ``bounds`` (Float64;
-    Laplace noise of scale ``max_groups_contributed x max_rows_per_group x max(|low|,
-    |high|) / epsilon``).
+    """The noisy total of ``column`` per group, each value clamped to ``bounds`` (Float64).
+
+    The values are rounded to a power-of-two grid (about ``max(|low|, |high|) x 2^-24``)
+    and summed as integers; the noise is two-sided geometric in grid units, of scale
+    ``max_groups_contributed x max_rows_per_group x max(|low|, |high|) / epsilon`` (the
+    bound widened by the rounding), so the released figure is a whole number of grid
+    steps whatever the data: its low-order bits reveal nothing (Mironov 2012).
 
     Examples
     --------

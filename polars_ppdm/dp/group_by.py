@@ -12,10 +12,14 @@ The query, as one lazy Polars plan plus the keyed noise:
 3. **Groups released.** Public groups (a frame): exactly those, empty ones too. Otherwise
    partition selection: a group is released when its noisy number of privacy units
    reaches a threshold set by ``delta`` (see :func:`selection_threshold`).
-4. **Noise** keyed by (aggregate, group): two-sided geometric for counts, Laplace for
-   sums, scaled by ``max_groups_contributed x max_rows_per_group x`` the most one row
-   moves the aggregate, over its share of epsilon.  The same secret over the same data
-   gives the same numbers on every engine and every retry.
+4. **Noise**, exact two-sided geometric, keyed by (release, aggregate, group): counts in
+   units of one row, sums and means in units of their power-of-two grid (values are
+   rounded to it and summed as integers), scaled by ``max_groups_contributed x
+   max_rows_per_group x`` the most one row moves the aggregate in those units, over its
+   share of epsilon.  The release's key is derived from the secret and a digest of the
+   per-group statistics it adds noise to (:mod:`polars_ppdm.kernels.release_key`): the
+   same secret over the same data gives the same numbers on every engine and every retry,
+   and over any other data (a row added, a value changed) independent noise.
 
 Sensitivity: one unit changes at most ``max_groups_contributed`` groups, each by at
 most ``max_rows_per_group`` rows; that is the L1 sensitivity of the counts, and times the
@@ -46,14 +50,22 @@ import polars as pl
 
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_int, check_real
-from polars_ppdm.dp._common import NOTHING_RELEASED, charge, check_unit_key, unit_words
+from polars_ppdm.dp._common import (
+    NOT_CHARGED,
+    charge,
+    check_accountant,
+    check_unit_key,
+    release_secret,
+    unit_words,
+)
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
-from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd, laplace_interval, laplace_sd
+from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
 from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace, laplace
+from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import first_words, stream_id
-from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.secret import SecretLike
 
 __all__ = [
     "GROUP_STREAM",
@@ -189,11 +201,12 @@ class GroupByRequest:
         return self.max_groups * self.max_rows
 
     def scale(self, aggregate: DPAggregate) -> float:
-        """The noise scale of ``aggregate``'s noisy quantity (a mean's: its normalised sum)."""
+        """The noise scale of ``aggregate``'s noisy quantity (a mean's: its normalised
+        sum), in its grid units (rows for a count)."""
         epsilon = self.epsilons[aggregate.name]
         if aggregate.kind == "mean" and self._mean_has_own_count():
             epsilon /= 2  # half for its count, half for its sum
-        return self.contributions * aggregate.row_bound() / epsilon
+        return self.contributions * aggregate.units_bound(_FUNC) / epsilon
 
     def count_scale(self, aggregate: DPAggregate) -> float:
         """The noise scale of the count a mean divides by: the released count's when the
@@ -217,10 +230,14 @@ class GroupByRequest:
                 seen[a.column] = None
         return list(seen)
 
+    @property
+    def label(self) -> str:
+        """The release's name: in the accountant, and in its noise key (every engine)."""
+        return f"{_FUNC}({', '.join(self.by)})"
+
     def charge(self, accountant: BudgetAccountant | None) -> None:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
-        release = f"{_FUNC}({', '.join(self.by)})"
-        charge(accountant, self.epsilon, release, _FUNC, why=why, delta=self.delta or 0.0)
+        charge(accountant, self.epsilon, self.label, _FUNC, why=why, delta=self.delta or 0.0)
 
 
 def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection: bool) -> dict[str, float]:
@@ -341,11 +358,11 @@ def check_group_by(
     request = GroupByRequest(
         by, aggregates, epsilons, unit, int(max_groups), int(max_rows), groups, delta, epsilon
     )
-    # Integer (geometric) noise: the counts', and a mean's own count when it has one.
+    # Integer (geometric) noise for every figure: counts in rows, sums and means in grid
+    # units (a mean's own count too).
     for a in aggregates:
-        if a.kind == "count":
-            check_integer_scale(request.scale(a), _FUNC)
-        elif a.kind == "mean":
+        check_integer_scale(request.scale(a), _FUNC)
+        if a.kind == "mean":
             check_integer_scale(request.count_scale(a), _FUNC)
     return request
 
@@ -398,20 +415,11 @@ def _check_public_groups(public_groups: Any, by: list[str], schema: pl.Schema) -
 # ---- the query -----------------------------------------------------------------------------
 
 
-#: Values are summed as integers on a grid of 2^-32 of the aggregate's row bound: exact
-#: and the same in any order (float sums are not), so every engine, batch size and
-#: thread count gives the same bits; 2^31 rows of the largest value still fit in int64.
-GRID_BITS = 32
-
-
-def grid(aggregate: DPAggregate) -> float:
-    """The width of the grid ``aggregate``'s values are summed on."""
-    return aggregate.row_bound() / 2**GRID_BITS
-
-
 def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
-    """Per sum and mean: the value clamped to the bounds (a mean's minus the bounds'
-    midpoint), in grid units (Int64); a null or NaN value is counted in _BAD instead."""
+    """Per sum and mean: the value clamped to the bounds, rounded to the aggregate's
+    power-of-two grid and, for a mean, minus the midpoint's grid value (Int64 grid units:
+    integer sums are exact and the same in any order, so every engine, batch size and
+    thread count gives the same bits); a null or NaN value is counted in _BAD instead."""
     exprs: list[pl.Expr] = []
     for a in request.aggregates:
         if a.kind == "count":
@@ -419,10 +427,11 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
         assert a.column is not None and a.bounds is not None
         low, high = a.bounds
         clamped = pl.col(a.column).cast(pl.Float64).clip(low, high)
-        value = clamped if a.kind == "sum" else clamped - (low + high) / 2
-        # floor(x + 0.5), not round(): the same bits in every engine and Polars version.
-        units = (value / grid(a) + 0.5).floor().fill_nan(0).cast(pl.Int64)
-        exprs.append(units.alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name)))
+        # floor(x / grid + 0.5), not round(): the same bits in every engine and Polars version.
+        units = (clamped / a.grid(_FUNC) + 0.5).floor() - a.shift_units(_FUNC)
+        exprs.append(
+            units.fill_nan(0).cast(pl.Int64).alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name))
+        )
     return exprs
 
 
@@ -497,54 +506,93 @@ def _words(unit: str, columns: list[str], secret: bytes, alias: str, *, groups: 
     return pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True).alias(alias)
 
 
-def _release(
-    groups: pl.DataFrame, request: GroupByRequest, secret: bytes, intervals: bool, non_negative: bool
-) -> pl.DataFrame:
-    """The released groups with their noisy aggregates (small: one row per group)."""
-    bad = int(groups[_BAD].sum() or 0)
-    if bad:
+#: Grid sums are int64: a group may hold at most this many rows of the largest grid value.
+_MAX_SUM_UNITS = 2**62
+
+
+def _refuse_bad_data(groups: pl.DataFrame, request: GroupByRequest) -> None:
+    """The data-dependent refusals, before any charge; their messages say nothing
+    computed from the data (no count, no value)."""
+    if groups[_BAD].sum():
         msg = (
-            f"{_FUNC}: the columns {request.value_columns} hold {bad} null, NaN or infinite value(s) in the rows "
-            f"kept; drop or fill them first ({NOTHING_RELEASED})."
+            f"{_FUNC}: the columns {request.value_columns} hold null, NaN or infinite values in the rows kept; "
+            f"drop or fill them first ({NOT_CHARGED})."
         )
         raise InvalidParameterError(msg)
+    bound = max((a.units_bound(_FUNC) for a in request.aggregates if a.kind != "count"), default=0)
+    if bound and groups.height and int(groups[_ROWS].max()) * bound >= _MAX_SUM_UNITS:  # type: ignore[operator]
+        msg = (
+            f"{_FUNC}: a group holds more rows than its integer grid sums can add up exactly "
+            f"(2^62 grid units); lower max_rows_per_group or split the release ({NOT_CHARGED})."
+        )
+        raise InvalidParameterError(msg)
+
+
+def statistics_digest(groups: pl.DataFrame, words: np.ndarray, request: GroupByRequest, secret: bytes) -> int:
+    """The digest the release's noise is keyed by: of every candidate group's word, rows,
+    privacy units and grid sums, in the aggregates' order (the same table in every
+    engine; :func:`polars_ppdm.kernels.release_key.table_digest`)."""
+    columns = [words, groups[_ROWS].cast(pl.Int64).to_numpy(), groups[_UNITS].cast(pl.Int64).to_numpy()]
+    for a in request.aggregates:
+        if a.kind != "count":
+            name = _sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name)
+            columns.append(groups[name].cast(pl.Int64).to_numpy())
+    return table_digest(secret, columns)
+
+
+def _release(
+    groups: pl.DataFrame,
+    request: GroupByRequest,
+    secret: bytes,
+    intervals: bool,
+    non_negative: bool,
+    accountant: BudgetAccountant | None = None,
+) -> pl.DataFrame:
+    """The released groups with their noisy aggregates (small: one row per group).
+
+    Runs when the query is evaluated: refuses bad data, then charges the accountant
+    (every evaluation of a lazy release is a release), then draws the noise under the key
+    of this release's statistics."""
+    _refuse_bad_data(groups, request)
+    request.charge(accountant)
     by = request.by
     words = group_words(secret, groups.select(by))
+    key = release_key(secret, request.label, statistics_digest(groups, words, request, secret))
     prefix = f"{_FUNC}/{chr(31).join(by)}/"
     if request.public_groups is None:
         assert request.delta is not None
         scale = request.max_groups / request.epsilons["__select"]
-        noise = discrete_laplace(secret, stream_id(prefix + "select"), words, scale)
+        noise = discrete_laplace(key, stream_id(prefix + "select"), words, scale)
         keep = groups[_UNITS].to_numpy() + noise >= selection_threshold(
             request.epsilons["__select"], request.delta, request.max_groups
         )
         groups, words = groups.filter(pl.Series(keep)), words[keep]
     out: dict[str, pl.Series] = {c: groups[c] for c in by}
-    rows = groups[_ROWS].cast(pl.Float64).to_numpy()
+    rows = groups[_ROWS].cast(pl.Int64).to_numpy()
     counts: dict[str, np.ndarray] = {}
     for a in request.aggregates:
         stream = stream_id(prefix + a.label)
         sd: float | np.ndarray
         if a.kind == "count":
             scale = request.scale(a)
-            value = rows + discrete_laplace(secret, stream, words, scale)
-            counts[a.name] = value
+            value = rows + discrete_laplace(key, stream, words, scale)
+            counts[a.name] = value.astype(np.float64)
             shown = np.maximum(value, 0) if non_negative else value
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
             sd, half = geometric_sd(scale), float(geometric_interval(scale))
             low, high = value - half, value + half
         elif a.kind == "sum":
-            scale = request.scale(a)
-            total = groups[_sum_column(a.name)].cast(pl.Float64).to_numpy() * grid(a)
-            value = total + laplace(secret, stream, words, scale)
+            scale, grid = request.scale(a), a.grid(_FUNC)
+            units = groups[_sum_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(key, stream, words, scale)
+            value = units.astype(np.float64) * grid  # an integer number of grid steps
             assert a.bounds is not None
             if non_negative and a.bounds[0] >= 0:
                 value = np.maximum(value, 0.0)
             out[a.name] = pl.Series(a.name, value)
-            sd, half = laplace_sd(scale), laplace_interval(scale)
+            sd, half = geometric_sd(scale) * grid, float(geometric_interval(scale)) * grid
             low, high = value - half, value + half
         else:
-            value, sd_values = _mean(a, groups, rows, words, request, secret, stream, counts)
+            value, sd_values = _mean(a, groups, rows, words, request, key, stream, counts)
             out[a.name] = pl.Series(a.name, value)
             assert a.bounds is not None
             low = np.clip(value - _Z95 * sd_values, *a.bounds)
@@ -565,30 +613,33 @@ def _mean(
     rows: np.ndarray,
     words: np.ndarray,
     request: GroupByRequest,
-    secret: bytes,
+    key: bytes,
     stream: int,
     counts: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """midpoint + noisy normalised sum / noisy count, clamped to the bounds; and its
-    standard deviation by the delta method (the noise's, from the noisy figures)."""
+    """midpoint + noisy normalised sum / noisy count, clamped to the bounds (all on the
+    grid until the division, post-processing); and its standard deviation by the delta
+    method (the noise's, from the noisy figures)."""
     assert a.bounds is not None
     low, high = a.bounds
-    mid = (low + high) / 2
+    grid = a.grid(_FUNC)
+    mid = a.shift_units(_FUNC) * grid
     sum_scale = request.scale(a)
-    total = groups[_shifted_column(a.name)].cast(pl.Float64).to_numpy() * grid(a)
-    shifted = total + laplace(secret, stream, words, sum_scale)
+    units = groups[_shifted_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(key, stream, words, sum_scale)
+    shifted = units.astype(np.float64) * grid
     shared = request.shared_count()
     count_scale = request.count_scale(a)
     if shared is not None:
         count = counts[shared.name]
     else:
-        count = rows + discrete_laplace(
-            secret, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale
-        )
+        count = (
+            rows
+            + discrete_laplace(key, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale)
+        ).astype(np.float64)
     denominator = np.maximum(count, 1.0)
     value = np.clip(mid + shifted / denominator, low, high)
     variance = (
-        laplace_sd(sum_scale) ** 2 + (shifted / denominator) ** 2 * geometric_sd(count_scale) ** 2
+        (geometric_sd(sum_scale) * grid) ** 2 + (shifted / denominator) ** 2 * geometric_sd(count_scale) ** 2
     ) / denominator**2
     return value, np.sqrt(variance)
 
@@ -642,11 +693,17 @@ def dp_group_by(
         The groups to release, with exactly the ``by`` columns.
     delta : float, optional
         For partition selection (without public groups), in (0, 1); refused with them.
-    secret : Secret, bytes, hex str, 'env:NAME', int or None
-        The secret of the noise, the rows kept and the groups selected.  Keep one secret
-        per release you publish: the same secret over the same groups draws the same noise.
+    secret : Secret, bytes, hex str, 'env:NAME' or None
+        The secret of the noise, the rows kept and the groups selected (None: a fresh one
+        from the OS).  The noise is keyed by the secret and a digest of the statistics
+        released: the same secret over the same data reproduces the release bit for bit
+        (on every engine), and over any other data (a row added, a value changed) draws
+        independent noise.  Guessable secrets (an int, all-zero bytes) are refused: use
+        ``ppdm.Secret.for_tests(seed)`` in tests.
     accountant : BudgetAccountant, optional
-        Charged ``epsilon`` before anything is computed.
+        Charged ``epsilon`` each time the release is computed (a LazyFrame: at every
+        collect), after the data is read and checked, before any noise is drawn; bad data
+        (nulls, NaN) is refused without a charge.
     intervals : bool
         Add per aggregate ``<name>_sd`` (the noise's standard deviation), ``<name>_ci_low``
         and ``<name>_ci_high`` (a 95% interval of the figure: exact for counts and sums,
@@ -673,7 +730,7 @@ def dp_group_by(
     ...                        "spend": [10.0, 20.0, 5.0, 40.0, 8.0, 12.0] * 500})
     >>> out = ppdm.dp_group_by(visits, "region", [dp.count(), dp.mean("spend", bounds=(0, 50))],
     ...                        epsilon=1.0, privacy_unit="person", max_groups_contributed=2, max_rows_per_group=10,
-    ...                        public_groups=pl.DataFrame({"region": ["n", "s", "w"]}), secret="00" * 16)
+    ...                        public_groups=pl.DataFrame({"region": ["n", "s", "w"]}), secret=ppdm.Secret.for_tests(7))
     >>> out.columns, out["region"].to_list()
     (['region', 'count', 'spend_mean'], ['n', 's', 'w'])
     """
@@ -691,8 +748,8 @@ def dp_group_by(
     )
     intervals = _check_flag("intervals", intervals)
     non_negative = _check_flag("non_negative", non_negative)
-    request.charge(accountant)
-    key = resolve_secret(secret).key
+    check_accountant(accountant, _FUNC)
+    key = release_secret(secret, _FUNC)
     grouped = _bounded_groups(as_lazy(frame), request, key)
     if request.public_groups is not None:
         grouped = (
@@ -702,7 +759,7 @@ def dp_group_by(
         )
     schema_out = _output_schema(request, schema, intervals)
     query = grouped.map_batches(
-        lambda g: _release(g, request, key, intervals, non_negative), schema=schema_out
+        lambda g: _release(g, request, key, intervals, non_negative, accountant), schema=schema_out
     )
     return like(frame, query, engine="streaming")
 

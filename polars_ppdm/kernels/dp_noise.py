@@ -23,6 +23,9 @@ STOC 2009 (the geometric mechanism).  Zhang, Cheng, DPQT k-means (paper 004).
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
@@ -36,7 +39,8 @@ __all__ = [
     "contribution_words",
     "discrete_laplace",
     "discrete_laplace_variance",
-    "laplace",
+    "grid_of",
+    "to_grid",
     "uniform_pairs",
 ]
 
@@ -73,10 +77,101 @@ def check_integer_scale(scale: float, func: str) -> None:
         raise InvalidParameterError(msg)
 
 
-def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
-    """Two-sided geometric noise (int64) with ``alpha = exp(-1 / scale)``.
+#: Significant bits of the sampler's scale: a float scale is rounded UP to
+#: ``m * 2^e`` with ``m < 2^SCALE_BITS`` (at most 2^-31 more noise; never less).
+SCALE_BITS = 32
 
-    ``scale = sensitivity / epsilon`` gives epsilon-DP for integer-valued queries.
+
+def sampler_scale(scale: float) -> tuple[int, int]:
+    """The scale the exact sampler uses, as ``(t, shift)`` with ``t / 2^shift >= scale``.
+
+    ``t < 2^58`` is an integer of at most :data:`SCALE_BITS` significant bits; the
+    distribution drawn is exactly the discrete Laplace of scale ``t / 2^shift`` (the
+    given scale rounded up by at most 2^-31 relative, which only adds privacy).
+
+    Examples
+    --------
+    >>> sampler_scale(1.0), sampler_scale(0.75)
+    ((2147483648, 31), (3221225472, 32))
+    """
+    mantissa, exponent = math.frexp(scale)  # scale = mantissa * 2^exponent, mantissa in [0.5, 1)
+    m = math.ceil(mantissa * 2**SCALE_BITS)
+    power = exponent - SCALE_BITS
+    if power >= 0:
+        return m << power, 0
+    return m, -power
+
+
+@functools.lru_cache(maxsize=65536)
+def _draw_stream(stream: int, t: int, shift: int, path: str) -> int:
+    """The PRF stream of one step of the sampler: a function of the noise's stream, its
+    scale and the step's path, so two scales (two epsilons) never share a draw."""
+    text = f"{stream:016x}/{t:x}/{shift}/{path}"
+    return stream_id("dp/discrete_laplace/" + text)
+
+
+class _Draws:
+    """The 64-bit words of one sampler call: word 0 of AES(secret, step stream || key)
+    for the keys still pending at that step.  Every step has its own path, so every
+    random word of a key is a distinct AES block."""
+
+    def __init__(self, secret: bytes, stream: int, t: int, shift: int) -> None:
+        self.secret, self.stream, self.t, self.shift = secret, stream, t, shift
+
+    def words(self, path: str, keys: np.ndarray) -> np.ndarray:
+        return first_words(self.secret, _draw_stream(self.stream, self.t, self.shift, path), keys)
+
+    def below(self, path: str, keys: np.ndarray, bound: np.ndarray) -> np.ndarray:
+        """Exact uniform integers in [0, bound) (uint64 bound >= 1, per key), by
+        rejection: a word at or above the largest multiple of bound below 2^64 is
+        redrawn (from the path's next retry)."""
+        out = np.empty(len(keys), dtype=np.uint64)
+        pending = np.arange(len(keys))
+        bound = np.broadcast_to(np.asarray(bound, dtype=np.uint64), (len(keys),))
+        retry = 0
+        while pending.size:
+            b = bound[pending]
+            w = self.words(f"{path}/r{retry}", keys[pending])
+            excess = (np.uint64(0) - b) % b  # 2^64 mod b
+            ok = w <= ~excess
+            out[pending[ok]] = w[ok] % b[ok]
+            pending = pending[~ok]
+            retry += 1
+        return out
+
+    def bernoulli_exp(self, path: str, keys: np.ndarray, numerator: np.ndarray, denominator: int) -> np.ndarray:
+        """Exact Bernoulli(exp(-numerator / denominator)) for 0 <= numerator <= denominator
+        (Canonne, Kamath, Steinke 2020, Algorithm 1): K = 1, 2, ... while
+        Bernoulli(gamma / K) succeeds; the result is whether K is odd."""
+        numerator = np.asarray(numerator, dtype=np.uint64)
+        k = np.ones(len(keys), dtype=np.int64)
+        alive = np.arange(len(keys))
+        step = 1
+        while alive.size:
+            if denominator * step >= 2**64:  # probability below 1/63! for t < 2^58
+                msg = "discrete_laplace: the exact sampler ran out of 64-bit range (probability < 1e-80)."
+                raise RuntimeError(msg)
+            u = self.below(f"{path}/k{step}", keys[alive], np.uint64(denominator * step))
+            success = u < numerator[alive]
+            k[alive[success]] += 1
+            alive = alive[success]
+            step += 1
+        return (k & 1) == 1
+
+
+def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
+    """Two-sided geometric noise (int64), ``P(x) proportional to exp(-|x| / scale)``,
+    sampled exactly.
+
+    ``scale = sensitivity / epsilon`` gives epsilon-DP for integer-valued queries (and,
+    on a grid, for real ones: :func:`grid_of`).  The sampler is Canonne, Kamath and
+    Steinke's (2020, Algorithm 2) for the scale ``t / 2^shift`` of :func:`sampler_scale`
+    (the given scale rounded up): rejection sampling from exact uniform integers and
+    exact Bernoulli(exp(-gamma)) draws, no floating point at all, so every integer has
+    exactly its probability -- no truncated tail, no gaps (Mironov 2012) -- and the
+    draws are the same bits on every machine and engine.  Each random word is word 0 of
+    AES(secret, step stream || key), the step stream a function of ``stream``, the scale
+    and the step, so noise of two scales over one key is independent.
 
     Examples
     --------
@@ -84,12 +179,87 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     >>> noise = discrete_laplace(bytes(16), stream_id("demo"), np.arange(200_000), 2.0)
     >>> noise.dtype.name, round(float(noise.var()) / discrete_laplace_variance(2.0), 1)
     ('int64', 1.0)
+
+    References
+    ----------
+    Canonne, Kamath, Steinke, "The discrete Gaussian for differential privacy",
+    NeurIPS 2020.  Ghosh, Roughgarden, Sundararajan, STOC 2009.
     """
     check_integer_scale(scale, "discrete_laplace")
-    u1, u2 = uniform_pairs(secret, stream, np.asarray(keys))
-    g1 = np.floor(scale * minus_log(u1, out=u1))
-    g2 = np.floor(scale * minus_log(u2, out=u2))
-    return (g1 - g2).astype(np.int64)
+    keys = np.asarray(keys)
+    keys = keys.view(np.uint64) if keys.dtype == np.int64 else keys.astype(np.uint64, copy=False)
+    t, shift = sampler_scale(scale)
+    draws = _Draws(secret, stream, t, shift)
+    out = np.zeros(len(keys), dtype=np.int64)
+    pending = np.arange(len(keys))
+    attempt = 0
+    while pending.size:
+        k = keys[pending]
+        a = f"a{attempt}"
+        u = draws.below(f"{a}/U", k, np.uint64(t))
+        accepted = draws.bernoulli_exp(f"{a}/D", k, u, t)
+        # V ~ Geometric(1 - e^-1): count successes of Bernoulli(e^-1).
+        v = np.zeros(len(k), dtype=np.uint64)
+        alive = np.flatnonzero(accepted)
+        step = 0
+        while alive.size:
+            more = draws.bernoulli_exp(f"{a}/V{step}", k[alive], np.full(alive.size, t, dtype=np.uint64), t)
+            v[alive[more]] += np.uint64(1)
+            alive = alive[more]
+            step += 1
+        if t * (int(v.max(initial=0)) + 1) >= 2**64:  # probability below e^-64
+            msg = "discrete_laplace: the exact sampler ran out of 64-bit range (probability < 1e-27)."
+            raise RuntimeError(msg)
+        x = u + np.uint64(t) * v
+        y = (x >> np.uint64(shift)) if shift < 64 else np.zeros_like(x)
+        negative = (draws.words(f"{a}/B", k) >> np.uint64(63)) == 1
+        done = accepted & ~(negative & (y == 0))
+        signed = y.astype(np.int64)
+        out[pending[done]] = np.where(negative[done], -signed[done], signed[done])
+        pending = pending[~done]
+        attempt += 1
+    return out
+
+
+#: Real values are released on a grid of 2^-GRID_BITS of their row bound, rounded down to a
+#: power of two: the rounded values are integers of at most GRID_BITS + 1 bits.
+GRID_BITS = 24
+
+
+def grid_of(row_bound: float, func: str, what: str = "bounds") -> float:
+    """The power-of-two grid a real value with this row bound is released on.
+
+    ``2^(e - GRID_BITS)`` for ``row_bound = m * 2^e`` (``m`` in [0.5, 1)): between
+    ``row_bound * 2^-25`` and ``row_bound * 2^-24``.  Values are rounded to it and get
+    integer noise in its units (:func:`discrete_laplace`), as OpenDP's
+    ``sample_discrete_laplace_Z2k`` and Google's granularity do: a released figure is
+    then an integer times a power of two, whatever the data, so its low-order bits say
+    nothing (a float Laplace release does: Mironov 2012).  A grid below the smallest
+    normal double (bounds below ~1e-300) is refused.
+
+    Examples
+    --------
+    >>> grid_of(100.0, "demo") == 2.0**-18, grid_of(1.0, "demo") == 2.0**-23
+    (True, True)
+    """
+    if not (0 < row_bound < math.inf):
+        msg = f"{func}: the {what} give a row bound of {row_bound!r}; it must be finite and > 0."
+        raise InvalidParameterError(msg)
+    _, exponent = math.frexp(row_bound)
+    grid = math.ldexp(1.0, exponent - GRID_BITS)
+    if grid < 2.0**-1022:
+        msg = (
+            f"{func}: the {what} are too close to zero (row bound {row_bound:.3g}): their release grid "
+            f"{grid:.3g} would be a subnormal double. Rescale the values (e.g. to other units) first."
+        )
+        raise InvalidParameterError(msg)
+    return grid
+
+
+def to_grid(values: np.ndarray | float, grid: float) -> np.ndarray:
+    """``floor(x / grid + 0.5)``: the nearest grid point (halves up), in grid units,
+    as float64 (exact below 2^53).  The same IEEE operations in every engine."""
+    return np.floor(np.asarray(values, dtype=np.float64) / grid + 0.5)
 
 
 def discrete_laplace_variance(scale: float) -> float:

@@ -1,0 +1,100 @@
+"""The key of one differentially private release: fresh noise whenever the data differ.
+
+A release's noise is drawn under a key of its own, derived from the secret and a digest of
+exactly the statistics the release adds noise to (its per-group counts and grid sums, its
+bins' counts, its points), computed by the same pass that read them::
+
+    digest = sum over rows r of word(r)  (mod 2^64)
+    word(r) = chain of AES(secret, stream_id("dp/digest/" + str(j)) || (w XOR b_j)) over r's
+              values b_j (64-bit patterns), from w = 0
+    key = HMAC-SHA256(secret, "polars_ppdm/release/" || label || digest, little-endian)
+          truncated to the secret's length
+
+The sum is a multiset hash: it does not depend on row order, batches or partitions, so
+every engine computes the same key; and it is keyed, so no one without the secret can find
+two different tables with the same digest (each word is an AES output they cannot compute).
+
+What this buys (DESIGN.md, "Randomness"):
+
+* two releases over different data -- one row added, one value changed, the same table a
+  night later -- draw independent noise: their difference is not the exact change;
+* the identical release over the identical data reproduces its bits (a re-run publishes
+  nothing new, and a ledger may let it cost nothing);
+* the statistic is what the noise is added to, so the digest cannot differ from the data
+  released (there is no second read to race with).
+
+What it reveals: only whether the statistics of two releases are identical, which two
+identical outputs would show anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+
+import numpy as np
+
+from polars_ppdm.kernels.prf import first_words, stream_id
+
+__all__ = ["DIGEST_STREAM", "release_key", "table_digest", "value_bits"]
+
+DIGEST_STREAM = "dp/digest"
+
+
+def value_bits(values: np.ndarray) -> np.ndarray:
+    """The 64-bit pattern of each value: integers as two's complement, floats as their
+    IEEE-754 float64 bits (``-0.0`` as ``0.0``), Booleans as 0/1."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        as_double = np.ascontiguousarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0
+        return as_double.view(np.uint64)
+    if values.dtype.kind == "b":
+        return values.astype(np.uint64)
+    if values.dtype.kind == "u":
+        return values.astype(np.uint64, copy=False)
+    return np.ascontiguousarray(values, dtype=np.int64).view(np.uint64)
+
+
+def row_words(secret: bytes, columns: Sequence[np.ndarray]) -> np.ndarray:
+    """The keyed word of every row of ``columns`` (64-bit patterns, :func:`value_bits`)."""
+    n = len(columns[0]) if columns else 0
+    word = np.zeros(n, dtype=np.uint64)
+    for j, column in enumerate(columns):
+        word = first_words(secret, stream_id(f"{DIGEST_STREAM}/{j}"), word ^ value_bits(column))
+    return word
+
+
+def table_digest(secret: bytes, columns: Sequence[np.ndarray]) -> int:
+    """The order-free keyed digest of a table given as columns of equal length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = table_digest(bytes(range(16)), [np.array([1, 2, 3]), np.array([0.5, 1.5, 2.5])])
+    >>> b = table_digest(bytes(range(16)), [np.array([3, 1, 2]), np.array([2.5, 0.5, 1.5])])
+    >>> a == b, a == table_digest(bytes(range(16)), [np.array([1, 2, 4]), np.array([0.5, 1.5, 2.5])])
+    (True, False)
+    """
+    if not columns:
+        msg = "table_digest needs at least one column."
+        raise ValueError(msg)
+    words = row_words(secret, columns)
+    # One more word for the row count: a table and the same table with a row of all-zero
+    # words (probability 2^-64, but cheap to rule out) differ.
+    count = first_words(secret, stream_id(f"{DIGEST_STREAM}/rows"), np.array([len(words)], dtype=np.uint64))
+    return (int(np.sum(words, dtype=np.uint64)) + int(count[0])) % 2**64
+
+
+def release_key(secret: bytes, label: str, digest: int) -> bytes:
+    """The AES key of one release's noise: HMAC-SHA256 of the label and the digest under
+    the secret, as long as the secret (16 or 32 bytes).
+
+    Examples
+    --------
+    >>> k1 = release_key(bytes(range(16)), "dp_histogram(age)", 1)
+    >>> len(k1), k1 == release_key(bytes(range(16)), "dp_histogram(age)", 2)
+    (16, False)
+    """
+    message = b"polars_ppdm/release/" + label.encode("utf-8") + b"\x00" + int(digest).to_bytes(8, "little")
+    return hmac.new(secret, message, hashlib.sha256).digest()[: len(secret)]
