@@ -12,9 +12,14 @@ the same 64-bit words and noise as the Polars code, so the releases are the same
   the keyed chains (word 0 of AES(secret, stream || prev XOR bits)): the contribution
   words of :func:`polars_ppdm.kernels.dp_noise.contribution_words` and the group words of
   :func:`polars_ppdm.dp.group_by.group_words`;
-* ``ppdm_group_noise(secret, stream, word UBIGINT, scale DOUBLE, kind VARCHAR) -> DOUBLE``
-  -- two-sided geometric (``kind`` 'geometric') or Laplace ('laplace') noise keyed by
-  a group word;
+* ``ppdm_release_noise(secret, release VARCHAR, digest UBIGINT, stream VARCHAR, key UBIGINT,
+  scale DOUBLE) -> BIGINT`` -- exact two-sided geometric noise in a release's own key:
+  :func:`~polars_ppdm.kernels.release_key.release_key` of (secret, release, digest), the
+  digest of the release's statistics computed by the macro in SQL (the same sum of keyed
+  words as :func:`~polars_ppdm.kernels.release_key.table_digest`), so a release over
+  other data never repeats its noise; guessable secrets are refused;
+* ``ppdm_grid(row_bound DOUBLE) -> DOUBLE`` -- the power-of-two grid of real values
+  (:func:`~polars_ppdm.kernels.dp_noise.grid_of`);
 * ``ppdm_selection_threshold(epsilon, delta, max_groups) -> BIGINT`` -- partition
   selection's threshold (:func:`polars_ppdm.dp.group_by.selection_threshold`).
 """
@@ -33,8 +38,10 @@ from polars_ppdm.dp.group_by import selection_threshold, string_bits
 from polars_ppdm.duckdb import _constant as constant
 from polars_ppdm.duckdb import _secret as secret_of
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import NULL_BITS, discrete_laplace, laplace
+from polars_ppdm.kernels.dp_noise import NULL_BITS, discrete_laplace, grid_of
 from polars_ppdm.kernels.prf import first_words, stream_id
+from polars_ppdm.kernels.release_key import release_key
+from polars_ppdm.secret import require_strong_secret
 
 __all__ = ["register_group_by_udfs"]
 
@@ -72,22 +79,23 @@ def _word_udf(secret, stream, prev, bits):
     return pa.array(first_words(key, stream_id(label), chained), type=pa.uint64())
 
 
-def _group_noise_udf(secret, stream, word, scale, kind):
-    func = "ppdm_group_noise"
-    if len(word) == 0:
-        return pa.array([], type=pa.float64())
-    key, label = secret_of(secret, func).key, str(constant(stream, "stream", func))
-    scale, kind = constant(scale, "scale", func), constant(kind, "kind", func)
+def _release_noise_udf(secret, release, digest, stream, key, scale):
+    if len(key) == 0:
+        return pa.array([], type=pa.int64())
+    func = str(constant(release, "release", "ppdm_release_noise"))
+    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0])
+    label = str(constant(stream, "stream", func))
+    scale = constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
-        msg = f"The 'scale' argument of {func} must be a finite float > 0. Got {scale!r} instead."
+        msg = f"The 'scale' argument of ppdm_release_noise must be a finite float > 0. Got {scale!r} instead."
         raise InvalidParameterError(msg)
-    words = pl.Series(word).to_numpy()
-    if kind == "geometric":
-        return pa.array(discrete_laplace(key, stream_id(label), words, scale).astype(np.float64))
-    if kind == "laplace":
-        return pa.array(laplace(key, stream_id(label), words, scale))
-    msg = f"The 'kind' argument of {func} must be 'geometric' or 'laplace'. Got {kind!r} instead."
-    raise InvalidParameterError(msg)
+    own_key = release_key(resolved.key, func, int(constant(digest, "digest", func)))
+    return pa.array(discrete_laplace(own_key, stream_id(label), pl.Series(key).to_numpy(), scale))
+
+
+def _grid_udf(row_bound):
+    bound = float(constant(row_bound, "row_bound", "ppdm_grid"))
+    return pa.array([grid_of(bound, "ppdm_grid")] * len(row_bound), type=pa.float64())
 
 
 def _selection_threshold_udf(epsilon, delta, max_groups):
@@ -111,12 +119,13 @@ def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
         "ppdm_word", _word_udf, [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.UBIGINT], T.UBIGINT, **arrow
     )
     con.create_function(
-        "ppdm_group_noise",
-        _group_noise_udf,
-        [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.DOUBLE, T.VARCHAR],
-        T.DOUBLE,
+        "ppdm_release_noise",
+        _release_noise_udf,
+        [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.VARCHAR, T.UBIGINT, T.DOUBLE],
+        T.BIGINT,
         **arrow,
     )
+    con.create_function("ppdm_grid", _grid_udf, [T.DOUBLE], T.DOUBLE, **arrow)
     con.create_function(
         "ppdm_selection_threshold",
         _selection_threshold_udf,

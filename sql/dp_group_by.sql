@@ -100,6 +100,23 @@ params AS (
            u_type
     FROM shape
 ),
+-- The power-of-two grid of the values (DPAggregate.grid), a mean's midpoint on it
+-- (shift_units) and the most one row moves the grid sum, exactly (units_bound).
+gridded AS (
+    SELECT *, if(kind = 'count', 1.0, ppdm_grid(row_bound)) AS __grid FROM params
+),
+shifted AS (
+    SELECT *, if(kind = 'mean', floor((lo / 2 + hi / 2) / __grid + 0.5), 0)::BIGINT AS __mid FROM gridded
+),
+grid_params AS (
+    SELECT *,
+           CASE WHEN kind = 'count' THEN 1
+                WHEN greatest(abs(floor(lo / __grid + 0.5)), abs(floor(hi / __grid + 0.5))) >= 9007199254740992
+                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the contribution_bounds_per_row lie too far from zero '
+                               || 'for their width (more than 2^53 grid steps); shift the values towards zero first.')
+                ELSE greatest(abs(floor(lo / __grid + 0.5)::BIGINT - __mid), abs(floor(hi / __grid + 0.5)::BIGINT - __mid), 1) END AS __su
+    FROM shifted
+),
 rows AS (
     SELECT coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
            CASE WHEN privacy_unit_column IS NULL THEN NULL
@@ -110,15 +127,14 @@ rows AS (
                 ELSE ppdm_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
            -- Without a privacy unit each row is its own pair (a unit of one row).
            if(privacy_unit_column IS NULL, row_number() OVER (), 0) AS __rowid,
-           -- Clamped, shifted for a mean, in grid units of row_bound / 2^32 (as Polars: exact sums).
+           -- Clamped, in grid units, minus a mean's midpoint (as Polars: exact integer sums).
            CASE WHEN kind = 'count' THEN 0
                 WHEN __ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x) THEN NULL
-                ELSE floor((least(greatest(__ppdm_x, lo), hi) - if(kind = 'mean', (lo + hi) / 2, 0))
-                           / (row_bound / 4294967296.0) + 0.5)::BIGINT END AS __v,
+                ELSE floor(least(greatest(__ppdm_x, lo), hi) / __grid + 0.5)::BIGINT - __mid END AS __v,
            kind <> 'count' AND (__ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x)) AS __bad
     FROM (SELECT *, coalesce(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS __ppdm_u,
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
-          FROM src), params
+          FROM src), grid_params
 ),
 checked AS (
     SELECT *,
@@ -147,7 +163,7 @@ ranked AS (
 pairs AS (
     SELECT __unit, __g, any_value(__pair_word) AS __pw, any_value(__gbits) AS __gbits, count(*) AS __n,
            sum(__v) AS __s, bool_or(__bad) AS __bad
-    FROM ranked, params WHERE __rn <= R
+    FROM ranked, grid_params WHERE __rn <= R
     GROUP BY __unit, __g, __rowid
 ),
 kept AS (
@@ -155,7 +171,7 @@ kept AS (
         SELECT *, if(privacy_unit_column IS NULL, 1,
                      row_number() OVER (PARTITION BY __unit ORDER BY __pw, __g)) AS __pn
         FROM pairs
-    ), params WHERE __pn <= G
+    ), grid_params WHERE __pn <= G
 ),
 grouped AS (
     SELECT __g, any_value(__gbits) AS __gbits, sum(__n) AS __rows, count(*) AS __units, sum(__s) AS __total,
@@ -179,33 +195,61 @@ keyed AS (
                           ELSE ppdm_bits(TRY_CAST(c.__g AS BIGINT)) END) AS __word
     FROM candidates c
 ),
+-- Bad data is refused before any noise is drawn, with no count in the message.
+checked_groups AS (
+    SELECT k.*,
+           CASE WHEN k.__bad THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the column ' || value_col::VARCHAR
+                                        || ' holds NULL, NaN or infinite values in the rows kept; drop or fill them first '
+                                        || '(nothing was released).')
+                ELSE 0 END AS __checked
+    FROM keyed k
+),
+-- The release's digest (polars_ppdm.dp.group_by.statistics_digest): the sum mod 2^64 of the
+-- keyed words of every candidate group's (word, rows, units[, grid sum]), plus the word of
+-- their number. The noise is drawn under a key of (secret, release, digest): other data,
+-- other noise.
+digested AS (
+    SELECT c.*,
+           ((sum(if(kind = 'count', __w2, ppdm_word(secret::VARCHAR, 'dp/digest/3', __w2, ppdm_bits(__total::BIGINT)))::HUGEINT) OVER ()
+             + ppdm_word(secret::VARCHAR, 'dp/digest/rows', 0::UBIGINT, ppdm_bits(count(*) OVER ())))
+            % 18446744073709551616)::UBIGINT AS __digest
+    FROM (
+        SELECT *, ppdm_word(secret::VARCHAR, 'dp/digest/2', __w1, ppdm_bits(__units::BIGINT)) AS __w2
+        FROM (
+            SELECT *, ppdm_word(secret::VARCHAR, 'dp/digest/1',
+                                ppdm_word(secret::VARCHAR, 'dp/digest/0', 0::UBIGINT, __word), ppdm_bits((__rows + __checked)::BIGINT)) AS __w1
+            FROM checked_groups
+        )
+    ) c
+),
 selected AS (
-    SELECT k.* FROM keyed k, params
+    SELECT k.* FROM digested k, grid_params
     WHERE public_groups IS NOT NULL
-       OR k.__units + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/select', k.__word,
-                                       G::DOUBLE / eps, 'geometric')
+       OR k.__units + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', k.__digest,
+                                         'dp_group_by/' || group_col::VARCHAR || '/select', k.__word, G::DOUBLE / eps)
           >= ppdm_selection_threshold(eps, delta::DOUBLE, G)
 ),
 noisy AS (
     SELECT s.__g, s.__order,
-           CASE WHEN s.__bad THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the column ' || value_col::VARCHAR
-                                        || ' holds NULL, NaN or infinite values in the rows kept; drop or fill them first.')
-               WHEN kind = 'count' THEN s.__rows::DOUBLE + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/count()',
-                                                                    s.__word, (G * R)::DOUBLE * 1.0 / eps, 'geometric')
-               WHEN kind = 'sum' THEN s.__total::DOUBLE * (row_bound / 4294967296.0)
-                               + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/sum(' || value_col::VARCHAR || ')',
-                                                  s.__word, (G * R)::DOUBLE * row_bound / eps, 'laplace')
+           CASE WHEN kind = 'count'
+                    THEN (s.__rows + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
+                                                        'dp_group_by/' || group_col::VARCHAR || '/count()', s.__word,
+                                                        (G * R)::DOUBLE * __su / eps))::DOUBLE
+               WHEN kind = 'sum'
+                    THEN (s.__total + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
+                                                         'dp_group_by/' || group_col::VARCHAR || '/sum(' || value_col::VARCHAR || ')',
+                                                         s.__word, (G * R)::DOUBLE * __su / eps))::DOUBLE * __grid
                ELSE least(greatest(
-                        (lo + hi) / 2
-                        + (s.__total::DOUBLE * (row_bound / 4294967296.0)
-                           + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/mean(' || value_col::VARCHAR || ')',
-                                              s.__word, (G * R)::DOUBLE * row_bound / (eps / 2), 'laplace'))
-                          / greatest(s.__rows::DOUBLE
-                                     + ppdm_group_noise(secret::VARCHAR, 'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')',
-                                                        s.__word, (G * R)::DOUBLE / (eps / 2), 'geometric'), 1.0),
+                        __mid * __grid
+                        + ((s.__total + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
+                                                           'dp_group_by/' || group_col::VARCHAR || '/mean(' || value_col::VARCHAR || ')',
+                                                           s.__word, (G * R)::DOUBLE * __su / (eps / 2)))::DOUBLE * __grid)
+                          / greatest((s.__rows + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
+                                                                    'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')',
+                                                                    s.__word, (G * R)::DOUBLE / (eps / 2)))::DOUBLE, 1.0),
                         lo), hi)
            END AS __value
-    FROM selected s, params
+    FROM selected s, grid_params
 ),
 named AS (SELECT COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0)
 SELECT CASE WHEN COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__g END AS '\0',
