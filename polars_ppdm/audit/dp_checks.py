@@ -5,10 +5,11 @@ table, and the same table plus one privacy unit with more than its maximum contr
 and the L1 sensitivity it declares.  Two checks run on each (the test suite generates one
 test per release and check, as river's ``check_estimator`` does per estimator):
 
-* :func:`record_replay` -- the same secret over both tables: the noise is keyed by the
-  cell, so every cell the new unit does not touch must come out identical, and the
-  released values of the touched cells must differ by at most the sensitivity in total
-  (the noise cancels: what is left is the change of the true values after bounding).
+* :func:`record_replay` -- the same secret over both tables: two releases over different
+  data must draw independent noise (DESIGN.md, "Randomness", rule 2), so the share of
+  cells whose released change is the exact change of the true values stays far below 1
+  (noise keyed by the secret and the cell only cancels: share 1); and the identical
+  release over the identical table reproduces its bits.
 * :func:`privacy_loss_lower_bound` -- over many secrets, the frequency of a
   distinguishing event (a touched cell at or above the neighbour's true value) on both
   tables; a one-sided lower confidence bound (Clopper-Pearson) on the privacy loss
@@ -19,7 +20,8 @@ References
 ----------
 Ding, Wang, Wang, Zhang, Kifer, "Detecting violations of differential privacy", CCS 2018
 (statistical testing of a distinguishing event); Gilbert and McMillan, "Property testing
-for differential privacy", 2018.  River's estimator checks (``river.checks``).
+for differential privacy", 2018.  River's estimator checks (``river.checks``).  The other
+attacks of the standing suite are in :mod:`polars_ppdm.audit.attacks`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+
+from polars_ppdm.secret import Secret
 
 __all__ = [
     "DP_RELEASES",
@@ -64,34 +68,44 @@ class AuditedRelease:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    untouched_equal: bool  # every cell the unit does not touch is identical
-    l1: float  # total change of the cells present in both releases
-    cells: int  # cells compared
-    touched: int  # cells the unit changed: in both with a new true value, or in one release only
+    """What :func:`record_replay` measured, pooled over its secrets."""
+
+    exact_share: float  # share of the cells compared whose released change is the exact change
+    cells: int  # cells compared (in both releases and both exact releases)
+    reproduced: bool  # the identical release over the identical table gave the same bits
+    touched: int  # cells whose true value the new unit changed (or present in one release only)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.exact_share:.1%} of {self.cells} cells showed their exact change under one secret "
+            f"({self.touched} touched by the unit); identical replay reproduced its bits: {self.reproduced}"
+        )
 
 
-def record_replay(audited: AuditedRelease, secret: int = 1) -> ReplayResult:
-    """Release over both neighbours with one secret; compare cell by cell.
-
-    The touched cells are those whose true value (the release with noise too small to
-    matter) changes; every other cell present in both releases must be identical."""
+def record_replay(audited: AuditedRelease, seeds: Sequence[int] = range(4)) -> ReplayResult:
+    """Release over both neighbours with one secret (``Secret.for_tests(seed)``, per
+    seed); compare every cell's released change with its true change (the release with
+    noise too small to matter), and replay the first release."""
     small, large = audited.neighbours()
-    before = audited.release(small, secret, audited.epsilon)
-    after = audited.release(large, secret, audited.epsilon)
-    true_before = audited.release(small, secret, 1e9)
-    true_after = audited.release(large, secret, 1e9)
-    common = [cell for cell in before if cell in after]
-    touched = {
-        c
-        for c in common
-        if c not in true_before
-        or c not in true_after
-        or not math.isclose(true_before[c], true_after[c], abs_tol=1e-3)
-    }
-    changes = {cell: after[cell] - before[cell] for cell in common}
-    untouched_equal = all(changes[cell] == 0 for cell in common if cell not in touched)
-    moved = len(touched) + len(set(before) ^ set(after))
-    return ReplayResult(untouched_equal, float(sum(abs(c) for c in changes.values())), len(common), moved)
+    exact = cells = 0
+    touched: set = set()
+    reproduced = True
+    for seed in seeds:
+        before = audited.release(small, seed, audited.epsilon)
+        after = audited.release(large, seed, audited.epsilon)
+        reproduced &= audited.release(small, seed, audited.epsilon) == before
+        true_before = audited.release(small, seed, 1e9)
+        true_after = audited.release(large, seed, 1e9)
+        touched |= set(before) ^ set(after)
+        for c in before:
+            if c in after and c in true_before and c in true_after:
+                cells += 1
+                true_change = true_after[c] - true_before[c]
+                if not math.isclose(true_change, 0.0, abs_tol=1e-3):
+                    touched.add(c)
+                size = abs(before[c]) + abs(after[c])
+                exact += abs((after[c] - before[c]) - true_change) <= 1e-6 * (1 + size)
+    return ReplayResult(exact / cells if cells else math.nan, cells, reproduced, len(touched))
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -132,7 +146,8 @@ def privacy_loss_lower_bound(
     audited: AuditedRelease, secrets: Sequence[int] = range(600), confidence: float = 0.95
 ) -> float:
     """A lower confidence bound on ``ln(P'(E) / P(E))`` for E = {the touched cell >= its
-    true value on the larger table}: the loss a distinguisher sees, at most epsilon."""
+    true value on the larger table}: the loss a distinguisher sees, at most epsilon.
+    ``secrets`` are seeds of ``Secret.for_tests``: one fresh secret per trial."""
     if audited.touched is None:
         msg = f"{audited.name}: no distinguishing cell to test"
         raise ValueError(msg)
@@ -191,6 +206,11 @@ def _point_unit() -> tuple[pl.DataFrame, pl.DataFrame]:
     return _with_new_unit(_base(), extra)
 
 
+def _secret(seed: int) -> Secret:
+    """The test secret of a seed: DP releases refuse plain integers (guessable)."""
+    return Secret.for_tests(seed)
+
+
 def _histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
     from polars_ppdm.dp.histogram import dp_histogram
 
@@ -200,7 +220,7 @@ def _histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
         bounds={"x": (0, 10), "y": (0, 10)},
         bins=5,
         epsilon=epsilon,
-        secret=secret,
+        secret=_secret(secret),
         key="unit",
         max_contributions=_CONTRIBUTIONS,
     )
@@ -228,7 +248,7 @@ _TREE: dict = {
 def _quadtree(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
     from polars_ppdm.dp.quadtree import dp_quadtree
 
-    out = dp_quadtree(frame, ["x", "y"], epsilon=epsilon, secret=secret, n=float(len(frame)), **_TREE)
+    out = dp_quadtree(frame, ["x", "y"], epsilon=epsilon, secret=_secret(secret), n=float(len(frame)), **_TREE)
     return _leaves(out)
 
 
@@ -241,18 +261,28 @@ def _kmeans(method: str) -> Callable[[pl.DataFrame, int, float], Cells]:
             ["x", "y"],
             k=2,
             epsilon=epsilon,
-            secret=secret,
+            secret=_secret(secret),
             n=float(len(frame)),
             method=method,
             **_TREE,
         )
         assert fit.buckets is not None  # the noisy leaves (bucket points and counts) the centres come from
-        return {(x, y): float(c) for x, y, c in fit.buckets.select("x", "y", "count").iter_rows()}
+        rows = fit.buckets.select("x", "y", "count").iter_rows()
+        if method == "quadtree":  # the buckets are the leaves' public centres
+            return {(x, y): float(c) for x, y, c in rows}
+        # Refined: the bucket points are noisy centroids, in the leaves' order.
+        cells: Cells = {}
+        for i, (x, y, c) in enumerate(rows):
+            cells.update({(i, "x"): float(x), (i, "y"): float(y), (i, "count"): float(c)})
+        return cells
 
     return release
 
 
-def _group_by(kind: str) -> Callable[[pl.DataFrame, int, float], Cells]:
+def _group_by(kind: str, *, unit: bool = True, selection: bool = False) -> Callable[[pl.DataFrame, int, float], Cells]:
+    """``dp_group_by`` with one aggregate: with a privacy unit (or each row its own unit),
+    over public groups (or with partition selection, delta 1e-6)."""
+
     def release(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
         from polars_ppdm.dp import aggregates
         from polars_ppdm.dp.group_by import dp_group_by
@@ -262,17 +292,13 @@ def _group_by(kind: str) -> Callable[[pl.DataFrame, int, float], Cells]:
             "sum": aggregates.sum("value", bounds=(0, 100)),
             "mean": aggregates.mean("value", bounds=(0, 100)),
         }[kind]
-        out = dp_group_by(
-            frame,
-            "group",
-            aggregate,
-            epsilon=epsilon,
-            privacy_unit="unit",
-            max_groups_contributed=1,
-            max_rows_per_group=_CONTRIBUTIONS,
-            public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
-            secret=secret,
+        groups = {"delta": 1e-6} if selection else {"public_groups": pl.DataFrame({"group": ["a", "b", "c", "d"]})}
+        bounding = (
+            {"privacy_unit": "unit", "max_groups_contributed": 1, "max_rows_per_group": _CONTRIBUTIONS}
+            if unit
+            else {}
         )
+        out = dp_group_by(frame, "group", aggregate, epsilon=epsilon, secret=_secret(secret), **bounding, **groups)
         return {g: float(v) for g, v in out.select("group", aggregate.name).iter_rows()}
 
     return release
@@ -292,4 +318,11 @@ DP_RELEASES: tuple[AuditedRelease, ...] = (
         "dp_group_by sum", 1.0, _group_by("sum"), _point_unit, _CONTRIBUTIONS * 100.0, touched="a"
     ),
     AuditedRelease("dp_group_by mean", 1.0, _group_by("mean"), _point_unit, None),
+    # Each row its own unit (the new unit's 6 rows are 6 units), and partition selection.
+    AuditedRelease("dp_group_by count rows", 1.0, _group_by("count", unit=False), _point_unit, None),
+    AuditedRelease("dp_group_by sum rows", 1.0, _group_by("sum", unit=False), _point_unit, None),
+    AuditedRelease("dp_group_by mean rows", 1.0, _group_by("mean", unit=False), _point_unit, None),
+    AuditedRelease("dp_group_by count selected", 1.0, _group_by("count", selection=True), _point_unit, None),
+    AuditedRelease("dp_group_by sum selected", 1.0, _group_by("sum", selection=True), _point_unit, None),
+    AuditedRelease("dp_group_by mean selected", 1.0, _group_by("mean", selection=True), _point_unit, None),
 )
