@@ -10,7 +10,7 @@
 -- of the wrong type, a col that names no column of tbl (the error lists its columns).
 -- Each row is its own privacy unit: limit the rows per person first where a person has
 -- several (polars_ppdm.dp_histogram does it with key= and max_contributions=).
--- Needs ppdm_discrete_laplace of ppdm.duckdb.register.  Returns every bin, empty ones
+-- Needs ppdm_release_noise of ppdm.duckdb.register (noise under the release's own key).  Returns every bin, empty ones
 -- included, with Polars' column names: <col>_bin (BIGINT), <col>_low, <col>_high (DOUBLE)
 -- and count (BIGINT), e.g. age_bin, age_low, age_high, count; the same values as Polars
 -- for the same secret.
@@ -78,6 +78,17 @@ binned AS (
          params
 ),
 counts AS (SELECT __ppdm_bin, count(*) AS __ppdm_n FROM binned GROUP BY __ppdm_bin),
+-- The release's digest (as polars_ppdm.dp_histogram): the sum mod 2^64 of the keyed words
+-- of the non-empty bins' (bin, count), plus the word of their number. The noise is drawn
+-- under a key of (secret, release, digest): other data, other noise.
+digest AS (
+    SELECT ((coalesce(sum(ppdm_word(secret::VARCHAR, 'dp/digest/1',
+                                    ppdm_word(secret::VARCHAR, 'dp/digest/0', 0::UBIGINT, ppdm_bits(__ppdm_bin)),
+                                    ppdm_bits(__ppdm_n))::HUGEINT), 0)
+             + ppdm_word(secret::VARCHAR, 'dp/digest/rows', 0::UBIGINT, ppdm_bits(count(*))))
+            % 18446744073709551616)::UBIGINT AS __ppdm_digest
+    FROM counts
+),
 grid AS (SELECT i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps FROM params, range(0, __ppdm_b) r(i)),
 -- One struct column, so that a user column named like a field cannot clash below.
 noisy AS (
@@ -86,9 +97,10 @@ noisy AS (
             'high': CASE WHEN g.__ppdm_bin = g.__ppdm_b - 1 THEN g.__ppdm_hi
                          ELSE g.__ppdm_lo + (g.__ppdm_bin + 1) * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) END,
             'count': coalesce(c.__ppdm_n, 0)
-                     + ppdm_discrete_laplace(secret::VARCHAR, 'dp_histogram/' || col::VARCHAR, g.__ppdm_bin, 1.0 / g.__ppdm_eps)
+                     + ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                                          'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps)
            } AS __ppdm_cell
-    FROM grid g LEFT JOIN counts c USING (__ppdm_bin)
+    FROM grid g LEFT JOIN counts c USING (__ppdm_bin), digest d
 ),
 -- An empty relation with the column col (and __ppdm_none, so that it binds when col is
 -- missing, an error above).  An expression that mentions col takes its name, and the alias

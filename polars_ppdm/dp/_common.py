@@ -132,10 +132,17 @@ def bound_contributions(
 
 
 def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.LazyFrame | None:
-    """The frame :func:`check_bounds` reads, called for only when ``bounds="data"``."""
-    if data is None or not (isinstance(bounds, str) and bounds == DATA_BOUNDS):
-        return None
-    return data()
+    """Refuse ``bounds="data"`` for a DP release: the bounds set the grid and the
+    clamping, so a release over the data's own min and max publishes them, unprotected
+    (the top bin's edge is the exact maximum).  Bounds of a DP release are public inputs."""
+    if isinstance(bounds, str) and bounds == DATA_BOUNDS:
+        msg = (
+            "The 'bounds' parameter of a differentially private release must be public (low, high) pairs; "
+            "bounds='data' is refused: it published the data's exact minimum and maximum, which no epsilon "
+            "covers. Take bounds from the column's definition (a codebook, a schema, the domain)."
+        )
+        raise InvalidParameterError(msg)
+    return None
 
 
 def release_secret(secret: SecretLike, func: str) -> bytes:

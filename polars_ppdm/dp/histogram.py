@@ -18,19 +18,22 @@ import polars as pl
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, per_column
 from polars_ppdm.dp._common import (
-    NOTHING_RELEASED,
+    NOT_CHARGED,
     bound_contributions,
     bounds_data,
     charge,
+    check_accountant,
     check_bounds,
     check_max_contributions,
     check_unit_key,
+    release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.secret import SecretLike
 
 __all__ = [
     "BIN",
@@ -100,24 +103,27 @@ def dp_histogram(
         (drop or fill them first).
     bounds : mapping column -> (low, high), one pair per column, or "data"
         Public bounds: the grid spans them; finite values outside count in the edge
-        bins (clipped).  Required: bounds read off the data (``"data"``, with a
-        :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`) are not covered by epsilon.
+        bins (clipped).  Required; ``"data"`` is refused (the data's own extremes would
+        be published, which no epsilon covers).
     bins : int or one per column
         Equal-width bins per column (>= 1); the grid has their product of cells, at most
         50 million (every cell is released, empty ones too).
     epsilon : float
         The release's budget (> 0).
-    secret : Secret, bytes, hex str, 'env:NAME', int or None
+    secret : Secret, bytes, hex str, 'env:NAME' or None
         The secret of the noise (and of which rows a unit keeps).  None: fresh OS
-        entropy, not reproducible.  The same secret over neighbouring tables gives
-        correlated noise: keep one secret per release you intend to publish.
+        entropy, not reproducible.  The noise is keyed by the secret and a digest of the
+        released counts: the same secret over the same data reproduces the release, over
+        any other data it draws independent noise.  Guessable secrets (an int, all-zero
+        bytes) are refused; tests use ``ppdm.Secret.for_tests(seed)``.
     key : str, optional
         The column naming the privacy unit (a person).  Without it each row is its own
         unit, which assumes every person has at most one row.
     max_contributions : int
         Rows kept per unit (chosen by the keyed randomness); the sensitivity.
     accountant : BudgetAccountant, optional
-        Charged ``epsilon`` before anything is computed.
+        Charged ``epsilon`` each time the release is computed (a LazyFrame: at every
+        collect), after the data is read and checked; bad data is refused uncharged.
     non_negative : bool
         Clip the noisy counts at 0: post-processing, no privacy cost.  Most empty cells
         of a sparse grid come out negative otherwise; clipping lowers their error (half
@@ -136,7 +142,7 @@ def dp_histogram(
     >>> import polars as pl
     >>> import polars_ppdm as ppdm
     >>> df = pl.DataFrame({"age": [23, 35, 35, 47, 61, 68]})
-    >>> h = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=7)
+    >>> h = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=ppdm.Secret.for_tests(7))
     >>> h.columns, h.height
     (['age_bin', 'age_low', 'age_high', 'count'], 5)
 
@@ -156,13 +162,14 @@ def dp_histogram(
         max_contributions=max_contributions,
         data=lambda: as_lazy(frame),
     )
-    request.charge(accountant)
-    secret = resolve_secret(secret).key
+    non_negative = check_bool("non_negative", non_negative, _FUNC)
+    check_accountant(accountant, _FUNC)
+    secret = release_secret(secret, _FUNC)
     cols = request.columns
     lazy = bound_contributions(as_lazy(frame), key, request.contributions, secret, _FUNC, cols)
     counts = lazy.group_by(request.flat_bin().alias(BIN)).agg(pl.len().alias("count"))
-    non_negative = check_bool("non_negative", non_negative, _FUNC)
-    return like(frame, noisy_grid(request, counts, secret, non_negative=non_negative), engine="streaming")
+    grid = noisy_grid(request, counts, secret, non_negative=non_negative, accountant=accountant)
+    return like(frame, grid, engine="streaming")
 
 
 @dataclass(frozen=True)
@@ -198,9 +205,14 @@ class HistogramRequest:
             flat = flat + term  # '+' keeps nulls (sum_horizontal would skip them)
         return flat
 
+    @property
+    def label(self) -> str:
+        """The release's name: in the accountant, and in its noise key (every engine)."""
+        return f"{_FUNC}({', '.join(self.columns)})"
+
     def charge(self, accountant: BudgetAccountant | None) -> None:
-        """Spend epsilon on the accountant (before the data is read)."""
-        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.columns)})", _FUNC)
+        """Spend epsilon on the accountant (when the release is computed)."""
+        charge(accountant, self.epsilon, self.label, _FUNC)
 
 
 def check_histogram(
@@ -242,11 +254,17 @@ def noisy_grid(
     *,
     scale: float | None = None,
     non_negative: bool = False,
+    accountant: BudgetAccountant | None = None,
 ) -> pl.LazyFrame:
     """Every cell of the grid with its noisy count, from the true counts of the non-empty
     cells (``counts``: columns ``BIN`` (Int64, null for non-finite values: refused) and
-    ``count``, as any engine's group-by gives them).  The noise is keyed by the cell's
-    flat index, so it depends on nothing but the cell."""
+    ``count``, as any engine's group-by gives them).
+
+    When the frame is computed: bad values are refused (nothing charged), the accountant
+    is charged, and the noise is drawn under the release's key
+    (:func:`~polars_ppdm.kernels.release_key.release_key` of the digest of the non-empty
+    cells' (bin, count)), keyed within it by the cell's flat index: the same counts give
+    the same bits in every engine, other counts independent noise."""
     cols, bounds_of, bins_of = request.columns, request.bounds, request.bins
     strides, total = request.strides()
     scale = request.scale if scale is None else scale
@@ -254,9 +272,13 @@ def noisy_grid(
 
     def noisy(grid: pl.DataFrame) -> pl.DataFrame:
         if grid[BIN].null_count():
-            msg = f"{_FUNC}: the columns {cols} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
+            msg = f"{_FUNC}: the columns {cols} hold null, NaN or infinite values; drop or fill them first ({NOT_CHARGED})."
             raise InvalidParameterError(msg)
-        noise = discrete_laplace(secret, stream, grid[BIN].to_numpy().astype(np.uint64), scale)
+        request.charge(accountant)
+        bins, counts_ = grid[BIN].to_numpy(), grid["count"].to_numpy()
+        filled = counts_ > 0
+        key = release_key(secret, request.label, table_digest(secret, [bins[filled], counts_[filled]]))
+        noise = discrete_laplace(key, stream, bins.astype(np.uint64), scale)
         noisy_count = pl.col("count") + pl.Series(noise)
         return grid.with_columns(noisy_count.clip(lower_bound=0) if non_negative else noisy_count)
 
