@@ -33,10 +33,12 @@ from polars_ppdm._validation import check_choice, check_columns, check_int, chec
 from polars_ppdm.dp._common import (
     bounds_data,
     charge,
+    check_accountant,
     check_bounds,
     check_max_contributions,
     check_unit_key,
     private_points,
+    release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.dp.quadtree import (
@@ -53,8 +55,9 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import check_integer_scale
 from polars_ppdm.kernels.quadtree import CellCounts, leaf_centroids, point_counts
+from polars_ppdm.kernels.release_key import release_key, table_digest
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
-from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.secret import SecretLike
 
 __all__ = ["DPKMeansResult", "KMeansRequest", "check_kmeans", "dp_kmeans", "release_kmeans"]
 
@@ -189,7 +192,7 @@ def dp_kmeans(
     >>> rng = np.random.default_rng(0)
     >>> xy = np.concatenate([rng.normal(-2, 0.3, (5000, 2)), rng.normal(2, 0.3, (5000, 2))])
     >>> df = pl.DataFrame({"x": xy[:, 0], "y": xy[:, 1]})
-    >>> fit = ppdm.dp_kmeans(df, ["x", "y"], k=2, epsilon=1.0, bounds=[(-4, 4), (-4, 4)], secret=3)
+    >>> fit = ppdm.dp_kmeans(df, ["x", "y"], k=2, epsilon=1.0, bounds=[(-4, 4), (-4, 4)], secret=ppdm.Secret.for_tests(3))
     >>> sorted(fit.centres["x"].round(0).to_list()), fit.epsilon
     ([-2.0, 2.0], 1.0)
     """
@@ -210,11 +213,19 @@ def dp_kmeans(
         max_contributions=max_contributions,
         data=lambda: as_lazy(frame),
     )
-    request.charge(accountant)
-    secret = resolve_secret(secret).key
+    check_accountant(accountant, _FUNC)
+    contribution_secret = release_secret(secret, _FUNC)
     points = private_points(
-        frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
+        frame,
+        request.columns,
+        key=key,
+        max_contributions=request.contributions,
+        secret=contribution_secret,
+        func=_FUNC,
     )
+    request.charge(accountant)  # after the points are read and checked: a refusal costs nothing
+    # The noise under the release's own key: other points, other noise.
+    secret = release_key(contribution_secret, request.label, table_digest(contribution_secret, list(points.T)))
     if request.method == "lloyd":
         lows, highs = request.box()
         centres = dp_lloyd(

@@ -21,18 +21,21 @@ from polars_ppdm._validation import check_columns, check_numeric, check_real, is
 from polars_ppdm.dp._common import (
     bounds_data,
     charge,
+    check_accountant,
     check_bounds,
     check_max_contributions,
     check_public_n,
     check_unit_key,
     private_points,
+    release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, Leaves, grow_quadtree, point_counts
-from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.secret import SecretLike
 
 __all__ = [
     "QuadtreeRequest",
@@ -264,7 +267,7 @@ def dp_quadtree(
     >>> import polars_ppdm as ppdm
     >>> xy = np.random.default_rng(0).normal(size=(20_000, 2))
     >>> df = pl.DataFrame({"x": xy[:, 0], "y": xy[:, 1]})
-    >>> leaves = ppdm.dp_quadtree(df, ["x", "y"], bounds=[(-5, 5), (-5, 5)], epsilon=1.0, secret=1)
+    >>> leaves = ppdm.dp_quadtree(df, ["x", "y"], bounds=[(-5, 5), (-5, 5)], epsilon=1.0, secret=ppdm.Secret.for_tests(1))
     >>> leaves.columns[:4], bool(abs(leaves["count"].sum() - 20_000) < 1_000)
     (['level', 'x_low', 'x_high', 'x_centre'], True)
 
@@ -286,14 +289,16 @@ def dp_quadtree(
         max_contributions=max_contributions,
         data=lambda: as_lazy(frame),
     )
-    request.charge(accountant)
-    secret = resolve_secret(secret).key
+    check_accountant(accountant, _FUNC)
+    secret = release_secret(secret, _FUNC)
     points = private_points(
         frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
     )
+    request.charge(accountant)  # after the points are read and checked: a refusal costs nothing
     lows, highs = request.box()
+    own_key = release_key(secret, request.label, table_digest(secret, list(points.T)))
     return release_quadtree(
-        request, len(points), lambda height: point_counts(points, lows, highs, height), secret
+        request, len(points), lambda height: point_counts(points, lows, highs, height), own_key
     )
 
 
@@ -310,9 +315,14 @@ class QuadtreeRequest:
     n: float | None
     contributions: int
 
+    @property
+    def label(self) -> str:
+        """The release's name: in the accountant, and in its noise key (every engine)."""
+        return f"{_FUNC}({', '.join(self.columns)})"
+
     def charge(self, accountant: BudgetAccountant | None) -> None:
-        """Spend epsilon on the accountant (before the data is read)."""
-        charge(accountant, self.epsilon, f"{_FUNC}({', '.join(self.columns)})", _FUNC)
+        """Spend epsilon on the accountant (once the points are read and checked)."""
+        charge(accountant, self.epsilon, self.label, _FUNC)
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """The root box: lows and highs per column (float64)."""

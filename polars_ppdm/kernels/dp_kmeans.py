@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from polars_ppdm.kernels.dp_noise import discrete_laplace, laplace
+from polars_ppdm.kernels.dp_noise import discrete_laplace, grid_of, to_grid
 from polars_ppdm.kernels.prf import stream_id, uniform
 from polars_ppdm.kernels.quadtree import CellCounts, cell_index, point_counts
 from polars_ppdm.kernels.weighted_kmeans import nearest
@@ -99,8 +99,11 @@ def dp_lloyd(
     middle, half = (lows + highs) / 2, (highs - lows) / 2
     u = uniform(secret, stream_id(label + "/init"), np.arange(k * d, dtype=np.uint64)).reshape(k, d)
     centres = lows + u * (highs - lows)
-    clipped = np.clip(points, lows, highs) - middle  # centred: each coordinate within +-half
-    sum_sensitivity = contributions * float(half.sum())  # L1 over the d coordinates
+    # Sums on a power-of-two grid (the centred coordinates rounded to it, summed as
+    # integers, integer noise): the released sums are whole grid steps (Mironov 2012).
+    grid = grid_of(float(half.max()), "dp_kmeans")
+    units = to_grid(np.clip(points, lows, highs) - middle, grid)  # each within +-round(half / grid)
+    sum_sensitivity = contributions * float(to_grid(half, grid).sum())  # L1 over the d coordinates, in units
     for t in range(1, iterations + 1):
         eps_t = epsilon / 2**t
         index, _ = nearest(points, centres)
@@ -108,13 +111,14 @@ def dp_lloyd(
         counts = np.bincount(index, minlength=k) + discrete_laplace(
             secret, stream_id(f"{label}/count{t}"), keys, lloyd_count_scale(contributions, epsilon, t)
         )
-        sums = np.stack([np.bincount(index, weights=clipped[:, a], minlength=k) for a in range(d)], axis=1)
-        sums += laplace(
+        sums = np.stack([np.bincount(index, weights=units[:, a], minlength=k) for a in range(d)], axis=1)
+        sums += discrete_laplace(
             secret,
             stream_id(f"{label}/sum{t}"),
             np.arange(k * d, dtype=np.uint64),
             sum_sensitivity / (eps_t / 2),
         ).reshape(k, d)
+        sums *= grid
         moved = counts > 0
         centres[moved] = np.clip(middle + sums[moved] / counts[moved, None], lows, highs)
     return centres

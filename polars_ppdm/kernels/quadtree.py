@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_laplace
+from polars_ppdm.kernels.dp_noise import discrete_laplace, grid_of, to_grid
 from polars_ppdm.kernels.prf import stream_id
 
 __all__ = [
@@ -257,39 +257,39 @@ def leaf_centroids(
 
     A point moves its leaf's sum vector by at most the leaf's half-widths (L1: their sum),
     and a privacy unit's ``contributions`` points by at most ``contributions`` times that,
-    so each leaf's sums get Laplace noise of scale ``contributions x sum(half-widths) /
-    epsilon``: epsilon-DP over disjoint leaves.  The noise is keyed by the leaf (its level
-    and Z-order code) and the axis.  Points outside the bounds count in the edge leaves.
+    so each leaf's sums get noise of scale ``contributions x sum(half-widths) / epsilon``:
+    epsilon-DP over disjoint leaves.  The offsets are rounded to a power-of-two grid per
+    level and summed as integers; the noise is exact two-sided geometric in grid units
+    (the bound widened by the rounding), so the noisy sums are whole grid steps
+    (Mironov 2012).  The noise is keyed by the leaf (its level and Z-order code) and the
+    axis.  Points outside the bounds count in the edge leaves.
     """
-    from polars_ppdm.kernels.dp_noise import laplace
-
     d = points.shape[1]
     centres = leaves.centre
-    sums = np.zeros_like(centres)
-    keys = np.zeros(len(centres), dtype=np.uint64)
+    noisy = np.empty_like(centres)
+    scale = np.zeros(len(centres))
     clipped = np.clip(points, lows, highs)
+    half = (leaves.high - leaves.low) / 2
     for level in np.unique(leaves.level):
         at = np.flatnonzero(leaves.level == level)
         codes = morton_codes(centres[at], lows, highs, int(level))
-        keys[at] = codes.astype(np.uint64)
+        keys = codes.astype(np.uint64)
         order = np.argsort(codes)
         sorted_codes = codes[order]
         point_codes = morton_codes(clipped, lows, highs, int(level))
         position = np.minimum(np.searchsorted(sorted_codes, point_codes), len(sorted_codes) - 1)
         hit = sorted_codes[position] == point_codes
         leaf = at[order[position[hit]]]
-        inside = np.clip(clipped[hit], leaves.low[leaf], leaves.high[leaf]) - centres[leaf]
+        # Every leaf of a level has the same half-widths: one grid per level.
+        level_half = half[at[0]]
+        grid = grid_of(float(level_half.max()), "leaf_centroids")
+        inside = to_grid(np.clip(clipped[hit], leaves.low[leaf], leaves.high[leaf]) - centres[leaf], grid)
+        level_scale = contributions * float(to_grid(level_half, grid).sum()) / epsilon  # grid units
+        scale[at] = level_scale * grid
         for axis in range(d):
-            sums[:, axis] += np.bincount(leaf, weights=inside[:, axis], minlength=len(centres))
-    half = (leaves.high - leaves.low) / 2
-    scale = contributions * half.sum(axis=1) / epsilon
-    noisy = np.empty_like(sums)
-    for axis in range(d):
-        unit = np.empty(len(centres))
-        for level in np.unique(leaves.level):
-            at = np.flatnonzero(leaves.level == level)
-            unit[at] = laplace(secret, stream_id(f"{label}/centroid/{int(level)}/{axis}"), keys[at], 1.0)
-        noisy[:, axis] = sums[:, axis] + unit * scale
+            units = np.bincount(leaf, weights=inside[:, axis], minlength=len(centres))[at]
+            noise = discrete_laplace(secret, stream_id(f"{label}/centroid/{int(level)}/{axis}"), keys, level_scale)
+            noisy[at, axis] = (units + noise) * grid
     count = np.maximum(leaves.count, 1)[:, None].astype(np.float64)
     # Post-processing: shrink each noisy offset towards the leaf's centre by the ratio of
     # the offset's spread a priori (a point uniform in the leaf: width^2 / 12 per axis)

@@ -37,7 +37,7 @@ import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, stream_id
 
-__all__ = ["DIGEST_STREAM", "release_key", "table_digest", "value_bits"]
+__all__ = ["DIGEST_STREAM", "finish_digest", "release_key", "row_words", "table_digest", "value_bits"]
 
 DIGEST_STREAM = "dp/digest"
 
@@ -80,10 +80,16 @@ def table_digest(secret: bytes, columns: Sequence[np.ndarray]) -> int:
         msg = "table_digest needs at least one column."
         raise ValueError(msg)
     words = row_words(secret, columns)
-    # One more word for the row count: a table and the same table with a row of all-zero
-    # words (probability 2^-64, but cheap to rule out) differ.
-    count = first_words(secret, stream_id(f"{DIGEST_STREAM}/rows"), np.array([len(words)], dtype=np.uint64))
-    return (int(np.sum(words, dtype=np.uint64)) + int(count[0])) % 2**64
+    return finish_digest(secret, int(np.sum(words, dtype=np.uint64)), len(words))
+
+
+def finish_digest(secret: bytes, word_sum: int, rows: int) -> int:
+    """The digest from the sum of the rows' words (any order, any partial sums: an engine
+    that adds them per partition passes their total) and the number of rows: one more
+    word, of the count, so that tables of different sizes differ even if their words
+    happened to add up alike."""
+    count = first_words(secret, stream_id(f"{DIGEST_STREAM}/rows"), np.array([rows], dtype=np.uint64))
+    return (int(word_sum) + int(count[0])) % 2**64
 
 
 def release_key(secret: bytes, label: str, digest: int) -> bytes:

@@ -37,14 +37,15 @@ import polars as pl
 import pyarrow as pa
 
 from polars_ppdm._validation import check_bool
-from polars_ppdm.dp._common import check_points, unit_words
+from polars_ppdm.dp._common import check_accountant, check_points, release_secret, unit_words
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.histogram import BIN, check_histogram, noisy_grid
 from polars_ppdm.dp.kmeans import DPKMeansResult, check_kmeans, release_kmeans
 from polars_ppdm.dp.quadtree import check_quadtree, release_quadtree
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, morton_codes
-from polars_ppdm.secret import SecretLike, resolve_secret
+from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words
+from polars_ppdm.secret import SecretLike
 from polars_ppdm.spark._engine import map_polars, polars_schema, raise_executor_errors, spark_frame
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -58,6 +59,8 @@ _RANK = "__ppdm_unit_rank"
 _FINITE = "__ppdm_finite"
 _CODE = "__ppdm_code"
 _CELL = "__ppdm_cell"
+_LOW_WORD = "__ppdm_digest_low"
+_HIGH_WORD = "__ppdm_digest_high"
 _SIGN = np.uint64(1 << 63)
 
 
@@ -194,8 +197,8 @@ def dp_histogram(
         data=_extremes(sdf, _columns(columns)),
     )
     non_negative = check_bool("non_negative", non_negative, func)
-    request.charge(accountant)
-    key_bytes = resolve_secret(secret).key
+    check_accountant(accountant, func)
+    key_bytes = release_secret(secret, func)
     flat = request.flat_bin().alias(BIN)
     rows = _bounded(
         sdf,
@@ -208,7 +211,7 @@ def dp_histogram(
         pl.Schema({BIN: pl.Int64}),
     )
     counts = _collect(rows.groupBy(BIN).count())
-    grid = noisy_grid(request, counts.lazy(), key_bytes, non_negative=non_negative).collect()
+    grid = noisy_grid(request, counts.lazy(), key_bytes, non_negative=non_negative, accountant=accountant).collect()
     return sdf.sparkSession.createDataFrame(grid.to_arrow(compat_level=pl.CompatLevel.oldest()))
 
 
@@ -240,15 +243,27 @@ class _Points:
 
         def outputs(batch: pl.DataFrame) -> pl.DataFrame:
             points = batch.select(pl.col(c).cast(pl.Float64) for c in columns).to_numpy()
+            # The points' digest words (as table_digest of the Polars path), in two 32-bit
+            # halves: Spark adds longs, which would overflow on 64-bit words.
+            words = row_words(secret, list(points.T))
             finite = np.isfinite(points).all(axis=1)
             if not finite.all():  # refused before any count is read; no NaN in the kernel
                 points = np.where(finite[:, None], points, lows)
-            return pl.DataFrame({_CODE: morton_codes(points, lows, highs, finest), _FINITE: finite})
+            return pl.DataFrame(
+                {
+                    _CODE: morton_codes(points, lows, highs, finest),
+                    _FINITE: finite,
+                    _LOW_WORD: (words & np.uint64(0xFFFFFFFF)).astype(np.int64),
+                    _HIGH_WORD: (words >> np.uint64(32)).astype(np.int64),
+                }
+            )
 
-        schema = pl.Schema({_CODE: pl.Int64, _FINITE: pl.Boolean})
+        schema = pl.Schema({_CODE: pl.Int64, _FINITE: pl.Boolean, _LOW_WORD: pl.Int64, _HIGH_WORD: pl.Int64})
         self.points = _bounded(sdf, columns, key, contributions, secret, func, outputs, schema).cache()
         self.columns, self.func, self.d, self.finest = columns, func, d, finest
         self.session = sdf.sparkSession
+        self.secret = secret
+        self.digest: int | None = None
 
     def rows(self) -> int:
         """The number of points after bounding; an empty table or a non-finite point is
@@ -259,11 +274,21 @@ class _Points:
             self.points.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.sum(F.when(F.col(_FINITE), 0).otherwise(1)).alias("bad"),
+                F.sum(_LOW_WORD).alias("low"),
+                F.sum(_HIGH_WORD).alias("high"),
             )
         ).row(0)
         rows, bad = int(totals[0]), int(totals[1] or 0)
         check_points(rows, bad, self.columns, self.func)
+        word_sum = ((int(totals[3] or 0) << 32) + int(totals[2] or 0)) % 2**64
+        self.digest = finish_digest(self.secret, word_sum, rows)
         return rows
+
+    def release_key(self, label: str) -> bytes:
+        """The key of the release's noise (:func:`~polars_ppdm.kernels.release_key.release_key`
+        of the points' digest, which :meth:`rows` computed)."""
+        assert self.digest is not None, "rows() first"
+        return release_key(self.secret, label, self.digest)
 
     def counts_up_to(self, height: int) -> CellCounts:
         """The true counts of nodes at levels up to ``height``: one group-by per call, of
@@ -369,10 +394,12 @@ def dp_quadtree(
         max_contributions=max_contributions,
         data=_extremes(sdf, _columns(columns)),
     )
-    request.charge(accountant)
-    key_bytes = resolve_secret(secret).key
+    check_accountant(accountant, func)
+    key_bytes = release_secret(secret, func)
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
-        return release_quadtree(request, points.rows(), points.counts_up_to, key_bytes)
+        rows = points.rows()  # the points checked: a refusal costs nothing
+        request.charge(accountant)
+        return release_quadtree(request, rows, points.counts_up_to, points.release_key(request.label))
 
 
 def dp_kmeans(
@@ -458,7 +485,9 @@ def dp_kmeans(
         max_contributions=max_contributions,
         data=_extremes(sdf, _columns(columns)),
     )
-    request.charge(accountant)
-    key_bytes = resolve_secret(secret).key
+    check_accountant(accountant, func)
+    key_bytes = release_secret(secret, func)
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
-        return release_kmeans(request, points.rows(), points.counts_up_to, key_bytes)
+        rows = points.rows()  # the points checked: a refusal costs nothing
+        request.charge(accountant)
+        return release_kmeans(request, rows, points.counts_up_to, points.release_key(request.label))
