@@ -64,7 +64,7 @@ def test_an_exact_level_is_kept_and_shared_out():
     assert est[0].tolist() == [11.5, 24.5]  # the 6 shared 1 : 3, as the variances
 
 
-SECRETS = [f"{i:032x}" for i in range(300)]
+SECRETS = [ppdm.Secret.for_tests(i) for i in range(300)]
 
 
 def visits(seed: int = 3) -> pl.DataFrame:

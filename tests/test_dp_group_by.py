@@ -15,7 +15,7 @@ from polars_ppdm.dp.accuracy import geometric_sd, laplace_sd
 from polars_ppdm.dp.group_by import selection_threshold
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 
-SECRET = "5a" * 16
+SECRET = "5a1f3c9e0b7d2a4866c3e1f09b8d7a25"  # fixed for the tests; not a repeated pattern
 REGIONS = ["north", "south", "east"]
 
 
@@ -44,7 +44,7 @@ def release(frame, secret, **kwargs):
         "epsilon": 0.6,
         "privacy_unit": "person",
         "public_groups": PUBLIC,
-        "secret": secret,
+        "secret": ppdm.Secret.for_tests(secret) if isinstance(secret, int) else secret,
         "intervals": True,
     }
     return ppdm.dp_group_by(frame, "region", AGGREGATES, **{**params, **kwargs})
@@ -111,7 +111,7 @@ def test_partition_selection_never_releases_a_group_of_one_person():
     released = set()
     for secret in range(300):
         out = ppdm.dp_group_by(
-            frame, "region", dp.count(), epsilon=1.0, privacy_unit="person", delta=1e-6, secret=secret
+            frame, "region", dp.count(), epsilon=1.0, privacy_unit="person", delta=1e-6, secret=ppdm.Secret.for_tests(secret)
         )
         released |= set(out["region"].to_list())
     assert released == {"north", "south"}
@@ -270,7 +270,7 @@ def test_bad_parameters(kwargs, match):
         ppdm.dp_group_by(frame, params.pop("by"), params.pop("aggregates"), **params)
 
 
-def test_nulls_are_refused_with_the_budget_kept():
+def test_bad_data_is_refused_uncharged_and_the_message_counts_nothing():
     frame = one_row_each(50)
     acc = ppdm.BudgetAccountant(5.0)
     with pytest.raises(InvalidParameterError, match="key column 'person' of dp_group_by has null"):
@@ -283,7 +283,7 @@ def test_nulls_are_refused_with_the_budget_kept():
             public_groups=PUBLIC,
             secret=SECRET,
         )
-    with pytest.raises(InvalidParameterError, match="1 null, NaN or infinite"):
+    with pytest.raises(InvalidParameterError, match="hold null, NaN or infinite values") as refused:
         ppdm.dp_group_by(
             frame.with_columns(
                 pl.when(pl.col("person") == 3).then(float("nan")).otherwise("spend").alias("spend")
@@ -296,7 +296,11 @@ def test_nulls_are_refused_with_the_budget_kept():
             secret=SECRET,
             accountant=acc,
         )
-    assert acc.spent == 1.0  # charged before the data was read: the conservative side
+    # Refused after the data was read, before any charge; the message says no count (a
+    # count of bad rows would be a release of the private data with no noise at all).
+    assert acc.spent == 0
+    assert "nothing was released or charged" in str(refused.value)
+    assert not any(ch.isdigit() for ch in str(refused.value).replace("dp_group_by", ""))
 
 
 def test_the_accountant_learns_epsilon_and_delta():
@@ -333,10 +337,11 @@ def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
 
 
 def test_a_means_own_count_noise_is_checked_before_the_budget():
-    """A mean without a dp.count() draws its own integer count noise at half its epsilon:
-    that scale (2e17 here) must fit 64-bit noise, checked before anything is charged."""
+    """A mean without a dp.count() draws integer noise at half its epsilon, its sum's in grid
+    units (2^24 steps per half-width: 2.6e24 here): the scales must fit 64-bit noise,
+    checked before anything is charged."""
     acc = ppdm.BudgetAccountant(1.0)
-    with pytest.raises(InvalidParameterError, match="integer noise of scale 2e\\+17"):
+    with pytest.raises(InvalidParameterError, match="integer noise of scale 2.6\\de\\+24"):
         ppdm.dp_group_by(
             one_row_each(30),
             "region",

@@ -10,7 +10,7 @@ import pytest
 import polars_ppdm as ppdm
 from polars_ppdm import dp
 
-SECRET = "5a" * 16
+SECRET = "5a1f3c9e0b7d2a4866c3e1f09b8d7a25"  # fixed for the tests; not a repeated pattern
 AGGREGATES = {
     "count": (lambda: dp.count(), "ppdm_dp_count", ""),
     "sum": (

@@ -19,8 +19,8 @@ def test_float_parameters_take_numpy_scalars(kind):
     assert ppdm.rr_disguise(df, "flag", p=kind(0.75), secret=1).equals(expected)
     by_epsilon = ppdm.rr_disguise(df, "flag", epsilon=kind(1.0), secret=1)
     assert by_epsilon.equals(ppdm.rr_disguise(df, "flag", epsilon=float(kind(1.0)), secret=1))
-    hist = ppdm.dp_histogram(df, "x", bounds=(0, 3), bins=3, epsilon=kind(0.5), secret=1)
-    assert hist.equals(ppdm.dp_histogram(df, "x", bounds=(0, 3), bins=3, epsilon=float(kind(0.5)), secret=1))
+    hist = ppdm.dp_histogram(df, "x", bounds=(0, 3), bins=3, epsilon=kind(0.5), secret=ppdm.Secret.for_tests(1))
+    assert hist.equals(ppdm.dp_histogram(df, "x", bounds=(0, 3), bins=3, epsilon=float(kind(0.5)), secret=ppdm.Secret.for_tests(1)))
     assert ppdm.add_noise(df, "x", scale=kind(2.0), secret=1).equals(
         ppdm.add_noise(df, "x", scale=float(kind(2.0)), secret=1)
     )

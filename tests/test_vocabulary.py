@@ -109,8 +109,8 @@ def test_the_namespaces_are_the_functions():
         function = getattr(ppdm, method_name)
         assert parameters(method) == parameters(function)[1:], method_name
     df = pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "flag": [True, False, True, True]})
-    assert df.ppdm.dp_histogram("x", bounds=(0, 5), bins=2, epsilon=1.0, secret=1).equals(
-        ppdm.dp_histogram(df, "x", bounds=(0, 5), bins=2, epsilon=1.0, secret=1)
+    assert df.ppdm.dp_histogram("x", bounds=(0, 5), bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1)).equals(
+        ppdm.dp_histogram(df, "x", bounds=(0, 5), bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1))
     )
     lazy = df.lazy().ppdm.rr_disguise("flag", p=0.7, secret=2)
     assert isinstance(lazy, pl.LazyFrame)

@@ -167,16 +167,21 @@ def charge(
     *,
     why: str = "",
     delta: float = 0.0,
+    check_only: bool = False,
 ) -> None:
     """Spend ``epsilon`` on the accountant (if any), once per computed release.
 
     Called after the data is read and checked (a refusal of bad data costs nothing and
     says nothing computed from the data) and before any noise is drawn: an over-budget
-    release is refused with nothing released.
+    release is refused with nothing released.  ``check_only``: only refuse a release the
+    accountant has no room for (when it is set up, before the data is read).
     """
     if accountant is None:
         return
     check_accountant(accountant, func)
+    if check_only:  # when the release is set up: an over-budget call never reads the data
+        accountant.check(epsilon, release, why=why, delta=delta)
+        return
     accountant.spend(epsilon, release, why=why, delta=delta)
 
 
@@ -205,11 +210,12 @@ def private_points(
 
 
 def check_points(rows: int, bad: int, columns: Sequence[str], func: str) -> None:
-    """Refuse an empty table, or ``bad`` rows with a null, NaN or infinite coordinate
-    (counted after contribution bounding, by any engine)."""
+    """Refuse an empty table, or rows with a null, NaN or infinite coordinate (after
+    contribution bounding, by any engine), before any charge; the message says no count
+    computed from the data."""
     if rows == 0:
-        msg = f"{func} got an empty table: there is nothing to release."
+        msg = f"{func} got an empty table: there is nothing to release ({NOT_CHARGED})."
         raise InvalidParameterError(msg)
     if bad:
-        msg = f"{func}: {bad} row(s) of {list(columns)} hold null, NaN or infinite values; drop or fill them first ({NOTHING_RELEASED})."
+        msg = f"{func}: the columns {list(columns)} hold null, NaN or infinite values; drop or fill them first ({NOT_CHARGED})."
         raise InvalidParameterError(msg)

@@ -235,9 +235,9 @@ class GroupByRequest:
         """The release's name: in the accountant, and in its noise key (every engine)."""
         return f"{_FUNC}({', '.join(self.by)})"
 
-    def charge(self, accountant: BudgetAccountant | None) -> None:
+    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
-        charge(accountant, self.epsilon, self.label, _FUNC, why=why, delta=self.delta or 0.0)
+        charge(accountant, self.epsilon, self.label, _FUNC, why=why, delta=self.delta or 0.0, check_only=check_only)
 
 
 def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection: bool) -> dict[str, float]:
@@ -749,6 +749,7 @@ def dp_group_by(
     intervals = _check_flag("intervals", intervals)
     non_negative = _check_flag("non_negative", non_negative)
     check_accountant(accountant, _FUNC)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     key = release_secret(secret, _FUNC)
     grouped = _bounded_groups(as_lazy(frame), request, key)
     if request.public_groups is not None:

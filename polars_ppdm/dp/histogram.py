@@ -164,6 +164,7 @@ def dp_histogram(
     )
     non_negative = check_bool("non_negative", non_negative, _FUNC)
     check_accountant(accountant, _FUNC)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     secret = release_secret(secret, _FUNC)
     cols = request.columns
     lazy = bound_contributions(as_lazy(frame), key, request.contributions, secret, _FUNC, cols)
@@ -210,9 +211,9 @@ class HistogramRequest:
         """The release's name: in the accountant, and in its noise key (every engine)."""
         return f"{_FUNC}({', '.join(self.columns)})"
 
-    def charge(self, accountant: BudgetAccountant | None) -> None:
+    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend epsilon on the accountant (when the release is computed)."""
-        charge(accountant, self.epsilon, self.label, _FUNC)
+        charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only)
 
 
 def check_histogram(

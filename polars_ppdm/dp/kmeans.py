@@ -214,6 +214,7 @@ def dp_kmeans(
         data=lambda: as_lazy(frame),
     )
     check_accountant(accountant, _FUNC)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     contribution_secret = release_secret(secret, _FUNC)
     points = private_points(
         frame,
@@ -281,7 +282,7 @@ class KMeansRequest:
         highs = np.array([self.bounds[c][1] for c in self.columns], dtype=np.float64)
         return lows, highs
 
-    def charge(self, accountant: BudgetAccountant | None) -> None:
+    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend the call's epsilon on the accountant (before the data is read)."""
         why = (
             f"epsilon={self.epsilon:g} halved over iterations={self.iterations}: "
@@ -290,7 +291,7 @@ class KMeansRequest:
             else ""
         )
         release = f"{_FUNC}({', '.join(self.columns)}, method={self.method!r})"
-        charge(accountant, self.spent, release, _FUNC, why=why)
+        charge(accountant, self.spent, release, _FUNC, why=why, check_only=check_only)
 
     def result(self, centres: np.ndarray, buckets: pl.DataFrame | None) -> DPKMeansResult:
         frame = pl.DataFrame({c: centres[:, a] for a, c in enumerate(self.columns)})

@@ -290,6 +290,7 @@ def dp_quadtree(
         data=lambda: as_lazy(frame),
     )
     check_accountant(accountant, _FUNC)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     secret = release_secret(secret, _FUNC)
     points = private_points(
         frame, request.columns, key=key, max_contributions=request.contributions, secret=secret, func=_FUNC
@@ -320,9 +321,9 @@ class QuadtreeRequest:
         """The release's name: in the accountant, and in its noise key (every engine)."""
         return f"{_FUNC}({', '.join(self.columns)})"
 
-    def charge(self, accountant: BudgetAccountant | None) -> None:
+    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend epsilon on the accountant (once the points are read and checked)."""
-        charge(accountant, self.epsilon, self.label, _FUNC)
+        charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only)
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """The root box: lows and highs per column (float64)."""

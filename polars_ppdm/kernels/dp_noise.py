@@ -230,7 +230,7 @@ def grid_of(row_bound: float, func: str, what: str = "bounds") -> float:
     """The power-of-two grid a real value with this row bound is released on.
 
     ``2^(e - GRID_BITS)`` for ``row_bound = m * 2^e`` (``m`` in [0.5, 1)): between
-    ``row_bound * 2^-25`` and ``row_bound * 2^-24``.  Values are rounded to it and get
+    ``row_bound * 2^-24`` and ``row_bound * 2^-23``.  Values are rounded to it and get
     integer noise in its units (:func:`discrete_laplace`), as OpenDP's
     ``sample_discrete_laplace_Z2k`` and Google's granularity do: a released figure is
     then an integer times a power of two, whatever the data, so its low-order bits say
@@ -239,7 +239,7 @@ def grid_of(row_bound: float, func: str, what: str = "bounds") -> float:
 
     Examples
     --------
-    >>> grid_of(100.0, "demo") == 2.0**-18, grid_of(1.0, "demo") == 2.0**-23
+    >>> grid_of(100.0, "demo") == 2.0**-17, grid_of(1.0, "demo") == 2.0**-23
     (True, True)
     """
     if not (0 < row_bound < math.inf):

@@ -198,6 +198,7 @@ def dp_histogram(
     )
     non_negative = check_bool("non_negative", non_negative, func)
     check_accountant(accountant, func)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     key_bytes = release_secret(secret, func)
     flat = request.flat_bin().alias(BIN)
     rows = _bounded(
@@ -395,6 +396,7 @@ def dp_quadtree(
         data=_extremes(sdf, _columns(columns)),
     )
     check_accountant(accountant, func)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     key_bytes = release_secret(secret, func)
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
@@ -486,6 +488,7 @@ def dp_kmeans(
         data=_extremes(sdf, _columns(columns)),
     )
     check_accountant(accountant, func)
+    request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     key_bytes = release_secret(secret, func)
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
