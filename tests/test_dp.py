@@ -96,7 +96,12 @@ def test_noise_variance_matches_the_theory():
     # A histogram of one row at epsilon 0.25: every bin's count is its true count plus
     # noise of scale 1 / 0.25 = 4.
     out = ppdm.dp_histogram(
-        pl.DataFrame({"x": [0.5]}), "x", bounds=(0, 1), bins=100_000, epsilon=0.25, secret=ppdm.Secret.for_tests(5)
+        pl.DataFrame({"x": [0.5]}),
+        "x",
+        bounds=(0, 1),
+        bins=100_000,
+        epsilon=0.25,
+        secret=ppdm.Secret.for_tests(5),
     )
     true = ((out["x_low"] <= 0.5) & (out["x_high"] > 0.5)).cast(pl.Int64).to_numpy()
     assert true.sum() == 1
@@ -115,11 +120,18 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
     )
     kwargs = dict(bounds=(0, bins), bins=bins, epsilon=eps, key="person", max_contributions=c)
     a = ppdm.dp_histogram(base, "x", secret=ppdm.Secret.for_tests(1), **kwargs)["count"].to_numpy()
-    b = ppdm.dp_histogram(pl.concat([base, extra]), "x", secret=ppdm.Secret.for_tests(2), **kwargs)["count"].to_numpy()
+    b = ppdm.dp_histogram(pl.concat([base, extra]), "x", secret=ppdm.Secret.for_tests(2), **kwargs)[
+        "count"
+    ].to_numpy()
     assert_ratio_within_e_eps(a, b, eps, min_count=300)
     # Without the bound, the person's 5 rows shift each bin by 5 > c: a larger ratio.
     unbounded = ppdm.dp_histogram(
-        pl.concat([base, extra]), "x", bounds=(0, bins), bins=bins, epsilon=eps, secret=ppdm.Secret.for_tests(2)
+        pl.concat([base, extra]),
+        "x",
+        bounds=(0, bins),
+        bins=bins,
+        epsilon=eps,
+        secret=ppdm.Secret.for_tests(2),
     )
     # Mean count 4 + 5 unbounded against 4 + 3 bounded, plus the mean noise of 20,000 bins
     # (scale 1 / eps and c / eps); the SE of a difference of two means is at most the sum
@@ -131,10 +143,24 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
 def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
     df = pl.DataFrame({"x": np.arange(100.0) % 10, "person": np.arange(100) % 7})
     a = ppdm.dp_histogram(
-        df, "x", bounds=(0, 10), bins=10, epsilon=50.0, secret=ppdm.Secret.for_tests(3), key="person", max_contributions=2
+        df,
+        "x",
+        bounds=(0, 10),
+        bins=10,
+        epsilon=50.0,
+        secret=ppdm.Secret.for_tests(3),
+        key="person",
+        max_contributions=2,
     )
     b = ppdm.dp_histogram(
-        df.lazy(), "x", bounds=(0, 10), bins=10, epsilon=50.0, secret=ppdm.Secret.for_tests(3), key="person", max_contributions=2
+        df.lazy(),
+        "x",
+        bounds=(0, 10),
+        bins=10,
+        epsilon=50.0,
+        secret=ppdm.Secret.for_tests(3),
+        key="person",
+        max_contributions=2,
     )
     assert_frame_equal(a, b.collect())
     # 7 persons x 2 rows.  Noise of scale 2 / 50 is nonzero with probability 2 alpha / (1 + alpha),
@@ -190,9 +216,15 @@ def test_points_outside_the_bounds_count_in_the_edge_bins():
 def test_every_dp_release_refuses_non_finite_values_the_same_way(bad):
     df = pl.DataFrame({"x": [0.5, 2.0, bad, 3.0], "y": [1.0, 2.0, 3.0, 4.0]})
     releases = [
-        lambda: ppdm.dp_histogram(df, "x", bounds=(0, 10), bins=5, epsilon=1.0, secret=ppdm.Secret.for_tests(1)),
-        lambda: ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=ppdm.Secret.for_tests(1)),
-        lambda: ppdm.dp_kmeans(df, ["x", "y"], k=2, bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=ppdm.Secret.for_tests(1)),
+        lambda: ppdm.dp_histogram(
+            df, "x", bounds=(0, 10), bins=5, epsilon=1.0, secret=ppdm.Secret.for_tests(1)
+        ),
+        lambda: ppdm.dp_quadtree(
+            df, ["x", "y"], bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=ppdm.Secret.for_tests(1)
+        ),
+        lambda: ppdm.dp_kmeans(
+            df, ["x", "y"], k=2, bounds=[(0, 10)] * 2, epsilon=1.0, n=4, secret=ppdm.Secret.for_tests(1)
+        ),
     ]
     for release in releases:
         with pytest.raises(InvalidParameterError, match="null, NaN or infinite values"):
@@ -210,7 +242,9 @@ def test_histogram_eager_lazy_streaming_and_duckdb_agree(engine):
     assert_frame_equal(lazy.collect(engine=engine), eager)
     con = ppdm.duckdb.register(duckdb.connect())
     con.execute("CREATE TABLE people AS SELECT * FROM df")
-    sql = con.sql("FROM ppdm_dp_histogram('people', 'age', 0, 100, 25, 0.3, 'cd4e1a9f3b7c5d2e8a6f0b1c3d5e7f92')").pl()
+    sql = con.sql(
+        "FROM ppdm_dp_histogram('people', 'age', 0, 100, 25, 0.3, 'cd4e1a9f3b7c5d2e8a6f0b1c3d5e7f92')"
+    ).pl()
     assert_frame_equal(sql, eager)  # the macro names its columns as Polars does
 
 
@@ -218,7 +252,9 @@ def test_histogram_eager_lazy_streaming_and_duckdb_agree(engine):
 def test_quadtree_leaves_tile_the_box_and_count_every_point(d):
     points = np.random.default_rng(d).normal(0.5, 0.15, (20_000, d))
     frame = pl.DataFrame({f"v{i}": points[:, i] for i in range(d)})
-    leaves = ppdm.dp_quadtree(frame, frame.columns, bounds=[(0, 1)] * d, epsilon=1e6, secret=ppdm.Secret.for_tests(d), n=20_000)
+    leaves = ppdm.dp_quadtree(
+        frame, frame.columns, bounds=[(0, 1)] * d, epsilon=1e6, secret=ppdm.Secret.for_tests(d), n=20_000
+    )
     volume = np.ones(leaves.height)
     for c in frame.columns:
         volume *= (leaves[f"{c}_high"] - leaves[f"{c}_low"]).to_numpy()
@@ -261,7 +297,9 @@ def test_a_tree_whose_frontier_explodes_is_refused_before_it_is_drawn():
         InvalidParameterError,
         match=r"dp_quadtree: the tree would examine .* more than 4,194,304 .* 'max_height' parameter",
     ):
-        ppdm.dp_quadtree(df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=31, secret=ppdm.Secret.for_tests(1))
+        ppdm.dp_quadtree(
+            df, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, max_height=31, secret=ppdm.Secret.for_tests(1)
+        )
 
 
 def test_quadtree_noise_has_the_documented_scales():
@@ -283,8 +321,18 @@ def test_quadtree_root_count_is_dp_over_many_secrets():
     small = pl.DataFrame({"x": [0.5] * 20})
     big = pl.DataFrame({"x": [0.5] * 21})
     kwargs = dict(bounds=(0, 1), epsilon=eps, max_height=0, threshold=0)
-    a = np.array([ppdm.dp_quadtree(small, "x", secret=ppdm.Secret.for_tests(s), **kwargs)["count"][0] for s in range(runs)])
-    b = np.array([ppdm.dp_quadtree(big, "x", secret=ppdm.Secret.for_tests(runs + s), **kwargs)["count"][0] for s in range(runs)])
+    a = np.array(
+        [
+            ppdm.dp_quadtree(small, "x", secret=ppdm.Secret.for_tests(s), **kwargs)["count"][0]
+            for s in range(runs)
+        ]
+    )
+    b = np.array(
+        [
+            ppdm.dp_quadtree(big, "x", secret=ppdm.Secret.for_tests(runs + s), **kwargs)["count"][0]
+            for s in range(runs)
+        ]
+    )
     assert_ratio_within_e_eps(a, b, eps, min_count=60)
 
 
@@ -299,7 +347,15 @@ def blobs(n_per: int = 3000, seed: int = 0):
 @pytest.mark.parametrize("method", ["quadtree", "lloyd", "grid"])
 def test_dp_kmeans_finds_well_separated_clusters(method):
     df, points, labels = blobs()
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=3, epsilon=2.0, bounds=[(-10, 10)] * 2, method=method, secret=ppdm.Secret.for_tests(11))
+    fit = ppdm.dp_kmeans(
+        df,
+        ["x", "y"],
+        k=3,
+        epsilon=2.0,
+        bounds=[(-10, 10)] * 2,
+        method=method,
+        secret=ppdm.Secret.for_tests(11),
+    )
     assert fit.centres.columns == ["x", "y"] and fit.centres.height == 3
     clusters = ppdm.metrics.assign(points, fit.to_numpy())
     assert f_measure(labels, clusters) > 0.95
@@ -364,7 +420,14 @@ def test_f_measure_takes_labels_of_strings_from_polars():
 def test_dp_kmeans_sizes_are_refused_before_anything_is_spent(settings, message):
     accountant = ppdm.BudgetAccountant(10.0)
     df = pl.DataFrame({"x": [0.1, 0.9], "y": [0.2, 0.8]})
-    args = {"k": 2, "epsilon": 1.0, "bounds": [(0, 1)] * 2, "secret": ppdm.Secret.for_tests(1), "accountant": accountant, **settings}
+    args = {
+        "k": 2,
+        "epsilon": 1.0,
+        "bounds": [(0, 1)] * 2,
+        "secret": ppdm.Secret.for_tests(1),
+        "accountant": accountant,
+        **settings,
+    }
     with pytest.raises(InvalidParameterError, match=message):
         ppdm.dp_kmeans(df, ["x", "y"], **args)
     assert accountant.spent == 0
@@ -389,7 +452,13 @@ def test_dpqt_beats_dplloyd_on_unbalanced_clusters():
                 nicv(
                     points,
                     ppdm.dp_kmeans(
-                        df, ["x", "y"], k=3, epsilon=0.1, bounds=[(-10, 10)] * 2, method=m, secret=ppdm.Secret.for_tests(s)
+                        df,
+                        ["x", "y"],
+                        k=3,
+                        epsilon=0.1,
+                        bounds=[(-10, 10)] * 2,
+                        method=m,
+                        secret=ppdm.Secret.for_tests(s),
                     ).to_numpy(),
                 )
                 for s in range(5)
@@ -460,8 +529,12 @@ def test_accountant_parallel_composition_costs_the_maximum():
     acc = ppdm.BudgetAccountant(1.0)
     df, _, _ = blobs(100)
     with acc.parallel("x and y are disjoint halves, for the test"):
-        ppdm.dp_histogram(df, "x", bounds=(-10, 10), epsilon=0.7, secret=ppdm.Secret.for_tests(1), accountant=acc)
-        ppdm.dp_histogram(df, "y", bounds=(-10, 10), epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=acc)
+        ppdm.dp_histogram(
+            df, "x", bounds=(-10, 10), epsilon=0.7, secret=ppdm.Secret.for_tests(1), accountant=acc
+        )
+        ppdm.dp_histogram(
+            df, "y", bounds=(-10, 10), epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=acc
+        )
     assert acc.spent == pytest.approx(0.7)
     with pytest.raises(BudgetExceededError):
         acc.spend(0.31, "too much")
@@ -501,7 +574,13 @@ def test_accountant_parallel_composition_costs_the_maximum():
         ),
         (
             lambda df: ppdm.dp_kmeans(
-                df, ["x", "y"], k=5, bounds=[(0, 1)] * 2, epsilon=1.0, secret=ppdm.Secret.for_tests(1), max_height=1
+                df,
+                ["x", "y"],
+                k=5,
+                bounds=[(0, 1)] * 2,
+                epsilon=1.0,
+                secret=ppdm.Secret.for_tests(1),
+                max_height=1,
             ),
             "larger than the number of buckets",
         ),
@@ -554,7 +633,9 @@ def test_accountant_parallel_composition_costs_the_maximum():
             "'n' parameter of dp_kmeans",
         ),
         (  # the noise would overflow int64 counts
-            lambda df: ppdm.dp_histogram(df, "x", bounds=(0, 1), epsilon=1e-300, secret=ppdm.Secret.for_tests(1)),
+            lambda df: ppdm.dp_histogram(
+                df, "x", bounds=(0, 1), epsilon=1e-300, secret=ppdm.Secret.for_tests(1)
+            ),
             "does not fit 64-bit counts",
         ),
     ],
@@ -593,7 +674,9 @@ def test_bounds_from_the_data_are_refused_for_dp_releases():
 
 def test_tiny_epsilon_still_gives_k_centres_inside_the_bounds():
     df, _, _ = blobs(300)
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, secret=ppdm.Secret.for_tests(4))
+    fit = ppdm.dp_kmeans(
+        df, ["x", "y"], k=8, epsilon=0.005, bounds=[(-10, 10)] * 2, secret=ppdm.Secret.for_tests(4)
+    )
     centres = fit.to_numpy()
     assert centres.shape == (8, 2) and np.isfinite(centres).all() and (np.abs(centres) <= 10).all()
 
@@ -605,15 +688,27 @@ def test_dplloyd_release_is_dp_over_many_secrets():
     small = pl.DataFrame({"x": [0.25] * 40})
     big = pl.DataFrame({"x": [0.25] * 40 + [1.0]})
     kwargs = dict(k=1, epsilon=eps, bounds=(0, 1), method="lloyd", iterations=1)
-    a = np.array([ppdm.dp_kmeans(small, "x", secret=ppdm.Secret.for_tests(s), **kwargs).to_numpy()[0, 0] for s in range(runs)])
-    b = np.array([ppdm.dp_kmeans(big, "x", secret=ppdm.Secret.for_tests(runs + s), **kwargs).to_numpy()[0, 0] for s in range(runs)])
+    a = np.array(
+        [
+            ppdm.dp_kmeans(small, "x", secret=ppdm.Secret.for_tests(s), **kwargs).to_numpy()[0, 0]
+            for s in range(runs)
+        ]
+    )
+    b = np.array(
+        [
+            ppdm.dp_kmeans(big, "x", secret=ppdm.Secret.for_tests(runs + s), **kwargs).to_numpy()[0, 0]
+            for s in range(runs)
+        ]
+    )
     assert ppdm.dp_kmeans(small, "x", secret=ppdm.Secret.for_tests(0), **kwargs).epsilon == eps / 2
     assert_ratio_within_e_eps(np.floor(a / 0.02), np.floor(b / 0.02), eps / 2, min_count=100)
 
 
 def test_the_tree_always_has_k_leaves_for_k_means():
     df, _, _ = blobs(50)
-    fit = ppdm.dp_kmeans(df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, secret=ppdm.Secret.for_tests(3))
+    fit = ppdm.dp_kmeans(
+        df, ["x", "y"], k=40, epsilon=0.01, bounds=[(-10, 10)] * 2, secret=ppdm.Secret.for_tests(3)
+    )
     assert fit.buckets.height >= 40 and fit.centres.height == 40
 
 
@@ -649,9 +744,16 @@ def test_bounds_as_numpy_arrays_or_series():
     df = pl.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.2, 0.4, 0.6]})
     expected = ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1))
     for bounds in (np.array([0.0, 1.0]), pl.Series([0.0, 1.0])):
-        assert ppdm.dp_histogram(df, "x", bounds=bounds, bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1)).equals(expected)
+        assert ppdm.dp_histogram(
+            df, "x", bounds=bounds, bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1)
+        ).equals(expected)
     both = ppdm.dp_histogram(
-        df, ["x", "y"], bounds=np.array([[0.0, 1.0], [0.0, 1.0]]), bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1)
+        df,
+        ["x", "y"],
+        bounds=np.array([[0.0, 1.0], [0.0, 1.0]]),
+        bins=2,
+        epsilon=1.0,
+        secret=ppdm.Secret.for_tests(1),
     )
     assert both.height == 4
 
@@ -682,7 +784,13 @@ def test_kmeans_quadtree_refined_beats_the_paper_on_tight_clusters():
     for method in ("quadtree", "quadtree_refined"):
         fits = [
             ppdm.dp_kmeans(
-                frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(0, 600)] * 2, method=method, secret=ppdm.Secret.for_tests(s)
+                frame,
+                ["x", "y"],
+                k=5,
+                epsilon=1.0,
+                bounds=[(0, 600)] * 2,
+                method=method,
+                secret=ppdm.Secret.for_tests(s),
             )
             for s in range(5)
         ]

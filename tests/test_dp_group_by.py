@@ -111,7 +111,13 @@ def test_partition_selection_never_releases_a_group_of_one_person():
     released = set()
     for secret in range(300):
         out = ppdm.dp_group_by(
-            frame, "region", dp.count(), epsilon=1.0, privacy_unit="person", delta=1e-6, secret=ppdm.Secret.for_tests(secret)
+            frame,
+            "region",
+            dp.count(),
+            epsilon=1.0,
+            privacy_unit="person",
+            delta=1e-6,
+            secret=ppdm.Secret.for_tests(secret),
         )
         released |= set(out["region"].to_list())
     assert released == {"north", "south"}
@@ -341,7 +347,7 @@ def test_a_means_own_count_noise_is_checked_before_the_budget():
     units (2^24 steps per half-width: 2.6e24 here): the scales must fit 64-bit noise,
     checked before anything is charged."""
     acc = ppdm.BudgetAccountant(1.0)
-    with pytest.raises(InvalidParameterError, match="integer noise of scale 2.6\\de\\+24"):
+    with pytest.raises(InvalidParameterError, match=r"integer noise of scale 2.6\de\+24"):
         ppdm.dp_group_by(
             one_row_each(30),
             "region",

@@ -237,7 +237,15 @@ class GroupByRequest:
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
-        charge(accountant, self.epsilon, self.label, _FUNC, why=why, delta=self.delta or 0.0, check_only=check_only)
+        charge(
+            accountant,
+            self.epsilon,
+            self.label,
+            _FUNC,
+            why=why,
+            delta=self.delta or 0.0,
+            check_only=check_only,
+        )
 
 
 def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection: bool) -> dict[str, float]:
@@ -430,7 +438,9 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
         # floor(x / grid + 0.5), not round(): the same bits in every engine and Polars version.
         units = (clamped / a.grid(_FUNC) + 0.5).floor() - a.shift_units(_FUNC)
         exprs.append(
-            units.fill_nan(0).cast(pl.Int64).alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name))
+            units.fill_nan(0)
+            .cast(pl.Int64)
+            .alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name))
         )
     return exprs
 
@@ -583,7 +593,9 @@ def _release(
             low, high = value - half, value + half
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
-            units = groups[_sum_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(key, stream, words, scale)
+            units = groups[_sum_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(
+                key, stream, words, scale
+            )
             value = units.astype(np.float64) * grid  # an integer number of grid steps
             assert a.bounds is not None
             if non_negative and a.bounds[0] >= 0:
@@ -625,7 +637,9 @@ def _mean(
     grid = a.grid(_FUNC)
     mid = a.shift_units(_FUNC) * grid
     sum_scale = request.scale(a)
-    units = groups[_shifted_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(key, stream, words, sum_scale)
+    units = groups[_shifted_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(
+        key, stream, words, sum_scale
+    )
     shifted = units.astype(np.float64) * grid
     shared = request.shared_count()
     count_scale = request.count_scale(a)
@@ -634,7 +648,9 @@ def _mean(
     else:
         count = (
             rows
-            + discrete_laplace(key, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale)
+            + discrete_laplace(
+                key, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale
+            )
         ).astype(np.float64)
     denominator = np.maximum(count, 1.0)
     value = np.clip(mid + shifted / denominator, low, high)

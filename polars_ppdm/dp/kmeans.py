@@ -226,7 +226,9 @@ def dp_kmeans(
     )
     request.charge(accountant)  # after the points are read and checked: a refusal costs nothing
     # The noise under the release's own key: other points, other noise.
-    secret = release_key(contribution_secret, request.label, table_digest(contribution_secret, list(points.T)))
+    secret = release_key(
+        contribution_secret, request.label, table_digest(contribution_secret, list(points.T))
+    )
     if request.method == "lloyd":
         lows, highs = request.box()
         centres = dp_lloyd(

@@ -139,7 +139,9 @@ class _Draws:
             retry += 1
         return out
 
-    def bernoulli_exp(self, path: str, keys: np.ndarray, numerator: np.ndarray, denominator: int) -> np.ndarray:
+    def bernoulli_exp(
+        self, path: str, keys: np.ndarray, numerator: np.ndarray, denominator: int
+    ) -> np.ndarray:
         """Exact Bernoulli(exp(-numerator / denominator)) for 0 <= numerator <= denominator
         (Canonne, Kamath, Steinke 2020, Algorithm 1): K = 1, 2, ... while
         Bernoulli(gamma / K) succeeds; the result is whether K is odd."""

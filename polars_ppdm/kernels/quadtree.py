@@ -288,7 +288,9 @@ def leaf_centroids(
         scale[at] = level_scale * grid
         for axis in range(d):
             units = np.bincount(leaf, weights=inside[:, axis], minlength=len(centres))[at]
-            noise = discrete_laplace(secret, stream_id(f"{label}/centroid/{int(level)}/{axis}"), keys, level_scale)
+            noise = discrete_laplace(
+                secret, stream_id(f"{label}/centroid/{int(level)}/{axis}"), keys, level_scale
+            )
             noisy[at, axis] = (units + noise) * grid
     count = np.maximum(leaves.count, 1)[:, None].astype(np.float64)
     # Post-processing: shrink each noisy offset towards the leaf's centre by the ratio of

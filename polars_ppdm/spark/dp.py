@@ -212,7 +212,9 @@ def dp_histogram(
         pl.Schema({BIN: pl.Int64}),
     )
     counts = _collect(rows.groupBy(BIN).count())
-    grid = noisy_grid(request, counts.lazy(), key_bytes, non_negative=non_negative, accountant=accountant).collect()
+    grid = noisy_grid(
+        request, counts.lazy(), key_bytes, non_negative=non_negative, accountant=accountant
+    ).collect()
     return sdf.sparkSession.createDataFrame(grid.to_arrow(compat_level=pl.CompatLevel.oldest()))
 
 
