@@ -39,7 +39,19 @@ What the file holds
     version; a file written by a newer polars_ppdm is refused with a message saying so,
     not misread.  Version 2 adds the deltas; a version-1 file is upgraded in place (its
     runs spent delta 0) only when a dataset is given a delta budget, so a ledger that never
-    uses a delta stays readable by older releases.
+    uses a delta stays readable by older releases.  Version 3 adds the SHA-256 of every
+    output a run wrote (:meth:`Ledger.record_output`); a file is upgraded to it (and to 2
+    on the way) when a run reserves with ``record_outputs=True`` (every ``ppdm run``).
+    Runs recorded before it have no recorded outputs (:meth:`Ledger.recorded_outputs`
+    says None).
+
+Identical re-runs must release identical bits
+    A run id already recorded spends nothing only because the identical run releases
+    the identical bits.  ``ppdm run`` records each output's SHA-256 before it puts the
+    output in place, and a re-run of the same run id compares every output it computes
+    with the recorded ones before it publishes any: other bits (an input replaced
+    between its fingerprint and its read, a step that is not deterministic) are refused,
+    not released for free.
 
 References
 ----------
@@ -75,7 +87,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "Budget", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Version 2: deltas.  Added to a version-1 file when a dataset first gets a delta budget.
 _UPGRADE_TO_2 = """
@@ -83,6 +95,20 @@ ALTER TABLE ppdm_datasets ADD COLUMN delta_budget DOUBLE DEFAULT 0;
 ALTER TABLE ppdm_runs ADD COLUMN delta DOUBLE DEFAULT 0;
 ALTER TABLE ppdm_releases ADD COLUMN delta DOUBLE DEFAULT 0;
 ALTER TABLE ppdm_releases ADD COLUMN delta_charged DOUBLE DEFAULT 0;
+"""
+
+# Version 3: the SHA-256 of every output a run wrote, so that a re-run of the same run id
+# that would release other bits is refused (not free).  Added (after version 2's columns)
+# when a run first asks for it (Ledger.reserve(..., record_outputs=True): ppdm run).
+_UPGRADE_TO_3 = """
+ALTER TABLE ppdm_runs ADD COLUMN outputs_recorded BOOLEAN;
+CREATE TABLE ppdm_outputs (
+    run_id VARCHAR NOT NULL,
+    output VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    recorded_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (run_id, output)
+);
 """
 
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
@@ -369,6 +395,23 @@ class Ledger:
                 "INSERT INTO ppdm_ledger_schema VALUES (2, ?, ?)", [f"polars_ppdm {__version__}", _now()]
             )
 
+    @classmethod
+    def _upgrade_outputs(cls, con: duckdb.DuckDBPyConnection) -> None:
+        """Add version 3 (the outputs' hashes), after version 2, in the transaction."""
+        from polars_ppdm import __version__
+
+        cls._upgrade(con)
+        if not cls._has_outputs(con):
+            con.execute(_UPGRADE_TO_3)
+            con.execute(
+                "INSERT INTO ppdm_ledger_schema VALUES (3, ?, ?)", [f"polars_ppdm {__version__}", _now()]
+            )
+
+    @staticmethod
+    def _has_outputs(con: duckdb.DuckDBPyConnection) -> bool:
+        found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
+        return found is not None and found[0] >= 3
+
     # --- datasets ------------------------------------------------------------------------
 
     @classmethod
@@ -544,6 +587,7 @@ class Ledger:
         releases: Sequence[tuple[str, float] | tuple[str, float, float]],
         *,
         pipeline: str = "",
+        record_outputs: bool = False,
     ) -> Reservation:
         """Spend the epsilon of every release of a run, all or nothing, before the run reads a row.
 
@@ -560,6 +604,11 @@ class Ledger:
             releases nothing DP (it is still recorded).
         pipeline : str
             What ran (the pipeline file's name), shown in the table.
+        record_outputs : bool
+            The run will record the SHA-256 of each output it writes
+            (:meth:`record_output`), so that a re-run of the same run id can be checked
+            to release the same bits (:meth:`recorded_outputs`).  Upgrades the file to
+            schema version 3.
 
         Raises
         ------
@@ -587,8 +636,80 @@ class Ledger:
             )
             rows.append((step, epsilon, "sequential", epsilon, delta, delta))
         return self._reserve(
-            dataset, run_id, rows, pipeline=pipeline, status="reserved", who=f"run {run_id!r}"
+            dataset,
+            run_id,
+            rows,
+            pipeline=pipeline,
+            status="reserved",
+            who=f"run {run_id!r}",
+            record_outputs=record_outputs,
         )
+
+    def record_output(self, run_id: str, output: str, sha256: str) -> None:
+        """Record the SHA-256 of an output (``output`` names it: "perturbed table", a
+        release step) of the reserved run ``run_id``; the same again changes nothing.
+
+        A run reserved without ``record_outputs`` (recorded by an older polars_ppdm,
+        whose re-run the caller checked otherwise) is marked as recording its outputs
+        from now on.
+
+        Raises
+        ------
+        PPDMError
+            The run already recorded other bits for this output (a re-run must release
+            what the run released).
+        """
+        func = "Ledger.record_output"
+        _check_name("run_id", run_id, func)
+        _check_name("output", output, func)
+        if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+            _fail("sha256", func, "a SHA-256 as 64 hex digits", sha256)
+        with self._transaction() as con:
+            if con.execute("SELECT 1 FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone() is None:
+                _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
+            # A run recorded before version 3 (its re-run was checked by its manifest) is
+            # marked now: from here on its outputs are recorded.
+            self._upgrade_outputs(con)
+            con.execute("UPDATE ppdm_runs SET outputs_recorded = TRUE WHERE run_id = ?", [run_id])
+            held = con.execute(
+                "SELECT sha256 FROM ppdm_outputs WHERE run_id = ? AND output = ?", [run_id, output]
+            ).fetchone()
+            if held is None:
+                con.execute(
+                    "INSERT INTO ppdm_outputs VALUES (?, ?, ?, ?)", [run_id, output, sha256.lower(), _now()]
+                )
+            elif held[0] != sha256.lower():
+                msg = (
+                    f"The run {run_id[:12]!r} recorded other bits for {output!r} in the ledger "
+                    f"{str(self.path)!r}: a run id names one release, and its outputs are never replaced."
+                )
+                raise PPDMError(msg)
+
+    def recorded_outputs(self, run_id: str) -> dict[str, str] | None:
+        """The SHA-256 of each output the run ``run_id`` recorded (outputs a run that
+        failed or died did not reach are absent), or None when the run was not reserved
+        with ``record_outputs`` (recorded by an older polars_ppdm, or a notebook's
+        accountant) or is not in the ledger."""
+        _check_name("run_id", run_id, "Ledger.recorded_outputs")
+        with self._transaction() as con:
+            if not self._has_outputs(con):
+                return None
+            marked = con.execute(
+                "SELECT outputs_recorded FROM ppdm_runs WHERE run_id = ?", [run_id]
+            ).fetchone()
+            if marked is None or not marked[0]:
+                return None
+            rows = con.execute(
+                "SELECT output, sha256 FROM ppdm_outputs WHERE run_id = ?", [run_id]
+            ).fetchall()
+        return {str(output): str(digest) for output, digest in rows}
+
+    def run_manifest_sha256(self, run_id: str) -> str | None:
+        """The manifest SHA-256 recorded for the run ``run_id`` (None: none, or no such run)."""
+        _check_name("run_id", run_id, "Ledger.run_manifest_sha256")
+        with self._transaction() as con:
+            row = con.execute("SELECT manifest_sha256 FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
 
     def _refuse_if_short(
         self, held: Budget, dataset: str, who: str, charge: float, delta_charge: float, why: str = ""
@@ -627,6 +748,7 @@ class Ledger:
         status: str,
         who: str,
         why: str = "",
+        record_outputs: bool = False,
     ) -> Reservation:
         """``rows``: (step, epsilon, composition, charged, delta, delta charged); the run
         costs the sums of ``charged`` and ``delta charged``."""
@@ -653,6 +775,9 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [run_id, dataset, pipeline, charge, status, _now()],
             )
+            if record_outputs:
+                self._upgrade_outputs(con)
+                con.execute("UPDATE ppdm_runs SET outputs_recorded = TRUE WHERE run_id = ?", [run_id])
             if rows:
                 con.executemany(
                     "INSERT INTO ppdm_releases (run_id, seq, step, epsilon, composition, charged) "

@@ -354,13 +354,13 @@ def test_the_accountant_persists_across_sessions(path):
     frame = pl.DataFrame({"x": [0.5, 1.5, 2.5, 3.5] * 5})
     first = Ledger(path).accountant("visits")  # session 1
     assert isinstance(first, ppdm.BudgetAccountant) and first.epsilon == 1.0
-    ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.5, secret=1, accountant=first)
+    ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=first)
     assert first.spent == 0.5
 
     second = Ledger(path).accountant("visits")  # session 2: a new process would see the same file
     assert second.spent == 0.5 and second.remaining == 0.5
     with pytest.raises(BudgetExceededError, match=r"needs epsilon 0\.6 .*0\.5 left of 1"):
-        ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.6, secret=1, accountant=second)
+        ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.6, secret=ppdm.Secret.for_tests(1), accountant=second)
     with pytest.raises(BudgetExceededError):
         second.check(0.6, "too much")
     second.check(0.5, "fits")

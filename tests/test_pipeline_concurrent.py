@@ -17,7 +17,7 @@ import pytest
 
 from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_BUSY, EXIT_OK
 
-SECRET = "c4" * 32
+SECRET = "3ba08187238ba4a4faa09d5e5dfcc8650bdfa9f4ff9825b207e4550b03e57769"  # from os.urandom: not guessable
 BUDGET = 1.0
 # Each run alone fits; any two together do not.
 EPSILONS = {"first": 0.75, "second": 0.6}

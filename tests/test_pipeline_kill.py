@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-SECRET = "3a" * 32
+SECRET = "236214a3853bb1679962b721fe5019d93c028997806c2dc19675bf2e56f89ad8"  # from os.urandom: not guessable
 PIPELINE = """
 [dataset]
 name = "big"

@@ -22,7 +22,9 @@ from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SECRET = "5e" * 8 + "c0ffee00" * 6  # 64 hex digits
-OTHER_SECRET = "17" * 32
+OTHER_SECRET = (
+    "cf566d014b7b01c047a305a1f720c1ccbc4ea0eab23f670c1dd25f6d2a0e94f4"  # from os.urandom: not guessable
+)
 
 
 def set_secret(folder: Path, secret: str) -> None:

@@ -17,11 +17,13 @@ from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, P
 from polars_ppdm.jobs.errors import (
     EXIT_BUDGET,
     EXIT_BUSY,
+    EXIT_CHANGED,
     EXIT_INPUT,
     EXIT_INVALID,
     EXIT_OK,
     EXIT_OTHER,
     InputError,
+    ReleaseMismatchError,
 )
 
 __all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code"]
@@ -29,7 +31,8 @@ __all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code"]
 EXIT_CODES_HELP = (
     "exit status: 0 success (an identical re-run too: it spends nothing); 1 other error; "
     "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
-    "read or spent); 4 input missing or unreadable; 5 ledger busy"
+    "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 a re-run of a recorded run "
+    "computed other outputs than it recorded (nothing published or spent)"
 )
 
 
@@ -40,6 +43,8 @@ def exit_code(error: BaseException) -> int:
         return EXIT_BUSY
     if isinstance(error, BudgetExceededError):
         return EXIT_BUDGET
+    if isinstance(error, ReleaseMismatchError):
+        return EXIT_CHANGED
     if isinstance(error, InputError):
         return EXIT_INPUT
     if isinstance(error, InvalidParameterError | SecretError):

@@ -23,11 +23,13 @@ from polars_ppdm.audit.ldp import rr_epsilon
 from polars_ppdm.jobs.errors import PipelineError
 
 __all__ = [
+    "NO_FINITE_EPSILON",
     "PERTURB_STEPS",
     "RELEASE_STEPS",
     "Pipeline",
     "load_pipeline",
     "parse_pipeline",
+    "step_charge_note",
     "step_delta",
     "step_epsilon",
 ]
@@ -95,19 +97,65 @@ def _bounds_cover(bounds: dict[str, Bound], columns: Sequence[str]) -> None:
 # ---- perturb steps ---------------------------------------------------------------------
 
 
+#: What whole-record randomized response over two or more columns protects, in words.
+NO_FINITE_EPSILON = (
+    "no finite epsilon: the record is deniable only up to its complement (whole-record randomized "
+    "response flips every column of the step with one coin, so the XOR of any two released columns "
+    "is the true XOR; paper 003, Du & Zhan)"
+)
+
+
 class RRDisguise(_Step):
-    """Randomized response (:func:`polars_ppdm.rr_disguise`)."""
+    """Randomized response (:func:`polars_ppdm.rr_disguise`).
+
+    What it is charged
+        The coins are keyed by (privacy unit, column, value): a unit whose rows hold m
+        distinct values of a column gets m independent epsilon-LDP releases of that
+        column.  With a ``[dataset] key`` (a unit may have several rows) the step is
+        charged ``epsilon x max_values_per_unit`` per column, where
+        ``max_values_per_unit`` is a **declared public bound** (default 1): ``ppdm run``
+        reads the key and the step's columns before it reserves anything and refuses data
+        in which some unit has more distinct values of a column than the bound, with a
+        message that carries no count from the data.  Without a key every row is its own
+        unit (one value per column), and ``max_values_per_unit`` is refused.
+
+    Whole record
+        ``mode = "whole_record"`` over two or more columns (one coin for the whole record)
+        is not epsilon-LDP for any finite epsilon: the record is deniable only up to its
+        complement.  A pipeline (every pipeline has a budget) refuses it unless the step
+        says ``accept_no_finite_epsilon = true``; it is then charged nothing, and the plan,
+        manifest and report say what it protects (:data:`NO_FINITE_EPSILON`).  Its ``p``
+        or ``epsilon`` is the coin's parameter, never the step's epsilon.
+    """
 
     step: Literal["rr_disguise"]
     p: Probability | dict[str, Probability] | None = None
     epsilon: Positive | dict[str, Positive] | None = None
     mode: Literal["per_attribute", "whole_record"] = "per_attribute"
     categories: list[Scalar] | dict[str, list[Scalar]] | None = None
+    accept_no_finite_epsilon: bool = False
+    max_values_per_unit: Annotated[int, Field(ge=1)] | None = None
+
+    @property
+    def no_finite_epsilon(self) -> bool:
+        """Whole-record randomized response over two or more columns: no finite epsilon."""
+        return self.mode == "whole_record" and len(self.columns) >= 2
+
+    @property
+    def values_per_unit(self) -> int:
+        """The declared bound on a unit's distinct values per column (1 if not declared)."""
+        return self.max_values_per_unit or 1
 
     @model_validator(mode="after")
     def _one_of(self) -> RRDisguise:
         if (self.p is None) == (self.epsilon is None):
             msg = "needs exactly one of 'p' and 'epsilon' (the keep probability or the local-DP epsilon)"
+            raise ValueError(msg)
+        if self.accept_no_finite_epsilon and not self.no_finite_epsilon:
+            msg = (
+                "'accept_no_finite_epsilon' is only for mode = \"whole_record\" over two or more columns (the one "
+                "randomized response without a finite epsilon); this step has a finite epsilon: leave it out"
+            )
             raise ValueError(msg)
         for name in ("p", "epsilon", "categories"):
             value = getattr(self, name)
@@ -449,8 +497,9 @@ class Pipeline(_Model):
 
     def epsilons(self) -> list[tuple[str, float]]:
         """``(step label, epsilon)`` of everything the run releases that spends budget:
-        each rr_disguise step (its local-DP epsilon per row: the sum over columns, or one
-        coin's for whole-record) and each DP release."""
+        each rr_disguise step (:func:`step_epsilon`: the sum over its columns of epsilon
+        per distinct value x ``max_values_per_unit``; whole-record over two or more columns
+        has no finite epsilon and is not in the list) and each DP release."""
         return [(label, eps) for label, eps, _ in self.spends()]
 
     def spends(self) -> list[tuple[str, float, float]]:
@@ -467,8 +516,17 @@ class Pipeline(_Model):
         """The file's content after validation (defaults filled in), for the run id.
 
         Without the engine: both engines give the same bits, so a run on Spark is an
-        identical re-run of the same run on Polars (and spends nothing)."""
-        return self.model_dump(mode="json", exclude={"engine"})
+        identical re-run of the same run on Polars (and spends nothing).  The rr_disguise
+        options added later (``accept_no_finite_epsilon``, ``max_values_per_unit``) appear
+        only when given, so the run ids of pipelines written before them do not change."""
+        dumped = self.model_dump(mode="json", exclude={"engine"})
+        for step in dumped.get("perturb", ()):
+            if step.get("step") == "rr_disguise":
+                if step.get("accept_no_finite_epsilon") is False:
+                    del step["accept_no_finite_epsilon"]
+                if step.get("max_values_per_unit") is None:
+                    step.pop("max_values_per_unit", None)
+        return dumped
 
 
 def step_label(section: str, index: int, step: Any) -> str:
@@ -477,14 +535,41 @@ def step_label(section: str, index: int, step: Any) -> str:
 
 
 def step_epsilon(step: Any) -> float | None:
-    """The epsilon a step spends, or None when it is not differentially private."""
+    """The epsilon a step spends, or None when it is not differentially private.
+
+    rr_disguise: the sum over its columns of the column's epsilon (per distinct value)
+    times the declared ``max_values_per_unit`` (1 if not declared); whole-record over two
+    or more columns has no finite epsilon (None: it is never charged as one coin's)."""
     if isinstance(step, RRDisguise):
-        if step.mode == "whole_record":
-            return step.column_epsilon(step.columns[0])
-        return math.fsum(step.column_epsilon(c) for c in step.columns)
+        if step.no_finite_epsilon:
+            return None
+        return step.values_per_unit * math.fsum(step.column_epsilon(c) for c in step.columns)
     if isinstance(step, _DP | DPGroupBy):
         return step.epsilon
     return None
+
+
+def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
+    """How a randomized-response step's charge was worked out (or why it has none), for
+    plans, manifests and reports; None for other steps."""
+    if not isinstance(step, RRDisguise):
+        return None
+    if step.no_finite_epsilon:
+        return (
+            f"{NO_FINITE_EPSILON}; accepted by accept_no_finite_epsilon = true; never charged as an epsilon"
+        )
+    per = " + ".join(f"{step.column_epsilon(c):g}" for c in step.columns)
+    if privacy_unit is None:
+        return f"epsilon per distinct value ({per}); each row is its own unit (no [dataset] key): one value per column"
+    bound = (
+        f"max_values_per_unit = {step.max_values_per_unit} (a declared public bound)"
+        if step.max_values_per_unit is not None
+        else "max_values_per_unit = 1 (the default: one value per unit and column)"
+    )
+    return (
+        f"epsilon per distinct value ({per}) x {bound}: the coins are keyed by unit, column and value; the "
+        f"run refuses, before it reserves anything, data in which a unit ({privacy_unit!r}) has more"
+    )
 
 
 def step_delta(step: Any) -> float:
@@ -766,6 +851,22 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
                 )
             else:
                 named[column] = label
+    for index, step in enumerate(pipeline.perturb, 1):
+        if not isinstance(step, RRDisguise):
+            continue
+        label = step_label("perturb", index, step)
+        if step.no_finite_epsilon and not step.accept_no_finite_epsilon:
+            yield (
+                f"{label}, field 'mode': whole_record over {len(step.columns)} columns has {NO_FINITE_EPSILON}. "
+                "It cannot be charged to the budget as any epsilon, so a pipeline refuses it unless the step "
+                'says so explicitly: accept_no_finite_epsilon = true (or use mode = "per_attribute", '
+                "epsilon-LDP per column)."
+            )
+        if step.max_values_per_unit is not None and pipeline.dataset.key is None:
+            yield (
+                f"{label}, field 'max_values_per_unit': the dataset has no privacy unit ([dataset] key), so "
+                "every row is its own unit with one value per column; give [dataset] key or leave it out."
+            )
     disguised = {c: s for s in pipeline.perturb if isinstance(s, RRDisguise) for c in s.columns}
     for index, release in enumerate(pipeline.release, 1):
         if isinstance(release, RRSupport | RRApriori):

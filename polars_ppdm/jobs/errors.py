@@ -11,6 +11,9 @@ exit meaning
      nothing was read and nothing was spent
 4    an input is missing or unreadable (no file matches, a damaged file)
 5    the ledger is busy (another run held it longer than its timeout); nothing spent
+6    a re-run of a recorded run id computed other outputs than the run recorded (an
+     input replaced between its fingerprint and its read, or a step that is not
+     deterministic); nothing was published and nothing spent
 ==== ================================================================================
 """
 
@@ -21,12 +24,14 @@ from polars_ppdm.exceptions import InvalidParameterError, PPDMError
 __all__ = [
     "EXIT_BUDGET",
     "EXIT_BUSY",
+    "EXIT_CHANGED",
     "EXIT_INPUT",
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_OTHER",
     "InputError",
     "PipelineError",
+    "ReleaseMismatchError",
 ]
 
 EXIT_OK = 0
@@ -35,6 +40,7 @@ EXIT_INVALID = 2
 EXIT_BUDGET = 3
 EXIT_INPUT = 4
 EXIT_BUSY = 5
+EXIT_CHANGED = 6
 
 
 class PipelineError(InvalidParameterError):
@@ -43,3 +49,8 @@ class PipelineError(InvalidParameterError):
 
 class InputError(PPDMError):
     """An input of a pipeline is missing or cannot be read."""
+
+
+class ReleaseMismatchError(PPDMError):
+    """A re-run of a recorded run id would publish other bits than the run recorded: it
+    is refused (never released under the earlier run's charge)."""

@@ -20,6 +20,7 @@ from polars_ppdm.jobs.config import (
     Keep,
     Pipeline,
     Spiral,
+    step_charge_note,
     step_delta,
     step_epsilon,
     step_label,
@@ -126,8 +127,9 @@ class StepPlan:
     epsilon: float | None
     pass_: str  # "row by row" or why a full pass is needed
     output: str | None = None
-    rows: int | None = None
-    delta: float = 0.0  # the rows the step reads (from the inputs' metadata), None: unknown
+    rows: int | None = None  # the rows the step reads (from the inputs' metadata), None: unknown
+    delta: float = 0.0
+    charge: str | None = None  # how a randomized-response step's epsilon was worked out
 
 
 @dataclass
@@ -147,6 +149,7 @@ class Plan:
     delta: float = 0.0
     delta_budget: float = 0.0
     delta_spent_before: float = 0.0
+    secret: str = ""  # what is known of the secret (strong, guessable, not readable here)
 
     @property
     def left_before(self) -> float:
@@ -175,6 +178,7 @@ class Plan:
                     "parameters": s.parameters,
                     "epsilon": s.epsilon,
                     "delta": s.delta,
+                    "charge": s.charge,
                     "pass": s.pass_,
                     "rows": s.rows,
                     "output": s.output,
@@ -191,6 +195,7 @@ class Plan:
             "delta": self.delta,
             "delta_budget": self.delta_budget,
             "delta_spent_before": self.delta_spent_before,
+            "secret": self.secret,
         }
 
     def render(self) -> str:
@@ -204,7 +209,9 @@ class Plan:
             lines.append(f"  {i.path}  {i.bytes:,} bytes, {rows}")
         lines.append("steps:")
         for s in self.steps:
-            if s.epsilon is not None:
+            if s.step == "rr_disguise" and s.charge is not None:
+                eps = (f"epsilon {s.epsilon:g}: " if s.epsilon is not None else "") + s.charge
+            elif s.epsilon is not None:
                 eps = f"epsilon {s.epsilon:g}" + (f", delta {s.delta:g}" if s.delta else "")
             elif s.step in ("rr_support", "rr_apriori"):
                 eps = "no new epsilon (computed from the disguised columns)"
@@ -230,6 +237,8 @@ class Plan:
                 f"delta: this run spends {self.delta:g}; delta budget {self.delta_budget:g}, left before "
                 f"{left:g}, after {left - self.delta:g}"
             )
+        if self.secret:
+            lines.append(f"secret: {self.secret}")
         if self.left_after < -1e-12 * self.budget or (self.delta > self.delta_left_before * (1 + 1e-12)):
             lines.append(
                 "the budget left is short: `ppdm run` will refuse this run (unless it is an identical re-run)"
@@ -285,6 +294,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
                 parameters=params,
                 epsilon=step_epsilon(step),
                 delta=step_delta(step),
+                charge=step_charge_note(step, pipeline.dataset.key),
                 pass_=_pass(section, step),
                 output=out,
                 rows=total,
@@ -309,4 +319,22 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         delta=math.fsum(delta for _, _, delta in pipeline.spends()),
         delta_budget=delta_budget,
         delta_spent_before=delta_spent,
+        secret=_secret_note(pipeline),
     )
+
+
+def _secret_note(pipeline: Pipeline) -> str:
+    """What the plan can tell of the secret without showing it: a guessable one is said
+    before any run (``ppdm run`` refuses it before it reserves or reads anything)."""
+    from polars_ppdm.jobs.run import _read_secret, secret_source
+
+    try:
+        secret = _read_secret(pipeline)
+    except PipelineError as error:
+        return f"not readable here, so not checked ({error})"
+    if secret.guessable:
+        return (
+            f"GUESSABLE: {secret_source(pipeline)} holds one repeated byte or a short repeated pattern; "
+            "`ppdm run` will refuse this run (make a new secret with `ppdm secret`)"
+        )
+    return f"fingerprint {secret.fingerprint()} (not guessable)"

@@ -2,7 +2,9 @@
 every output atomically, then the manifest; the ledger records the run.
 
 Order, and why
-    1. The pipeline file is validated and the secret read (nothing else is opened).
+    1. The pipeline file is validated and the secret read (nothing else is opened); a
+       guessable secret (all zeros, one repeated byte, a short repeated pattern) is
+       refused here, before anything is reserved or read.
     2. The budget: when the dataset has less epsilon left than the run needs, the run is
        refused *before any input is opened* -- unless it is an identical re-run (same
        pipeline, inputs and secret), which spends nothing; telling that needs the
@@ -16,6 +18,15 @@ Order, and why
        ``ecdf_resample`` needs a full pass over its columns (ranks); the releases each
        read the rows once more.
     6. The manifest is written last, and its SHA-256 goes into the ledger.
+
+Each output's SHA-256 is recorded in the ledger before it is put in place.  An identical
+re-run (a run id already recorded) spends nothing only if it releases the identical
+bits: it keeps its outputs aside until all are computed and compared with the recorded
+ones, and other bits (an input replaced between its fingerprint and its read, a step
+that is not deterministic) are refused with :class:`ReleaseMismatchError` (exit 6):
+nothing published, nothing spent, the ledger as it was.  Before step 4 the privacy
+unit's distinct values per randomized-response column are checked against the steps'
+declared ``max_values_per_unit`` (:func:`check_values_per_unit`).
 
 A run that fails after the reservation keeps its epsilon spent (the ledger says so).
 """
@@ -37,7 +48,7 @@ import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
 from polars_ppdm.jobs import spark_engine
-from polars_ppdm.jobs.atomic import GrowingFileHash, atomic_path, file_sha256
+from polars_ppdm.jobs.atomic import GrowingFileHash, file_sha256, remove_stale, replace_whole
 from polars_ppdm.jobs.config import (
     ENGINES,
     AddNoise,
@@ -52,10 +63,11 @@ from polars_ppdm.jobs.config import (
     RRSupport,
     Spiral,
     load_pipeline,
+    step_charge_note,
     step_epsilon,
     step_label,
 )
-from polars_ppdm.jobs.errors import EXIT_OK, InputError, PipelineError
+from polars_ppdm.jobs.errors import EXIT_OK, InputError, PipelineError, ReleaseMismatchError
 from polars_ppdm.jobs.inputs import (
     InputFile,
     combined_fingerprint,
@@ -71,7 +83,15 @@ from polars_ppdm.jobs.plan import check_columns, ledger_path, published_columns
 from polars_ppdm.jobs.progress import Progress
 from polars_ppdm.secret import Secret, secret_from_env
 
-__all__ = ["RunResult", "read_secret", "run_id", "run_pipeline"]
+__all__ = [
+    "RunResult",
+    "check_strong_secret",
+    "check_values_per_unit",
+    "read_secret",
+    "run_id",
+    "run_pipeline",
+    "secret_source",
+]
 
 
 @dataclass
@@ -88,8 +108,39 @@ class RunResult:
     outputs: list[Path] = field(default_factory=list)
 
 
+def secret_source(pipeline: Pipeline) -> str:
+    """Where the pipeline's secret comes from, in words (never its value)."""
+    source = pipeline.secret
+    if source.env is not None:
+        return f"[secret], field 'env': the environment variable {source.env!r}"
+    assert source.file is not None
+    return f"[secret], field 'file': the secret file {str(pipeline.resolve(source.file))!r}"
+
+
+def check_strong_secret(pipeline: Pipeline, secret: Secret) -> Secret:
+    """Refuse a guessable secret (all zeros, one repeated byte, a short repeated pattern):
+    whoever guesses it recomputes every coin of the disguise and every draw of the DP
+    noise, and undoes them.  The message names where the secret came from, never its
+    value.  A pipeline has no test escape: its secret is read as hex, and hex is never
+    :meth:`~polars_ppdm.Secret.for_tests`."""
+    if secret.guessable:
+        msg = (
+            f"{secret_source(pipeline)} holds a guessable secret (one repeated byte or a short repeated "
+            "pattern, such as all zeros): anyone could recompute every coin and every noise draw of the run "
+            "and undo them. Nothing was reserved or read. Make a new secret with `ppdm secret` (or "
+            "`ppdm secret --output PATH` for a 0600 file) and keep it; runs under the new secret are new runs."
+        )
+        raise PipelineError(msg)
+    return secret
+
+
 def read_secret(pipeline: Pipeline) -> Secret:
-    """The secret named by ``[secret]``; its value never appears in a message."""
+    """The secret named by ``[secret]``, refused if guessable (:func:`check_strong_secret`);
+    its value never appears in a message."""
+    return check_strong_secret(pipeline, _read_secret(pipeline))
+
+
+def _read_secret(pipeline: Pipeline) -> Secret:
     source = pipeline.secret
     if source.env is not None:
         try:
@@ -344,8 +395,72 @@ def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None
     )
 
 
-def _write_frame(frame: pl.DataFrame, target: Path) -> tuple[int, str]:
-    with atomic_path(target) as temporary:
+class _Publisher:
+    """Puts a run's outputs in place, each recorded in the ledger first (its SHA-256).
+
+    Every output is written under a temporary name beside its target and hashed.  A new
+    run records the hash and renames the file into place at once.  A re-run of a run id
+    already recorded (``recorded`` is what that run recorded) compares each hash with the
+    recorded one and keeps the files aside until all are computed: other bits than the
+    run released (an input replaced between its fingerprint and its read, a step that is
+    not deterministic) raise :class:`ReleaseMismatchError` and nothing is published;
+    only when every output matches (or was never reached by the recorded run) are they
+    recorded and renamed into place.
+    """
+
+    def __init__(self, book: Any, run: str, recorded: dict[str, str] | None) -> None:
+        self.book, self.run, self.recorded = book, run, recorded
+        self.staged: list[tuple[str, Path, Path, str]] = []
+
+    def put(self, label: str, temporary: Path, target: Path, digest: str) -> None:
+        if self.recorded is None:  # a new run
+            self._place(label, temporary, target, digest)
+            return
+        held = self.recorded.get(label)
+        if held is not None and held != digest:
+            msg = (
+                f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, but its {label} now "
+                f"has other bits (SHA-256 {digest[:12]}..., recorded {held[:12]}...). An input was replaced between "
+                "its fingerprint and its read, or a step is not deterministic: publishing these bits under the "
+                "earlier run's charge would release new data for free. Refused: nothing was published and nothing "
+                "spent; the outputs and the ledger are as they were. If an input changed, run again: its new "
+                "content is a new run, charged."
+            )
+            raise ReleaseMismatchError(msg)
+        self.staged.append((label, temporary, target, digest))
+
+    def _place(self, label: str, temporary: Path, target: Path, digest: str) -> None:
+        self.book.record_output(self.run, label, digest)
+        replace_whole(temporary, target)
+
+    def finish(self) -> None:
+        """Put every output kept aside in place (a re-run whose outputs all matched)."""
+        while self.staged:
+            self._place(*self.staged.pop(0))
+
+    def discard(self) -> None:
+        """Remove the outputs kept aside (the run failed or was refused)."""
+        import shutil
+
+        for _, temporary, _, _ in self.staged:
+            if temporary.is_dir() and not temporary.is_symlink():
+                shutil.rmtree(temporary, ignore_errors=True)
+            else:
+                temporary.unlink(missing_ok=True)
+        self.staged.clear()
+
+
+def _temporary(target: Path) -> Path:
+    from polars_ppdm.jobs.atomic import _temporary_name
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target)
+    return _temporary_name(target)
+
+
+def _write_frame(frame: pl.DataFrame, target: Path, label: str, publisher: _Publisher) -> tuple[int, str]:
+    temporary = _temporary(target)
+    try:
         if target.suffix.lower() == ".csv":
             lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
             frame.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(", ") for c in lists).write_csv(
@@ -353,12 +468,23 @@ def _write_frame(frame: pl.DataFrame, target: Path) -> tuple[int, str]:
             )
         else:
             frame.write_parquet(temporary)
-        digest = file_sha256(temporary)
+        digest = file_sha256(temporary, sync=True)
+        publisher.put(label, temporary, target, digest)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return frame.height, digest
 
 
-def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] | None) -> tuple[int, str]:
-    """Stream ``query`` into ``target`` atomically; returns (rows, sha256)."""
+def _sink_table(
+    query: pl.LazyFrame,
+    target: Path,
+    count: Callable[[int], None] | None,
+    label: str,
+    publisher: _Publisher,
+) -> tuple[int, str]:
+    """Stream ``query`` into a temporary file beside ``target``, hash it, and hand it to
+    the publisher; returns (rows, sha256)."""
     if count is not None and query.collect_schema().names():
         first = query.collect_schema().names()[0]
         dtype = query.collect_schema()[first]
@@ -370,7 +496,8 @@ def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] 
         query = query.with_columns(
             pl.col(first).map_batches(counted, return_dtype=dtype, is_elementwise=True)
         )
-    with atomic_path(target) as temporary:
+    temporary = _temporary(target)
+    try:
         # Hashed while Polars writes it (the sink appends; see GrowingFileHash).
         follow = GrowingFileHash(temporary)
         try:
@@ -382,11 +509,89 @@ def _sink_table(query: pl.LazyFrame, target: Path, count: Callable[[int], None] 
             follow.abandon()
             raise
         digest = follow.finish()
+        with open(temporary, "rb") as file:
+            os.fsync(file.fileno())
         if target.suffix.lower() == ".csv":
             rows = pl.scan_csv(temporary).select(pl.len()).collect().item()
         else:
             rows = pl.scan_parquet(temporary).select(pl.len()).collect().item()
+        publisher.put(label, temporary, target, digest)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return int(rows), digest
+
+
+def _recorded(book: Any, run: str, manifest_path: Path) -> dict[str, str]:
+    """What the recorded run ``run`` released (output -> SHA-256), to check a re-run by.
+
+    A run recorded by an older polars_ppdm has no outputs in the ledger: its manifest
+    stands in when it is the very file the ledger names (same SHA-256, same run id);
+    otherwise the re-run cannot be checked and is refused."""
+    recorded = book.recorded_outputs(run)
+    if recorded is not None:
+        return cast(dict[str, str], recorded)
+    held = book.run_manifest_sha256(run)
+    if held is not None and manifest_path.is_file() and file_sha256(manifest_path) == held:
+        document = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if document.get("run_id") == run:
+            return {
+                str(o["what"]): str(o["sha256"])
+                for o in document.get("outputs", ())
+                if isinstance(o, dict) and o.get("sha256") and o.get("what")
+            }
+    msg = (
+        f"run {run[:12]} is recorded in the ledger (an identical earlier run, which spends nothing now), but by an "
+        "older polars_ppdm that did not record its outputs' hashes, and its manifest is not at hand "
+        f"({str(manifest_path)!r} is missing or is another run's): whether this run would release the same bits "
+        "cannot be checked, so it is refused rather than released for free. Nothing was published or spent."
+    )
+    raise ReleaseMismatchError(msg)
+
+
+def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> None:
+    """Refuse, before anything is reserved, data in which some privacy unit has more
+    distinct values of a randomized-response column than its step's declared
+    ``max_values_per_unit`` (default 1): each distinct value is one more epsilon-LDP
+    release of the unit's column (the coins are keyed by unit, column and value), and the
+    step is charged for ``max_values_per_unit`` of them.  Reads the key and those columns
+    (one pass); the message carries no count or value from the data."""
+    key = pipeline.dataset.key
+    if key is None:
+        return
+    bounds: dict[str, tuple[str, int]] = {}
+    for index, step in enumerate(pipeline.perturb, 1):
+        if isinstance(step, RRDisguise) and not step.no_finite_epsilon:
+            for column in step.columns:
+                bounds[column] = (step_label("perturb", index, step), step.values_per_unit)
+    if not bounds:
+        return
+    query = (
+        scan(files, fmt)
+        .group_by(key)
+        .agg(pl.col(c).n_unique().alias(c) for c in bounds)
+        .select(pl.col(c).max() > bounds[c][1] for c in bounds)
+    )
+    try:
+        over = query.collect().row(0)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        text = str(error).strip().splitlines()
+        msg = f"[dataset] inputs cannot be read: {text[0] if text else type(error).__name__}"
+        raise InputError(msg) from None
+    problems = [
+        f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
+        f"column {c!r} than the bound {bounds[c][1]}{'' if bounds[c][1] > 1 else ' (the default)'}."
+        for c, exceeded in zip(bounds, over, strict=True)
+        if exceeded
+    ]
+    if problems:
+        msg = (
+            "\n".join(problems)
+            + "\nEach distinct value of a unit's column is one more epsilon-LDP release of it (the coins are keyed "
+            "by unit, column and value) and the step is charged epsilon x max_values_per_unit: declare a public bound "
+            "the data keeps (max_values_per_unit = N on the step). Nothing was reserved or released."
+        )
+        raise PipelineError(msg)
 
 
 def _check_output_paths(pipeline: Pipeline) -> None:
@@ -466,6 +671,7 @@ def run_pipeline(
     _check_output_paths(pipeline)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
+    check_values_per_unit(pipeline, files, fmt)
     for item in inputs:
         item.fingerprint = fingerprint(item.path)
     this_run = run_id(pipeline, [i.fingerprint or "" for i in inputs], secret)
@@ -486,15 +692,23 @@ def run_pipeline(
                 "step": step_label(section, index, step),
                 "parameters": step.parameters(),
                 "epsilon": step_epsilon(step),
+                **(
+                    {"charge": note}
+                    if (note := step_charge_note(step, pipeline.dataset.key)) is not None
+                    else {}
+                ),
             }
             for section, index, step in pipeline.steps()
         ],
         releases=[{"step": label, "epsilon": eps, "delta": delta} for label, eps, delta in spends],
     )
-    reservation = book.reserve(name, this_run, spends, pipeline=str(source))
+    reservation = book.reserve(name, this_run, spends, pipeline=str(source), record_outputs=True)
     manifest.spent = needed if reservation.new else 0.0
     manifest.identical_rerun = not reservation.new
     manifest_path = pipeline.resolve(pipeline.output.manifest)
+    publisher = _Publisher(
+        book, this_run, None if reservation.new else _recorded(book, this_run, manifest_path)
+    )
     total_rows = (
         sum(i.rows for i in inputs if i.rows is not None) if all(i.rows is not None for i in inputs) else None
     )
@@ -525,10 +739,13 @@ def run_pipeline(
             query = disguised.select(published_columns(pipeline, schema))
             if engine == "spark":  # written by the executors: no row count on the way
                 progress.start(label, None)
-                table_rows, digest = spark_engine.sink_table(query, target)
+                # Part files are not the bytes of Polars' one file: recorded under their own name.
+                table_rows, digest = spark_engine.sink_table(
+                    query, target, put=lambda t, g, d: publisher.put(f"{label} (spark part files)", t, g, d)
+                )
             else:
                 advance = progress.start(label, total_rows) if progress.active else None
-                table_rows, digest = _sink_table(query, target, advance)
+                table_rows, digest = _sink_table(query, target, advance, label, publisher)
             progress.done(label)
             written.append(target)
             manifest.outputs.append(
@@ -539,11 +756,16 @@ def run_pipeline(
             progress.start(label, None)
             frame = _release(pipeline, release, original, disguised, release_secret(secret, this_run), api)
             target = pipeline.resolve(release.output)
-            rows, digest = _write_frame(frame, target)
+            rows, digest = _write_frame(frame, target, label, publisher)
             progress.done(label)
             written.append(target)
             manifest.outputs.append({"path": str(target), "what": label, "rows": rows, "sha256": digest})
+        publisher.finish()
+    except ReleaseMismatchError:
+        publisher.discard()  # nothing published, no manifest; the ledger keeps the earlier run as it was
+        raise
     except BaseException as error:
+        publisher.discard()
         manifest.status, manifest.finished = "failed", _now()
         manifest.error = (
             f"{type(error).__name__}: {error}" if isinstance(error, Exception) else type(error).__name__

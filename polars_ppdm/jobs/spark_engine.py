@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,19 +83,24 @@ def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
     return spark.read.csv(paths, header=True, schema=spark_schema(schema, "run"), enforceSchema=True)
 
 
-def sink_table(frame: Any, target: Path) -> tuple[int, str]:
+def sink_table(
+    frame: Any, target: Path, put: Callable[[Path, Path, str], None] | None = None
+) -> tuple[int, str]:
     """Write ``frame`` as a folder of part files named ``target``; (rows, sha256).
 
     The executors write into a temporary folder beside ``target``, renamed into place
     whole (:func:`~polars_ppdm.jobs.atomic.replace_whole`), so a reader never sees a
     partial table under the final name.
     The digest is the SHA-256 over the sorted part files' names and SHA-256s.
+    ``put(temporary, target, digest)``, if given, puts the finished folder in place
+    instead (or keeps it to put later; what it keeps is not removed here).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     token = f"ppdm-{os.getpid()}-{secrets.token_hex(4)}"
     temporary = target.with_name(f".{target.name}.{token}.tmp")
     csv = target.suffix.lower() == ".csv"
+    taken = False
     try:
         writer = frame.write.mode("errorifexists")
         (writer.option("header", True).csv if csv else writer.parquet)(str(temporary))
@@ -104,9 +110,13 @@ def sink_table(frame: Any, target: Path) -> tuple[int, str]:
             digest.update(f"{part.name}\x00{file_sha256(part, sync=True)}\x00".encode())
         rows = _rows(parts, csv)
         fsync_folder(temporary)
-        replace_whole(temporary, target)
+        if put is None:
+            replace_whole(temporary, target)
+        else:
+            put(temporary, target, digest.hexdigest())
+            taken = True
     finally:
-        if temporary.is_dir():
+        if temporary.is_dir() and not taken:
             shutil.rmtree(temporary, ignore_errors=True)
     return rows, digest.hexdigest()
 

@@ -6,6 +6,7 @@ Per method, the utility figure that fits it and the attack that exists for it:
 method         utility                                          risk
 ============== ================================================ ==========================================
 rr_disguise    corrected shares with 95% error bars (paper 003)  the local-DP epsilon of the disguise
+                                                                (whole record: no finite epsilon)
 ecdf_resample  KS distance, rank correlation (paper 001)        rank linkage
 add_noise      the reconstructed distribution (Agrawal-Srikant) noise scale; PCA noise stripping
 spiral         distance preservation (paper 002)                the known input/output attack
@@ -190,21 +191,51 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
     p = _of(step.p, column)
     p = rr_p_from_epsilon(epsilon, k) if p is None else p
     categories = _of(step.categories, column)
-    parts = _Parts(
-        verdict=(
-            f"Every released value is deniable: it is the true one with probability {share(p)}, so one row changes "
-            f"the odds of any guess about its true value at most {number(math.exp(epsilon))}-fold (local DP, "
-            f"epsilon {number(epsilon)})."
+    if getattr(step, "no_finite_epsilon", False):
+        # One coin for the whole record (paper 003): not epsilon-LDP for any epsilon.
+        others = ", ".join(c for c in step.columns if c != column)
+        parts = _Parts(
+            verdict=(
+                f"The record is deniable only up to its complement: one coin flips this column together with "
+                f"{others}, so the XOR of any two of them in a released row is the true XOR. No finite epsilon "
+                "(whole-record randomized response, paper 003, Du & Zhan); it is charged nothing to the budget "
+                "because no epsilon describes it."
+            )
         )
-    )
-    parts.risk.append(
-        Figure(
-            "local DP epsilon",
-            number(epsilon),
-            f"whatever else an attacker knows, a released value changes the odds of a guess at most e^epsilon = "
-            f"{number(math.exp(epsilon))} times",
+        parts.risk.append(
+            Figure(
+                "local DP epsilon",
+                "none (no finite epsilon)",
+                f"the record is deniable only up to its complement; the coin keeps the true value with "
+                f"probability {share(p)}",
+            )
         )
-    )
+    else:
+        parts = _Parts(
+            verdict=(
+                f"Every released value is deniable: it is the true one with probability {share(p)}, so one row "
+                f"changes the odds of any guess about its true value at most {number(math.exp(epsilon))}-fold "
+                f"(local DP, epsilon {number(epsilon)} per distinct value)."
+            )
+        )
+        parts.risk.append(
+            Figure(
+                "local DP epsilon",
+                number(epsilon),
+                f"per distinct value: whatever else an attacker knows, a released value changes the odds of a "
+                f"guess at most e^epsilon = {number(math.exp(epsilon))} times",
+            )
+        )
+        bound = getattr(step, "max_values_per_unit", None)
+        if bound is not None:
+            parts.risk.append(
+                Figure(
+                    "epsilon charged per privacy unit",
+                    number(epsilon * bound),
+                    f"epsilon x max_values_per_unit {bound} (a declared public bound: the coins are keyed by unit, "
+                    "column and value, and a run refuses data in which a unit has more distinct values)",
+                )
+            )
     released = tables.released.select(column)
     if released[column].null_count():
         parts.notes.append(
@@ -579,7 +610,7 @@ def _parameters(step: Any, column: str) -> dict[str, str]:
             value = value.get(column)
         elif name == "bounds" and isinstance(value, dict):
             value = value.get(column)
-        if value is not None:
+        if value is not None and not (name == "accept_no_finite_epsilon" and value is False):
             shown[name] = parameter(value)
     if len(step.columns) > 1 and step.step in {"spiral", "add_noise"}:
         shown["with"] = ", ".join(c for c in step.columns if c != column)

@@ -43,7 +43,13 @@ def _preview(frame: pl.DataFrame) -> tuple[tuple[str, ...], ...]:
 def _disguise_cost(columns: Sequence[str], perturb: Sequence[Any], how: str) -> Figure:
     """A randomized-response release spends nothing: its epsilon is the disguise's."""
     disguised = {c: s for s in perturb if s.step == "rr_disguise" for c in s.columns}
-    epsilons = "; ".join(f"{c}: {number(disguised[c].column_epsilon(c))}" for c in columns if c in disguised)
+
+    def shown(c: str) -> str:
+        if getattr(disguised[c], "no_finite_epsilon", False):
+            return "none finite (whole record: deniable only up to its complement)"
+        return number(disguised[c].column_epsilon(c))
+
+    epsilons = "; ".join(f"{c}: {shown(c)}" for c in columns if c in disguised)
     return Figure(
         "privacy cost",
         "none beyond the disguise",
