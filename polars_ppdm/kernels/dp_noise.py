@@ -27,6 +27,7 @@ import functools
 import math
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.portable_math import minus_log
@@ -103,62 +104,52 @@ def sampler_scale(scale: float) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _draw_stream(stream: int, t: int, shift: int, path: str) -> int:
-    """The PRF stream of one step of the sampler: a function of the noise's stream, its
-    scale and the step's path, so two scales (two epsilons) never share a draw."""
-    text = f"{stream:016x}/{t:x}/{shift}/{path}"
-    return stream_id("dp/discrete_laplace/" + text)
+def _draw_stream(stream: int, t: int, shift: int, draw: int) -> int:
+    """The PRF stream of a sample's ``draw``-th random word: a function of the noise's
+    stream, its scale and the draw's index, so two scales (two epsilons) never share a
+    word, and no two words of one key share an AES block."""
+    return stream_id(f"dp/discrete_laplace/{stream:016x}/{t:x}/{shift}/{draw}")
 
 
-class _Draws:
-    """The 64-bit words of one sampler call: word 0 of AES(secret, step stream || key)
-    for the keys still pending at that step.  Every step has its own path, so every
-    random word of a key is a distinct AES block."""
+class _Words:
+    """Word 0 of AES(secret, stream(draw) || key) for many (draw, key) pairs at once: each
+    sample reads its own next word, whatever step of the sampler it is at."""
 
     def __init__(self, secret: bytes, stream: int, t: int, shift: int) -> None:
-        self.secret, self.stream, self.t, self.shift = secret, stream, t, shift
+        self._encryptor = Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+        self._stream, self._t, self._shift = stream, t, shift
+        self._table = np.empty(0, dtype=np.uint64)
 
-    def words(self, path: str, keys: np.ndarray) -> np.ndarray:
-        return first_words(self.secret, _draw_stream(self.stream, self.t, self.shift, path), keys)
+    def _streams(self, draws: np.ndarray) -> np.ndarray:
+        top = int(draws.max()) + 1
+        if top > len(self._table):
+            grown = [
+                _draw_stream(self._stream, self._t, self._shift, j) for j in range(len(self._table), top)
+            ]
+            self._table = np.concatenate([self._table, np.array(grown, dtype=np.uint64)])
+        return self._table[draws]
 
-    def below(self, path: str, keys: np.ndarray, bound: np.ndarray) -> np.ndarray:
-        """Exact uniform integers in [0, bound) (uint64 bound >= 1, per key), by
-        rejection: a word at or above the largest multiple of bound below 2^64 is
-        redrawn (from the path's next retry)."""
-        out = np.empty(len(keys), dtype=np.uint64)
-        pending = np.arange(len(keys))
-        bound = np.broadcast_to(np.asarray(bound, dtype=np.uint64), (len(keys),))
-        retry = 0
-        while pending.size:
-            b = bound[pending]
-            w = self.words(f"{path}/r{retry}", keys[pending])
-            excess = (np.uint64(0) - b) % b  # 2^64 mod b
-            ok = w <= ~excess
-            out[pending[ok]] = w[ok] % b[ok]
-            pending = pending[~ok]
-            retry += 1
-        return out
+    def __call__(self, draws: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        m = len(keys)
+        plain = np.empty((m, 2), dtype="<u8")
+        plain[:, 0] = self._streams(draws)
+        plain[:, 1] = keys
+        cipher = np.empty(m * 16 + 15, dtype=np.uint8)  # update_into wants a block of room
+        self._encryptor.update_into(plain.data.cast("B"), cipher)
+        return cipher[: m * 16].view("<u8")[0::2].copy()
 
-    def bernoulli_exp(
-        self, path: str, keys: np.ndarray, numerator: np.ndarray, denominator: int
-    ) -> np.ndarray:
-        """Exact Bernoulli(exp(-numerator / denominator)) for 0 <= numerator <= denominator
-        (Canonne, Kamath, Steinke 2020, Algorithm 1): K = 1, 2, ... while
-        Bernoulli(gamma / K) succeeds; the result is whether K is odd."""
-        numerator = np.asarray(numerator, dtype=np.uint64)
-        k = np.ones(len(keys), dtype=np.int64)
-        alive = np.arange(len(keys))
-        step = 1
-        while alive.size:
-            if denominator * step >= 2**64:  # probability below 1/63! for t < 2^58
-                msg = "discrete_laplace: the exact sampler ran out of 64-bit range (probability < 1e-80)."
-                raise RuntimeError(msg)
-            u = self.below(f"{path}/k{step}", keys[alive], np.uint64(denominator * step))
-            success = u < numerator[alive]
-            k[alive[success]] += 1
-            alive = alive[success]
-            step += 1
-        return (k & 1) == 1
+
+def _below(words: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact uniform integers in [0, bound) from 64-bit words (uint64 bound >= 1): a word
+    at or above the largest multiple of ``bound`` below 2^64 is rejected (the sample
+    draws again).  Returns (accepted, value)."""
+    excess = (np.uint64(0) - bound) % bound  # 2^64 mod bound
+    accepted = words <= ~excess
+    return accepted, words % bound
+
+
+# The sampler's steps (one random word each).
+_U, _D, _V, _B = 0, 1, 2, 3
 
 
 def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
@@ -167,18 +158,26 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
 
     ``scale = sensitivity / epsilon`` gives epsilon-DP for integer-valued queries (and,
     on a grid, for real ones: :func:`grid_of`).  The sampler is Canonne, Kamath and
-    Steinke's (2020, Algorithm 2) for the scale ``t / 2^shift`` of :func:`sampler_scale`
-    (the given scale rounded up): rejection sampling from exact uniform integers and
-    exact Bernoulli(exp(-gamma)) draws, no floating point at all, so every integer has
-    exactly its probability -- no truncated tail, no gaps (Mironov 2012) -- and the
-    draws are the same bits on every machine and engine.  Each random word is word 0 of
-    AES(secret, step stream || key), the step stream a function of ``stream``, the scale
-    and the step, so noise of two scales over one key is independent.
+    Steinke's (2020, Algorithm 2, with Algorithm 1 for the Bernoulli(exp(-gamma)) draws)
+    for the scale ``t / 2^shift`` of :func:`sampler_scale` (the given scale rounded up):
+    rejection sampling from exact uniform integers, no floating point at all, so every
+    integer has exactly its probability -- no truncated tail, no gaps, no rounding
+    artefacts (Mironov 2012) -- and the draws are the same bits on every machine and
+    engine.  A sample's j-th random word is word 0 of AES(secret, stream_j || key) with
+    ``stream_j`` a function of ``stream``, the scale and j (:func:`_draw_stream`): noise of
+    two scales over one key is independent, and a sample's value depends on nothing but
+    its own key.
+
+    Each sample walks the algorithm one word at a time (U: a uniform in [0, t); D: the
+    Bernoulli(exp(-U/t)) loop, K = 1, 2, ... while uniform[0, tK) < U, accepted if K is
+    odd; V: Bernoulli(exp(-1)) loops, counting successes; B: the sign), all pending
+    samples advancing together, so a call costs ~10 AES blocks per sample and a few
+    dozen NumPy passes whatever the number of samples.
 
     Examples
     --------
     >>> from polars_ppdm.kernels.prf import stream_id
-    >>> noise = discrete_laplace(bytes(16), stream_id("demo"), np.arange(200_000), 2.0)
+    >>> noise = discrete_laplace(bytes(range(16)), stream_id("demo"), np.arange(200_000), 2.0)
     >>> noise.dtype.name, round(float(noise.var()) / discrete_laplace_variance(2.0), 1)
     ('int64', 1.0)
 
@@ -191,35 +190,58 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     keys = np.asarray(keys)
     keys = keys.view(np.uint64) if keys.dtype == np.int64 else keys.astype(np.uint64, copy=False)
     t, shift = sampler_scale(scale)
-    draws = _Draws(secret, stream, t, shift)
-    out = np.zeros(len(keys), dtype=np.int64)
-    pending = np.arange(len(keys))
-    attempt = 0
-    while pending.size:
-        k = keys[pending]
-        a = f"a{attempt}"
-        u = draws.below(f"{a}/U", k, np.uint64(t))
-        accepted = draws.bernoulli_exp(f"{a}/D", k, u, t)
-        # V ~ Geometric(1 - e^-1): count successes of Bernoulli(e^-1).
-        v = np.zeros(len(k), dtype=np.uint64)
-        alive = np.flatnonzero(accepted)
-        step = 0
-        while alive.size:
-            more = draws.bernoulli_exp(f"{a}/V{step}", k[alive], np.full(alive.size, t, dtype=np.uint64), t)
-            v[alive[more]] += np.uint64(1)
-            alive = alive[more]
-            step += 1
-        if t * (int(v.max(initial=0)) + 1) >= 2**64:  # probability below e^-64
+    n = len(keys)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    words_of = _Words(secret, stream, t, shift)
+    # The pending samples' state, compacted as samples finish (no gathers or scatters
+    # per step: element-wise updates over the pending ones).
+    index = np.arange(n)
+    key = keys.copy()
+    state = np.full(n, _U, dtype=np.int8)
+    draw = np.zeros(n, dtype=np.int64)
+    u = np.zeros(n, dtype=np.uint64)
+    k = np.ones(n, dtype=np.uint64)
+    v = np.zeros(n, dtype=np.uint64)
+    t64, one, zero = np.uint64(t), np.uint64(1), np.uint64(0)
+    k_limit = np.uint64((2**64 - 1) // t)
+    while index.size:
+        words = words_of(draw, key)
+        draw += 1
+        in_u, in_d, in_v, in_b = state == _U, state == _D, state == _V, state == _B
+        if (in_d & (k >= k_limit)).any() or (in_v & (v >= k_limit - one)).any():  # below 1e-27
             msg = "discrete_laplace: the exact sampler ran out of 64-bit range (probability < 1e-27)."
             raise RuntimeError(msg)
-        x = u + np.uint64(t) * v
-        y = (x >> np.uint64(shift)) if shift < 64 else np.zeros_like(x)
-        negative = (draws.words(f"{a}/B", k) >> np.uint64(63)) == 1
-        done = accepted & ~(negative & (y == 0))
-        signed = y.astype(np.int64)
-        out[pending[done]] = np.where(negative[done], -signed[done], signed[done])
-        pending = pending[~done]
-        attempt += 1
+        # U draws a uniform in [0, t); D a uniform in [0, tK) (Bernoulli(U / tK): below U);
+        # V a uniform in [0, K) (Bernoulli(1 / K): zero).
+        bound = np.where(in_u, t64, np.where(in_d, t64 * k, np.where(in_v, k, one)))
+        ok, value = _below(words, bound)
+        new_u = in_u & ok
+        d_success = in_d & ok & (value < u)
+        d_end = in_d & ok & (value >= u)
+        v_success = in_v & ok & (value == zero)
+        v_end = in_v & ok & (value != zero)
+        odd = (k & one) == one
+        d_accept, d_reject = d_end & odd, d_end & ~odd
+        v_more, v_stop = v_end & odd, v_end & ~odd
+        # B: the sign; +0 and -0 are one value, so a negative zero is rejected.
+        negative = (words >> np.uint64(63)) == one
+        y = ((u + t64 * v) >> np.uint64(shift)) if shift < 64 else np.zeros_like(u)
+        b_reject = in_b & negative & (y == zero)
+        finished = in_b & ~b_reject
+        if finished.any():
+            signed = y[finished].astype(np.int64)
+            out[index[finished]] = np.where(negative[finished], -signed, signed)
+        u = np.where(new_u, value, u)
+        k = np.where(new_u | d_accept | v_more, one, np.where(d_success | v_success, k + one, k))
+        v = np.where(d_accept, zero, np.where(v_more, v + one, v))
+        state = np.where(new_u, _D, state)
+        state = np.where(d_accept, _V, np.where(d_reject | b_reject, _U, state))
+        state = np.where(v_stop, _B, state).astype(np.int8)
+        if finished.any():
+            keep = ~finished
+            index, key, state, draw, u, k, v = (a[keep] for a in (index, key, state, draw, u, k, v))
     return out
 
 
