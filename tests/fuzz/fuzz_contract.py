@@ -40,7 +40,7 @@ import polars_ppdm as ppdm
 from polars_ppdm.exceptions import BudgetExceededError, EstimateWarning, PPDMError, PrivacyLeakWarning
 
 # The one secret every fuzz call uses: no message may hold it in any spelling.
-SECRET_HEX = "d1ce5eed" + "3a9c1d7f2b4e6085a1c3d5e7f90b2d4c6e8f0a1b3c5d7e9f"  # not a repeated pattern
+SECRET_HEX = "d1ce5eed3a9c1d7f2b4e6085a1c3d5e7f90b2d4c6e8f0a1b3c5d7e9f1a2b4c6d"  # not a repeated pattern
 SECRET = ppdm.Secret(bytes.fromhex(SECRET_HEX))
 _SECRET_SPELLINGS = (
     SECRET_HEX,
