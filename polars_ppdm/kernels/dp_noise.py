@@ -1,16 +1,11 @@
 """Noise of the differentially private releases, from the keyed PRF (pure NumPy).
 
-Each draw uses both 64-bit words of one PRF block: two independent uniforms in (0, 1],
-``u = ((w >> 11) + 0.5) * 2**-53`` (never 0, so their logarithms are finite; the largest
-word rounds to 1, whose logarithm is 0).  The
-logarithms are :func:`~polars_ppdm.kernels.portable_math.minus_log`, not ``np.log``, so
-the noise has the same bits on every machine.
-
 * :func:`discrete_laplace` -- the two-sided geometric distribution,
-  ``P(k) proportional to alpha^|k|`` with ``alpha = exp(-1/scale)``: the difference of two
-  geometric variables ``floor(-scale * ln u)``.  Counts get integer noise, never
-  floating-point Laplace: rounding artefacts of the latter leak (Mironov 2012).
-* :func:`laplace` -- ``scale * (ln u2 - ln u1)``, for real-valued sums.
+  ``P(k) proportional to exp(-|k| / scale)``, sampled exactly (Canonne, Kamath, Steinke
+  2020) from the PRF's 64-bit words, with no floating point: every DP release draws its
+  noise from it, counts in units of one row, real values in units of their power-of-two
+  grid (:func:`grid_of`, :func:`to_grid`).  Floating-point Laplace noise is not offered:
+  its low-order bits leak (Mironov 2012).
 * :func:`contribution_words` -- the keyed word of each row that decides which rows a
   privacy unit keeps (contribution bounding), a function of the row's content only.
 
@@ -18,7 +13,10 @@ References
 ----------
 Dwork, McSherry, Nissim, Smith, "Calibrating noise to sensitivity", TCC 2006.
 Ghosh, Roughgarden, Sundararajan, "Universally utility-maximizing privacy mechanisms",
-STOC 2009 (the geometric mechanism).  Zhang, Cheng, DPQT k-means (paper 004).
+STOC 2009 (the geometric mechanism).  Canonne, Kamath, Steinke, "The discrete Gaussian for
+differential privacy", NeurIPS 2020 (the exact sampler).  Mironov, "On significance of the
+least significant bits for differential privacy", CCS 2012.  Zhang, Cheng, DPQT k-means
+(paper 004).
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.portable_math import minus_log
-from polars_ppdm.kernels.prf import first_words, prf_words, stream_id
+from polars_ppdm.kernels.prf import first_words, stream_id
 
 __all__ = [
     "CONTRIBUTION_STREAM",
@@ -42,29 +39,10 @@ __all__ = [
     "discrete_laplace_variance",
     "grid_of",
     "to_grid",
-    "uniform_pairs",
 ]
 
-_HALF_ULP = 0.5
-_TWO_POW_MINUS_53 = 2.0**-53
-# -ln u <= 36.8 for these uniforms, so a larger scale could leave int64.
+# The sampler's integers stay below 2^63 (t < 2^58 and a geometric part of ~40 t at most).
 MAX_INTEGER_SCALE = 2.0**57
-
-
-def uniform_pairs(secret: bytes, stream: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent uniforms in (0, 1] per key (1 only for the largest word)."""
-    n = len(keys)
-    u1, u2 = np.empty(n), np.empty(n)
-
-    def consume(start, stop, words):
-        for column, out in ((0, u1), (1, u2)):
-            target = out[start:stop]
-            np.right_shift(words[:, column], np.uint64(11), out=target, casting="unsafe")
-            target += _HALF_ULP
-            target *= _TWO_POW_MINUS_53
-
-    prf_words(secret, stream, keys, consume)
-    return u1, u2
 
 
 def check_integer_scale(scale: float, func: str) -> None:
@@ -290,12 +268,6 @@ def discrete_laplace_variance(scale: float) -> float:
     """Variance of :func:`discrete_laplace`: ``2 alpha / (1 - alpha)^2``."""
     alpha = np.exp(-1.0 / scale)
     return float(2 * alpha / (1 - alpha) ** 2)
-
-
-def laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
-    """Laplace noise (float64) of the given scale (variance ``2 scale^2``)."""
-    u1, u2 = uniform_pairs(secret, stream, np.asarray(keys))
-    return scale * (minus_log(u1, out=u1) - minus_log(u2, out=u2))
 
 
 #: Stream label of the contribution words; column j of a release chains through

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd, laplace_interval, laplace_sd
+from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.reporting._shown import number, parameter, share
 from polars_ppdm.reporting.model import Figure, Plot, PlotSeries, ReleaseSection
@@ -225,17 +225,20 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
         figures.append(Figure("groups released", f"{frame.height:,}", "the public groups, every one of them"))
     for a in aggregates:
         if a.kind in ("count", "sum"):
-            scale = request.scale(a)
-            width, noise_sd, law = (
-                (f"{geometric_interval(scale):,}", geometric_sd(scale), "two-sided geometric")
-                if a.kind == "count"
-                else (number(laplace_interval(scale)), laplace_sd(scale), "Laplace")
+            # The noise is integer, in grid units for a sum: its scale and spread in the
+            # figure's own units are the grid's multiples.
+            units = request.scale(a)
+            grid = a.grid("dp_group_by")
+            width = (
+                f"{geometric_interval(units):,}" if a.kind == "count" else number(geometric_interval(units) * grid)
             )
+            law = "two-sided geometric" if a.kind == "count" else f"two-sided geometric on a grid of {grid:.3g}"
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
                     f"± {width}",
-                    f"{law} noise of scale {number(scale)} (SD {number(noise_sd)}), the same in every group",
+                    f"{law} noise of scale {number(units * grid)} (SD {number(geometric_sd(units) * grid)}), "
+                    "the same in every group",
                 )
             )
         elif f"{a.name}_sd" in frame.columns and frame.height:
