@@ -8,11 +8,11 @@ to a baseline measured in the same run:
   obvious way, which is not secure (a seed an attacker can solve for, and no row keys);
 * **AES kernel**: the same keyed AES draws and the same bits as every engine, with no
   dataframe around them -- :func:`polars_ppdm.kernels.rr.disguise_codes` on a numpy bool
-  array, and :func:`polars_ppdm.kernels.prf.bernoulli`, the keep decisions alone (what the
-  Polars path runs for a Boolean column, which Polars then applies to its bitmap); the
-  bar uses the faster of the two;
-* **AES alone**: the block encryption inside that kernel with a no-op consumer (the
-  floor of any AES-based disguise; informational);
+  array, and :func:`polars_ppdm.kernels.rr.keep_decisions`, the keep decisions alone (what
+  the Polars path runs for a Boolean column, which Polars then applies to its bitmap); both
+  key each row's block by its unit and value; the bar uses the faster of the two;
+* **AES alone**: block encryption at ``stream || key`` with a no-op consumer (the floor of
+  any AES-based disguise, without the value in the block; informational);
 * **AES to uniform doubles, then flip**: the pipeline DESIGN.md measured at ~6 ns/row
   (informational: the kernel skips the doubles and compares the words directly).
 
@@ -52,8 +52,8 @@ from duckdb.func import ARROW, SPECIAL
 import polars_ppdm as ppdm
 from polars_ppdm._validation import keep_probability
 from polars_ppdm.duckdb import _binary_disguise
-from polars_ppdm.kernels.prf import bernoulli, prf_words, stream_id, uniform
-from polars_ppdm.kernels.rr import disguise_codes
+from polars_ppdm.kernels.prf import prf_words, stream_id, uniform
+from polars_ppdm.kernels.rr import disguise_codes, keep_decisions
 
 P = 0.9
 SECRET = ppdm.Secret.generate(128)
@@ -217,7 +217,7 @@ def main() -> None:
         lambda: disguise_codes(x, 2, P, secret, stream, ids), args.repeats
     )
     timings["AES kernel, keep mask (what Polars runs)"] = best_seconds(
-        lambda: bernoulli(secret, stream, ids, P), args.repeats
+        lambda: keep_decisions(x, P, secret, stream, ids), args.repeats
     )
     keyed = frame.lazy().select(pl.col("x").ppdm.rr_disguise(p=P, secret=SECRET, key="id"))
     timings["Polars streaming, key column"] = best_seconds(

@@ -3,7 +3,9 @@
 ``register(con)`` adds to a connection (arguments named as in Python; DuckDB macros take
 them by position or by name, ``epsilon := 1.0``; defaulted ones may be left out):
 
-Row-wise perturbations, the same bits as Polars for the same secret, key and stream:
+Row-wise perturbations, the same bits as Polars for the same secret, key and stream
+(every coin and noise draw is keyed by the unit ``key``, the stream and the value, so an
+unchanged value keeps its bits across runs and a changed one draws anew):
 
 * ``ppdm_rr_disguise(x BOOLEAN, p, secret, key, stream, epsilon := NULL)`` --
   binary randomized response (cast 0/1 integers with ``x::BOOLEAN``; the cast makes any
@@ -12,12 +14,15 @@ Row-wise perturbations, the same bits as Polars for the same secret, key and str
 * ``ppdm_rr_disguise_k(x VARCHAR, categories VARCHAR[], p, secret, key, stream,
   epsilon := NULL)`` -- k-ary randomized response over a public domain;
 * ``ppdm_rr_disguise_whole_record(x BOOLEAN, columns VARCHAR[], p, secret, key,
-  epsilon := NULL)`` -- whole-record randomized response: one coin per row for the group
-  ``columns`` (its stream is :func:`~polars_ppdm.perturb.rr.whole_record_stream` of
-  them), so calling it on each column of the group with the same ``columns`` list keeps
-  or negates the row's columns together, as ``rr_disguise(df, columns, p=...,
-  mode="whole_record", secret=..., key=...)``; each call draws the coin again (the same
-  coin: the PRF is a function);
+  epsilon := NULL, record := [...])`` -- whole-record randomized response: one coin per
+  row for the group ``columns`` (its stream is
+  :func:`~polars_ppdm.perturb.rr.whole_record_stream` of them), keyed by the unit and
+  the row's values in the group, which ``record`` lists (BOOLEAN[], in the order of
+  ``columns``; required, and ``x`` must be one of them).  Calling it on each column of
+  the group with the same ``columns`` and ``record`` keeps or negates the row's columns
+  together, as ``rr_disguise(df, columns, p=..., mode="whole_record", secret=...,
+  key=...)``; each call draws the coin again (the same coin: the PRF is a function).
+  Not epsilon-LDP for two or more columns (see :func:`polars_ppdm.rr_disguise`);
 * ``ppdm_add_noise(x DOUBLE, scale, secret, key, stream, dist := 'gaussian')`` --
   additive noise (``dist`` 'gaussian': ``scale`` is the standard deviation; 'uniform':
   the half-width of [-scale, scale]); DOUBLE out, NULL stays NULL, NaN and infinities
@@ -86,8 +91,8 @@ Examples
 >>> con = ppdm.duckdb.register(duckdb.connect())
 >>> df = pl.DataFrame({"id": [1, 2, 3], "a": [True, False, None], "b": [True, True, False]})
 >>> sql = con.sql(
-...     "SELECT id, ppdm_rr_disguise_whole_record(a, ['a', 'b'], 0.7, '9', id) AS a, "
-...     "ppdm_rr_disguise_whole_record(b, ['a', 'b'], 0.7, '9', id) AS b FROM df ORDER BY id"
+...     "SELECT id, ppdm_rr_disguise_whole_record(a, ['a', 'b'], 0.7, '9', id, record := [a, b]) AS a, "
+...     "ppdm_rr_disguise_whole_record(b, ['a', 'b'], 0.7, '9', id, record := [a, b]) AS b FROM df ORDER BY id"
 ... ).pl()
 >>> sql.equals(ppdm.rr_disguise(df, ["a", "b"], p=0.7, mode="whole_record", secret=9, key="id"))
 True
@@ -116,10 +121,17 @@ from polars_ppdm._validation import is_count, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
-from polars_ppdm.kernels.prf import bernoulli, first_words, stream_id, uniform
+from polars_ppdm.kernels.prf import first_words, stream_id, uniform
+from polars_ppdm.kernels.rr import keep_decisions
 from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, block_uniforms
 from polars_ppdm.perturb.noise import check_drawable, check_noise
-from polars_ppdm.perturb.rr import disguise_series, rr_disguise, whole_record_stream
+from polars_ppdm.perturb.rr import (
+    _disguise_boolean,
+    disguise_series,
+    rr_disguise,
+    whole_record_keep_series,
+    whole_record_stream,
+)
 from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import Secret, SecretLike, env_secret, resolve_secret
 
@@ -382,8 +394,9 @@ def _disguise_arrow(
 def _binary_disguise(
     func: str, x: pa.Array, key: pa.Array, keep: float, secret: bytes, stream: int
 ) -> pa.BooleanArray:
-    """``x`` kept where its row's Bernoulli(keep) draw says so, negated elsewhere; nulls
-    stay null (:func:`polars_ppdm.perturb.rr.disguise_series` on a Boolean column).
+    """``x`` kept where its row's Bernoulli(keep) draw (keyed by unit and value) says so,
+    negated elsewhere; nulls stay null (:func:`polars_ppdm.perturb.rr.disguise_series` on a
+    Boolean column).
 
     The common case runs on Arrow's buffers without a Polars round trip (two Series and an
     Arrow export cost ~20 us, as much as the disguise of 2048 rows): a vector starting on
@@ -392,12 +405,21 @@ def _binary_disguise(
     """
     x, key = _one_array(x), _one_array(key)
     if _plain_bitmaps(x, key):
-        return _negated_where_not(x, bernoulli(secret, stream, _bigint_keys(key), keep))
+        return _negated_where_not(
+            x, keep_decisions(_bitmap_codes(x), keep, secret, stream, _bigint_keys(key))
+        )
     values = _series(x, "x")
     keys = _check_key(key, values, func)
-    valid = values.is_not_null().to_numpy() if values.null_count() else None
-    kept = bernoulli(secret, stream, row_keys(keys, func=func, required_rows=valid), keep)
-    return (values == pl.Series(kept)).to_arrow()
+    return _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func).to_arrow()
+
+
+def _bitmap_codes(x: pa.BooleanArray) -> np.ndarray:
+    """The value bits of a Boolean array starting on a byte boundary, one bool per row
+    (under a null: whatever bit is there, a draw the output does not use)."""
+    bits = x.buffers()[1]
+    nbytes = (len(x) + 7) // 8
+    packed = np.frombuffer(bits, dtype=np.uint8, count=nbytes, offset=x.offset // 8)
+    return np.unpackbits(packed, count=len(x), bitorder="little").view(bool)
 
 
 def _plain_bitmaps(x: pa.Array, key: pa.Array) -> bool:
@@ -442,10 +464,11 @@ def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):
     return _disguise_arrow("ppdm_rr_disguise_k", x, cats, p, epsilon, secret, key, stream)
 
 
-def _rr_whole_record_udf(x, columns, p, epsilon, secret, key):
-    """One coin per row for the column group ``columns``: the coin of ``rr_disguise(...,
-    mode="whole_record")``, whichever column of the group ``x`` is (kept where the coin says
-    truthful, negated elsewhere; nulls stay null)."""
+def _rr_whole_record_udf(x, record, columns, p, epsilon, secret, key):
+    """One coin per row for the column group ``columns``, keyed by the unit and the row's
+    values ``record`` in the group: the coin of ``rr_disguise(..., mode="whole_record")``,
+    whichever column of the group ``x`` is (kept where the coin says truthful, negated
+    elsewhere; nulls stay null)."""
     func = "ppdm_rr_disguise_whole_record"
     if len(x) == 0:
         return pa.array([], type=pa.bool_())
@@ -459,8 +482,40 @@ def _rr_whole_record_udf(x, columns, p, epsilon, secret, key):
     keep = _keep_probability(
         _constant(p, "p", func, optional=True), _constant(epsilon, "epsilon", func, optional=True), 2, func
     )
-    word = stream_id(whole_record_stream(cols))
-    return _binary_disguise(func, x, key, keep, _secret(secret, func).key, word)
+    secret_key = _secret(secret, func).key
+    values = _series(x, "x")
+    keys = _check_key(key, values, func)
+    group = _record_columns(_one_array(record), cols, values, func)
+    kept = whole_record_keep_series(
+        group, keys, keep=keep, secret=secret_key, stream=stream_id(whole_record_stream(cols)), func=func
+    )
+    return (values == pl.Series(kept)).to_arrow()
+
+
+def _record_columns(record: pa.Array, cols: list[str], x: pl.Series, func: str) -> list[pl.Series]:
+    """The group's columns from the ``record`` lists (one BOOLEAN list per row, in the
+    order of ``columns``), refused when a row has no list, a list of another length, or
+    ``x`` is none of its values."""
+    d, n = len(cols), len(record)
+    if record.null_count or (np.asarray(record.value_lengths()) != d).any():
+        msg = (
+            f"The 'record' argument of {func} must list the row's values in the columns "
+            f"{cols!r}, in that order (record := [{', '.join(cols)}]): the coin is keyed by the "
+            f"whole record. Got NULL or a list of another length instead."
+        )
+        raise InvalidParameterError(msg)
+    flat = pl.Series("record", record.flatten())
+    group = [flat.gather_every(d, offset=j).alias(c) for j, c in enumerate(cols)]
+    matches = pl.zeros(n, dtype=pl.Boolean, eager=True)
+    for column in group:
+        matches |= column.eq_missing(x)
+    if not matches.all():
+        msg = (
+            f"The 'x' argument of {func} must be one of the columns listed in 'record' (the value "
+            f"of one of {cols!r} in each row). Got a value that is not in its row's record instead."
+        )
+        raise InvalidParameterError(msg)
+    return group
 
 
 # dist -> kernel of polars_ppdm.add_noise (tests check it covers perturb.noise.DISTRIBUTIONS).
@@ -484,7 +539,9 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
         )
         raise InvalidParameterError(msg)
     keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
-    noise = _NOISE_KERNELS[dist](_secret(secret, func).key, stream_id(label), keys, scale)
+    noise = _NOISE_KERNELS[dist](
+        _secret(secret, func).key, stream_id(label), keys, scale, values=values.fill_null(0.0).to_numpy()
+    )
     return (values + pl.Series(noise)).to_arrow()
 
 
@@ -572,8 +629,8 @@ CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
     x, categories, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL
 ) AS _ppdm_rr_kary(x, categories, p, epsilon, secret, key, stream);
 CREATE OR REPLACE MACRO ppdm_rr_disguise_whole_record(
-    x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL
-) AS _ppdm_rr_whole_record(x, columns, p, epsilon, secret, key);
+    x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL, record := NULL
+) AS _ppdm_rr_whole_record(x, record, columns, p, epsilon, secret, key);
 CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream := NULL, dist := 'gaussian') AS
     _ppdm_add_noise(x, dist, scale, secret, key, stream);
 """
@@ -622,7 +679,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.create_function(
         "_ppdm_rr_whole_record",
         _rr_whole_record_udf,
-        [T.BOOLEAN, duckdb.list_type(T.VARCHAR), *rr_tail],
+        [T.BOOLEAN, duckdb.list_type(T.BOOLEAN), duckdb.list_type(T.VARCHAR), *rr_tail],
         T.BOOLEAN,
         type=ARROW,
         null_handling=SPECIAL,

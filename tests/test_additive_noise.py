@@ -272,3 +272,26 @@ def test_columns_as_a_mapping_are_refused():
     df = pl.DataFrame({"x": [0.0, 1.0]})
     with pytest.raises(InvalidParameterError, match="'columns' parameter of add_noise must be a column name or a list"):
         ppdm.add_noise(df, {"x": 1}, scale=1.0, secret=1)
+
+
+#: add_noise's bits, pinned: keyed by (unit, column, value) through the AES chain of
+#: kernels.prf.chained_prf_words; a change of the keying must be announced.
+KEYED_NOISE_DIGEST = "8a47a3400014f7a3a9f0a660d3f20ef89dff059d2e890934ef2f172b70b7ad38"
+
+
+def test_noise_keyed_by_value_is_pinned_and_the_same_in_duckdb():
+    import hashlib
+
+    n = 20_000
+    rng = np.random.default_rng(26)
+    df = pl.DataFrame({"unit": rng.integers(0, 3_000, n), "v": np.round(rng.normal(0, 5, n), 2)})
+    secret = "00112233445566778899aabbccddeeff"
+    outs = [ppdm.add_noise(df, "v", dist=dist, scale=2.0, secret=secret, key="unit")["v"] for dist in ("gaussian", "uniform")]
+    digest = hashlib.sha256(b"".join(o.to_numpy().tobytes() for o in outs)).hexdigest()
+    assert digest == KEYED_NOISE_DIGEST
+    con = ppdm.duckdb.register(duckdb.connect())
+    sql = con.sql(
+        f"SELECT ppdm_add_noise(v, 2.0, '{secret}', unit, 'add_noise/v') AS g, "
+        f"ppdm_add_noise(v, 2.0, '{secret}', unit, 'add_noise/v', dist := 'uniform') AS u FROM df"
+    ).pl()
+    assert sql["g"].to_list() == outs[0].to_list() and sql["u"].to_list() == outs[1].to_list()

@@ -1,7 +1,15 @@
-"""Additive noise from the keyed PRF: uniform and Gaussian, one draw per row key.
+"""Additive noise from the keyed PRF: uniform and Gaussian, one draw per (key, value).
 
 Uniform noise on [-a, a) comes from word 0; Gaussian noise from both words by the
-Box-Muller transform, so each row's noise is one AES block whatever the batching.  Its
+Box-Muller transform, so each row's noise is one AES block whatever the batching.
+
+With ``values`` (what :func:`polars_ppdm.add_noise` passes), the block is keyed by the
+unit AND the value: :func:`polars_ppdm.kernels.prf.chained_prf_words` over the value's
+float64 bits (``x + 0.0``, so -0.0 counts as 0.0), two AES calls per row.  A unit's
+unchanged value keeps its noise (re-runs cannot be averaged away), a changed value gets
+fresh, independent noise (the change is not revealed), and a unit's rows share noise
+only when their values are equal.  Without ``values`` the block is ``stream || key``
+(simulations and audits that draw noise for synthetic keys).  Its
 logarithm and cosine are :mod:`polars_ppdm.kernels.portable_math`'s, not NumPy's, whose
 bits depend on the CPU: the noise is the same on every machine.
 """
@@ -13,19 +21,44 @@ import math
 import numpy as np
 
 from polars_ppdm.kernels.portable_math import cos_two_pi
-from polars_ppdm.kernels.prf import prf_words, unit_doubles
+from polars_ppdm.kernels.prf import chained_prf_words, prf_words, unit_doubles
 from polars_ppdm.kernels.spacings import exponentials
 
-__all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise"]
+__all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise", "value_words"]
 
 
-def uniform_noise(secret: bytes, stream: int, keys: np.ndarray, half_width: float) -> np.ndarray:
-    """Noise uniform on [-half_width, half_width): ``(2u - 1) * half_width``.
+def value_words(values: np.ndarray) -> np.ndarray:
+    """The 64-bit words that key the noise of real values: the IEEE-754 float64 bits of
+    ``values + 0.0`` (-0.0 folded into 0.0, which it equals).
+
+    Examples
+    --------
+    >>> bool(value_words(np.array([-0.0]))[0] == value_words(np.array([0.0]))[0])
+    True
+    """
+    return (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
+
+
+def _drive(secret: bytes, stream: int, keys: np.ndarray, values: np.ndarray | None, consume) -> None:
+    if values is None:
+        prf_words(secret, stream, np.asarray(keys), consume)
+    else:
+        chained_prf_words(secret, stream, np.asarray(keys), [value_words(values)], consume)
+
+
+def uniform_noise(
+    secret: bytes, stream: int, keys: np.ndarray, half_width: float, *, values: np.ndarray | None = None
+) -> np.ndarray:
+    """Noise uniform on [-half_width, half_width): ``(2u - 1) * half_width``, keyed by
+    (key, value) when ``values`` (float64, one per key) are given.
 
     Examples
     --------
     >>> r = uniform_noise(bytes(16), 1, np.arange(100_000), 2.0)
     >>> bool(abs(r.var() - 4.0 / 3.0) < 0.02), bool(abs(r).max() <= 2.0)
+    (True, True)
+    >>> r = uniform_noise(bytes(16), 1, np.array([5, 5, 5]), 2.0, values=np.array([1.0, 2.0, 1.0]))
+    >>> bool(r[0] == r[2]), bool(r[0] != r[1])
     (True, True)
     """
     out = np.empty(len(keys), dtype=np.float64)
@@ -33,18 +66,24 @@ def uniform_noise(secret: bytes, stream: int, keys: np.ndarray, half_width: floa
     def consume(start, stop, words):
         out[start:stop] = (2.0 * unit_doubles(words[:, 0]) - 1.0) * half_width
 
-    prf_words(secret, stream, np.asarray(keys), consume)
+    _drive(secret, stream, keys, values, consume)
     return out
 
 
-def gaussian_noise(secret: bytes, stream: int, keys: np.ndarray, sigma: float) -> np.ndarray:
-    """Normal(0, sigma^2) noise by Box-Muller: ``sigma sqrt(-2 ln(1 - u0)) cos(2 pi u1)``.
+def gaussian_noise(
+    secret: bytes, stream: int, keys: np.ndarray, sigma: float, *, values: np.ndarray | None = None
+) -> np.ndarray:
+    """Normal(0, sigma^2) noise by Box-Muller: ``sigma sqrt(-2 ln(1 - u0)) cos(2 pi u1)``,
+    keyed by (key, value) when ``values`` (float64, one per key) are given.
 
     Examples
     --------
     >>> r = gaussian_noise(bytes(16), 1, np.arange(100_000), 3.0)
     >>> bool(abs(r.std() - 3.0) < 0.05), bool(abs(r.mean()) < 0.05)
     (True, True)
+    >>> r = gaussian_noise(bytes(16), 1, np.arange(100_000) // 2, 3.0, values=np.arange(100_000) % 2 * 1.0)
+    >>> bool(abs(np.corrcoef(r[0::2], r[1::2])[0, 1]) < 0.02)  # a unit's two values: independent noise
+    True
     """
     out = np.empty(len(keys), dtype=np.float64)
 
@@ -52,7 +91,7 @@ def gaussian_noise(secret: bytes, stream: int, keys: np.ndarray, sigma: float) -
         radius = np.sqrt(2.0 * exponentials(unit_doubles(words[:, 0])))  # -ln(1 - u0), 1 - u0 in (0, 1]
         out[start:stop] = sigma * radius * cos_two_pi(unit_doubles(words[:, 1]))
 
-    prf_words(secret, stream, np.asarray(keys), consume)
+    _drive(secret, stream, keys, values, consume)
     return out
 
 

@@ -19,6 +19,11 @@ Derived draws (all exact functions of the words, documented so other engines can
 * Bernoulli(p): ``uniform < p``, computed without floats as ``w0 < ceil(p * 2**53) << 11``;
 * uniform choice among m values: ``floor(((w1 >> 11) * 2**-53) * m)``.
 
+Perturbations (randomized response, additive noise) key their blocks by value too, so a
+unit's draw is stable while its value is and fresh when it changes: :func:`value_prf_words`
+(one AES call, a small value code in the stream half) and :func:`chained_prf_words` (an
+AES chain over the unit key and 64-bit value words).
+
 This module is pure NumPy plus pyca/cryptography; it knows nothing of dataframes.
 """
 
@@ -40,12 +45,16 @@ __all__ = [
     "CHUNK_ROWS",
     "bernoulli",
     "bernoulli_threshold",
+    "chained_prf_words",
+    "derived_stream",
     "encrypt_blocks",
     "fnv1a_64",
     "prf_words",
     "stream_id",
     "uniform",
     "unit_doubles",
+    "value_prf_words",
+    "value_stream",
 ]
 
 #: Rows per chunk: 64k blocks = 1 MiB of plaintext, small enough to stay in cache.
@@ -358,3 +367,180 @@ def choice_index(words1: np.ndarray, m: int) -> np.ndarray:
     """Uniform index in [0, m) from word 1: ``floor(((w1 >> 11) * 2**-53) * m)``."""
     u = unit_doubles(words1)
     return np.floor(u * m).astype(np.int64)
+
+
+# --- Draws keyed by (unit, value): perturbations that must not reveal change -----------------
+#
+# A perturbation keyed by the unit alone gives a unit's rows one coin (their XOR survives)
+# and gives a unit whose value changed between two runs the same coin (the change is read
+# off exactly).  Perturbations key their blocks by unit, stream and value instead (RAPPOR's
+# memoisation): the same (unit, stream, value) gets the same draw, a different value an
+# independent one.  Two constructions, both version-stable:
+#
+# * a small value code c (randomized response): one AES call,
+#   block = (value_stream(stream) XOR c) || unit key   (value_stream_words);
+# * any 64-bit value words b_1..b_m (real values, whole records): an AES chain,
+#   w = word 0 of AES(derived_stream(stream, "unit") || unit key), then
+#   block_j = AES(derived_stream(stream, "part/" + str(j - 1)) || (w XOR b_j)), w = word 0
+#   of block_j, for j = 1..m; the draw is the last block   (chained_prf_words).
+#   The unit key goes through AES before any value bits touch it, so nobody without the
+#   secret can pick a value whose block equals another unit's block (a plain XOR of key and
+#   value bits would let a participant collide with a neighbour's key and share its noise).
+
+
+def derived_stream(stream: int, tag: str) -> int:
+    """A stream word derived from another: the first 8 bytes (little-endian) of SHA-256 over
+    ``b"polars_ppdm/derived-stream/" + stream (8 bytes, little-endian) + tag (UTF-8)``.
+
+    Examples
+    --------
+    >>> derived_stream(stream_id("x"), "unit") != derived_stream(stream_id("x"), "value")
+    True
+    """
+    return _derived_word(int(stream) & 0xFFFF_FFFF_FFFF_FFFF, tag)
+
+
+@functools.lru_cache(maxsize=4096)
+def _derived_word(stream: int, tag: str) -> int:
+    data = b"polars_ppdm/derived-stream/" + stream.to_bytes(8, "little") + tag.encode("utf-8")
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "little")
+
+
+def value_stream(stream: int) -> int:
+    """The base word of the value-keyed blocks of ``stream``: ``derived_stream(stream,
+    "value")``.  Code c of a column draws at block ``(value_stream(stream) XOR c) || key``:
+    for one stream, distinct codes give distinct blocks; the words of two different
+    streams (or of a stream and any other stream word) coincide only by a 64-bit hash
+    collision, with probability about k^2 * 2^-64 for k codes."""
+    return derived_stream(stream, "value")
+
+
+def _take_free_buffers() -> _BlockBuffers:
+    """Idle buffers whose stream half the caller rewrites per row (give them back to
+    ``_idle_buffers`` when done)."""
+    try:
+        buffers = _idle_buffers.pop()
+    except IndexError:
+        buffers = _BlockBuffers(CHUNK_ROWS)
+    buffers.stream = None  # the stream half no longer holds one stream word
+    return buffers
+
+
+def _as_codes(codes: np.ndarray) -> np.ndarray:
+    codes = np.asarray(codes)
+    if codes.dtype == np.bool_:
+        return codes.view(np.uint8)
+    if codes.dtype.kind not in "iu":
+        msg = f"Value codes must be an integer or boolean array. Got dtype {codes.dtype} instead."
+        raise TypeError(msg)
+    return codes
+
+
+def value_prf_words(
+    secret: bytes,
+    stream: int,
+    codes: np.ndarray,
+    keys: np.ndarray,
+    consume: Callable[[int, int, np.ndarray], None],
+) -> None:
+    """:func:`prf_words` at the blocks ``(value_stream(stream) XOR code) || key``: one AES
+    call per row, keyed by (stream, unit, value code).
+
+    ``codes`` are small non-negative integers (booleans count as 0/1), one per key: the
+    same code of the same key gives the same words, another code independent ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> got = []
+    >>> value_prf_words(bytes(16), 1, np.array([0, 1, 0]), np.array([7, 7, 7]), lambda a, b, w: got.append(w.copy()))
+    >>> w = got[0]
+    >>> bool((w[0] == w[2]).all()), bool((w[0] != w[1]).all())
+    (True, True)
+    """
+    keys = _as_keys(keys)
+    codes = _as_codes(codes)
+    n = len(keys)
+    if len(codes) != n:
+        msg = f"value_prf_words needs one code per key. Got {len(codes)} codes for {n} keys."
+        raise ValueError(msg)
+    if n == 0:
+        return
+    base = np.uint64(value_stream(stream))
+    buffers = _take_free_buffers()
+    try:
+        enc = buffers.encryptor(secret)
+        staged = np.empty(min(n, CHUNK_ROWS), dtype=np.uint64)
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
+            m = stop - start
+            # Widen the codes contiguously, then one strided XOR into the stream half.
+            np.copyto(staged[:m], codes[start:stop], casting="unsafe")
+            np.bitwise_xor(staged[:m], base, out=buffers.plain[:m, 0])
+            consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+    finally:
+        _idle_buffers.append(buffers)
+
+
+def chained_prf_words(
+    secret: bytes,
+    stream: int,
+    keys: np.ndarray,
+    parts: list[np.ndarray],
+    consume: Callable[[int, int, np.ndarray], None],
+) -> None:
+    """:func:`prf_words` keyed by a unit key and 64-bit value words, chained through AES::
+
+        w = word 0 of AES(secret, derived_stream(stream, "unit") || key)
+        block_j = AES(secret, derived_stream(stream, "part/" + str(j - 1)) || (w XOR b_j)),
+                  w = word 0 of block_j,  for j = 1..m  (b_j = parts[j - 1], uint64)
+        consume(start, stop, block_m)
+
+    1 + m AES calls per row.  The same key and value words give the same block; any other
+    value words an independent one (within a unit, two values collide only if their words
+    are equal; across units with probability 2^-64 that no one without the secret can
+    steer, since the key's word is secret).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> got = []
+    >>> bits = np.array([1.5, 2.5, 1.5]).view(np.uint64)
+    >>> chained_prf_words(bytes(16), 1, np.array([7, 7, 7]), [bits], lambda a, b, w: got.append(w.copy()))
+    >>> w = got[0]
+    >>> bool((w[0] == w[2]).all()), bool((w[0] != w[1]).all())
+    (True, True)
+    """
+    keys = _as_keys(keys)
+    n = len(keys)
+    if not parts:
+        msg = "chained_prf_words needs at least one array of value words."
+        raise ValueError(msg)
+    parts = [np.asarray(part) for part in parts]
+    for part in parts:
+        if part.dtype != np.uint64 or len(part) != n:
+            msg = f"chained_prf_words needs uint64 value words, one per key ({n}). Got {part.dtype} x {len(part)}."
+            raise ValueError(msg)
+    if n == 0:
+        return
+    steps = [derived_stream(stream, "unit")] + [
+        derived_stream(stream, f"part/{j}") for j in range(len(parts))
+    ]
+    buffers = _take_free_buffers()
+    try:
+        enc = buffers.encryptor(secret)
+        word = np.empty(min(n, CHUNK_ROWS), dtype=np.uint64)
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
+            m = stop - start
+            buffers.for_stream(steps[0])
+            word[:m] = buffers.encrypt(enc, keys[start:stop])[:, 0]
+            for j, part in enumerate(parts):
+                np.bitwise_xor(word[:m], part[start:stop], out=word[:m])
+                buffers.for_stream(steps[j + 1])
+                block = buffers.encrypt(enc, word[:m])
+                if j + 1 < len(parts):
+                    word[:m] = block[:, 0]
+            consume(start, stop, block)
+    finally:
+        _idle_buffers.append(buffers)

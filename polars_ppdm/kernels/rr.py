@@ -5,6 +5,15 @@ attributes): a value is kept with probability p, otherwise replaced by one of th
 k - 1 categories uniformly.  For k = 2 that is the related-question model of Du & Zhan
 (KDD 2003): keep with probability p, else negate.
 
+Coins (all engines call these kernels): row i draws at the PRF block keyed by its
+stream, its unit key AND its value code, ``(value_stream(stream) XOR code_i) || key_i``
+(:func:`polars_ppdm.kernels.prf.value_prf_words`, one AES call per row): a unit keeps its
+bits while its value is unchanged (re-runs cannot be averaged), draws fresh, independent
+coins when the value changes (the change is not revealed), and its several rows share a
+coin only when their values are equal (so the XOR of two different values is not
+revealed).  Whole-record disguise keys its one coin by the unit and the whole record
+(:func:`whole_record_keep`).
+
 Estimation: the observed category frequencies are ``lambda = M pi`` with
 ``M = p I + (1 - p)/(k - 1) (J - I)``; several attributes disguised independently give
 ``M_1 (x) ... (x) M_m`` (Kronecker).  We invert axis by axis on the count tensor, never a
@@ -30,16 +39,19 @@ import math
 
 import numpy as np
 
-from polars_ppdm.kernels.prf import bernoulli_threshold, choice_index, prf_words
+from polars_ppdm.kernels.prf import bernoulli_threshold, chained_prf_words, choice_index, value_prf_words
 
 __all__ = [
     "disguise_codes",
     "estimate_patterns",
     "inverse_rr_matrix",
+    "keep_decisions",
     "keep_from_epsilon",
+    "record_words",
     "rr_matrix",
     "subset_coefficients",
     "whole_record_estimate",
+    "whole_record_keep",
 ]
 
 
@@ -92,9 +104,11 @@ def disguise_codes(
 ) -> np.ndarray:
     """Disguise integer category codes in [0, k) with k-ary randomized response.
 
-    Row i keeps its code when its Bernoulli(p) draw (word 0) says so; otherwise it takes
-    ``j`` or ``j + 1`` with ``j = choice(k - 1)`` from word 1, skipping its own code, so
-    the k - 1 other categories are equally likely.  For k = 2 this is a flip.
+    Row i draws at the block ``(value_stream(stream) XOR code_i) || key_i``, keyed by its
+    unit and its value (:func:`polars_ppdm.kernels.prf.value_prf_words`).  It keeps its
+    code when the Bernoulli(p) draw (word 0) says so; otherwise it takes ``j`` or
+    ``j + 1`` with ``j = choice(k - 1)`` from word 1, skipping its own code, so the k - 1
+    other categories are equally likely.  For k = 2 this is a flip.
 
     Examples
     --------
@@ -103,6 +117,12 @@ def disguise_codes(
     >>> codes = np.zeros(100_000, dtype=np.int64)
     >>> out = disguise_codes(codes, 2, 0.9, bytes(16), stream_id("x"), np.arange(100_000))
     >>> bool(abs(out.mean() - 0.1) < 0.005)
+    True
+
+    One unit, the same value twice and another value: equal values share the coin.
+
+    >>> one = disguise_codes(np.array([0, 0, 1] * 4), 2, 0.5001, bytes(16), 5, np.repeat(np.arange(4), 3))
+    >>> bool((one[0::3] == one[1::3]).all())
     True
     """
     codes = np.asarray(codes)
@@ -128,7 +148,103 @@ def disguise_codes(
             other += other >= own
             out[start:stop] = np.where(lie, other, own)
 
-    prf_words(secret, stream, keys, consume)
+    value_prf_words(secret, stream, codes, keys, consume)
+    return out
+
+
+def keep_decisions(codes: np.ndarray, p: float, secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
+    """The keep decisions of :func:`disguise_codes` alone (True: the row keeps its value),
+    at the same value-keyed blocks: ``word 0 < bernoulli_threshold(p)``.
+
+    For a binary column, ``value == kept`` is the disguise; the Boolean hot paths (Polars
+    and DuckDB) apply it to their bitmaps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([True, False, True])
+    >>> kept = keep_decisions(codes, 0.8, bytes(16), 3, np.arange(3))
+    >>> bool(np.array_equal(codes == kept, disguise_codes(codes, 2, 0.8, bytes(16), 3, np.arange(3))))
+    True
+    """
+    codes = np.asarray(codes)
+    out = np.empty(len(codes), dtype=bool)
+    threshold = bernoulli_threshold(p)
+    if threshold is None:
+        out[:] = True
+        return out
+    below = np.uint64(threshold)
+
+    def consume(start, stop, words):
+        np.less(words[:, 0], below, out=out[start:stop])
+
+    value_prf_words(secret, stream, codes, keys, consume)
+    return out
+
+
+#: Columns of a record per 64-bit record word (2 bits each: 0, 1, or 2 for a null).
+RECORD_COLUMNS_PER_WORD = 32
+
+
+def record_words(codes: list[np.ndarray], valid: list[np.ndarray | None]) -> list[np.ndarray]:
+    """The record of binary columns as 64-bit words: column j of the record sets bits
+    ``2 (j mod 32)`` and up of word ``j // 32`` to 0 (false), 1 (true) or 2 (null).
+
+    Parameters
+    ----------
+    codes : list of numpy.ndarray
+        One 0/1 (or bool) array per column, in the record's column order.
+    valid : list of numpy.ndarray or None
+        Per column, False where the value is null (its code is then ignored), or None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [w.tolist() for w in record_words([np.array([1, 0]), np.array([1, 1])], [None, np.array([True, False])])]
+    [[5, 8]]
+    """
+    n = len(codes[0]) if codes else 0
+    words = []
+    for first in range(0, len(codes), RECORD_COLUMNS_PER_WORD):
+        word = np.zeros(n, dtype=np.uint64)
+        for j in range(first, min(first + RECORD_COLUMNS_PER_WORD, len(codes))):
+            bits = np.asarray(codes[j]).astype(np.uint64)
+            if valid[j] is not None:
+                bits = np.where(valid[j], bits, np.uint64(2))
+            word |= bits << np.uint64(2 * (j - first))
+        words.append(word)
+    return words
+
+
+def whole_record_keep(
+    secret: bytes, stream: int, keys: np.ndarray, records: list[np.ndarray], p: float
+) -> np.ndarray:
+    """The one coin per record of whole-record disguise (True: sent truthfully), keyed by
+    the unit and the whole record: word 0 of the last block of
+    :func:`polars_ppdm.kernels.prf.chained_prf_words` over the :func:`record_words`,
+    compared with ``bernoulli_threshold(p)``.  A unit's rows with the same record share
+    the coin; a changed record draws a fresh one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rec = record_words([np.array([1, 1, 0]), np.array([0, 0, 0])], [None, None])
+    >>> kept = whole_record_keep(bytes(16), 9, np.array([4, 4, 4]), rec, 0.5001)
+    >>> bool(kept[0] == kept[1])
+    True
+    """
+    keys = np.asarray(keys)
+    out = np.empty(len(keys), dtype=bool)
+    threshold = bernoulli_threshold(p)
+    if threshold is None:
+        out[:] = True
+        return out
+    below = np.uint64(threshold)
+
+    def consume(start, stop, words):
+        np.less(words[:, 0], below, out=out[start:stop])
+
+    chained_prf_words(secret, stream, keys, records, consume)
     return out
 
 

@@ -1,8 +1,9 @@
 """Additive random perturbation (Agrawal & Srikant 2000; paper 003, chapter 4).
 
 Each value gets ``x + r`` with r uniform on [-scale, scale] or Normal(0, scale^2), drawn
-from the keyed PRF at the row key, so the noise of a row does not depend on batches or
-engines.  The noise distribution is public: the miners (distribution reconstruction,
+from the keyed PRF at a block keyed by the row key (the unit), the column and the value
+(:mod:`polars_ppdm.kernels.noise`), so the noise of a row does not depend on batches or
+engines, stays the same while a unit's value does, and is fresh when it changes.  The noise distribution is public: the miners (distribution reconstruction,
 covariance, PCA) need it -- and so does an attacker (:func:`polars_ppdm.audit.pca_noise_stripping`).
 
 References
@@ -118,6 +119,15 @@ def add_noise_expr(
     """``x + r`` for a numeric expression (Float64 out; nulls stay null, NaN and
     infinities are refused).
 
+    The noise of a row is keyed by its unit (``key``), the stream and its value (the
+    float64 bits of ``x``), as RAPPOR's memoisation: each distinct value of a unit gets
+    its own independent noise, so what one release protects is each distinct value.  A
+    re-run over an unchanged value reproduces its noise (re-runs cannot be averaged
+    away); a changed value gets fresh, independent noise (the change is not revealed
+    exactly); a unit's rows share noise only when their values are equal.  A unit with m
+    distinct values in the column releases m independently noised values (additive noise
+    gives no epsilon; whatever it protects, it protects per distinct value).
+
     Parameters
     ----------
     expr : polars.Expr
@@ -127,8 +137,9 @@ def add_noise_expr(
     scale : float
         > 0: the standard deviation (gaussian) or the half-width a of [-a, a] (uniform).
     secret, key
-        As :func:`polars_ppdm.rr_disguise_expr`: the secret and the row key (default the
-        row position); the same key gets the same noise.
+        As :func:`polars_ppdm.rr_disguise_expr`: the secret and the row key (the privacy
+        unit; default the row position); the same key with the same value gets the same
+        noise.
     stream : str, optional
         Stream label; default ``"add_noise/" + output name``.
 
@@ -140,6 +151,14 @@ def add_noise_expr(
     >>> out = df.with_columns(pl.col("income").ppdm.add_noise(dist="uniform", scale=1.0, secret=7, key="id"))
     >>> out["income"].null_count(), bool((out["income"] - df["income"]).abs().max() <= 1.0)
     (1, True)
+
+    Unit 1's unchanged income keeps its noise on a second night; unit 3's changed income
+    gets fresh noise:
+
+    >>> night2 = pl.DataFrame({"id": [1, 2, 3], "income": [10.0, None, 31.0]})
+    >>> out2 = night2.with_columns(pl.col("income").ppdm.add_noise(dist="uniform", scale=1.0, secret=7, key="id"))
+    >>> bool(out2["income"][0] == out["income"][0]), bool(out2["income"][2] - 31.0 != out["income"][2] - 30.0)
+    (True, True)
 
     References
     ----------
@@ -170,7 +189,8 @@ def add_noise_expr(
         if not np.isfinite(finite).all():
             msg = f"add_noise: the column {values.name!r} holds NaN or infinite values; replace them or make them null."
             raise InvalidParameterError(msg)
-        noise = draw(secret, word, row_keys(keys, func=func, required_rows=valid.to_numpy()), scale)
+        unit_keys = row_keys(keys, func=func, required_rows=valid.to_numpy())
+        noise = draw(secret, word, unit_keys, scale, values=x.fill_null(0.0).to_numpy())
         return (x + pl.Series(noise)).alias(values.name)
 
     return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.Float64, is_elementwise=True)
@@ -187,7 +207,21 @@ def add_noise(
 ) -> Frame:
     """:func:`add_noise_expr` on each named column (its own stream each; ``scale`` may
     be one per column, as a sequence or a mapping).  DataFrame in, DataFrame out; lazy
-    stays lazy."""
+    stays lazy.
+
+    The noise is keyed by (unit, column, value): each distinct value of a unit in a
+    column gets independent noise, an unchanged value the same noise on every re-run
+    (see :func:`add_noise_expr`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> df = pl.DataFrame({"id": [1, 1, 2], "v": [5.0, 5.0, 7.0]})
+    >>> out = ppdm.add_noise(df, "v", scale=1.0, secret=ppdm.Secret.for_tests(3), key="id")
+    >>> bool(out["v"][0] == out["v"][1])  # one unit, one value: one noise
+    True
+    """
     func = "add_noise"
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)

@@ -22,8 +22,8 @@ from polars_ppdm._encoding import Domain, row_keys
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import bernoulli, stream_id
-from polars_ppdm.kernels.rr import disguise_codes
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.rr import disguise_codes, keep_decisions, record_words, whole_record_keep
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["disguise_series", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
@@ -74,15 +74,16 @@ def disguise_series(
 def _disguise_boolean(
     values: pl.Series, keys: pl.Series, *, keep: float, secret: bytes, stream: int, func: str
 ) -> pl.Series:
-    """The hot path for a Boolean column: the kernel draws only the keep decisions and
-    Polars applies them on its bitmaps (``value == kept`` negates where not kept; a null
-    stays null), so the column is never unpacked to one byte per value.
+    """The hot path for a Boolean column: the kernel draws only the keep decisions (at the
+    blocks keyed by unit and value) and Polars applies them on its bitmaps (``value ==
+    kept`` negates where not kept; a null stays null).
 
     Same bits as :func:`polars_ppdm.kernels.rr.disguise_codes` (a flip where word 0 is
-    at or above the Bernoulli threshold); null rows get a draw they do not use.
+    at or above the Bernoulli threshold); null rows draw as False and do not use it.
     """
     valid = values.is_not_null().to_numpy() if values.null_count() else None
-    kept = bernoulli(secret, stream, row_keys(keys, func=func, required_rows=valid), keep)
+    codes = (values.fill_null(False) if valid is not None else values).to_numpy()
+    kept = keep_decisions(codes, keep, secret, stream, row_keys(keys, func=func, required_rows=valid))
     return (values == pl.Series(kept)).alias(values.name)
 
 
@@ -101,6 +102,15 @@ def rr_disguise_expr(
     Each non-null value is kept with probability ``p``; otherwise it is replaced by one of
     the other k - 1 categories, uniformly.  Nulls stay null; the dtype is kept.
 
+    The coin of a row is keyed by its unit (``key``), the stream and its value, as
+    RAPPOR's memoisation: what is protected is each distinct value of a unit.  Each
+    distinct value a unit holds in the column gets an independent epsilon-LDP release
+    (``epsilon = ln(p (k - 1) / (1 - p))``); a unit with m distinct values in the column
+    (over its rows, or over re-runs after its value changed) spends m x epsilon.  Re-runs
+    over an unchanged value reproduce its bits (so they cannot be averaged), a changed
+    value draws fresh, independent coins (so the change is not revealed), and a unit's
+    rows share a coin only when their values are equal.
+
     Parameters
     ----------
     expr : polars.Expr
@@ -114,9 +124,10 @@ def rr_disguise_expr(
         guessable: for tests only.  None draws a fresh secret from the OS (not
         reproducible).
     key : str or polars.Expr, optional
-        The row key (the privacy unit): rows with the same key get the same coin, so a
-        re-run never re-randomises a row.  Integer or string.  Default: the row position
-        in the frame the expression sees (then the result depends on the row order).
+        The row key (the privacy unit): rows with the same key and the same value get the
+        same coin, so a re-run never re-randomises an unchanged value.  Integer or
+        string.  Default: the row position in the frame the expression sees (then the
+        result depends on the row order).
     categories : sequence, optional
         The public domain of a String, Categorical or k-ary integer column, required for
         those.  It is never read off the data: a category that no row has would never be
@@ -140,6 +151,12 @@ def rr_disguise_expr(
     >>> out = df.with_columns(pl.col("smoker").ppdm.rr_disguise(p=0.8, secret=7, key="id"))
     >>> out["smoker"].null_count(), out.height
     (1, 6)
+
+    A re-run over the same values reproduces the bits; a unit's changed value draws anew:
+
+    >>> again = df.with_columns(pl.col("smoker").ppdm.rr_disguise(p=0.8, secret=7, key="id"))
+    >>> again.equals(out)
+    True
 
     References
     ----------
@@ -203,14 +220,22 @@ def rr_disguise(
         The columns to disguise.
     p, epsilon : float, or one per column (sequence or mapping)
         Keep probability or local-DP epsilon (exactly one).  Per-attribute mode accepts a
-        different value per column (MASK); whole-record mode takes one value.
+        different value per column (MASK); whole-record mode takes one value.  The epsilon
+        is per distinct value of a unit in a column: a unit with m distinct values in a
+        column (several rows, or re-runs after a change) spends m x epsilon there.
     mode : {'per_attribute', 'whole_record'}
-        ``per_attribute``: an independent coin per column and row (stream = column name,
-        the same draws as :func:`rr_disguise_expr`).  ``whole_record``: one coin per row;
-        when it says lie, every (binary) column of the row is negated (Du & Zhan's
-        related-question model).  Whole-record disguise protects less per column than the
-        same p per attribute (one coin reveals the whole record's truthfulness) but keeps
-        correlations estimable from the pattern/complement pairs.
+        ``per_attribute``: an independent coin per column and row, keyed by the unit, the
+        column (stream = column name) and the value: the same draws as
+        :func:`rr_disguise_expr`, whose docstring says what is protected (each distinct
+        value of a unit gets an independent epsilon-LDP release; m distinct values spend
+        m x epsilon).  ``whole_record``: one coin per row, keyed by the unit and the
+        record's values in ``columns`` (a changed record draws anew); when it says lie,
+        every (binary) column of the row is negated (Du & Zhan's related-question model,
+        paper 003).  **Whole-record disguise with two or more columns is not
+        epsilon-LDP for any finite epsilon**: the XOR of two released columns equals
+        their true XOR, so e.g. P(released 000 | true 001) = 0.  It keeps correlations
+        estimable from the pattern/complement pairs, and protects only the record's
+        "polarity"; use it where the paper's method is wanted, not for a DP guarantee.
     secret : Secret, bytes, hex str, 'env:NAME', int or None
         See :func:`rr_disguise_expr`.
     key : str, optional
@@ -251,7 +276,9 @@ def rr_disguise(
             for c in cols
         ]
         return like(frame, as_lazy(frame).with_columns(exprs))
-    coin = _whole_record_coin(secret.key, whole_record_stream(cols), design.p[cols[0]], key)
+    coin = _whole_record_coin(
+        secret.key, whole_record_stream(cols), design.p[cols[0]], key, cols, [design.domains[c] for c in cols]
+    )
     negated = [
         pl.map_batches(
             [pl.col(c), coin],
@@ -264,17 +291,36 @@ def rr_disguise(
     return like(frame, as_lazy(frame).with_columns(negated))
 
 
-def _whole_record_coin(secret: bytes, stream: str, keep: float, key: str | None) -> pl.Expr:
-    """Boolean expression: True where the record is sent truthfully."""
+def _whole_record_coin(
+    secret: bytes,
+    stream: str,
+    keep: float,
+    key: str | None,
+    columns: Sequence[str],
+    domains: Sequence[Domain],
+) -> pl.Expr:
+    """Boolean expression: True where the record is sent truthfully; one coin per record,
+    keyed by the unit and the record's values (:func:`polars_ppdm.kernels.rr.whole_record_keep`)."""
     word = stream_id(stream)
-    return (
-        key_expr(key)
-        .map_batches(
-            lambda k: pl.Series(
-                "__ppdm_truthful", bernoulli(secret, word, row_keys(k, func="rr_disguise"), keep)
-            ),
-            return_dtype=pl.Boolean,
-            is_elementwise=True,
-        )
-        .alias("__ppdm_truthful")
-    )
+
+    def coin(inputs: Sequence[pl.Series]) -> pl.Series:
+        keys, *values = inputs
+        encoded = [domain.encode(v, func="rr_disguise") for v, domain in zip(values, domains, strict=True)]
+        records = record_words([codes for codes, _ in encoded], [valid for _, valid in encoded])
+        kept = whole_record_keep(secret, word, row_keys(keys, func="rr_disguise"), records, keep)
+        return pl.Series("__ppdm_truthful", kept)
+
+    return pl.map_batches(
+        [key_expr(key), *(pl.col(c) for c in columns)], coin, return_dtype=pl.Boolean, is_elementwise=True
+    ).alias("__ppdm_truthful")
+
+
+def whole_record_keep_series(
+    values: Sequence[pl.Series], keys: pl.Series, *, keep: float, secret: bytes, stream: int, func: str
+) -> np.ndarray:
+    """The whole-record coins of a batch given as Series (the DuckDB UDF's path): True
+    where the record is sent truthfully."""
+    domains = [Domain.of(v.dtype, None, func=func, column=v.name) for v in values]
+    encoded = [domain.encode(v, func=func) for v, domain in zip(values, domains, strict=True)]
+    records = record_words([codes for codes, _ in encoded], [valid for _, valid in encoded])
+    return whole_record_keep(secret, stream, row_keys(keys, func=func), records, keep)

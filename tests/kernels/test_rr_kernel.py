@@ -74,3 +74,133 @@ def test_keep_from_epsilon():
     for eps, k in itertools.product([0.1, 1.0, 3.0], [2, 3, 10]):
         p = rr.keep_from_epsilon(eps, k)
         assert np.isclose(np.log(p * (k - 1) / (1 - p)), eps)
+
+
+# -- coins keyed by (stream, unit, value) -----------------------------------------------------
+
+
+def _aes(secret: bytes, blocks: np.ndarray) -> np.ndarray:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    enc = Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+    plain = np.ascontiguousarray(blocks, dtype="<u8").tobytes()
+    return np.frombuffer(enc.update(plain) + enc.finalize(), dtype="<u8").reshape(-1, 2)
+
+
+def test_value_blocks_are_the_documented_aes_blocks():
+    """Block of row i: (value_stream(stream) XOR code_i) || key_i, one AES call; checked
+    against pyca/cryptography directly, over more than one PRF chunk."""
+    from polars_ppdm.kernels.prf import CHUNK_ROWS, derived_stream, value_prf_words, value_stream
+
+    secret, stream = bytes(range(16)), stream_id("x")
+    n = CHUNK_ROWS + 123
+    rng = np.random.default_rng(0)
+    codes, keys = rng.integers(0, 5, n), rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    got = np.empty((n, 2), dtype=np.uint64)
+
+    def consume(start, stop, words):
+        got[start:stop] = words
+
+    value_prf_words(secret, stream, codes, keys, consume)
+    plain = np.column_stack([np.uint64(value_stream(stream)) ^ codes.astype(np.uint64), keys.view(np.uint64)])
+    np.testing.assert_array_equal(got, _aes(secret, plain))
+    assert value_stream(stream) == derived_stream(stream, "value")
+    import hashlib
+
+    digest = hashlib.sha256(b"polars_ppdm/derived-stream/" + stream.to_bytes(8, "little") + b"value").digest()
+    assert value_stream(stream) == int.from_bytes(digest[:8], "little")
+
+
+def test_chained_blocks_are_the_documented_aes_chain():
+    from polars_ppdm.kernels.prf import CHUNK_ROWS, chained_prf_words, derived_stream
+
+    secret, stream = bytes(range(32)), stream_id("y")  # AES-256 too
+    n = CHUNK_ROWS + 77
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 2**63, n, dtype=np.int64).view(np.uint64)
+    parts = [rng.integers(0, 2**63, n, dtype=np.int64).view(np.uint64) for _ in range(2)]
+    got = np.empty((n, 2), dtype=np.uint64)
+
+    def consume(start, stop, words):
+        got[start:stop] = words
+
+    chained_prf_words(secret, stream, keys, parts, consume)
+    word = _aes(secret, np.column_stack([np.full(n, derived_stream(stream, "unit"), dtype=np.uint64), keys]))[
+        :, 0
+    ]
+    for j, part in enumerate(parts):
+        block = _aes(
+            secret,
+            np.column_stack([np.full(n, derived_stream(stream, f"part/{j}"), dtype=np.uint64), word ^ part]),
+        )
+        word = block[:, 0]
+    np.testing.assert_array_equal(got, block)
+
+
+def test_equal_values_of_a_unit_share_the_coin_and_different_ones_do_not():
+    n = 200_000
+    keys = np.repeat(np.arange(n // 2), 2)
+    codes = np.tile([0, 1], n // 2)  # each unit: 0 then 1
+    out = rr.disguise_codes(codes, 2, 0.7, bytes(16), stream_id("t"), keys)
+    lie = out != codes
+    # independent coins: both lie with probability 0.09 (one shared coin: 0.3)
+    both = float((lie[0::2] & lie[1::2]).mean())
+    assert abs(both - 0.09) <= 5 * np.sqrt(0.09 * 0.91 / (n // 2))
+    same = rr.disguise_codes(np.zeros(n, dtype=np.int64), 2, 0.7, bytes(16), stream_id("t"), keys)
+    np.testing.assert_array_equal(same[0::2], same[1::2])
+
+
+def test_keep_decisions_are_the_binary_disguise():
+    n = 100_000
+    rng = np.random.default_rng(2)
+    codes, keys = rng.random(n) < 0.5, rng.integers(0, 1000, n)
+    kept = rr.keep_decisions(codes, 0.8, bytes(16), 7, keys)
+    np.testing.assert_array_equal(codes == kept, rr.disguise_codes(codes, 2, 0.8, bytes(16), 7, keys))
+    np.testing.assert_array_equal(
+        rr.disguise_codes(codes.astype(np.int8), 2, 0.8, bytes(16), 7, keys), (codes == kept).astype(np.int8)
+    )
+
+
+def test_whole_record_coin_is_keyed_by_the_record():
+    n = 100_000
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    keys = np.arange(n)
+    base = rr.whole_record_keep(bytes(16), 5, keys, rr.record_words([a, b], [None, None]), 0.7)
+    moved = rr.whole_record_keep(bytes(16), 5, keys, rr.record_words([a, 1 - b], [None, None]), 0.7)
+    # a changed record: an independent coin (they differ with probability 2 p (1 - p) = 0.42)
+    differ = float((base != moved).mean())
+    assert abs(differ - 0.42) <= 5 * np.sqrt(0.42 * 0.58 / n)
+    # a null is a value of its own, neither 0 nor 1
+    nulled = rr.record_words([a, b], [None, np.zeros(n, dtype=bool)])
+    assert not np.array_equal(nulled[0], rr.record_words([a, np.zeros(n, np.int64)], [None, None])[0])
+    # 33 columns take two record words; the 33rd column changes the coin
+    many = [rng.integers(0, 2, n) for _ in range(33)]
+    words = rr.record_words(many, [None] * 33)
+    assert len(words) == 2
+    flipped = rr.record_words([*many[:32], 1 - many[32]], [None] * 33)
+    c1 = rr.whole_record_keep(bytes(16), 5, keys, words, 0.7)
+    c2 = rr.whole_record_keep(bytes(16), 5, keys, flipped, 0.7)
+    assert 0.3 < float((c1 != c2).mean()) < 0.55
+
+
+#: The value-keyed coins' bits, pinned: a change of the keying must be announced.
+DIGEST = "51aaf73ddd9970ba2705aaf8499cbb40fb4d8e60394f9f09a819030e3c9d25b8"
+
+
+def test_value_keyed_bits_are_pinned():
+    import hashlib
+
+    n = 50_000
+    rng = np.random.default_rng(4)
+    keys, codes = rng.integers(0, 10_000, n), rng.integers(0, 5, n)
+    secret = bytes(range(16))
+    parts = (
+        rr.disguise_codes(codes, 5, 0.6, secret, stream_id("k"), keys),
+        rr.disguise_codes(codes % 2, 2, 0.6, secret, stream_id("b"), keys),
+        rr.keep_decisions(codes % 2 == 1, 0.6, secret, stream_id("b"), keys),
+        rr.whole_record_keep(
+            secret, stream_id("w"), keys, rr.record_words([codes % 2, codes // 3], [None, None]), 0.6
+        ),
+    )
+    assert hashlib.sha256(b"".join(p.tobytes() for p in parts)).hexdigest() == DIGEST

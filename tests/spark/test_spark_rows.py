@@ -88,6 +88,37 @@ def test_spiral_key_applied_and_inverted_is_the_polars_result(spark, table, part
     assert back["age"].is_null().to_numpy()[~whole].all()
 
 
+@pytest.fixture(scope="module")
+def units() -> pl.DataFrame:
+    """Privacy units with several rows, repeated and changed values (the coins are keyed
+    by unit, column and value: equal values of a unit share them, others do not)."""
+    rng = np.random.default_rng(26)
+    n = 1_500
+    return pl.DataFrame(
+        {
+            "row": np.arange(n, dtype=np.int64),
+            "unit": rng.integers(0, 400, n).astype(np.int64),
+            "smoker": rng.random(n) < 0.5,
+            "owner": (rng.random(n) < 0.5).astype(np.int32),
+            "region": rng.choice(["north", "south"], n),
+            "income": rng.choice([10.0, 20.0, 30.0], n),
+        }
+    )
+
+
+@pytest.mark.parametrize("partitions", [1, 17])
+def test_units_with_several_rows_get_the_polars_bits_in_every_mode(spark, units, partitions):
+    sdf = to_spark(spark, units, partitions, seed=partitions)
+    cats = {"region": ["north", "south"], "smoker": None, "owner": None}
+    for mode, columns, p in (("per_attribute", ["smoker", "owner", "region"], 0.7), ("whole_record", ["smoker", "owner"], 0.7)):
+        params = dict(p=p, mode=mode, secret=SECRET, key="unit")
+        if mode == "per_attribute":
+            params["categories"] = cats
+        _same(ppdm_spark.rr_disguise(sdf, columns, **params), ppdm.rr_disguise(units, columns, **params), key="row")
+    params = dict(dist="gaussian", scale=1.0, secret=SECRET, key="unit")
+    _same(ppdm_spark.add_noise(sdf, "income", **params), ppdm.add_noise(units, "income", **params), key="row")
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_a_task_retried_after_a_failure_gives_the_same_bits(spark, table, where):
     """Every task fails once -- before the disguise reads its rows, or after it has sent
