@@ -12,10 +12,13 @@ import pytest
 import polars_ppdm as ppdm
 from polars_ppdm.audit.dp_checks import (
     DP_RELEASES,
+    LDP_PERTURBATIONS,
+    AuditedPerturbation,
     AuditedRelease,
     _histogram,
     _point_unit,
     clopper_pearson,
+    ldp_loss_lower_bound,
     privacy_loss_lower_bound,
     record_replay,
 )
@@ -73,7 +76,8 @@ def test_noise_keyed_by_the_secret_and_cell_only_fails_record_replay():
     def cell_keyed(frame, secret, epsilon):
         cells = _histogram(frame, secret, 1e9)
         return {
-            cell: value + np.random.default_rng([secret, *cell]).laplace(0, 3 / epsilon) for cell, value in cells.items()
+            cell: value + np.random.default_rng([secret, *cell]).laplace(0, 3 / epsilon)
+            for cell, value in cells.items()
         }
 
     got = record_replay(AuditedRelease("cell-keyed noise", 1.0, cell_keyed, _point_unit, 3))
@@ -86,7 +90,10 @@ def test_fresh_noise_on_every_call_fails_reproduction():
     rng = np.random.default_rng(5)
 
     def unkeyed(frame, secret, epsilon):
-        return {cell: value + rng.laplace(0, 3 / epsilon) for cell, value in _histogram(frame, secret, 1e9).items()}
+        return {
+            cell: value + rng.laplace(0, 3 / epsilon)
+            for cell, value in _histogram(frame, secret, 1e9).items()
+        }
 
     got = record_replay(AuditedRelease("unkeyed noise", 1.0, unkeyed, _point_unit, 3))
     assert not got.reproduced and got.exact_share <= 0.5, str(got)
@@ -96,3 +103,35 @@ def test_clopper_pearson_bounds():
     lower, upper = clopper_pearson(33, 200)
     assert 0.12 < lower < 33 / 200 < upper < 0.22
     assert clopper_pearson(0, 10)[0] == 0 and clopper_pearson(10, 10)[1] == 1
+
+
+# ---- the perturbations: local DP --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "audited", [p for p in LDP_PERTURBATIONS if p.epsilon is not None], ids=lambda p: p.name
+)
+def test_ldp_loss_stays_below_the_claimed_epsilon(audited):
+    """20,000 units on each side, one coin each: the Clopper-Pearson lower bound (99.9% each
+    side) on the loss of {released == value} is at most the claimed epsilon.  The bound is
+    tight here (randomized response spends exactly what it claims): ~0.95 at epsilon 1."""
+    assert ldp_loss_lower_bound(audited, confidence=0.999) <= audited.epsilon
+
+
+def test_randomized_response_claiming_half_its_epsilon_fails_the_ldp_audit():
+    """The control: the same disguise at epsilon 1, claimed as 0.5."""
+    binary = next(p for p in LDP_PERTURBATIONS if p.name == "rr_disguise binary")
+    broken = AuditedPerturbation("claims 0.5", 0.5, binary.disguise, binary.value, binary.other)
+    assert ldp_loss_lower_bound(broken, confidence=0.999) > broken.epsilon
+
+
+def test_whole_record_rr_has_no_finite_epsilon_and_says_so():
+    """P(000 released | true 001) = 0: the event's loss bound grows with the number of units
+    (no finite epsilon), far past any coin's epsilon; the library claims none (the docs and
+    the plan say so)."""
+    whole = next(p for p in LDP_PERTURBATIONS if p.name == "rr_disguise whole_record")
+    assert whole.epsilon is None
+    small = ldp_loss_lower_bound(whole, units=2_000, confidence=0.999)
+    large = ldp_loss_lower_bound(whole, units=20_000, confidence=0.999)
+    assert large > small + 1.5 and large > 5, (small, large)
+    assert "finite epsilon" in (ppdm.rr_disguise.__doc__ or "")

@@ -183,9 +183,9 @@ def test_a_secret_is_never_shown_in_an_error(con):
 def whole_record_sql(p_arg: str, key: str = "id") -> str:
     group = "['a', 'b', 'c']"
     return (
-        f"SELECT id, ppdm_rr_disguise_whole_record(a, {group}, {p_arg}, secret := '{SECRET}', key := {key}) AS a, "
-        f"ppdm_rr_disguise_whole_record(b, {group}, {p_arg}, secret := '{SECRET}', key := {key}) AS b, "
-        f"ppdm_rr_disguise_whole_record(c, {group}, {p_arg}, secret := '{SECRET}', key := {key}) AS c FROM people"
+        f"SELECT id, ppdm_rr_disguise_whole_record(a, {group}, {p_arg}, secret := '{SECRET}', key := {key}, record := [a, b, c]) AS a, "
+        f"ppdm_rr_disguise_whole_record(b, {group}, {p_arg}, secret := '{SECRET}', key := {key}, record := [a, b, c]) AS b, "
+        f"ppdm_rr_disguise_whole_record(c, {group}, {p_arg}, secret := '{SECRET}', key := {key}, record := [a, b, c]) AS c FROM people"
     )
 
 
@@ -202,8 +202,8 @@ def test_whole_record_matches_polars_bit_for_bit(con, table, people, p_arg, kwar
 def test_whole_record_positional_and_string_keys(con, table, people):
     positional = by_id(
         con,
-        f"SELECT id, ppdm_rr_disguise_whole_record(a, ['a', 'b', 'c'], 0.7, '{SECRET}', email_key) AS a, "
-        f"ppdm_rr_disguise_whole_record(b, ['a', 'b', 'c'], 0.7, '{SECRET}', email_key) AS b FROM people",
+        f"SELECT id, ppdm_rr_disguise_whole_record(a, ['a', 'b', 'c'], 0.7, '{SECRET}', email_key, record := [a, b, c]) AS a, "
+        f"ppdm_rr_disguise_whole_record(b, ['a', 'b', 'c'], 0.7, '{SECRET}', email_key, record := [a, b, c]) AS b FROM people",
     )
     polars = ppdm.rr_disguise(people, ["a", "b", "c"], p=0.7, mode="whole_record", secret=SECRET, key="email")
     assert_frame_equal(positional, polars.select("id", "a", "b").sort("id"))
@@ -226,7 +226,7 @@ def test_whole_record_on_0_1_integers_through_boolean(con, people):
         con,
         "SELECT id, "
         + ", ".join(
-            f"ppdm_rr_disguise_whole_record({c}::BOOLEAN, ['a', 'b'], 0.8, '{SECRET}', id)::BIGINT AS {c}"
+            f"ppdm_rr_disguise_whole_record({c}::BOOLEAN, ['a', 'b'], 0.8, '{SECRET}', id, record := [a::BOOLEAN, b::BOOLEAN])::BIGINT AS {c}"
             for c in ("a", "b")
         )
         + " FROM ints",

@@ -72,7 +72,7 @@ LITERALS = [
 SCALARS: dict[str, tuple[int, list[str]]] = {
     "ppdm_rr_disguise": (1, ["p", "secret", "key", "stream", "epsilon"]),
     "ppdm_rr_disguise_k": (2, ["p", "secret", "key", "stream", "epsilon"]),
-    "ppdm_rr_disguise_whole_record": (2, ["p", "secret", "key", "epsilon"]),
+    "ppdm_rr_disguise_whole_record": (2, ["p", "secret", "key", "epsilon", "record"]),
     "ppdm_add_noise": (5, ["dist"]),
     "ppdm_uniform": (3, []),
     "ppdm_prf_word": (3, []),
@@ -87,7 +87,7 @@ SCALARS: dict[str, tuple[int, list[str]]] = {
 VALID: dict[str, list[str]] = {
     "ppdm_rr_disguise": ["true", "0.75", SECRET_SQL, "1", "'s'"],
     "ppdm_rr_disguise_k": ["'a'", "['a', 'b', 'c']", "0.75", SECRET_SQL, "1", "'s'"],
-    "ppdm_rr_disguise_whole_record": ["true", "['a', 'b']", "0.75", SECRET_SQL, "1"],
+    "ppdm_rr_disguise_whole_record": ["true", "['a', 'b']", "0.75", SECRET_SQL, "1", "record := [true, false]"],
     "ppdm_add_noise": ["1.0", "2.0", SECRET_SQL, "1", "'s'"],
     "ppdm_uniform": [SECRET_SQL, "'s'", "1"],
     "ppdm_prf_word": [SECRET_SQL, "'s'", "1"],
@@ -212,7 +212,7 @@ def test_udfs_over_a_table_keep_rows_and_nulls(sql: duckdb.DuckDBPyConnection, d
                 ),
                 (
                     "ppdm_rr_disguise_whole_record",
-                    f"ppdm_rr_disguise_whole_record({column}, ['a', 'b'], 0.75, {SECRET_SQL}, {key})",
+                    f"ppdm_rr_disguise_whole_record({column}, ['a', 'b'], 0.75, {SECRET_SQL}, {key}, record := [{column}, false])",
                 ),
                 ("ppdm_add_noise", f"ppdm_add_noise({column}, 1.0, {SECRET_SQL}, {key}, 's')"),
                 ("ppdm_uniform", f"ppdm_uniform({SECRET_SQL}, {column}::VARCHAR, {key})"),
