@@ -526,7 +526,11 @@ def _words_of_macro(name: str) -> list[str]:
             "FROM ppdm_ecdf_resample('t', 'val', 'id', 5, '42') ORDER BY id",
             "range * 1.5 AS val, range AS id",
         ),
-        ("dp_histogram", "FROM ppdm_dp_histogram('t', 'val', 0, 10, 4, 1.0, '42')", "range::DOUBLE AS val"),
+        (
+            "dp_histogram",
+            "FROM ppdm_dp_histogram('t', 'val', 0, 10, 4, 1.0, '5a1f3c9e0b7d2a4866c3e1f09b8d7a25')",
+            "range::DOUBLE AS val",
+        ),
         (
             "rr_support_k",
             "FROM ppdm_rr_support_k('t', 'val', ['a', 'b', 'c'], p := 0.8)",

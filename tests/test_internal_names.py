@@ -51,9 +51,18 @@ ROW_WISE = {
 AGGREGATES = {
     "rr_support": lambda f: ppdm.rr_support(f, ["a", "b"], p=0.8),
     "rr_frequent_itemsets": lambda f: ppdm.rr_frequent_itemsets(f, ["a", "b"], p=0.8, min_support=0.1),
-    "dp_histogram": lambda f: ppdm.dp_histogram(f, "y", bounds=(-3, 3), bins=4, epsilon=1.0, secret=ppdm.Secret.for_tests(1)),
+    "dp_histogram": lambda f: ppdm.dp_histogram(
+        f, "y", bounds=(-3, 3), bins=4, epsilon=1.0, secret=ppdm.Secret.for_tests(1)
+    ),
     "dp_histogram unit": lambda f: ppdm.dp_histogram(
-        f, "y", bounds=(-3, 3), bins=4, epsilon=1.0, secret=1, key="id", max_contributions=1
+        f,
+        "y",
+        bounds=(-3, 3),
+        bins=4,
+        epsilon=1.0,
+        secret=ppdm.Secret.for_tests(1),
+        key="id",
+        max_contributions=1,
     ),
 }
 

@@ -39,9 +39,9 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    # A guessable secret, for a reproducible example only: a real job reads
-    # ppdm.secret_from_env("PPDM_SECRET") or a 0600 file.
-    secret = ppdm.Secret.from_int(2026)
+    # A public secret, for a reproducible example only (DP releases accept no other
+    # guessable secret): a real job reads ppdm.secret_from_env("PPDM_SECRET") or a 0600 file.
+    secret = ppdm.Secret.for_tests(2026)
 
     survey = pl.read_csv(SURVEY)
     table = spark.createDataFrame(survey.to_arrow()).repartition(7)

@@ -3,7 +3,7 @@ the budget, and the keyed noise streams."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,6 @@ __all__ = [
     "NOTHING_RELEASED",
     "NOT_CHARGED",
     "bound_contributions",
-    "bounds_data",
     "charge",
     "check_accountant",
     "check_bounds",
@@ -31,6 +30,7 @@ __all__ = [
     "check_public_n",
     "check_unit_key",
     "private_points",
+    "refuse_data_bounds",
     "release_secret",
     "unit_words",
 ]
@@ -131,10 +131,11 @@ def bound_contributions(
     )
 
 
-def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.LazyFrame | None:
-    """Refuse ``bounds="data"`` for a DP release: the bounds set the grid and the
-    clamping, so a release over the data's own min and max publishes them, unprotected
-    (the top bin's edge is the exact maximum).  Bounds of a DP release are public inputs."""
+def refuse_data_bounds(bounds: Any) -> None:
+    """Refuse ``bounds="data"`` for a DP release (before :func:`check_bounds`, which would
+    read them): the bounds set the grid and the clamping, so a release over the data's own
+    min and max publishes them, unprotected (the top bin's edge is the exact maximum).
+    Bounds of a DP release are public inputs."""
     if isinstance(bounds, str) and bounds == DATA_BOUNDS:
         msg = (
             "The 'bounds' parameter of a differentially private release must be public (low, high) pairs; "
@@ -142,7 +143,6 @@ def bounds_data(bounds: Any, data: Callable[[], pl.LazyFrame] | None) -> pl.Lazy
             "covers. Take bounds from the column's definition (a codebook, a schema, the domain)."
         )
         raise InvalidParameterError(msg)
-    return None
 
 
 def release_secret(secret: SecretLike, func: str) -> bytes:

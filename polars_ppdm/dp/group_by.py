@@ -530,7 +530,7 @@ def _refuse_bad_data(groups: pl.DataFrame, request: GroupByRequest) -> None:
         )
         raise InvalidParameterError(msg)
     bound = max((a.units_bound(_FUNC) for a in request.aggregates if a.kind != "count"), default=0)
-    if bound and groups.height and int(groups[_ROWS].max()) * bound >= _MAX_SUM_UNITS:  # type: ignore[operator]
+    if bound and groups.height and int(groups[_ROWS].to_numpy().max()) * bound >= _MAX_SUM_UNITS:
         msg = (
             f"{_FUNC}: a group holds more rows than its integer grid sums can add up exactly "
             f"(2^62 grid units); lower max_rows_per_group or split the release ({NOT_CHARGED})."

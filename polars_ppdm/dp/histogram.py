@@ -8,7 +8,7 @@ Zhang, Cheng, DPQT k-means (paper 004): the noisy-count primitive of its quadtre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +20,12 @@ from polars_ppdm._validation import check_bool, check_columns, check_int, check_
 from polars_ppdm.dp._common import (
     NOT_CHARGED,
     bound_contributions,
-    bounds_data,
     charge,
     check_accountant,
     check_bounds,
     check_max_contributions,
     check_unit_key,
+    refuse_data_bounds,
     release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
@@ -160,7 +160,6 @@ def dp_histogram(
         epsilon=epsilon,
         key=key,
         max_contributions=max_contributions,
-        data=lambda: as_lazy(frame),
     )
     non_negative = check_bool("non_negative", non_negative, _FUNC)
     check_accountant(accountant, _FUNC)
@@ -225,10 +224,9 @@ def check_histogram(
     epsilon: Any,
     key: Any,
     max_contributions: Any,
-    data: Callable[[], pl.LazyFrame] | None,
 ) -> HistogramRequest:
     """Every parameter of :func:`dp_histogram` checked against ``schema``, before any
-    budget is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
+    budget is spent (``bounds="data"`` is refused)."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
@@ -244,7 +242,8 @@ def check_histogram(
     if key is not None:
         check_unit_key(key, schema, _FUNC)
     check_integer_scale(contributions / epsilon, _FUNC)
-    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    refuse_data_bounds(bounds)
+    bounds_of = check_bounds(bounds, cols, _FUNC, None)
     return HistogramRequest(cols, bounds_of, bins_of, epsilon, contributions)
 
 

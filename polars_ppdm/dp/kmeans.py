@@ -28,16 +28,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import as_lazy, schema_of
+from polars_ppdm._frame import schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_int, check_numeric
 from polars_ppdm.dp._common import (
-    bounds_data,
     charge,
     check_accountant,
     check_bounds,
     check_max_contributions,
     check_unit_key,
     private_points,
+    refuse_data_bounds,
     release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
@@ -211,7 +211,6 @@ def dp_kmeans(
         iterations=iterations,
         key=key,
         max_contributions=max_contributions,
-        data=lambda: as_lazy(frame),
     )
     check_accountant(accountant, _FUNC)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
@@ -315,10 +314,9 @@ def check_kmeans(
     iterations: Any,
     key: Any,
     max_contributions: Any,
-    data: Callable[[], pl.LazyFrame] | None,
 ) -> KMeansRequest:
     """Every parameter of :func:`dp_kmeans` checked against ``schema``, before any budget
-    is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
+    is spent (``bounds="data"`` is refused)."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
@@ -353,7 +351,8 @@ def check_kmeans(
             else contributions / (epsilon * (1 - N_SHARE)),
             _FUNC,
         )
-    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    refuse_data_bounds(bounds)
+    bounds_of = check_bounds(bounds, cols, _FUNC, None)
     return KMeansRequest(
         cols,
         bounds_of,

@@ -16,10 +16,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from polars_ppdm._frame import as_lazy, schema_of
+from polars_ppdm._frame import schema_of
 from polars_ppdm._validation import check_columns, check_numeric, check_real, is_count, is_real
 from polars_ppdm.dp._common import (
-    bounds_data,
     charge,
     check_accountant,
     check_bounds,
@@ -27,6 +26,7 @@ from polars_ppdm.dp._common import (
     check_public_n,
     check_unit_key,
     private_points,
+    refuse_data_bounds,
     release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
@@ -287,7 +287,6 @@ def dp_quadtree(
         n=n,
         key=key,
         max_contributions=max_contributions,
-        data=lambda: as_lazy(frame),
     )
     check_accountant(accountant, _FUNC)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
@@ -344,10 +343,9 @@ def check_quadtree(
     n: Any,
     key: Any,
     max_contributions: Any,
-    data: Callable[[], pl.LazyFrame] | None,
 ) -> QuadtreeRequest:
     """Every parameter of :func:`dp_quadtree` checked against ``schema``, before any budget
-    is spent; ``data()`` gives the frame only when ``bounds="data"`` reads it."""
+    is spent (``bounds="data"`` is refused)."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
@@ -357,7 +355,8 @@ def check_quadtree(
         check_unit_key(key, schema, _FUNC)
     check_tree_settings(n, max_height, threshold, _FUNC)
     check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
-    bounds_of = check_bounds(bounds, cols, _FUNC, bounds_data(bounds, data))
+    refuse_data_bounds(bounds)
+    bounds_of = check_bounds(bounds, cols, _FUNC, None)
     return QuadtreeRequest(cols, bounds_of, epsilon, gamma, max_height, threshold, n, contributions)
 
 

@@ -111,14 +111,14 @@ def dp_lloyd(
         counts = np.bincount(index, minlength=k) + discrete_laplace(
             secret, stream_id(f"{label}/count{t}"), keys, lloyd_count_scale(contributions, epsilon, t)
         )
-        sums = np.stack([np.bincount(index, weights=units[:, a], minlength=k) for a in range(d)], axis=1)
-        sums += discrete_laplace(
+        true_units = np.stack([np.bincount(index, weights=units[:, a], minlength=k) for a in range(d)], axis=1)
+        noise_units = discrete_laplace(
             secret,
             stream_id(f"{label}/sum{t}"),
             np.arange(k * d, dtype=np.uint64),
             sum_sensitivity / (eps_t / 2),
         ).reshape(k, d)
-        sums *= grid
+        sums = (true_units + noise_units) * grid  # whole grid steps
         moved = counts > 0
         centres[moved] = np.clip(middle + sums[moved] / counts[moved, None], lows, highs)
     return centres

@@ -113,7 +113,7 @@ class _Words:
         plain[:, 0] = self._streams(draws)
         plain[:, 1] = keys
         cipher = np.empty(m * 16 + 15, dtype=np.uint8)  # update_into wants a block of room
-        self._encryptor.update_into(plain.data.cast("B"), cipher)
+        self._encryptor.update_into(plain.data.cast("B"), cipher.data)
         return cipher[: m * 16].view("<u8")[0::2].copy()
 
 

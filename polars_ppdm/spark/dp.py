@@ -64,25 +64,6 @@ _HIGH_WORD = "__ppdm_digest_high"
 _SIGN = np.uint64(1 << 63)
 
 
-def _columns(columns: str | Sequence[str]) -> list[str]:
-    return [columns] if isinstance(columns, str) else list(columns)
-
-
-def _extremes(sdf: SparkFrame, columns: list[str]) -> Callable[[], pl.LazyFrame]:
-    """For ``bounds="data"``: a two-row frame of each column's min and max (a Spark
-    aggregation), from which :func:`~polars_ppdm.dp._common.check_bounds` reads them."""
-
-    def read() -> pl.LazyFrame:
-        from pyspark.sql import functions as F
-
-        aggs = [F.min(c).alias(f"lo{i}") for i, c in enumerate(columns)]
-        aggs += [F.max(c).alias(f"hi{i}") for i, c in enumerate(columns)]
-        row = pl.DataFrame(pl.from_arrow(sdf.agg(*aggs).toArrow())).row(0)
-        return pl.LazyFrame({c: [row[i], row[len(columns) + i]] for i, c in enumerate(columns)})
-
-    return read
-
-
 def _bounded(
     sdf: SparkFrame,
     columns: list[str],
@@ -194,7 +175,6 @@ def dp_histogram(
         epsilon=epsilon,
         key=key,
         max_contributions=max_contributions,
-        data=_extremes(sdf, _columns(columns)),
     )
     non_negative = check_bool("non_negative", non_negative, func)
     check_accountant(accountant, func)
@@ -395,7 +375,6 @@ def dp_quadtree(
         n=n,
         key=key,
         max_contributions=max_contributions,
-        data=_extremes(sdf, _columns(columns)),
     )
     check_accountant(accountant, func)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
@@ -487,7 +466,6 @@ def dp_kmeans(
         iterations=iterations,
         key=key,
         max_contributions=max_contributions,
-        data=_extremes(sdf, _columns(columns)),
     )
     check_accountant(accountant, func)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget

@@ -106,7 +106,12 @@ def test_far_points_in_tiny_bounds_do_not_overflow() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         leaves = ppdm.dp_quadtree(
-            frame, ["a", "b"], bounds=[(0, 1e-300)] * 2, epsilon=1e9, max_height=2, secret=1
+            frame,
+            ["a", "b"],
+            bounds=[(0, 1e-300)] * 2,
+            epsilon=1e9,
+            max_height=2,
+            secret=ppdm.Secret.for_tests(1),
         )
     assert leaves.height > 0
 

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 from spark_frames import PARTITIONS, fail_first_attempt, to_spark
 
 import polars_ppdm as ppdm
-from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 from polars_ppdm.spark import dp as spark_dp
 
 pytestmark = pytest.mark.spark
@@ -101,13 +101,19 @@ def test_tasks_retried_after_a_failure_give_the_same_release(spark, table):
     )
 
 
-def test_bounds_read_off_the_data_warn_and_match_polars(spark, table):
-    sdf = to_spark(spark, table, 3)
-    with pytest.warns(PrivacyLeakWarning):
-        want = ppdm.dp_histogram(table, "x", bounds="data", bins=5, epsilon=1.0, secret=SECRET)
-    with pytest.warns(PrivacyLeakWarning):
-        got = spark_dp.dp_histogram(sdf, "x", bounds="data", bins=5, epsilon=1.0, secret=SECRET)
-    assert_frame_equal(_released(got).sort("x_bin"), want)
+def test_bounds_read_off_the_data_are_refused_as_in_polars(spark, table):
+    """bounds='data' published the exact extremes: refused by both engines, before a row is read."""
+    sdf = _poisoned(spark, table)
+    for release in (ppdm.dp_histogram, spark_dp.dp_histogram):
+        with pytest.raises(InvalidParameterError, match="bounds='data' is refused"):
+            release(
+                sdf if release is spark_dp.dp_histogram else table,
+                "x",
+                bounds="data",
+                bins=5,
+                epsilon=1.0,
+                secret=SECRET,
+            )
 
 
 def _poisoned(spark, table):
