@@ -50,13 +50,15 @@ def main() -> None:
 def post_processing(rows: int = 1_000_000, bins: int = 5_000, secrets: int = 20) -> None:
     df = pl.DataFrame({"x": np.random.default_rng(1).lognormal(2.0, 0.6, rows)})
     params = {"bounds": (0, 100), "bins": bins, "epsilon": 1.0}
-    truth = ppdm.dp_histogram(df, "x", **params, secret=0)  # the bins; counts replaced below
+    truth = ppdm.dp_histogram(df, "x", **params, secret=ppdm.Secret.for_tests(0))  # the bins; counts replaced below
     true = df.group_by(bin_index("x", 0, 100, bins).alias("x_bin")).agg(pl.len().alias("true"))
     true = truth.select("x_bin").join(true, on="x_bin", how="left").fill_null(0)["true"].to_numpy()
     negative, errors = [], {False: [], True: []}
     for secret in range(secrets):
         for clip in (False, True):
-            got = ppdm.dp_histogram(df, "x", **params, secret=secret, non_negative=clip)["count"].to_numpy()
+            got = ppdm.dp_histogram(
+                df, "x", **params, secret=ppdm.Secret.for_tests(secret), non_negative=clip
+            )["count"].to_numpy()
             errors[clip].append((np.sqrt(np.mean((got - true) ** 2)), got.sum() - true.sum()))
             if not clip:
                 negative.append(int((got < 0).sum()))

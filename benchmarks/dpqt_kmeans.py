@@ -132,7 +132,7 @@ def main() -> None:
         big = rng.normal(0, 1, (args.speed_rows, 2)) + rng.integers(0, 5, (args.speed_rows, 1)) * 3
         frame = pl.DataFrame({"x": big[:, 0], "y": big[:, 1]})
         started = time.perf_counter()
-        ppdm.dp_kmeans(frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, secret=1)
+        ppdm.dp_kmeans(frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, secret=ppdm.Secret.for_tests(1))
         ours = time.perf_counter() - started
         started = time.perf_counter()
         with warnings.catch_warnings():

@@ -144,10 +144,10 @@ class Secret:
 
 
 def _weak_key(key: bytes) -> bool:
-    """A key made of one short pattern repeated (all zeros, ``ab`` x 16, ``0123`` x 8...):
-    the first keys an attacker tries.  Patterns of up to 4 bytes; a random 128-bit key is
-    one with probability below 2^-90."""
-    return any(key == key[:period] * (len(key) // period) for period in (1, 2, 4))
+    """A key made of one shorter pattern repeated (all zeros, ``ab`` x 16, ``01234567`` x 4,
+    any half repeated): the first keys an attacker tries, and at most half the key's bits.
+    A random 128-bit key is one with probability below 2^-63."""
+    return any(key == key[:period] * (len(key) // period) for period in (1, 2, 4, 8, 16) if period < len(key))
 
 
 def require_strong_secret(secret: Secret, func: str) -> Secret:
@@ -169,8 +169,8 @@ def require_strong_secret(secret: Secret, func: str) -> Secret:
     """
     if secret.guessable and not secret.for_tests_only:
         msg = (
-            f"The 'secret' parameter of {func} is guessable (an integer, or a key of one repeated byte or short "
-            "pattern such as all zeros): anyone could recompute the noise and subtract it. Use secret=None (fresh "
+            f"The 'secret' parameter of {func} is guessable (an integer, or a key of one repeated byte or a "
+            "repeated shorter pattern such as all zeros): anyone could recompute the noise and subtract it. Use secret=None (fresh "
             "randomness), a secret from `ppdm secret` (hex, 'env:NAME' or a Secret), or, in a test or a "
             "documentation example, ppdm.Secret.for_tests(seed)."
         )
