@@ -45,8 +45,13 @@ The keyed randomness itself, for macros:
 * ``ppdm_uniform(secret, stream VARCHAR, key BIGINT) -> DOUBLE`` and
   ``ppdm_prf_word(secret, stream, key) -> UBIGINT``: uniform in [0, 1), and the first
   64-bit word of the PRF block (the ties of ``ppdm_ecdf_resample``);
-* ``ppdm_discrete_laplace(secret, stream, key, scale DOUBLE) -> BIGINT``: two-sided
-  geometric noise of ``scale = sensitivity / epsilon`` (``ppdm_dp_histogram``);
+* ``ppdm_discrete_laplace(secret, stream, key, scale DOUBLE) -> BIGINT``: exact two-sided
+  geometric noise of ``scale = sensitivity / epsilon``, keyed by (secret, stream, key)
+  only -- a building block, not a release: the same arguments over changed data draw the
+  same noise, which then cancels between two releases.  The DP macros
+  (``ppdm_dp_histogram``, ``ppdm_dp_count``...) key theirs by a digest of the data they
+  release (``ppdm_release_noise``); a query built on this function must put what
+  differs between its releases into ``stream``.  Guessable secrets are refused;
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns (``key := ppdm_key(email)`` equals Polars'
   ``key="email"``).
@@ -133,7 +138,7 @@ from polars_ppdm.perturb.rr import (
     whole_record_stream,
 )
 from polars_ppdm.perturb.spiral import SpiralKey
-from polars_ppdm.secret import Secret, SecretLike, env_secret, resolve_secret
+from polars_ppdm.secret import Secret, SecretLike, env_secret, require_strong_secret, resolve_secret
 
 __all__ = ["register", "register_spiral_key", "rr_disguise_batches", "spiral_macro_sql", "sql_files"]
 
@@ -565,7 +570,7 @@ def _discrete_laplace_udf(secret, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = "ppdm_discrete_laplace"
-    secret, label = _secret(secret, func), _constant(stream, "stream", func)
+    secret, label = require_strong_secret(_secret(secret, func), func), _constant(stream, "stream", func)
     scale = _constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."

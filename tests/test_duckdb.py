@@ -155,7 +155,7 @@ def test_env_secret_is_read_on_every_call(con, monkeypatch):
     [
         "SELECT ppdm_uniform(NULL, 's', 1)",
         "SELECT ppdm_prf_word('1', NULL, 1)",
-        "SELECT ppdm_discrete_laplace('1', 's', 1, NULL)",
+        "SELECT ppdm_discrete_laplace('5a1f3c9e0b7d2a4866c3e1f09b8d7a25', 's', 1, NULL)",
         "SELECT ppdm_uniform('1', 's', NULL)",
     ],
 )
