@@ -49,7 +49,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -237,8 +237,8 @@ def impossible_outputs(outputs: np.ndarray, other_true: float, grid: float | Non
     """
     x = np.asarray(outputs, dtype=np.float64)
     if grid is not None:
-        g, t = Fraction(grid), Fraction(other_true)
-        return np.array([((Fraction(float(v)) - t) / g).denominator != 1 for v in x], dtype=bool)
+        g, exact = Fraction(grid), Fraction(other_true)
+        return np.array([((Fraction(float(v)) - exact) / g).denominator != 1 for v in x], dtype=bool)
     t = np.float64(other_true)
     n = x - t
     candidates = [n]
@@ -381,7 +381,7 @@ def whole_record_xor_share(released: pl.DataFrame, truth: pl.DataFrame, a: str, 
     kept = (released[a].cast(pl.Boolean) ^ released[b].cast(pl.Boolean)) == (
         truth[a].cast(pl.Boolean) ^ truth[b].cast(pl.Boolean)
     )
-    return float(kept.mean() or 0.0)
+    return float(cast(float, kept.mean()) or 0.0)
 
 
 # ---- the accountant under threads -------------------------------------------------------------
@@ -486,7 +486,7 @@ def data_bounds_leak(
     """
     from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 
-    true_low, true_high = float(table[column].min()), float(table[column].max())
+    true_low, true_high = float(cast(float, table[column].min())), float(cast(float, table[column].max()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         try:
@@ -495,8 +495,8 @@ def data_bounds_leak(
             return Measurement(
                 "bounds='data'", target, 0.0, "the exact extremes are not released", True, f"refused: {error}"
             )
-    low = float(out[f"{column}_low"].min())
-    high = float(out[f"{column}_high"].max())
+    low = float(cast(float, out[f"{column}_low"].min()))
+    high = float(cast(float, out[f"{column}_high"].max()))
     leaked = [name for name, got, true in (("min", low, true_low), ("max", high, true_high)) if got == true]
     return Measurement(
         "bounds='data'",

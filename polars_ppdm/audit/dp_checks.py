@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -338,10 +339,10 @@ def _group_by(
             "sum": aggregates.sum("value", bounds=(0, 100)),
             "mean": aggregates.mean("value", bounds=(0, 100)),
         }[kind]
-        groups = (
+        groups: dict[str, Any] = (
             {"delta": 1e-6} if selection else {"public_groups": pl.DataFrame({"group": ["a", "b", "c", "d"]})}
         )
-        bounding = (
+        bounding: dict[str, Any] = (
             {"privacy_unit": "unit", "max_groups_contributed": 1, "max_rows_per_group": _CONTRIBUTIONS}
             if unit
             else {}

@@ -17,6 +17,7 @@ bits depend on the CPU: the noise is the same on every machine.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -39,7 +40,13 @@ def value_words(values: np.ndarray) -> np.ndarray:
     return (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
 
 
-def _drive(secret: bytes, stream: int, keys: np.ndarray, values: np.ndarray | None, consume) -> None:
+def _drive(
+    secret: bytes,
+    stream: int,
+    keys: np.ndarray,
+    values: np.ndarray | None,
+    consume: Callable[[int, int, np.ndarray], None],
+) -> None:
     if values is None:
         prf_words(secret, stream, np.asarray(keys), consume)
     else:

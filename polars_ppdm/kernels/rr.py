@@ -209,8 +209,9 @@ def record_words(codes: list[np.ndarray], valid: list[np.ndarray | None]) -> lis
         word = np.zeros(n, dtype=np.uint64)
         for j in range(first, min(first + RECORD_COLUMNS_PER_WORD, len(codes))):
             bits = np.asarray(codes[j]).astype(np.uint64)
-            if valid[j] is not None:
-                bits = np.where(valid[j], bits, np.uint64(2))
+            mask = valid[j]
+            if mask is not None:
+                bits = np.where(mask, bits, np.uint64(2))
             word |= bits << np.uint64(2 * (j - first))
         words.append(word)
     return words
