@@ -349,3 +349,30 @@ def test_columns_must_be_names(frame, columns):
 def test_stream_must_be_a_string():
     with pytest.raises(InvalidParameterError, match=r"'stream' label must be a str. Got 5"):
         pl.DataFrame({"x": [True]}).select(pl.col("x").ppdm.rr_disguise(p=0.8, secret=1, stream=5))
+
+
+def test_boolean_bitmap_of_chunked_and_sliced_series(monkeypatch):
+    """The Boolean path reads Polars' bitmap through the Arrow C data interface: the bits
+    of every row, from any chunk layout and bit offset, as ``to_numpy`` gives them."""
+    from polars_ppdm.kernels.rr import disguise_codes
+    from polars_ppdm.perturb.rr import _disguise_boolean, _value_bits
+
+    rng = np.random.default_rng(9)
+    parts = [pl.Series("x", rng.random(n) < 0.5) for n in (13, 70_001, 5)]
+    chunked = pl.concat([parts[0], parts[1].slice(3), parts[2]], rechunk=False)
+    assert chunked.n_chunks() == 3
+    for series in (chunked, chunked.slice(11, 40_000), parts[1].slice(5, 7), parts[0].slice(13)):
+        bits, offset = _value_bits(series)
+        unpacked = np.unpackbits(bits, bitorder="little")[offset : offset + len(series)]
+        np.testing.assert_array_equal(unpacked.view(bool), series.to_numpy())
+        keys = pl.Series("id", np.arange(len(series)) * 3)
+        secret = ppdm.resolve_secret(5).key
+        out = _disguise_boolean(series, keys, keep=0.7, secret=secret, stream=1, func="rr_disguise")
+        expected = disguise_codes(series.to_numpy(), 2, 0.7, secret, 1, keys.to_numpy())
+        np.testing.assert_array_equal(out.to_numpy(), expected)
+    # Where Polars exports no bitmap, the unpacked values give the same bits.
+    keys = pl.Series("id", np.arange(len(chunked)) * 3)
+    bitmap_path = _disguise_boolean(chunked, keys, keep=0.7, secret=secret, stream=1, func="rr_disguise")
+    monkeypatch.setattr("polars_ppdm.perturb.rr._value_bits", lambda series: None)
+    unpacked_path = _disguise_boolean(chunked, keys, keep=0.7, secret=secret, stream=1, func="rr_disguise")
+    assert unpacked_path.equals(bitmap_path)

@@ -45,6 +45,7 @@ __all__ = [
     "CHUNK_ROWS",
     "bernoulli",
     "bernoulli_threshold",
+    "bit_value_prf_words",
     "chained_prf_words",
     "derived_stream",
     "encrypt_blocks",
@@ -477,6 +478,93 @@ def value_prf_words(
             # Widen the codes contiguously, then one strided XOR into the stream half.
             np.copyto(staged[:m], codes[start:stop], casting="unsafe")
             np.bitwise_xor(staged[:m], base, out=buffers.plain[:m, 0])
+            consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+    finally:
+        _idle_buffers.append(buffers)
+
+
+#: Row i of a byte b of an LSB-first bitmap: ``_BIT_BYTES[b]`` holds bit i of b in its byte i
+#: (as one little-endian uint64), so a lookup spreads 8 bits of a bitmap over 8 bytes.
+_BIT_BYTES = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+_BIT_BYTES = _BIT_BYTES.view("<u8")[:, 0]
+
+#: ``_BlockBuffers.stream`` while the stream half of the first r blocks holds one word
+#: except in its low byte: ``r * _LOW_BYTE_FREE + (word >> 8)``.  Never a stream word
+#: (those are below 2**64), so ``for_stream`` rewrites the half before any other use.
+_LOW_BYTE_FREE = 1 << 64
+
+
+def bit_value_prf_words(
+    secret: bytes,
+    stream: int,
+    bits: np.ndarray,
+    bit_offset: int,
+    keys: np.ndarray,
+    consume: Callable[[int, int, np.ndarray], None],
+) -> None:
+    """:func:`value_prf_words` with 0/1 codes read from a bitmap: code i is bit
+    ``bit_offset + i`` of ``bits`` (uint8, least significant bit first: the Arrow and
+    Polars Boolean layout), so ``bits`` need never be unpacked to one byte per row.  The
+    same blocks ``(value_stream(stream) XOR code) || key`` and so the same words, chunk
+    by chunk.
+
+    A 0/1 code changes only the low byte of the stream word: each chunk writes just that
+    byte of each block (the upper seven stay in the reused buffers between calls), from a
+    table lookup per bitmap byte.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1], dtype=np.uint8)
+    >>> bits = np.packbits(np.concatenate([[0, 0, 0], codes]), bitorder="little")
+    >>> keys = np.arange(10, 20)
+    >>> a, b = [], []
+    >>> bit_value_prf_words(bytes(16), 1, bits, 3, keys, lambda s, e, w: a.append(w.copy()))
+    >>> value_prf_words(bytes(16), 1, codes, keys, lambda s, e, w: b.append(w.copy()))
+    >>> bool(np.array_equal(a[0], b[0]))
+    True
+    """
+    keys = _as_keys(keys)
+    bits = np.asarray(bits)
+    if bits.dtype != np.uint8 or bits.ndim != 1:
+        msg = f"bit_value_prf_words needs a one-dimensional uint8 bitmap. Got {bits.dtype} x {bits.shape}."
+        raise TypeError(msg)
+    n = len(keys)
+    bit_offset = int(bit_offset)
+    if bit_offset < 0 or len(bits) * 8 < bit_offset + n:
+        msg = (
+            f"bit_value_prf_words needs one bit per key: {n} keys from bit {bit_offset} "
+            f"of a {len(bits)}-byte bitmap."
+        )
+        raise ValueError(msg)
+    if n == 0:
+        return
+    base = value_stream(stream)
+    # The low byte of (base XOR code) for 8 rows per bitmap byte.
+    table = _BIT_BYTES ^ np.uint64(0x0101_0101_0101_0101 * (base & 0xFF))
+    rows = min(n, CHUNK_ROWS)
+    try:
+        buffers = _idle_buffers.pop()
+    except IndexError:
+        buffers = _BlockBuffers(CHUNK_ROWS)
+    try:
+        # The upper bytes of the stream word stay from the last call when they can.
+        filled, upper = divmod(buffers.stream or 0, _LOW_BYTE_FREE)
+        if upper != base >> 8 or filled < rows:
+            buffers.plain[:rows, 0] = np.uint64(base)
+            buffers.stream = rows * _LOW_BYTE_FREE + (base >> 8)
+        enc = buffers.encryptor(secret)
+        low = buffers.plain.view(np.uint8)[:, 0]  # byte 0 of each block: the stream word's low byte
+        spread = np.empty(rows // 8 + 2, dtype="<u8")
+        spread_bytes = spread.view(np.uint8)
+        for start in range(0, n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, n)
+            m = stop - start
+            first = bit_offset + start
+            packed = bits[first >> 3 : (bit_offset + stop + 7) >> 3]
+            np.take(table, packed, out=spread[: len(packed)], mode="clip")
+            shift = first & 7
+            np.copyto(low[:m], spread_bytes[shift : shift + m])
             consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
     finally:
         _idle_buffers.append(buffers)

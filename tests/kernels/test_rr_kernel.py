@@ -204,3 +204,69 @@ def test_value_keyed_bits_are_pinned():
         ),
     )
     assert hashlib.sha256(b"".join(p.tobytes() for p in parts)).hexdigest() == DIGEST
+
+
+@pytest.mark.parametrize("offset", [0, 1, 7, 8, 21])
+def test_bitmap_blocks_are_the_value_blocks(offset):
+    """bit_value_prf_words reads 0/1 codes from an LSB-first bitmap from any bit and gives
+    value_prf_words' words, over more than one chunk and between other uses of the
+    shared buffers (another stream, a plain stream word, longer and shorter calls)."""
+    from polars_ppdm.kernels.prf import CHUNK_ROWS, bit_value_prf_words, prf_words, value_prf_words
+
+    secret = bytes(range(16))
+    rng = np.random.default_rng(offset)
+
+    def words(driver, *args):
+        n = len(args[-1])
+        got = np.empty((n, 2), dtype=np.uint64)
+
+        def consume(start, stop, block):
+            got[start:stop] = block
+
+        driver(secret, *args, consume)
+        return got
+
+    cases = []
+    for n, stream in [(5, stream_id("a")), (CHUNK_ROWS + 301, stream_id("a")), (999, stream_id("b")), (3, 0)]:
+        codes = rng.random(n) < 0.5
+        keys = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+        lead = rng.random(offset) < 0.5
+        bits = np.packbits(np.concatenate([lead, codes, [True] * 5]), bitorder="little")
+        cases.append(((stream, bits, offset, keys), words(value_prf_words, stream, codes, keys)))
+        assert not np.array_equal(words(prf_words, stream, keys), cases[-1][1])
+    for case in [0, 1, 0, 1, 1, 2, 1, 3, 0, 1, "plain", 1, "value", 0, 2, 3, 0]:
+        if case == "plain":
+            words(prf_words, stream_id("a"), np.arange(CHUNK_ROWS))  # the stream word, whole buffer
+        elif case == "value":
+            words(value_prf_words, stream_id("a"), np.ones(7, np.uint8), np.arange(7))
+        else:
+            args, expected = cases[case]
+            np.testing.assert_array_equal(words(bit_value_prf_words, *args), expected)
+
+
+def test_bitmap_blocks_need_a_bit_per_key():
+    from polars_ppdm.kernels.prf import bit_value_prf_words
+
+    def consume(start, stop, words):
+        pass
+
+    with pytest.raises(ValueError, match="one bit per key"):
+        bit_value_prf_words(bytes(16), 1, np.zeros(2, np.uint8), 1, np.arange(16), consume)
+    with pytest.raises(TypeError, match="uint8 bitmap"):
+        bit_value_prf_words(bytes(16), 1, np.zeros(2, bool), 0, np.arange(16), consume)
+    bit_value_prf_words(bytes(16), 1, np.zeros(2, np.uint8), 0, np.arange(16), consume)  # exactly enough
+
+
+@pytest.mark.parametrize("p", [0.3, 0.8, 1.0])
+def test_keep_decisions_of_a_bitmap_are_the_keep_decisions(p):
+    from polars_ppdm.kernels.prf import CHUNK_ROWS
+
+    n = CHUNK_ROWS * 2 + 17
+    rng = np.random.default_rng(5)
+    values, keys = rng.random(n) < 0.4, rng.integers(0, 1000, n)
+    bits = np.packbits(np.concatenate([[True, False, True], values]), bitorder="little")
+    np.testing.assert_array_equal(
+        rr.keep_decisions_bits(bits, 3, p, bytes(16), 9, keys),
+        rr.keep_decisions(values, p, bytes(16), 9, keys),
+    )
+    assert rr.keep_decisions_bits(bits[:0], 0, p, bytes(16), 9, keys[:0]).shape == (0,)
