@@ -144,10 +144,17 @@ class Secret:
 
 
 def _weak_key(key: bytes) -> bool:
-    """A key made of one shorter pattern repeated (all zeros, ``ab`` x 16, ``01234567`` x 4,
-    any half repeated): the first keys an attacker tries, and at most half the key's bits.
-    A random 128-bit key is one with probability below 2^-63."""
-    return any(key == key[:period] * (len(key) // period) for period in (1, 2, 4, 8, 16) if period < len(key))
+    """A key an attacker tries first: one shorter pattern repeated (all zeros, ``ab`` x 16,
+    any half repeated), a small integer written as bytes (``00...07`` either way round),
+    a run of bytes counting up or down (``00 01 02 ...``) or a key of fewer than 8 distinct
+    byte values.  A random 128-bit key is one with probability below 2^-40."""
+    if any(key == key[:period] * (len(key) // period) for period in (1, 2, 4, 8, 16) if period < len(key)):
+        return True
+    small = 2**64
+    if int.from_bytes(key, "big") < small or int.from_bytes(key, "little") < small:
+        return True
+    steps = {(b - a) % 256 for a, b in zip(key, key[1:], strict=False)}
+    return len(steps) == 1 or len(set(key)) < 8
 
 
 def require_strong_secret(secret: Secret, func: str) -> Secret:

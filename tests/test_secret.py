@@ -10,7 +10,7 @@ import polars_ppdm as ppdm
 from polars_ppdm.exceptions import SecretError
 from polars_ppdm.secret import Secret, resolve_secret
 
-HEX = "00112233445566778899aabbccddeeff"
+HEX = "9f1c37a8e2d45b06c8a1f37e5d9b2046"
 
 
 def test_repr_and_str_show_a_fingerprint_only():

@@ -374,9 +374,7 @@ DP_RELEASES: tuple[AuditedRelease, ...] = (
     ),
     AuditedRelease("dp_group_by mean", 1.0, _group_by("mean"), _point_unit, None, touched="a"),
     # Each row its own unit (the new unit's 6 rows are 6 units), and partition selection.
-    AuditedRelease(
-        "dp_group_by count rows", 1.0, _group_by("count", unit=False), _point_unit, None, touched="a"
-    ),
+    AuditedRelease("dp_group_by count rows", 1.0, _group_by("count", unit=False), _point_unit, None),
     AuditedRelease("dp_group_by sum rows", 1.0, _group_by("sum", unit=False), _point_unit, None),
     AuditedRelease("dp_group_by mean rows", 1.0, _group_by("mean", unit=False), _point_unit, None),
     AuditedRelease("dp_group_by count selected", 1.0, _group_by("count", selection=True), _point_unit, None),

@@ -372,6 +372,8 @@ def check_group_by(
         check_integer_scale(request.scale(a), _FUNC)
         if a.kind == "mean":
             check_integer_scale(request.count_scale(a), _FUNC)
+    if groups is None:  # partition selection's noise
+        check_integer_scale(int(max_groups) / epsilons["__select"], _FUNC)
     return request
 
 

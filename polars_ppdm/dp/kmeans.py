@@ -53,7 +53,7 @@ from polars_ppdm.dp.quadtree import (
 )
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
-from polars_ppdm.kernels.dp_noise import check_integer_scale
+from polars_ppdm.kernels.dp_noise import GRID_BITS, check_integer_scale
 from polars_ppdm.kernels.quadtree import CellCounts, leaf_centroids, point_counts
 from polars_ppdm.kernels.release_key import release_key, table_digest
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
@@ -351,6 +351,10 @@ def check_kmeans(
             else contributions / (epsilon * (1 - N_SHARE)),
             _FUNC,
         )
+        if method == "lloyd":  # the last iteration's sums: d coordinates of ~2^24 grid units each
+            check_integer_scale(
+                lloyd_count_scale(contributions, epsilon, int(iterations)) * len(cols) * 2.0**GRID_BITS, _FUNC
+            )
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
     return KMeansRequest(

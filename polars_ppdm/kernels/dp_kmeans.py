@@ -102,8 +102,11 @@ def dp_lloyd(
     # Sums on a power-of-two grid (the centred coordinates rounded to it, summed as
     # integers, integer noise): the released sums are whole grid steps (Mironov 2012).
     grid = grid_of(float(half.max()), "dp_kmeans")
-    units = to_grid(np.clip(points, lows, highs) - middle, grid)  # each within +-round(half / grid)
-    sum_sensitivity = contributions * float(to_grid(half, grid).sum())  # L1 over the d coordinates, in units
+    units = to_grid(np.clip(points, lows, highs) - middle, grid)
+    # A row's units lie between those of the float extremes (subtraction and rounding are
+    # monotone): that, not round(half / grid), bounds it when middle is itself rounded.
+    reach = np.maximum(np.abs(to_grid(lows - middle, grid)), np.abs(to_grid(highs - middle, grid)))
+    sum_sensitivity = contributions * float(reach.sum())  # L1 over the d coordinates, in units
     for t in range(1, iterations + 1):
         eps_t = epsilon / 2**t
         index, _ = nearest(points, centres)
@@ -111,7 +114,9 @@ def dp_lloyd(
         counts = np.bincount(index, minlength=k) + discrete_laplace(
             secret, stream_id(f"{label}/count{t}"), keys, lloyd_count_scale(contributions, epsilon, t)
         )
-        true_units = np.stack([np.bincount(index, weights=units[:, a], minlength=k) for a in range(d)], axis=1)
+        true_units = np.stack(
+            [np.bincount(index, weights=units[:, a], minlength=k) for a in range(d)], axis=1
+        )
         noise_units = discrete_laplace(
             secret,
             stream_id(f"{label}/sum{t}"),

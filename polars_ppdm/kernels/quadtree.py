@@ -280,11 +280,17 @@ def leaf_centroids(
         position = np.minimum(np.searchsorted(sorted_codes, point_codes), len(sorted_codes) - 1)
         hit = sorted_codes[position] == point_codes
         leaf = at[order[position[hit]]]
-        # Every leaf of a level has the same half-widths: one grid per level.
-        level_half = half[at[0]]
+        # One grid per level, from its widest leaf (float widths differ in the last bits).
+        level_half = half[at].max(axis=0)
         grid = grid_of(float(level_half.max()), "leaf_centroids")
         inside = to_grid(np.clip(clipped[hit], leaves.low[leaf], leaves.high[leaf]) - centres[leaf], grid)
-        level_scale = contributions * float(to_grid(level_half, grid).sum()) / epsilon  # grid units
+        # A row's offset lies between its leaf's float extremes minus the centre (monotone
+        # rounding): the widest over the level's leaves bounds it exactly.
+        reach = np.maximum(
+            np.abs(to_grid(leaves.low[at] - centres[at], grid)),
+            np.abs(to_grid(leaves.high[at] - centres[at], grid)),
+        ).max(axis=0)
+        level_scale = contributions * float(reach.sum()) / epsilon  # grid units
         scale[at] = level_scale * grid
         for axis in range(d):
             units = np.bincount(leaf, weights=inside[:, axis], minlength=len(centres))[at]

@@ -59,8 +59,7 @@ _RANK = "__ppdm_unit_rank"
 _FINITE = "__ppdm_finite"
 _CODE = "__ppdm_code"
 _CELL = "__ppdm_cell"
-_LOW_WORD = "__ppdm_digest_low"
-_HIGH_WORD = "__ppdm_digest_high"
+_WORD_QUARTERS = tuple(f"__ppdm_digest_{i}" for i in range(4))
 _SIGN = np.uint64(1 << 63)
 
 
@@ -226,8 +225,9 @@ class _Points:
 
         def outputs(batch: pl.DataFrame) -> pl.DataFrame:
             points = batch.select(pl.col(c).cast(pl.Float64) for c in columns).to_numpy()
-            # The points' digest words (as table_digest of the Polars path), in two 32-bit
-            # halves: Spark adds longs, which would overflow on 64-bit words.
+            # The points' digest words (as table_digest of the Polars path), in four 16-bit
+            # quarters: Spark adds longs (ANSI mode raises on overflow), and 2^47 rows of
+            # 16-bit values still fit.
             words = row_words(secret, list(points.T))
             finite = np.isfinite(points).all(axis=1)
             if not finite.all():  # refused before any count is read; no NaN in the kernel
@@ -236,12 +236,16 @@ class _Points:
                 {
                     _CODE: morton_codes(points, lows, highs, finest),
                     _FINITE: finite,
-                    _LOW_WORD: (words & np.uint64(0xFFFFFFFF)).astype(np.int64),
-                    _HIGH_WORD: (words >> np.uint64(32)).astype(np.int64),
+                    **{
+                        name: ((words >> np.uint64(16 * i)) & np.uint64(0xFFFF)).astype(np.int64)
+                        for i, name in enumerate(_WORD_QUARTERS)
+                    },
                 }
             )
 
-        schema = pl.Schema({_CODE: pl.Int64, _FINITE: pl.Boolean, _LOW_WORD: pl.Int64, _HIGH_WORD: pl.Int64})
+        schema = pl.Schema(
+            [(_CODE, pl.Int64()), (_FINITE, pl.Boolean()), *((name, pl.Int64()) for name in _WORD_QUARTERS)]
+        )
         self.points = _bounded(sdf, columns, key, contributions, secret, func, outputs, schema).cache()
         self.columns, self.func, self.d, self.finest = columns, func, d, finest
         self.session = sdf.sparkSession
@@ -257,13 +261,12 @@ class _Points:
             self.points.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.sum(F.when(F.col(_FINITE), 0).otherwise(1)).alias("bad"),
-                F.sum(_LOW_WORD).alias("low"),
-                F.sum(_HIGH_WORD).alias("high"),
+                *(F.sum(name).alias(name) for name in _WORD_QUARTERS),
             )
         ).row(0)
         rows, bad = int(totals[0]), int(totals[1] or 0)
         check_points(rows, bad, self.columns, self.func)
-        word_sum = ((int(totals[3] or 0) << 32) + int(totals[2] or 0)) % 2**64
+        word_sum = sum(int(total or 0) << (16 * i) for i, total in enumerate(totals[2:])) % 2**64
         self.digest = finish_digest(self.secret, word_sum, rows)
         return rows
 

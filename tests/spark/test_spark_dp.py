@@ -17,7 +17,7 @@ from polars_ppdm.spark import dp as spark_dp
 pytestmark = pytest.mark.spark
 
 N = 1_500
-SECRET = "00112233445566778899aabbccddeeff"
+SECRET = "7c2e91d04fa3b85e16d9c07a3e5f28b4"  # not a guessable pattern (DP releases refuse those)
 BOX = [(-3.0, 3.0), (-3.0, 3.0)]
 
 
