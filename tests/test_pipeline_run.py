@@ -21,7 +21,7 @@ from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-SECRET = "5e" * 8 + "c0ffee00" * 6  # 64 hex digits
+SECRET = "5e3b9a1cc0ffee0071d24f86a9e0b35c2d8e17f64a90c3b5e2718d6f09ab4c31"  # 64 hex digits, no guessable pattern
 OTHER_SECRET = (
     "cf566d014b7b01c047a305a1f720c1ccbc4ea0eab23f670c1dd25f6d2a0e94f4"  # from os.urandom: not guessable
 )
