@@ -136,26 +136,9 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
 
 def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
     df = pl.DataFrame({"x": np.arange(100.0) % 10, "person": np.arange(100) % 7})
-    a = ppdm.dp_histogram(
-        df,
-        "x",
-        bounds=(0, 10),
-        bins=10,
-        epsilon=50.0,
-        secret=ppdm.Secret.for_tests(3),
-        key="person",
-        max_contributions=2,
-    )
-    b = ppdm.dp_histogram(
-        df.lazy(),
-        "x",
-        bounds=(0, 10),
-        bins=10,
-        epsilon=50.0,
-        secret=ppdm.Secret.for_tests(3),
-        key="person",
-        max_contributions=2,
-    )
+    params = dict(bounds=(0, 10), bins=10, epsilon=50.0, secret=ppdm.Secret.for_tests(3), key="person", max_contributions=2)
+    a = ppdm.dp_histogram(df, "x", **params)
+    b = ppdm.dp_histogram(df.lazy(), "x", **params)
     assert_frame_equal(a, b.collect())
     # 7 persons x 2 rows.  Noise of scale 2 / 50 is nonzero with probability 2 alpha / (1 + alpha),
     # alpha = exp(-25): below 3e-10 for the 10 bins together, so the sum is exact.
