@@ -27,6 +27,7 @@ and documentation examples that need reproducible DP output say so by name:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import string
 
@@ -153,7 +154,7 @@ def _weak_key(key: bytes) -> bool:
     small = 2**64
     if int.from_bytes(key, "big") < small or int.from_bytes(key, "little") < small:
         return True
-    steps = {(b - a) % 256 for a, b in zip(key, key[1:], strict=False)}
+    steps = {(b - a) % 256 for a, b in itertools.pairwise(key)}
     return len(steps) == 1 or len(set(key)) < 8
 
 
