@@ -30,6 +30,7 @@ from polars_ppdm.audit.ldp import rr_epsilon
 from polars_ppdm.datasets import find_shared_data, generated_baskets
 from polars_ppdm.exceptions import InvalidParameterError, PPDMError
 from polars_ppdm.jobs.commands import add_commands as add_pipeline_commands
+from polars_ppdm.jobs.commands import guarded, one_line
 from polars_ppdm.metrics.rules import rule_scores
 from polars_ppdm.mine.apriori import rr_apriori
 from polars_ppdm.perturb.rr import rr_disguise
@@ -411,11 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "top", None) == 0:
         args.top = None
-    try:
-        return args.run(args)
-    except (PPDMError, OSError) as error:
-        print(f"ppdm {args.command}: {error}", file=sys.stderr)
-        return 2
+
+    def run() -> int:
+        try:
+            return int(args.run(args))
+        except (PPDMError, OSError) as error:
+            if isinstance(error, BrokenPipeError):
+                raise
+            print(f"ppdm {args.command}: {one_line(error)}", file=sys.stderr)
+            return 2
+
+    return guarded(args.command, run)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,12 @@ class BudgetExceededError(PPDMError):
     """
 
 
+class LedgerWriteError(PPDMError, OSError):
+    """The privacy-budget ledger's file could not be written (a full disk, a read-only
+    mount) or read.  The transaction was rolled back: the ledger is as it was before the
+    operation, and the message names the file."""
+
+
 class LedgerBusyError(PPDMError, TimeoutError):
     """Another process held the privacy-budget ledger's file for longer than the timeout.
 

@@ -68,6 +68,7 @@ import math
 import os
 import random
 import re
+import stat
 import threading
 import time
 import uuid
@@ -79,7 +80,13 @@ import polars as pl
 
 from polars_ppdm._validation import check_choice, check_real
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
-from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, LedgerBusyError, PPDMError
+from polars_ppdm.exceptions import (
+    BudgetExceededError,
+    InvalidParameterError,
+    LedgerBusyError,
+    LedgerWriteError,
+    PPDMError,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -186,6 +193,25 @@ def _fail(name: str, func: str, allowed: str, got: Any) -> NoReturn:
     raise InvalidParameterError(msg)
 
 
+def _check_sha256(name: str, value: Any, func: str) -> None:
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        _fail(name, func, "a SHA-256 as 64 hex digits", value)
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def _check_name(name: str, value: Any, func: str) -> str:
     if not isinstance(value, str) or not value.strip():
         _fail(name, func, "a non-empty string", value)
@@ -288,15 +314,35 @@ class Ledger:
 
     # --- opening the file --------------------------------------------------------------
 
-    def _connect(self) -> duckdb.DuckDBPyConnection:
-        """Open the file read-write, retrying while another process holds it."""
+    def _check_regular(self) -> None:
+        """Refuse a path that is not a regular file (or absent): DuckDB's open() of a FIFO
+        waits for a writer forever (no timeout applies), and a device is not a ledger."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            msg = f"Could not open the ledger file {str(self.path)!r}: {error.strerror or type(error).__name__}."
+            raise PPDMError(msg) from None
+        if not stat.S_ISREG(mode):
+            msg = (
+                f"The ledger file {str(self.path)!r} is {_file_kind(mode)}, not a regular file: a ledger is a "
+                "DuckDB database file. Give the path of a regular file (a new one is created)."
+            )
+            raise InvalidParameterError(msg)
+
+    def _connect(self, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+        """Open the file (read-write, or read-only for a reading operation on an existing
+        file, which also works on a read-only mount), retrying while another process holds it."""
         import duckdb
 
+        self._check_regular()
+        read_only = read_only and self.path.exists()
         deadline = time.monotonic() + self.timeout
         pause = 0.005
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.IOException as err:
                 text = str(err)
                 if "Could not set lock" not in text and "Conflicting lock" not in text:
@@ -322,16 +368,37 @@ class Ledger:
         )
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _transaction(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction on the file; ``read_only`` for operations that only read.
+
+        A DuckDB error inside it (a full disk, a file that cannot be written) becomes a
+        :class:`~polars_ppdm.exceptions.LedgerWriteError` naming the file: the
+        transaction was rolled back, so the ledger is as it was before it."""
+        import duckdb
+
         with self._lock:
-            con = self._connect()
+            con = self._connect(read_only)
             try:
                 new = self._check_schema(con)
+                if new and read_only:  # a file with no tables yet: made a ledger, as for writing
+                    con.close()
+                    con = self._connect()
+                    new = self._check_schema(con)
                 con.execute("BEGIN TRANSACTION")
                 if new:
                     self._create_schema(con)
                 yield con
                 con.execute("COMMIT")
+            except duckdb.Error as error:
+                with contextlib.suppress(Exception):
+                    con.execute("ROLLBACK")
+                lines = str(error).strip().splitlines()
+                msg = (
+                    f"The ledger file {str(self.path)!r} could not be "
+                    f"{'read' if read_only else 'written'} ({type(error).__name__}: "
+                    f"{lines[0][:300] if lines else ''}); the transaction was rolled back, the ledger is as it was."
+                )
+                raise LedgerWriteError(msg) from None
             except BaseException:
                 with contextlib.suppress(Exception):
                     con.execute("ROLLBACK")
@@ -531,7 +598,7 @@ class Ledger:
         return self._status(dataset, "Ledger.status")
 
     def _status(self, dataset: str, func: str) -> Budget:
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             return self._known_budget(con, dataset, func)
 
     def budget(self, dataset: str) -> float:
@@ -549,7 +616,7 @@ class Ledger:
     def datasets(self) -> pl.DataFrame:
         """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining`` (epsilon),
         ``delta_budget``, ``delta_spent``, ``delta_remaining``."""
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             names = [
                 row[0] for row in con.execute("SELECT dataset FROM ppdm_datasets ORDER BY dataset").fetchall()
             ]
@@ -576,7 +643,7 @@ class Ledger:
     def run_spent(self, run_id: str) -> float | None:
         """What the run ``run_id`` reserved, or None if the ledger has no such run."""
         _check_name("run_id", run_id, "Ledger.run_spent")
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             row = con.execute("SELECT epsilon FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
         return None if row is None else float(row[0])
 
@@ -662,28 +729,32 @@ class Ledger:
         func = "Ledger.record_output"
         _check_name("run_id", run_id, func)
         _check_name("output", output, func)
-        if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
-            _fail("sha256", func, "a SHA-256 as 64 hex digits", sha256)
+        _check_sha256("sha256", sha256, func)
         with self._transaction() as con:
-            if con.execute("SELECT 1 FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone() is None:
-                _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
-            # A run recorded before version 3 (its re-run was checked by its manifest) is
-            # marked now: from here on its outputs are recorded.
-            self._upgrade_outputs(con)
-            con.execute("UPDATE ppdm_runs SET outputs_recorded = TRUE WHERE run_id = ?", [run_id])
-            held = con.execute(
-                "SELECT sha256 FROM ppdm_outputs WHERE run_id = ? AND output = ?", [run_id, output]
-            ).fetchone()
-            if held is None:
-                con.execute(
-                    "INSERT INTO ppdm_outputs VALUES (?, ?, ?, ?)", [run_id, output, sha256.lower(), _now()]
-                )
-            elif held[0] != sha256.lower():
-                msg = (
-                    f"The run {run_id[:12]!r} recorded other bits for {output!r} in the ledger "
-                    f"{str(self.path)!r}: a run id names one release, and its outputs are never replaced."
-                )
-                raise PPDMError(msg)
+            self._record_output(con, run_id, output, sha256, func)
+
+    def _record_output(
+        self, con: duckdb.DuckDBPyConnection, run_id: str, output: str, sha256: str, func: str
+    ) -> None:
+        if con.execute("SELECT 1 FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone() is None:
+            _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
+        # A run recorded before version 3 (its re-run was checked by its manifest) is
+        # marked now: from here on its outputs are recorded.
+        self._upgrade_outputs(con)
+        con.execute("UPDATE ppdm_runs SET outputs_recorded = TRUE WHERE run_id = ?", [run_id])
+        held = con.execute(
+            "SELECT sha256 FROM ppdm_outputs WHERE run_id = ? AND output = ?", [run_id, output]
+        ).fetchone()
+        if held is None:
+            con.execute(
+                "INSERT INTO ppdm_outputs VALUES (?, ?, ?, ?)", [run_id, output, sha256.lower(), _now()]
+            )
+        elif held[0] != sha256.lower():
+            msg = (
+                f"The run {run_id[:12]!r} recorded other bits for {output!r} in the ledger "
+                f"{str(self.path)!r}: a run id names one release, and its outputs are never replaced."
+            )
+            raise PPDMError(msg)
 
     def recorded_outputs(self, run_id: str) -> dict[str, str] | None:
         """The SHA-256 of each output the run ``run_id`` recorded (outputs a run that
@@ -691,7 +762,7 @@ class Ledger:
         with ``record_outputs`` (recorded by an older polars_ppdm, or a notebook's
         accountant) or is not in the ledger."""
         _check_name("run_id", run_id, "Ledger.recorded_outputs")
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             if not self._has_outputs(con):
                 return None
             marked = con.execute(
@@ -707,7 +778,7 @@ class Ledger:
     def run_manifest_sha256(self, run_id: str) -> str | None:
         """The manifest SHA-256 recorded for the run ``run_id`` (None: none, or no such run)."""
         _check_name("run_id", run_id, "Ledger.run_manifest_sha256")
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             row = con.execute("SELECT manifest_sha256 FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
@@ -723,10 +794,11 @@ class Ledger:
                 f"{held.remaining_delta:g} left of its delta budget {held.delta:g} (spent {held.spent_delta:g}); "
                 f"nothing was spent or released. {where}"
                 + (
-                    "the dataset has no delta budget: give it one with Ledger.set_budget(dataset, "
-                    "delta_budget=...), or delta_budget in the pipeline's [dataset]; or release with public groups.)"
+                    "the dataset has no delta budget: give it one with `ppdm ledger --dataset NAME "
+                    "--set-delta-budget DELTA` (Ledger.set_budget in Python); or release with public groups.)"
                     if held.delta == 0
-                    else "Ledger.set_budget raises a budget, if raising it is what you mean.)"
+                    else "`ppdm ledger --dataset NAME --set-delta-budget DELTA` (Ledger.set_budget in Python) "
+                    "raises a budget, if raising it is what you mean.)"
                 )
             )
             raise BudgetExceededError(msg)
@@ -734,7 +806,8 @@ class Ledger:
             msg = (
                 f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
                 f"ledger has {held.remaining:g} left of {held.epsilon:g} (spent {held.spent:g}); nothing was "
-                f"spent or released. {where}Ledger.set_budget raises a budget, if raising it is what you mean.)"
+                f"spent or released. {where}`ppdm ledger --dataset NAME --set-budget EPSILON` (Ledger.set_budget in "
+                "Python) raises a budget, if raising it is what you mean.)"
             )
             raise BudgetExceededError(msg)
 
@@ -808,14 +881,61 @@ class Ledger:
         ):
             _fail("manifest_sha256", func, "a SHA-256 as 64 hex digits, or None", manifest_sha256)
         with self._transaction() as con:
+            self._complete(con, run_id, manifest_sha256, status, func)
+
+    def _complete(
+        self, con: duckdb.DuckDBPyConnection, run_id: str, manifest_sha256: str | None, status: str, func: str
+    ) -> None:
+        row = con.execute("SELECT status FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
+        elif row[0] != "succeeded":
+            con.execute(
+                "UPDATE ppdm_runs SET status = ?, finished_at = ?, manifest_sha256 = ? WHERE run_id = ?",
+                [status, _now(), None if manifest_sha256 is None else manifest_sha256.lower(), run_id],
+            )
+
+    def publish(self, run_id: str, outputs: dict[str, str], *, manifest_sha256: str) -> None:
+        """Record, in one transaction, the SHA-256 of every output of the reserved run
+        ``run_id`` and that it succeeded with this manifest: the point after which its
+        outputs may be put in place.  An output already recorded with other bits is
+        refused (:meth:`record_output`), and so is a run no longer in the ledger
+        (withdrawn by another process): nothing is recorded then."""
+        func = "Ledger.publish"
+        _check_name("run_id", run_id, func)
+        for output, digest in outputs.items():
+            _check_name("outputs", output, func)
+            _check_sha256("outputs", digest, func)
+        _check_sha256("manifest_sha256", manifest_sha256, func)
+        with self._transaction() as con:
+            for output, digest in outputs.items():
+                self._record_output(con, run_id, output, digest, func)
+            self._complete(con, run_id, manifest_sha256, "succeeded", func)
+
+    def withdraw(self, run_id: str) -> bool:
+        """Take back the reservation of a run that published nothing: its epsilon and
+        delta are spent no more, and the run id is free (a later run of the same content
+        is a new run, charged then).  True if withdrawn; False when the run has recorded
+        an output (:meth:`publish` or :meth:`record_output`: something may be out, so it
+        stays spent), has succeeded, or is not in the ledger.
+
+        Checked and done in one transaction, so a run racing to publish under the same
+        run id either records its outputs first (and the run stays spent) or finds the
+        run gone and publishes nothing.
+        """
+        _check_name("run_id", run_id, "Ledger.withdraw")
+        with self._transaction() as con:
             row = con.execute("SELECT status FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
-            if row is None:
-                _fail("run_id", func, f"a run reserved in the ledger {str(self.path)!r}", run_id)
-            elif row[0] != "succeeded":
-                con.execute(
-                    "UPDATE ppdm_runs SET status = ?, finished_at = ?, manifest_sha256 = ? WHERE run_id = ?",
-                    [status, _now(), None if manifest_sha256 is None else manifest_sha256.lower(), run_id],
-                )
+            if row is None or row[0] == "succeeded":
+                return False
+            if (
+                self._has_outputs(con)
+                and con.execute("SELECT 1 FROM ppdm_outputs WHERE run_id = ? LIMIT 1", [run_id]).fetchone()
+            ):
+                return False
+            con.execute("DELETE FROM ppdm_releases WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM ppdm_runs WHERE run_id = ?", [run_id])
+        return True
 
     def table(self, dataset: str | None = None) -> pl.DataFrame:
         """Every release, oldest first (of one dataset, or of all).
@@ -835,7 +955,7 @@ class Ledger:
             FROM ppdm_runs r LEFT JOIN ppdm_releases l USING (run_id)
             {where} ORDER BY r.reserved_at, r.run_id, l.seq
         """
-        with self._transaction() as con:
+        with self._transaction(read_only=True) as con:
             query = query.replace(
                 "{delta}",
                 "coalesce(l.delta, 0.0), coalesce(l.delta_charged, 0.0)"

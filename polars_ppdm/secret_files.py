@@ -235,7 +235,8 @@ def read_secret_file(path: str | os.PathLike[str]) -> Secret:
     >>> read_secret_file(target).reveal_hex() == "ab" * 32
     True
     """
-    text = read_secret_text(path)
+    # A byte-order mark is an editor's (Notepad's "UTF-8 with BOM"), never part of a secret.
+    text = read_secret_text(path).removeprefix("\ufeff")
     try:
         return Secret.from_hex(text)
     except SecretError as error:

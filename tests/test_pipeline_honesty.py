@@ -212,9 +212,10 @@ def test_guessable_env_secret_is_refused_before_anything(tmp_path, monkeypatch, 
     assert "the environment variable 'PPDM_SECRET' holds a guessable secret" in err
     assert weak not in err and weak[:8] not in err
     assert not (tmp_path / "out").exists()  # no ledger, nothing reserved or written
-    assert main(["plan", str(path)]) == EXIT_OK
-    out = capsys.readouterr().out
-    assert "GUESSABLE" in out and "`ppdm run` will refuse this run" in out and weak[:8] not in out
+    # plan refuses what run refuses, with the same words and exit status (a scheduler gates on it)
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    plan_err = capsys.readouterr().err
+    assert "holds a guessable secret" in plan_err and weak[:8] not in plan_err
 
 
 def test_guessable_secret_file_is_refused_naming_the_file(tmp_path, monkeypatch, capsys):

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,6 +22,7 @@ from polars_ppdm.jobs.errors import (
     EXIT_BUSY,
     EXIT_CHANGED,
     EXIT_INPUT,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
     EXIT_OTHER,
@@ -26,13 +30,15 @@ from polars_ppdm.jobs.errors import (
     ReleaseMismatchError,
 )
 
-__all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code"]
+__all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code", "guarded", "one_line"]
 
 EXIT_CODES_HELP = (
     "exit status: 0 success (an identical re-run too: it spends nothing); 1 other error; "
     "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
-    "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 a re-run of a recorded run "
-    "computed other outputs than it recorded (nothing published or spent)"
+    "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 an input changed while the run "
+    "read it, or a re-run of a recorded run computed other outputs than it recorded (nothing published "
+    "or spent); 130 interrupted (nothing published or spent unless the message says otherwise); "
+    "141 the reader of the output closed the pipe (e.g. | head)"
 )
 
 
@@ -59,13 +65,65 @@ def _busy_error() -> type[BaseException] | None:
     return found if isinstance(found, type) else None
 
 
-def _fail(command: str, error: BaseException) -> int:
-    code = exit_code(error)
-    if isinstance(error, PPDMError):
+# What reaches stderr: one line, at most this long, with any run of 32 or more hex digits
+# (the length of a secret) hidden: a scheduler's log keeps it, and others read that log.
+_MAX_MESSAGE = 4_000
+_HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])")
+
+
+def one_line(error: BaseException) -> str:
+    """The one line an error prints on stderr (:func:`_fail`): its message (a Polars
+    error's first line only: the rest is the query's internals), then its notes (what
+    happened to the budget), newlines folded, long hex runs hidden, and cut to
+    :data:`_MAX_MESSAGE` characters.
+
+    Examples
+    --------
+    >>> error = ValueError("two\nlines " + "ab" * 32)
+    >>> error.add_note("Nothing was spent.")
+    >>> one_line(error)
+    'ValueError: two lines <hex hidden> Nothing was spent.'
+    """
+    import polars as pl
+
+    if isinstance(error, KeyboardInterrupt):
+        text = "interrupted."
+    elif isinstance(error, PPDMError):
         text = str(error)
+    elif isinstance(error, pl.exceptions.PolarsError):
+        lines = str(error).strip().splitlines()
+        text = f"{type(error).__name__}: {lines[0] if lines else ''}"
     else:
         text = f"{type(error).__name__}: {error}"
-    print(f"ppdm {command}: {text}", file=sys.stderr)
+    parts = [text, *getattr(error, "__notes__", ())]
+    folded = " ".join(line.strip() for part in parts for line in str(part).splitlines() if line.strip())
+    folded = _HEX_RUN.sub("<hex hidden>", folded)
+    if len(folded) > _MAX_MESSAGE:
+        folded = f"{folded[:_MAX_MESSAGE]}... ({len(folded) - _MAX_MESSAGE:,} more characters not shown)"
+    return folded
+
+
+EXIT_PIPE = 141  # 128 + SIGPIPE, as a tool killed by it reports
+
+
+def guarded(command: str, run: Callable[[], int]) -> int:
+    """Run a subcommand; Ctrl-C ends in one line and exit 130 (the run has settled its
+    ledger by then: see :func:`polars_ppdm.jobs.run.run_pipeline`), a reader that closed
+    the pipe (``ppdm ledger | head -1``) in silence and exit 141."""
+    try:
+        return run()
+    except KeyboardInterrupt as error:
+        return _fail(command, error)
+    except BrokenPipeError:
+        # Python would complain again when it flushes stdout at exit: point it at nothing.
+        with open(os.devnull, "wb") as nothing:
+            os.dup2(nothing.fileno(), sys.stdout.fileno())
+        return EXIT_PIPE
+
+
+def _fail(command: str, error: BaseException) -> int:
+    code = EXIT_INTERRUPTED if isinstance(error, KeyboardInterrupt) else exit_code(error)
+    print(f"ppdm {command}: {one_line(error)}", file=sys.stderr)
     return code
 
 
@@ -85,9 +143,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = run_pipeline(args.pipeline, ledger=args.ledger, progress=progress, engine=args.engine)
     except Exception as error:
-        progress.close()
         return _fail("run", error)
-    progress.close()
+    finally:
+        progress.close()
     reports: list[Path] = []
     if not args.no_report:
         try:
@@ -156,7 +214,8 @@ def _plan(args: argparse.Namespace) -> int:
     except Exception as error:
         return _fail("plan", error)
     print(json.dumps(plan.to_json(), indent=2) if args.json else plan.render())
-    return EXIT_OK
+    # A scheduler gates on plan: it fails wherever run would refuse before reading a row.
+    return EXIT_BUDGET if plan.short and not plan.identical_rerun else EXIT_OK
 
 
 def _ledger(args: argparse.Namespace) -> int:
@@ -180,6 +239,11 @@ def _ledger(args: argparse.Namespace) -> int:
         from polars_ppdm.ledger import Ledger
 
         book = Ledger(path)
+        if args.set_budget is not None or args.set_delta_budget is not None:
+            if args.dataset is None:
+                msg = "--set-budget and --set-delta-budget need --dataset NAME: the dataset whose budget changes."
+                raise InvalidParameterError(msg)
+            book.set_budget(args.dataset, epsilon_budget=args.set_budget, delta_budget=args.set_delta_budget)
         releases = book.table(args.dataset)
         datasets = book.datasets()
         if args.dataset is not None:
@@ -264,6 +328,19 @@ def add_commands(subparsers: Any) -> None:
     where.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file)")
     where.add_argument("--pipeline", metavar="FILE", help="read the ledger's path from this pipeline file")
     ledger.add_argument("--dataset", metavar="NAME", help="only this dataset")
+    ledger.add_argument(
+        "--set-budget",
+        type=float,
+        metavar="EPSILON",
+        help="change the dataset's total epsilon budget (with --dataset; never below what it has spent), "
+        "then print the ledger",
+    )
+    ledger.add_argument(
+        "--set-delta-budget",
+        type=float,
+        metavar="DELTA",
+        help="change the dataset's total delta budget, in [0, 1) (with --dataset; never below what is spent)",
+    )
     ledger.add_argument("--json", action="store_true", help="print JSON")
     ledger.set_defaults(run=_ledger)
 
@@ -273,5 +350,4 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ppdm")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    code: int = args.run(args)
-    return code
+    return guarded(args.command, lambda: int(args.run(args)))

@@ -454,9 +454,11 @@ class SecretSource(_Model):
         if (self.env is None) == (self.file is None):
             msg = "needs exactly one of 'env' (an environment variable's name) and 'file' (a 0600 file)"
             raise ValueError(msg)
-        if self.env is not None and _HEX_SECRET.fullmatch(self.env):
-            msg = "'env' holds 32 or 64 hex digits: that is a secret, not a variable's name; a literal secret is refused"
-            raise ValueError(msg)
+        for name, value in (("env", self.env), ("file", self.file)):
+            if value is not None and _HEX_SECRET.fullmatch(value.strip()):
+                what = "a variable's name" if name == "env" else "a file's path"
+                msg = f"{name!r} holds 32 or 64 hex digits: that is a secret, not {what}; a literal secret is refused"
+                raise ValueError(msg)
         return self
 
 
@@ -621,6 +623,9 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         msg = f"{source}: not a TOML file: {error}"
         raise PipelineError(msg) from None
+    except RecursionError:
+        msg = f"{source}: not a pipeline file: its tables or arrays are nested too deeply to read."
+        raise PipelineError(msg) from None
     return parse_pipeline(document, base=source.resolve().parent, name=str(source))
 
 
@@ -784,7 +789,7 @@ def _message(document: dict[str, Any], error: Any) -> str:
     elif len(names) > 1:
         where_field += f" for column {names[1]!r}"
     secret_value = error["loc"][:1] == ("secret",)
-    got = "" if secret_value else f" Got {error.get('input')!r} instead."
+    got = "" if secret_value else f" Got {_shown_value(error.get('input'))} instead."
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden" and item is not None and field in _ALLOWED:
         return f"{where}, field {field!r} item {item + 1}: unknown parameter {names[-1]!r}; it takes: {_fields(_ALLOWED[field])}."
@@ -826,6 +831,12 @@ def _message(document: dict[str, Any], error: Any) -> str:
     if kind == "value_error":
         return f"{where_field}: {text}."
     return f"{where_field}: {text[0].lower() + text[1:]}.{got}"
+
+
+def _shown_value(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a message never echoes a huge value."""
+    shown = repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(shown):,} characters)"
 
 
 def _is_type_name(part: str) -> bool:
@@ -919,48 +930,9 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
 
 
 def _path_checks(pipeline: Pipeline) -> Iterator[str]:
-    import glob
+    """The written paths against each other and the inputs (:mod:`polars_ppdm.jobs.paths`,
+    which ``ppdm plan`` and ``ppdm run`` call again with the pipeline file, the ledger and
+    what is on disk)."""
+    from polars_ppdm.jobs.paths import path_problems
 
-    inputs: list[tuple[str, Path]] = []
-    for pattern in pipeline.dataset.inputs:
-        resolved = pipeline.resolve(pattern)
-        inputs.append((pattern, resolved))
-    written: list[tuple[str, Path]] = [
-        ("[output], field 'manifest'", pipeline.resolve(pipeline.output.manifest))
-    ]
-    if pipeline.output.table is not None:
-        written.append(("[output], field 'table'", pipeline.resolve(pipeline.output.table)))
-    for section, index, step in pipeline.steps():
-        if section == "release":
-            written.append(
-                (f"{step_label(section, index, step)}, field 'output'", pipeline.resolve(step.output))
-            )
-        elif isinstance(step, Spiral):
-            written.append((f"{step_label(section, index, step)}, field 'path'", pipeline.resolve(step.path)))
-    ledger = pipeline.ledger_path
-    if ledger is not None:
-        written.append(("[dataset], field 'ledger'", ledger))
-    seen: dict[str, str] = {}
-    for where, path in written:
-        real = os.path.realpath(path)
-        for pattern, resolved in inputs:
-            if real == os.path.realpath(resolved) or (
-                glob.has_magic(str(resolved)) and _matches(real, str(resolved))
-            ):
-                yield f"{where}: {str(path)!r} is an input ([dataset] inputs {pattern!r}); a run never writes over its input."
-        if real in seen:
-            yield f"{where}: {str(path)!r} is also written by {seen[real]}; each output needs its own path."
-        else:
-            seen[real] = where
-    for where, path in written:
-        if where.endswith("'output'") or where.endswith("'table'"):
-            if path.suffix.lower() not in (".parquet", ".csv"):
-                yield f"{where}: {str(path)!r} must end in .parquet or .csv (the format written)."
-
-
-def _matches(real: str, pattern: str) -> bool:
-    import fnmatch
-
-    return fnmatch.fnmatch(
-        real, os.path.realpath(os.path.dirname(pattern)) + os.sep + os.path.basename(pattern)
-    ) or fnmatch.fnmatch(real, os.path.abspath(pattern))
+    yield from path_problems(pipeline)

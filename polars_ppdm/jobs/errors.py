@@ -11,9 +11,12 @@ exit meaning
      nothing was read and nothing was spent
 4    an input is missing or unreadable (no file matches, a damaged file)
 5    the ledger is busy (another run held it longer than its timeout); nothing spent
-6    a re-run of a recorded run id computed other outputs than the run recorded (an
-     input replaced between its fingerprint and its read, or a step that is not
-     deterministic); nothing was published and nothing spent
+6    an input changed while the run read it (its bytes, size, times or inode differ
+     from when it was fingerprinted), or a re-run of a recorded run id computed other
+     outputs than the run recorded (a step that is not deterministic); nothing was
+     published and nothing spent
+130  interrupted (Ctrl-C, SIGINT); nothing was published and nothing spent, unless the
+     message says the interruption came while the outputs were being put in place
 ==== ================================================================================
 """
 
@@ -26,9 +29,11 @@ __all__ = [
     "EXIT_BUSY",
     "EXIT_CHANGED",
     "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_OTHER",
+    "InputChangedError",
     "InputError",
     "PipelineError",
     "ReleaseMismatchError",
@@ -41,6 +46,7 @@ EXIT_BUDGET = 3
 EXIT_INPUT = 4
 EXIT_BUSY = 5
 EXIT_CHANGED = 6
+EXIT_INTERRUPTED = 130
 
 
 class PipelineError(InvalidParameterError):
@@ -54,3 +60,8 @@ class InputError(PPDMError):
 class ReleaseMismatchError(PPDMError):
     """A re-run of a recorded run id would publish other bits than the run recorded: it
     is refused (never released under the earlier run's charge)."""
+
+
+class InputChangedError(ReleaseMismatchError):
+    """An input changed between its fingerprint and the end of the run: the outputs may
+    be over other data than the run id names, so nothing is published (exit 6)."""

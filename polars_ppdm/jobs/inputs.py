@@ -13,9 +13,19 @@ from pathlib import Path
 import polars as pl
 
 from polars_ppdm.jobs.config import Pipeline
-from polars_ppdm.jobs.errors import InputError, PipelineError
+from polars_ppdm.jobs.errors import InputChangedError, InputError, PipelineError
 
-__all__ = ["InputFile", "expand", "fingerprint", "input_format", "metadata", "read_schema", "scan"]
+__all__ = [
+    "InputFile",
+    "PinnedInputs",
+    "check_readable",
+    "expand",
+    "fingerprint",
+    "input_format",
+    "metadata",
+    "read_schema",
+    "scan",
+]
 
 _SUFFIXES = {
     ".parquet": "parquet",
@@ -170,3 +180,72 @@ def read_schema(files: list[Path], fmt: str) -> pl.Schema:
             raise InputError(msg)
     assert schema is not None
     return schema
+
+
+def check_readable(files: list[Path], fmt: str) -> None:
+    """Parse every field of every CSV input once, before anything is reserved: a damaged
+    file (ragged rows, bytes that are not UTF-8, a value of another type than its
+    column's) is refused by name (:class:`InputError`, exit 4) instead of failing the run
+    half-way.  Parquet and IPC files were read by their footers (:func:`metadata`)."""
+    if fmt != "csv":
+        return
+    for path in files:
+        try:
+            pl.scan_csv(path).select(pl.all().null_count()).collect()
+        except (pl.exceptions.PolarsError, OSError) as error:
+            raise _unreadable(path, error) from None
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What the file system says of a file: any write, truncation, rename over it or
+    change of owner or mode changes it (the ctime is set by the kernel, never by a user)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def _identity(path: Path) -> _Identity:
+    found = os.stat(path)
+    return _Identity(found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+class PinnedInputs:
+    """The inputs' content as the run fingerprints it, and the check, before anything is
+    published, that it is still the content: the data a run fingerprints (its run id, an
+    identical re-run's free pass) is the data it read.
+
+    Each file's identity (device, inode, size, modification and change times) is taken
+    before its fingerprint; :meth:`check_unchanged` takes it again and fingerprints the
+    file again.  A writer that replaced a file (a rename over it: a new inode), wrote
+    into it, or wrote and restored its bytes, changes the identity; a writer that
+    changed the bytes changes the fingerprint.  Left open: a write that restores the
+    bytes within one tick of the kernel's file clock of the file's previous change.
+    """
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = list(files)
+        try:
+            self._identities = [_identity(path) for path in self.files]
+        except OSError as error:
+            raise _unreadable(Path(getattr(error, "filename", "") or "?"), error) from None
+        self.fingerprints = [fingerprint(path) for path in self.files]
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`InputChangedError` (exit 6) if an input is not what was fingerprinted."""
+        for path, before, digest in zip(self.files, self._identities, self.fingerprints, strict=True):
+            try:
+                same = _identity(path) == before and fingerprint(path) == digest
+            except (OSError, InputError):
+                same = False
+            if not same:
+                msg = (
+                    f"[dataset] inputs: {str(path)!r} changed while the run read it (its bytes, size, times or "
+                    "file differ from when it was fingerprinted), so the outputs may be over other data than the "
+                    "run's id names. Refused: nothing was published and nothing spent. Run again once the "
+                    "writer of the input has finished: its new content is a new run."
+                )
+                raise InputChangedError(msg)

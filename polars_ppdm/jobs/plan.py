@@ -28,7 +28,7 @@ from polars_ppdm.jobs.config import (
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.jobs.inputs import InputFile, expand, input_format, metadata, read_schema
 
-__all__ = ["Plan", "check_columns", "ledger_path", "make_plan", "published_columns"]
+__all__ = ["Plan", "check_columns", "ledger_path", "make_plan", "open_dataset", "published_columns"]
 
 
 def ledger_path(pipeline: Pipeline, override: str | os.PathLike[str] | None) -> Path:
@@ -42,6 +42,39 @@ def ledger_path(pipeline: Pipeline, override: str | os.PathLike[str] | None) -> 
         "that keeps the budget across runs) or pass --ledger PATH."
     )
     raise PipelineError(msg)
+
+
+def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
+    """Why the pipeline file's budgets cannot be used with what the ledger holds, or None.
+
+    A budget is changed on purpose, by a command, never by editing a pipeline file: the
+    ledger's budget holds until ``ppdm ledger --set-budget`` changes it."""
+    import math as _math
+
+    dataset = pipeline.dataset
+    for field_name, asked, recorded, option in (
+        ("epsilon_budget", dataset.epsilon_budget, held.epsilon, "--set-budget"),
+        ("delta_budget", dataset.delta_budget, held.delta, "--set-delta-budget"),
+    ):
+        if asked is not None and not _math.isclose(asked, recorded, rel_tol=1e-12, abs_tol=0.0):
+            return (
+                f"[dataset], field {field_name!r}: the pipeline file says {asked:g} but the ledger {str(path)!r} "
+                f"holds {recorded:g} for dataset {dataset.name!r}, and the ledger's holds (a budget is changed on "
+                f"purpose, not by editing a file). To change it: ppdm ledger --ledger {str(path)!r} --dataset "
+                f"{dataset.name!r} {option} {asked:g} (never below what is spent); or write {recorded:g} in the file."
+            )
+    return None
+
+
+def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
+    """Record the pipeline's dataset in the ledger, or check that its budgets are the
+    ledger's (:class:`PipelineError` saying how to change them otherwise)."""
+    dataset = pipeline.dataset
+    if dataset.name in book.datasets()["dataset"].to_list():
+        problem = _budget_differs(pipeline, book.status(dataset.name), path)
+        if problem is not None:
+            raise PipelineError(problem)
+    book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget)
 
 
 def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
@@ -149,7 +182,14 @@ class Plan:
     delta: float = 0.0
     delta_budget: float = 0.0
     delta_spent_before: float = 0.0
-    secret: str = ""  # what is known of the secret (strong, guessable, not readable here)
+    secret: str = ""  # what is known of the secret (its fingerprint; never the secret)
+    identical_rerun: bool = False  # the budget is short, but the run is an identical re-run
+
+    @property
+    def short(self) -> bool:
+        """The budget left cannot pay for the run (``ppdm run`` refuses it unless it is
+        an identical re-run, :attr:`identical_rerun`)."""
+        return self.left_after < -1e-12 * self.budget or self.delta > self.delta_left_before * (1 + 1e-12)
 
     @property
     def left_before(self) -> float:
@@ -196,6 +236,8 @@ class Plan:
             "delta_budget": self.delta_budget,
             "delta_spent_before": self.delta_spent_before,
             "secret": self.secret,
+            "short": self.short,
+            "identical_rerun": self.identical_rerun,
         }
 
     def render(self) -> str:
@@ -239,10 +281,10 @@ class Plan:
             )
         if self.secret:
             lines.append(f"secret: {self.secret}")
-        if self.left_after < -1e-12 * self.budget or (self.delta > self.delta_left_before * (1 + 1e-12)):
-            lines.append(
-                "the budget left is short: `ppdm run` will refuse this run (unless it is an identical re-run)"
-            )
+        if self.short and self.identical_rerun:
+            lines.append("the budget left is short, but this is an identical re-run: it spends nothing")
+        elif self.short:
+            lines.append("the budget left is short: `ppdm run` will refuse this run (exit 3)")
         return "\n".join(lines)
 
 
@@ -257,22 +299,40 @@ def _pass(section: str, step: Any) -> str:
 
 
 def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str] | None = None) -> Plan:
-    """The plan of a run (reads metadata and the ledger; creates no file)."""
+    """The plan of a run (reads metadata and the ledger; creates no file).
+
+    Refuses what ``ppdm run`` would refuse before it reads a row, with the same error
+    (and so the same exit status): the paths, the secret (missing, unreadable or
+    guessable), budgets that differ from the ledger's, the columns and dtypes against
+    the steps.  A budget too short for the run is said in :attr:`Plan.short`; then the
+    inputs are fingerprinted (their bytes read, no row) to tell an identical re-run,
+    which spends nothing, as ``ppdm run`` does."""
+    from polars_ppdm.jobs.paths import check_paths
+    from polars_ppdm.jobs.run import check_steps_on_schema, read_secret
+
     path = ledger_path(pipeline, ledger)
+    check_paths(pipeline, pipeline_file=Path(source), ledger=path)
+    secret = read_secret(pipeline)
     budget, delta_budget = pipeline.dataset.epsilon_budget, pipeline.dataset.delta_budget or 0.0
     spent = delta_spent = 0.0
+    book = None
     if path.exists():
         from polars_ppdm.ledger import Ledger
 
         book = Ledger(path)
         known = book.datasets()
         if pipeline.dataset.name in known["dataset"].to_list():
-            budget, spent, delta_budget, delta_spent = book.status(pipeline.dataset.name)
+            held = book.status(pipeline.dataset.name)
+            problem = _budget_differs(pipeline, held, path)
+            if problem is not None:
+                raise PipelineError(problem)
+            budget, spent, delta_budget, delta_spent = held
     files = expand(pipeline)
     fmt = input_format(pipeline, files)
     inputs = metadata(files, fmt)
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
+    check_steps_on_schema(pipeline, schema)
     steps = []
     outputs = []
     total = sum(i.rows or 0 for i in inputs) if all(i.rows is not None for i in inputs) else None
@@ -303,7 +363,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
     if pipeline.output.table is not None:
         outputs.insert(0, str(pipeline.resolve(pipeline.output.table)))
     outputs.append(str(pipeline.resolve(pipeline.output.manifest)))
-    return Plan(
+    plan = Plan(
         pipeline=source,
         dataset=pipeline.dataset.name,
         key=pipeline.dataset.key,
@@ -319,22 +379,12 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         delta=math.fsum(delta for _, _, delta in pipeline.spends()),
         delta_budget=delta_budget,
         delta_spent_before=delta_spent,
-        secret=_secret_note(pipeline),
+        secret=f"fingerprint {secret.fingerprint()} (not guessable)",
     )
+    if plan.short and book is not None:
+        from polars_ppdm.jobs.inputs import PinnedInputs
+        from polars_ppdm.jobs.run import run_id
 
-
-def _secret_note(pipeline: Pipeline) -> str:
-    """What the plan can tell of the secret without showing it: a guessable one is said
-    before any run (``ppdm run`` refuses it before it reserves or reads anything)."""
-    from polars_ppdm.jobs.run import _read_secret, secret_source
-
-    try:
-        secret = _read_secret(pipeline)
-    except PipelineError as error:
-        return f"not readable here, so not checked ({error})"
-    if secret.guessable:
-        return (
-            f"GUESSABLE: {secret_source(pipeline)} holds one repeated byte or a short repeated pattern; "
-            "`ppdm run` will refuse this run (make a new secret with `ppdm secret`)"
-        )
-    return f"fingerprint {secret.fingerprint()} (not guessable)"
+        candidate = run_id(pipeline, PinnedInputs(files).fingerprints, secret)
+        plan.identical_rerun = book.run_spent(candidate) is not None
+    return plan

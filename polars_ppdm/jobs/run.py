@@ -70,16 +70,18 @@ from polars_ppdm.jobs.config import (
 from polars_ppdm.jobs.errors import EXIT_OK, InputError, PipelineError, ReleaseMismatchError
 from polars_ppdm.jobs.inputs import (
     InputFile,
+    PinnedInputs,
+    check_readable,
     combined_fingerprint,
     expand,
-    fingerprint,
     input_format,
     metadata,
     read_schema,
     scan,
 )
 from polars_ppdm.jobs.manifest import Manifest
-from polars_ppdm.jobs.plan import check_columns, ledger_path, published_columns
+from polars_ppdm.jobs.paths import check_paths
+from polars_ppdm.jobs.plan import check_columns, ledger_path, open_dataset, published_columns
 from polars_ppdm.jobs.progress import Progress
 from polars_ppdm.secret import Secret, secret_from_env
 
@@ -323,26 +325,31 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
     return Secret(derived.digest())
 
 
+def _release_query(pipeline: Pipeline, step: RRSupport | RRApriori, disguised: Any, ppdm: Any) -> Any:
+    """rr_support / rr_apriori over the disguised columns (no new epsilon)."""
+    if isinstance(step, RRSupport):
+        return ppdm.rr_support(
+            disguised, step.columns, itemsets=step.itemsets, **_rr_design(pipeline, step.columns)
+        )
+    return ppdm.rr_apriori(
+        disguised,
+        step.columns,
+        min_support=step.min_support,
+        min_confidence=step.min_confidence,
+        max_length=step.max_length,
+        **_rr_design(pipeline, step.columns),
+    )
+
+
 def _release(
     pipeline: Pipeline, step: Any, original: Any, disguised: Any, secret: Secret, ppdm: Any
 ) -> pl.DataFrame:
     key = pipeline.dataset.key
     got: Any
-    if isinstance(step, RRSupport):
-        got = ppdm.rr_support(
-            disguised, step.columns, itemsets=step.itemsets, **_rr_design(pipeline, step.columns)
-        )
+    if isinstance(step, RRSupport | RRApriori):
+        got = _release_query(pipeline, step, disguised, ppdm)
     elif isinstance(step, DPGroupBy):
         got = _dp_group_by(step, original, secret, key, ppdm)
-    elif isinstance(step, RRApriori):
-        got = ppdm.rr_apriori(
-            disguised,
-            step.columns,
-            min_support=step.min_support,
-            min_confidence=step.min_confidence,
-            max_length=step.max_length,
-            **_rr_design(pipeline, step.columns),
-        )
     else:
         bounds = {c: (b[0], b[1]) for c, b in step.bounds.items()}
         common: dict[str, Any] = {
@@ -396,27 +403,26 @@ def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None
 
 
 class _Publisher:
-    """Puts a run's outputs in place, each recorded in the ledger first (its SHA-256).
+    """Puts a run's outputs in place, all or none, after the ledger has recorded them.
 
-    Every output is written under a temporary name beside its target and hashed.  A new
-    run records the hash and renames the file into place at once.  A re-run of a run id
-    already recorded (``recorded`` is what that run recorded) compares each hash with the
-    recorded one and keeps the files aside until all are computed: other bits than the
-    run released (an input replaced between its fingerprint and its read, a step that is
-    not deterministic) raise :class:`ReleaseMismatchError` and nothing is published;
-    only when every output matches (or was never reached by the recorded run) are they
-    recorded and renamed into place.
+    Every output is written under a temporary name beside its target and hashed, and
+    kept aside (:meth:`put`).  A re-run of a run id already recorded (``recorded`` is
+    what that run recorded) compares each hash with the recorded one at once: other bits
+    raise :class:`ReleaseMismatchError`.  When every output is computed, :meth:`publish`
+    writes the manifest aside too, saves the spiral key files, records every hash and
+    the run's success in the ledger in one transaction (the commit point: before it,
+    nothing is published and the run's reservation can be withdrawn), and only then
+    renames each file into place, the manifest last.
     """
 
     def __init__(self, book: Any, run: str, recorded: dict[str, str] | None) -> None:
         self.book, self.run, self.recorded = book, run, recorded
         self.staged: list[tuple[str, Path, Path, str]] = []
+        self.saved_keys: list[Path] = []
+        self.committed = False
 
     def put(self, label: str, temporary: Path, target: Path, digest: str) -> None:
-        if self.recorded is None:  # a new run
-            self._place(label, temporary, target, digest)
-            return
-        held = self.recorded.get(label)
+        held = None if self.recorded is None else self.recorded.get(label)
         if held is not None and held != digest:
             msg = (
                 f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, but its {label} now "
@@ -429,17 +435,33 @@ class _Publisher:
             raise ReleaseMismatchError(msg)
         self.staged.append((label, temporary, target, digest))
 
-    def _place(self, label: str, temporary: Path, target: Path, digest: str) -> None:
-        self.book.record_output(self.run, label, digest)
-        replace_whole(temporary, target)
-
-    def finish(self) -> None:
-        """Put every output kept aside in place (a re-run whose outputs all matched)."""
+    def publish(self, manifest: Manifest, manifest_path: Path, keys: list[tuple[Path, Any]]) -> str:
+        """Save the key files, commit in the ledger, put every output in place; returns
+        the manifest's SHA-256."""
+        for key_path, key in keys:
+            if not key_path.exists():
+                key_path.parent.mkdir(parents=True, exist_ok=True)
+                key.save(key_path)
+                self.saved_keys.append(key_path)
+        temporary = _temporary(manifest_path)
+        try:
+            temporary.write_bytes(manifest.dumps())
+            digest = file_sha256(temporary, sync=True)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        self.staged.append(("manifest", temporary, manifest_path, digest))
+        outputs = {label: sha for label, _, _, sha in self.staged if label != "manifest"}
+        self.book.publish(self.run, outputs, manifest_sha256=digest)
+        self.committed = True
         while self.staged:
-            self._place(*self.staged.pop(0))
+            _, temporary, target, _ = self.staged.pop(0)
+            replace_whole(temporary, target)
+        return digest
 
     def discard(self) -> None:
-        """Remove the outputs kept aside (the run failed or was refused)."""
+        """Remove what was kept aside, and the key files this run saved, unless the run
+        committed (its outputs may be in place: nothing of it is taken back)."""
         import shutil
 
         for _, temporary, _, _ in self.staged:
@@ -448,6 +470,10 @@ class _Publisher:
             else:
                 temporary.unlink(missing_ok=True)
         self.staged.clear()
+        if not self.committed:
+            for key_path in self.saved_keys:
+                key_path.unlink(missing_ok=True)
+            self.saved_keys.clear()
 
 
 def _temporary(target: Path) -> Path:
@@ -594,20 +620,70 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> No
         raise PipelineError(msg)
 
 
-def _check_output_paths(pipeline: Pipeline) -> None:
-    """Before any budget is reserved: no output may land on a folder the run did not write."""
-    from polars_ppdm.jobs.atomic import check_replaceable_folder
+def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
+    """Build the run's perturbed query and its randomized-response releases over an
+    empty frame of the inputs' schema: every check a step makes from its columns' dtypes
+    and its parameters (a k-ary ``rr_disguise`` on a String column without
+    ``categories``, a Date column, ...) is made here, before anything is reserved, and
+    reported by step.  No row is read; the secret is not needed (a throwaway one)."""
+    import polars_ppdm
+    from polars_ppdm.exceptions import InvalidParameterError
 
-    outputs = [pipeline.output.manifest, *([pipeline.output.table] if pipeline.output.table else [])]
-    outputs += [step.output for step in pipeline.release]
-    for output in outputs:
-        target = pipeline.resolve(output)
-        if target.is_dir() and not target.is_symlink():
+    throwaway = Secret(os.urandom(32))
+    frame: Any = pl.LazyFrame(schema=schema)
+    for index, step in enumerate(pipeline.perturb, 1):
+        single = pipeline.model_copy(update={"perturb": [step]})
+        try:
+            frame = _perturbed(single, frame, throwaway, polars_ppdm)
+            frame.collect_schema()
+        except InvalidParameterError as error:
+            msg = f"{step_label('perturb', index, step)}: {error}"
+            raise PipelineError(msg) from None
+    for index, release in enumerate(pipeline.release, 1):
+        if isinstance(release, RRSupport | RRApriori):
             try:
-                check_replaceable_folder(target)
-            except IsADirectoryError as error:
-                msg = f"[output] {error}"
+                got = _release_query(pipeline, release, frame, polars_ppdm)
+                if isinstance(got, pl.LazyFrame):
+                    got.collect_schema()
+            except InvalidParameterError as error:
+                msg = f"{step_label('release', index, release)}: {error}"
                 raise PipelineError(msg) from None
+
+
+def _interrupted_note(error: BaseException, note: str) -> None:
+    if isinstance(error, BaseException) and hasattr(error, "add_note"):
+        error.add_note(note)
+
+
+def _settle_failed_run(book: Any, run: str, new: bool, publisher: _Publisher, error: BaseException) -> None:
+    """After a run failed (or was interrupted): take back what was kept aside and, when
+    nothing was published, the reservation; say which on the error (a note)."""
+    publisher.discard()
+    if publisher.committed:
+        _interrupted_note(
+            error,
+            "The ledger had recorded the run as published when this happened: some outputs may be in place, "
+            "and its epsilon stays spent.",
+        )
+        return
+    if not new:
+        _interrupted_note(error, "Nothing was published and nothing spent (an identical earlier run paid).")
+        return
+    try:
+        withdrawn = book.withdraw(run)
+    except Exception as failure:  # the ledger itself failed: it keeps the reservation (the safe side)
+        _interrupted_note(
+            error,
+            f"Nothing was published, but the reservation could not be withdrawn ({failure}): the ledger shows "
+            "the run reserved and its epsilon spent.",
+        )
+        return
+    _interrupted_note(
+        error,
+        "Nothing was published and nothing spent (the reservation was withdrawn)."
+        if withdrawn
+        else "Nothing was published by this run; its epsilon stays spent, as an identical run published under it.",
+    )
 
 
 def run_pipeline(
@@ -626,11 +702,14 @@ def run_pipeline(
     Raises
     ------
     PipelineError
-        An invalid pipeline, secret source or column set (exit 2).
+        An invalid pipeline, secret source, path or column set (exit 2).
     BudgetExceededError
         Not enough budget left (exit 3); nothing read, nothing spent.
     InputError
         An input missing or unreadable (exit 4).
+    ReleaseMismatchError
+        An input changed while the run read it (:class:`InputChangedError`), or a re-run
+        computed other bits than recorded (exit 6); nothing published, nothing spent.
     """
     progress = progress or Progress()
     started = _now()
@@ -639,6 +718,7 @@ def run_pipeline(
     engine = check_engine(engine, pipeline.engine)
     pipeline_sha256 = file_sha256(source)
     book_path = ledger_path(pipeline, ledger)
+    check_paths(pipeline, pipeline_file=source, ledger=book_path)
     secret = read_secret(pipeline)
     name = pipeline.dataset.name
     budget = pipeline.dataset.epsilon_budget
@@ -649,32 +729,36 @@ def run_pipeline(
 
     book_path.parent.mkdir(parents=True, exist_ok=True)
     book = Ledger(book_path)
-    book.open_dataset(name, budget, pipeline.dataset.delta_budget)
+    open_dataset(book, pipeline, book_path)
     left = book.remaining(name)
+    pinned: PinnedInputs | None = None
     if needed > left * (1 + 1e-12) + 1e-15:
         # Short of budget: only an identical re-run may go on; an input that cannot even
         # be opened cannot be one.
         try:
-            files = expand(pipeline)
-            candidate = run_id(pipeline, [fingerprint(f) for f in files], secret)
+            pinned = PinnedInputs(expand(pipeline))
+            candidate = run_id(pipeline, pinned.fingerprints, secret)
         except (InputError, OSError):
             raise _refusal(name, needed, left, budget) from None
         if book.run_spent(candidate) is None:
             raise _refusal(name, needed, left, budget)
-    files = expand(pipeline)
+    files = expand(pipeline) if pinned is None else pinned.files
     fmt = input_format(pipeline, files)
+    # Fingerprinted before any row is read; checked again before anything is published.
+    pinned = pinned or PinnedInputs(files)
     inputs: list[InputFile] = metadata(files, fmt)
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
+    check_steps_on_schema(pipeline, schema)
+    check_readable(files, fmt)
     if engine == "spark":
         spark_engine.check_for_spark(pipeline, fmt)
-    _check_output_paths(pipeline)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     check_values_per_unit(pipeline, files, fmt)
-    for item in inputs:
-        item.fingerprint = fingerprint(item.path)
-    this_run = run_id(pipeline, [i.fingerprint or "" for i in inputs], secret)
+    for item, digest in zip(inputs, pinned.fingerprints, strict=True):
+        item.fingerprint = digest
+    this_run = run_id(pipeline, pinned.fingerprints, secret)
 
     manifest = Manifest(
         pipeline=str(source),
@@ -702,25 +786,22 @@ def run_pipeline(
         ],
         releases=[{"step": label, "epsilon": eps, "delta": delta} for label, eps, delta in spends],
     )
+    manifest_path = pipeline.resolve(pipeline.output.manifest)
     reservation = book.reserve(name, this_run, spends, pipeline=str(source), record_outputs=True)
     manifest.spent = needed if reservation.new else 0.0
     manifest.identical_rerun = not reservation.new
-    manifest_path = pipeline.resolve(pipeline.output.manifest)
-    publisher = _Publisher(
-        book, this_run, None if reservation.new else _recorded(book, this_run, manifest_path)
-    )
+    publisher = _Publisher(book, this_run, None)
     total_rows = (
         sum(i.rows for i in inputs if i.rows is not None) if all(i.rows is not None for i in inputs) else None
     )
     table_rows: int | None = None
     written: list[Path] = []
     try:
-        for (key_path, key), step in zip(
+        if not reservation.new:
+            publisher.recorded = _recorded(book, this_run, manifest_path)
+        for (key_path, _), step in zip(
             keys, [s for s in pipeline.perturb if isinstance(s, Spiral)], strict=True
         ):
-            if not key_path.exists():
-                key_path.parent.mkdir(parents=True, exist_ok=True)
-                key.save(key_path)
             manifest.outputs.append(
                 {
                     "path": str(key_path),
@@ -760,25 +841,12 @@ def run_pipeline(
             progress.done(label)
             written.append(target)
             manifest.outputs.append({"path": str(target), "what": label, "rows": rows, "sha256": digest})
-        publisher.finish()
-    except ReleaseMismatchError:
-        publisher.discard()  # nothing published, no manifest; the ledger keeps the earlier run as it was
-        raise
+        pinned.check_unchanged()
+        manifest.status, manifest.finished, manifest.exit_code = "succeeded", _now(), EXIT_OK
+        publisher.publish(manifest, manifest_path, keys)
     except BaseException as error:
-        publisher.discard()
-        manifest.status, manifest.finished = "failed", _now()
-        manifest.error = (
-            f"{type(error).__name__}: {error}" if isinstance(error, Exception) else type(error).__name__
-        )
-        failed_digest: str | None = None
-        try:
-            failed_digest = manifest.write(manifest_path)
-        finally:
-            book.complete(this_run, manifest_sha256=failed_digest, status="failed")
+        _settle_failed_run(book, this_run, reservation.new, publisher, error)
         raise
-    manifest.status, manifest.finished, manifest.exit_code = "succeeded", _now(), EXIT_OK
-    manifest_digest = manifest.write(manifest_path)
-    book.complete(this_run, manifest_sha256=manifest_digest, status="succeeded")
     return RunResult(
         run_id=this_run,
         dataset=name,
