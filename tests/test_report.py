@@ -324,3 +324,196 @@ def test_an_empty_table_gives_a_page_without_warnings():
         {"step": "rr_disguise", "columns": ["s"], "epsilon": 1.0},
     ]
     assert "0 rows released" in ppdm.report(empty, steps, original=empty)  # warnings are errors in this suite
+
+
+# ---- issue 27 ----------------------------------------------------------------------------
+
+BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
+
+
+def svgs(page: str) -> list[str]:
+    """The text of every plot of the page (SVG images embedded as base64 data URIs)."""
+    import base64
+
+    return [
+        base64.b64decode(data).decode()
+        for data in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
+    ]
+
+
+def test_labels_are_text_never_math():
+    """Dollar signs in values and names are text: '$$' is no math formula (it crashed)."""
+    n = 300
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(n),
+            "price": [["$", "$$", "$$$"][i % 3] for i in range(n)],
+            "$x_1$": np.linspace(0, 1, n),
+        }
+    )
+    released = ppdm.rr_disguise(
+        frame, "price", epsilon=1.0, categories=["$", "$$", "$$$"], secret=SECRET, key="id"
+    )
+    steps = [
+        {"step": "rr_disguise", "columns": ["price"], "epsilon": 1.0, "categories": ["$", "$$", "$$$"]},
+        {"step": "keep", "columns": ["$x_1$"]},
+        {"step": "drop", "columns": ["id"]},
+    ]
+    for version in ("public", "internal"):
+        plots = "".join(svgs(ppdm.report(released.drop("id"), steps, original=frame, version=version)))
+        for label in ("$", "$$", "$$$", "$x_1$"):
+            assert f">{label}</text>" in plots, label  # tick labels and axis labels, as written
+
+
+def test_bidi_controls_are_shown_not_obeyed():
+    """A value with a right-to-left override must not reorder the page's text."""
+    evil = "txt\u202egnp.exe"
+    frame = pl.DataFrame({"file\u2066name": [evil, "a\u200fb", "plain"] * 10})
+    page = ppdm.report(
+        frame, [{"step": "keep", "columns": ["file\u2066name"]}], version="public", title="r\u061c"
+    )
+    for text in [page, *svgs(page)]:
+        assert not any(c in text for c in BIDI)
+    assert "txt[U+202E]gnp.exe" in "".join(svgs(page)) and "file[U+2066]name" in page
+
+
+def test_a_corrected_share_whose_interval_crosses_0_is_explained():
+    """An unbiased estimate of a rare value's share can come out below 0 (or its interval
+    reach below 0): the section says why, where it happens."""
+    cats = ["green", "red", "blue", "none"]
+    rng = np.random.default_rng(4)
+    frame = pl.DataFrame({"id": np.arange(2000), "vote": rng.choice(cats, 2000, p=[0.3, 0.4, 0.29, 0.01])})
+    released = ppdm.rr_disguise(frame, "vote", epsilon=0.5, categories=cats, secret=SECRET, key="id")
+    support = ppdm.rr_support(released, "vote", epsilon=0.5, categories=cats)
+    steps = [
+        {"step": "rr_disguise", "columns": ["vote"], "epsilon": 0.5, "categories": cats},
+        {"step": "rr_support", "columns": ["vote"], "output": "vote.csv"},
+    ]
+    got = build_report(released, steps, version="public", releases={"vote.csv": support})
+    for notes in (section(got, "vote").notes, got.releases[0].notes):
+        (note,) = [n for n in notes if "below 0" in n]
+        assert "vote=none" in note and "unbiased" in note
+        assert "green" not in note  # only the values where it happens
+
+
+def test_dp_group_by_is_titled_by_what_it_releases_and_plots_every_aggregate():
+    rng = np.random.default_rng(5)
+    events = pl.DataFrame(
+        {
+            "user": rng.integers(0, 3000, 8000),
+            "channel": rng.choice(["web", "app", "store"], 8000),
+            "amount": rng.uniform(0, 500, 8000),
+        }
+    )
+    aggregates = [
+        {"aggregate": "count"},
+        {"aggregate": "sum", "column": "amount", "bounds": [0.0, 500.0]},
+        {"aggregate": "mean", "column": "amount", "bounds": [0.0, 500.0]},
+    ]
+    step = {
+        "step": "dp_group_by",
+        "by": ["channel"],
+        "aggregates": aggregates,
+        "epsilon": 1.0,
+        "public_groups": [{"channel": c} for c in ("web", "app", "store")],
+        "intervals": True,
+        "output": "out/by_channel.csv",
+    }
+    frame = ppdm.dp_group_by(
+        events,
+        "channel",
+        [ppdm.dp.count(), ppdm.dp.sum("amount", bounds=(0, 500)), ppdm.dp.mean("amount", bounds=(0, 500))],
+        epsilon=1.0,
+        privacy_unit="user",
+        public_groups=pl.DataFrame({"channel": ["web", "app", "store"]}),
+        secret=SECRET,
+        intervals=True,
+    )
+    page = ppdm.report(pl.DataFrame(), [step], version="public", releases={"out/by_channel.csv": frame})
+    assert "<h2>dp_group_by by channel: count, sum of amount, mean of amount</h2>" in page
+    (got,) = build_report(
+        pl.DataFrame(), [step], version="public", releases={"out/by_channel.csv": frame}
+    ).releases
+    assert [p.y_label for p in got.plots] == ["count", "amount_sum", "amount_mean"]
+    mean = got.plots[2].series[0]
+    assert mean.y == tuple(frame["amount_mean"].to_list())
+    assert mean.error == tuple(1.959963984540054 * s for s in frame["amount_mean_sd"].to_list())
+
+
+def test_the_footer_numbers_the_papers_as_the_readme_does():
+    from pathlib import Path
+
+    from polars_ppdm.reporting.html import PAPERS
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for heading, footer in [
+        ("ECDF resampling", "ECDF resampling with rank re-linking"),
+        ("Log-spiral perturbation for clustering", "log-spiral perturbation, LSDP"),
+        ("Differential privacy", "DPQT k-means, Zhang and Cheng"),
+    ]:
+        (number,) = re.findall(rf"### {heading} \(paper (\d{{3}})\)", readme)
+        assert f"{footer} ({number})" in PAPERS
+
+
+def _brute_force(rows: list[tuple]) -> tuple[int, int, int]:
+    """Uniques, smallest group and groups, counted row by row (None equals None)."""
+    sizes: dict[tuple, int] = {}
+    for row in rows:
+        sizes[row] = sizes.get(row, 0) + 1
+    uniques = sum(1 for row in rows if sizes[row] == 1)
+    return uniques, min(sizes.values()), len(sizes)
+
+
+def test_the_verdict_counts_uniques_and_k_as_a_brute_force_count():
+    rng = np.random.default_rng(6)
+    n = 400
+    original = pl.DataFrame(
+        {
+            "id": np.arange(n),
+            "region": rng.choice(["north", "south", None], n, p=[0.6, 0.39, 0.01]),
+            "age_band": rng.choice([20, 30, 40, 50, 60, 70, 80, 90], n).tolist(),
+            "female": rng.choice([True, False, None], n, p=[0.5, 0.45, 0.05]),
+            "weight": rng.normal(70, 10, n),
+            "zip": [None if i % 50 == 0 else f"8{i % 97:03d}" for i in range(n)],
+        }
+    )
+    released = ppdm.ecdf_resample(original, "weight", secret=SECRET, key="id").drop("id")
+    steps = [
+        {"step": "keep", "columns": ["region", "age_band"]},
+        {"step": "ecdf_resample", "columns": ["weight"]},
+        {"step": "drop", "columns": ["id"]},
+    ]  # female and zip: no step names them, so they are published unchanged too
+    unchanged = ["region", "age_band", "female", "zip"]
+    uniques, k, groups = _brute_force(list(released.select(unchanged).iter_rows()))
+    assert uniques > 0 and groups > 50  # a test with something to count
+    for version in ("public", "internal"):
+        got = build_report(released, steps, original=original, version=version)
+        assert got.uniqueness is not None
+        assert got.uniqueness.columns == tuple(unchanged)
+        assert (got.uniqueness.uniques, got.uniqueness.smallest_group, got.uniqueness.groups) == (
+            uniques,
+            k,
+            groups,
+        )
+        page = ppdm.report(released, steps, original=original, version=version)
+        verdict = page[page.index('id="verdict"') : page.index('id="summary"')]
+        assert f"{uniques:,} of {n:,} released rows" in verdict and f"k = {k}" in verdict
+        assert "weight" in verdict  # each perturbed column's own risk, beside
+    internal = ppdm.report(released, steps, original=original)
+    verdict = internal[internal.index('id="verdict"') : internal.index('id="summary"')]
+    assert "rank linkage" in verdict  # the measured attack, no longer only in its own section
+    # Fewer columns, all shared: no row is unique, k is the smallest group.
+    shared = released.select("region", "weight").fill_null("north")
+    got = build_report(shared, [steps[1], {"step": "keep", "columns": ["region"]}], version="public")
+    sizes = shared["region"].value_counts()["count"]
+    assert (got.uniqueness.uniques, got.uniqueness.smallest_group) == (0, sizes.min())
+
+
+def test_the_verdict_says_when_no_column_is_published_unchanged(tables):
+    _, released = tables
+    only_perturbed = released.select("smoker", "income", "rent")
+    steps = [s for s in STEPS if s["step"] in {"rr_disguise", "add_noise"} and s["columns"] != ["vote"]]
+    got = build_report(only_perturbed, steps, version="public")
+    assert got.uniqueness is not None and got.uniqueness.columns == ()
+    page = ppdm.report(only_perturbed, steps, version="public")
+    assert "No column is published unchanged" in page[page.index('id="verdict"') : page.index('id="summary"')]

@@ -87,6 +87,13 @@ def test_the_demo_report_reads_well_in_chromium(browser, survey_reports, version
     assert "survey" in page.title() and version in page.title().lower()
     assert "survey" in page.inner_text("h1")
     assert BANNERS[version] in page.inner_text("body")
+    # The verdict opens the page: the unchanged column's uniques and k beside each
+    # perturbed column's own risk.
+    assert page.eval_on_selector("main section", "s => s.id") == "verdict"
+    verdict = page.inner_text("#verdict")
+    assert "published unchanged: region" in verdict and "k = " in verdict
+    for column in PERTURBED:
+        assert f"{column} (" in verdict, column
     # One section per column the steps name, in the steps' order, the dropped ones included.
     headings = page.eval_on_selector_all("section.column h2", "hs => hs.map(h => h.textContent.trim())")
     assert headings == SURVEY_COLUMNS

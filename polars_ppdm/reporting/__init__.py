@@ -116,6 +116,7 @@ def build_report(
     """
     from polars_ppdm.reporting.columns import column_sections
     from polars_ppdm.reporting.releases import release_sections
+    from polars_ppdm.reporting.uniqueness import uniqueness
 
     check_choice("version", version, VERSIONS, _FUNC)
     if not isinstance(title, str) or not title.strip():
@@ -141,6 +142,10 @@ def build_report(
     aggregates: tuple[ReleaseSection, ...] = release_sections(release, perturb, found)
     described = {c for step in perturb for c in step.columns}
     undescribed = [c for c in table.columns if c not in described]
+    # Published unchanged: kept, or named by no step (a pipeline publishes every column
+    # it does not drop).  A dropped column still in the table is published too.
+    perturbed = {c for step in perturb if step.step not in {"keep", "drop"} for c in step.columns}
+    unchanged = [c for c in table.columns if c not in perturbed]
     notes = (
         (
             f"Published columns no step describes (their protection is not reported): {', '.join(undescribed)}.",
@@ -157,6 +162,7 @@ def build_report(
         releases=aggregates,
         budget=budget,
         notes=notes,
+        uniqueness=uniqueness(table, unchanged) if table.width else None,
     )
 
 
@@ -180,8 +186,12 @@ def report(
     and rank correlation for ECDF resampling, the reconstructed distribution for additive
     noise, distance preservation for the spiral), the attack that exists for it (the local
     DP epsilon of randomized response, rank linkage, PCA noise stripping, the known
-    input/output attack on the spiral) and a one-line verdict.  Per release: epsilon, the
-    noise scale and the 95% interval of a cell.  The budget before and after the run.
+    input/output attack on the spiral) and a one-line verdict.  Per release (titled by
+    what it releases): epsilon, the noise scale and the 95% interval of a cell.  The
+    budget before and after the run (an identical re-run says it spent nothing).  At the
+    top, a verdict puts the risks side by side: the released rows unique on the columns
+    published unchanged taken together (sample uniques) and the smallest group
+    (k-anonymity's k), beside each perturbed column's headline risk and the budget.
 
     Parameters
     ----------

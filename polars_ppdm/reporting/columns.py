@@ -7,7 +7,7 @@ method         utility                                          risk
 ============== ================================================ ==========================================
 rr_disguise    corrected shares with 95% error bars (paper 003)  the local-DP epsilon of the disguise
                                                                 (whole record: no finite epsilon)
-ecdf_resample  KS distance, rank correlation (paper 001)        rank linkage
+ecdf_resample  KS distance, rank correlation (paper 000)        rank linkage
 add_noise      the reconstructed distribution (Agrawal-Srikant) noise scale; PCA noise stripping
 spiral         distance preservation (paper 002)                the known input/output attack
 keep / drop    --                                               none / not published
@@ -16,7 +16,9 @@ keep / drop    --                                               none / not publi
 Everything computed from ``original`` (true shares, KS, linkage, attacks) appears only
 when it is given, i.e. in the internal version; the public version's figures come from
 the released table and the steps' parameters.  Figures that cost more than linear time
-use the same systematic sample of both tables (at most ``sample_rows`` rows).
+use the same systematic sample of both tables (at most ``sample_rows`` rows).  A
+section's first risk figure is its headline (the summary and the verdict show it): the
+measured attack when the version has one, else what the method guarantees.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.reporting._shown import number, parameter, share
+from polars_ppdm.reporting._shown import number, parameter, share, shares_outside_unit
 from polars_ppdm.reporting.model import ColumnSection, Figure, Plot, PlotSeries
 
 __all__ = ["column_sections"]
@@ -83,6 +85,7 @@ class _Parts:
     verdict: str
     utility: list[Figure] = field(default_factory=list)
     risk: list[Figure] = field(default_factory=list)
+    attack: Figure | None = None  # a measured attack (internal): the section's headline risk
     plots: list[Plot] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -249,6 +252,11 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
     observed = estimate["observed"].cast(pl.Float64) / max(released.height, 1)
     se = estimate["std_error"].to_numpy()
     widest = float(np.nanmax(se)) * _Z95 if se.size else math.nan
+    outside = shares_outside_unit(
+        [f"{column}={v}" for v in labels], estimate["frequency"].to_list(), (se * _Z95).tolist()
+    )
+    if outside:
+        parts.notes.append(outside)
     parts.utility.append(
         Figure(
             "95% interval of a corrected share",
@@ -344,12 +352,10 @@ def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
                 "Spearman, original vs released row by row; 1 = ranks kept",
             )
         )
-        parts.risk.append(
-            Figure(
-                "rank linkage",
-                share(rank_linkage(original, released, column)),
-                "share of rows an attacker who knows the original column links to the right person",
-            )
+        parts.attack = Figure(
+            "rank linkage",
+            share(rank_linkage(original, released, column)),
+            "share of rows an attacker who knows the original column links to the right person",
         )
     return parts
 
@@ -550,7 +556,10 @@ def _spiral(step: Any, column: str, tables: _Tables, figures: list[Figure]) -> _
         )
     )
     for figure in figures:
-        (parts.risk if figure.name.startswith("known") else parts.utility).append(figure)
+        if figure.name == "known-I/O attack error":
+            parts.attack = figure
+        else:
+            parts.utility.append(figure)
     return parts
 
 
@@ -579,9 +588,7 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
     }
     parts = builders[method]()
     if method == "add_noise":
-        stripped = shared.setdefault(id(step), _noise_stripping(step, tables)).get(column)
-        if stripped is not None:
-            parts.risk.append(stripped)
+        parts.attack = shared.setdefault(id(step), _noise_stripping(step, tables)).get(column)
     if method == "rr_disguise":
         plots = []  # its own plot shows the released shares (and the original's)
     return ColumnSection(
@@ -590,7 +597,7 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
         parameters,
         parts.verdict,
         utility=tuple(parts.utility),
-        risk=tuple(parts.risk),
+        risk=(parts.attack, *parts.risk) if parts.attack else tuple(parts.risk),  # the headline first
         plots=tuple(plots + parts.plots),
         notes=tuple(notes + parts.notes)
         + (

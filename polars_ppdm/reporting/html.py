@@ -3,17 +3,30 @@
 No script, no web font, no external reference: plots are SVG images embedded as data
 URIs, styles are inline, so the page opens offline and can be mailed or archived as
 one file.  It reads on a phone (one column, wide tables scroll inside their own box)
-and on a laptop (at most ~1100 px wide).  Every text from the data is escaped.
+and on a laptop (at most ~1100 px wide).  Every text enters the page through
+:func:`_h`: bidi controls shown (:func:`~polars_ppdm.reporting._shown.text`), then escaped.
+
+The page opens with a verdict that puts the risks side by side: the rows the columns
+published unchanged single out, beside each perturbed column's own risk and the budget.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from html import escape
 
-from polars_ppdm.reporting.model import Budget, ColumnSection, Figure, Plot, ReleaseSection, Report
+from polars_ppdm.reporting._shown import share, text
+from polars_ppdm.reporting.model import (
+    Budget,
+    ColumnSection,
+    Figure,
+    Plot,
+    ReleaseSection,
+    Report,
+    Uniqueness,
+)
 from polars_ppdm.reporting.plots import plot_svg
 
 __all__ = ["BANNERS", "render"]
@@ -23,7 +36,7 @@ BANNERS = {
     "public": "Public: computed from the released data, the releases and the parameters only.",
 }
 PAPERS = (
-    "Papers: ECDF resampling with rank re-linking (001); log-spiral perturbation, LSDP (002); "
+    "Papers: ECDF resampling with rank re-linking (000); log-spiral perturbation, LSDP (002); "
     "randomized response for mining, Wen Han 2006 (003); DPQT k-means, Zhang and Cheng (004). "
     "Report after sdcMicro's (Templ, Kowarik and Meindl 2015)."
 )
@@ -58,19 +71,25 @@ figure img{width:100%;max-width:680px;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}
 .note{font-size:.9em;color:#555}
 footer{font-size:.8em;color:#666;margin:24px 0}
+section.overview{border:2px solid #d9730d}
 @media (max-width:700px){
-.summary table,.summary tbody,.summary tr,.summary td{display:block}
-.summary thead{display:none}
-.summary tr{border-bottom:2px solid #e2e2e2;padding:6px 0}
-.summary td{border:0;padding:2px 4px}
-.summary td:empty{display:none}
-.summary td::before{content:attr(data-label) ": ";font-weight:600;color:#555}
+.cards table,.cards tbody,.cards tr,.cards td{display:block}
+.cards thead{display:none}
+.cards tr{border-bottom:2px solid #e2e2e2;padding:6px 0}
+.cards td{border:0;padding:2px 4px;overflow-wrap:anywhere}
+.cards td:empty{display:none}
+.cards td::before{content:attr(data-label) ": ";font-weight:600;color:#555}
 }
 """
 
 
-def _slug(text: str, taken: set[str]) -> str:
-    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+def _h(value: object) -> str:
+    """Any text as HTML: the one way text enters the page (bidi controls shown, escaped)."""
+    return escape(text(value))
+
+
+def _slug(name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "x"
     slug, n = base, 2
     while slug in taken:
         slug, n = f"{base}-{n}", n + 1
@@ -80,9 +99,9 @@ def _slug(text: str, taken: set[str]) -> str:
 
 def _figures(figures: Iterable[Figure], kind: str) -> str:
     cells = [
-        f'<div class="figure {kind}"><div class="name">{escape(f.name)}</div>'
-        f'<div class="value">{escape(str(f.value))}{escape(" " + f.unit) if f.unit else ""}</div>'
-        f'<div class="why">{escape(f.explanation)}</div></div>'
+        f'<div class="figure {kind}"><div class="name">{_h(f.name)}</div>'
+        f'<div class="value">{_h(str(f.value))}{_h(" " + f.unit) if f.unit else ""}</div>'
+        f'<div class="why">{_h(f.explanation)}</div></div>'
         for f in figures
     ]
     return f'<div class="figures">{"".join(cells)}</div>' if cells else ""
@@ -90,16 +109,23 @@ def _figures(figures: Iterable[Figure], kind: str) -> str:
 
 def _plot(plot: Plot) -> str:
     data = base64.b64encode(plot_svg(plot).encode()).decode()
-    caption = escape(plot.title + (f". {plot.caption}" if plot.caption else ""))
+    caption = _h(plot.title + (f". {plot.caption}" if plot.caption else ""))
     return (
-        f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.title)}" '
+        f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{_h(plot.title)}" '
         f'width="640" height="360"><figcaption>{caption}</figcaption></figure>'
     )
 
 
-def _table(rows: Iterable[Iterable[str]], header: Iterable[str]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+def _table(rows: Iterable[Iterable[str]], header: Sequence[str]) -> str:
+    # data-label: in a section of class "cards", on a phone each row becomes a card whose
+    # cells name their column.
+    head = "".join(f"<th>{_h(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td data-label="{_h(h)}">{_h(c)}</td>' for h, c in zip(header, row, strict=True))
+        + "</tr>"
+        for row in rows
+    )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
@@ -108,15 +134,15 @@ def _parameters(parameters: dict[str, str]) -> str:
 
 
 def _notes(notes: Iterable[str]) -> str:
-    return "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
+    return "".join(f'<p class="note">{_h(n)}</p>' for n in notes)
 
 
 def _column(section: ColumnSection, slug: str) -> str:
     params = _parameters(section.parameters)
     return (
-        f'<section class="column" id="column-{slug}"><h2>{escape(section.column)}</h2>'
-        f'<p class="method">{escape(section.method)}{escape(": " + params) if params else ""}</p>'
-        f'<p class="verdict">{escape(section.verdict)}</p>'
+        f'<section class="column" id="column-{slug}"><h2>{_h(section.column)}</h2>'
+        f'<p class="method">{_h(section.method)}{_h(": " + params) if params else ""}</p>'
+        f'<p class="verdict">{_h(section.verdict)}</p>'
         + (f"<h3>Utility</h3>{_figures(section.utility, 'utility')}" if section.utility else "")
         + (f"<h3>Risk</h3>{_figures(section.risk, 'risk')}" if section.risk else "")
         + "".join(_plot(p) for p in section.plots)
@@ -128,9 +154,9 @@ def _column(section: ColumnSection, slug: str) -> str:
 def _release(section: ReleaseSection, slug: str) -> str:
     preview = _table(section.preview[1:], section.preview[0]) if section.preview else ""
     return (
-        f'<section class="release" id="release-{slug}"><h2>{escape(section.name)}</h2>'
-        f'<p class="method">{escape(section.method)} of {escape(", ".join(section.columns))}'
-        f"{escape(': ' + _parameters(section.parameters)) if section.parameters else ''}</p>"
+        f'<section class="release" id="release-{slug}"><h2>{_h(section.title or section.name)}</h2>'
+        f'<p class="method">{_h(section.method)}, written to {_h(section.name)}'
+        f"{_h('; ' + _parameters(section.parameters)) if section.parameters else ''}</p>"
         + _figures(section.figures, "utility")
         + "".join(_plot(p) for p in section.plots)
         + preview
@@ -145,6 +171,13 @@ def _budget(budget: Budget | None) -> str:
             '<section class="budget" id="budget"><h2>Privacy budget</h2>'
             '<p class="note">No ledger: the budget of this release is not recorded.</p></section>'
         )
+    repeats = (
+        f'<p class="note">This run repeats an earlier identical run (same pipeline, data and secret; recorded '
+        f"{_h(budget.repeats)}): it released the same bits, which the ledger has already charged, so it spent "
+        "nothing.</p>"
+        if budget.repeats
+        else ""
+    )
     rows = [
         ("total epsilon budget", f"{budget.total:g}"),
         ("spent before this run", f"{budget.spent_before:g}"),
@@ -160,10 +193,10 @@ def _budget(budget: Budget | None) -> str:
             ("delta spent by this run", f"{budget.delta_after - budget.delta_before:g}"),
             ("delta remaining", f"{budget.delta_remaining:g}"),
         ]
-    body = "".join(f'<tr><th>{escape(k)}</th><td class="num">{escape(v)}</td></tr>' for k, v in rows)
+    body = "".join(f'<tr><th>{_h(k)}</th><td class="num">{_h(v)}</td></tr>' for k, v in rows)
     return (
-        f'<section class="budget" id="budget"><h2>Privacy budget of {escape(budget.dataset)}</h2>'
-        f'<div class="scroll"><table><tbody>{body}</tbody></table></div>'
+        f'<section class="budget" id="budget"><h2>Privacy budget of {_h(budget.dataset)}</h2>'
+        f'<div class="scroll"><table><tbody>{body}</tbody></table></div>{repeats}'
         f'<p class="note">{"Epsilon and delta" if deltas else "Epsilon"} of every run over this dataset add '
         f"up (basic composition), as kept in the ledger.</p></section>"
     )
@@ -179,19 +212,88 @@ def _summary(report: Report, slugs: list[str]) -> str:
 
     # data-label: on a phone each row becomes a card whose cells name their column.
     rows = "".join(
-        f'<tr><td data-label="column"><a href="#column-{slug}">{escape(s.column)}</a></td>'
-        f'<td data-label="method">{escape(s.method)}</td>'
-        f'<td data-label="parameters">{escape(_parameters(s.parameters))}</td>'
-        f'<td data-label="utility">{escape(first(s.utility))}</td>'
-        f'<td data-label="risk">{escape(first(s.risk))}</td><td data-label="verdict">{escape(s.verdict)}</td></tr>'
+        f'<tr><td data-label="column"><a href="#column-{slug}">{_h(s.column)}</a></td>'
+        f'<td data-label="method">{_h(s.method)}</td>'
+        f'<td data-label="parameters">{_h(_parameters(s.parameters))}</td>'
+        f'<td data-label="utility">{_h(first(s.utility))}</td>'
+        f'<td data-label="risk">{_h(first(s.risk))}</td><td data-label="verdict">{_h(s.verdict)}</td></tr>'
         for s, slug in zip(report.columns, slugs, strict=True)
     )
     head = "".join(f"<th>{h}</th>" for h in ("column", "method", "parameters", "utility", "risk", "verdict"))
     return (
-        '<section class="summary" id="summary"><h2>Summary</h2>'
+        '<section class="summary cards" id="summary"><h2>Summary</h2>'
         f"<p>{_count(report.rows, 'row')} released; {_count(len(report.columns), 'column')} described, "
         f"{_count(len(report.releases), 'aggregate release')}.</p>"
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div></section>'
+    )
+
+
+def _singled_out(found: Uniqueness | None) -> str:
+    """The verdict's first sentence: what the columns published unchanged single out."""
+    if found is None:
+        return "No table is published: what the releases reveal is bounded by their epsilon (budget below)."
+    if not found.columns:
+        return (
+            "No column is published unchanged, so no combination of unchanged values singles out a row; "
+            "each perturbed column's own risk is below."
+        )
+    columns = ", ".join(found.columns)
+    if found.rows == 0:
+        return f"No row is released; the columns published unchanged are {columns}."
+    if found.uniques:
+        return (
+            f"{found.uniques:,} of {found.rows:,} released rows ({share(found.uniques / found.rows)}) are unique on "
+            f"the columns published unchanged ({columns}): whoever knows these of a person in the table finds the "
+            "person's row, and with it the row's perturbed values."
+        )
+    return (
+        f"No released row is unique on the columns published unchanged ({columns}): each of their "
+        f"combinations is shared by at least k = {found.smallest_group:,} rows."
+    )
+
+
+def _verdict(report: Report) -> str:
+    """The risks side by side: unchanged columns together, each perturbed column, the budget."""
+    rows: list[tuple[str, str, str]] = []
+    found = report.uniqueness
+    if found is not None and found.columns and found.rows:
+        rows.append(
+            (
+                f"published unchanged: {', '.join(found.columns)}",
+                f"{found.uniques:,} of {found.rows:,} rows unique; k = {found.smallest_group:,} "
+                f"({_count(found.groups, 'combination')})",
+                "sample uniques (as sdcMicro and ARX count them) and k-anonymity's k, a null counted as a value; "
+                "a row unique here may have twins in the population the table was drawn from",
+            )
+        )
+    for s in report.columns:
+        if s.method in {"keep", "drop"}:
+            continue
+        headline = s.risk[0] if s.risk else None
+        rows.append(
+            (
+                f"{s.column} ({s.method})",
+                f"{headline.name}: {headline.value}{' ' + headline.unit if headline.unit else ''}"
+                if headline
+                else "not measured",
+                headline.explanation if headline else s.verdict,
+            )
+        )
+    budget = report.budget
+    if budget is not None:
+        spent = budget.spent_after - budget.spent_before
+        rows.append(
+            (
+                f"privacy budget of {budget.dataset}",
+                f"this run spent epsilon {spent:g}{' (it repeats an earlier identical run)' if budget.repeats else ''}; "
+                f"{budget.remaining:g} of {budget.total:g} left",
+                "what every aggregate release of this dataset may reveal, added up over its runs",
+            )
+        )
+    table = _table(rows, ("what", "risk", "meaning")) if rows else ""
+    return (
+        '<section class="overview cards" id="verdict"><h2>Verdict</h2>'
+        f'<p class="verdict">{_h(_singled_out(found))}</p>{table}</section>'
     )
 
 
@@ -207,16 +309,17 @@ def render(report: Report) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>",
-        f"<h1>{escape(report.title)}</h1>",
-        f'<p class="banner {report.version}">{escape(BANNERS[report.version])}</p>',
+        f"<title>{_h(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<h1>{_h(report.title)}</h1>",
+        f'<p class="banner {report.version}">{_h(BANNERS[report.version])}</p>',
+        _verdict(report),
         _summary(report, column_slugs),
         *(_column(s, slug) for s, slug in zip(report.columns, column_slugs, strict=True)),
         *(_release(s, slug) for s, slug in zip(report.releases, release_slugs, strict=True)),
         _budget(report.budget),
         _notes(report.notes),
-        f"<footer>polars_ppdm {escape(__version__)}; {escape(report.version)} version, written "
-        f"{escape(report.created)}. {escape(PAPERS)}</footer>",
+        f"<footer>polars_ppdm {_h(__version__)}; {_h(report.version)} version, written "
+        f"{_h(report.created)}. {_h(PAPERS)}</footer>",
         "</main></body></html>",
     ]
     return "\n".join(parts)

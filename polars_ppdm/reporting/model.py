@@ -22,6 +22,7 @@ __all__ = [
     "PlotSeries",
     "ReleaseSection",
     "Report",
+    "Uniqueness",
     "Version",
 ]
 
@@ -79,6 +80,8 @@ class ColumnSection:
     parameters: dict[str, str]  # the step's parameters for this column, as displayed
     verdict: str  # one plain-language sentence
     utility: tuple[Figure, ...] = ()
+    # The first is the headline the summary and the verdict show: the measured attack
+    # when this version has one (rank linkage, ...), else what the method guarantees.
     risk: tuple[Figure, ...] = ()
     plots: tuple[Plot, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "a column of type List(Int64): no plot suits it"
@@ -92,6 +95,7 @@ class ReleaseSection:
     method: str
     columns: tuple[str, ...]
     parameters: dict[str, str]
+    title: str = ""  # what it releases ("dp_group_by by channel: count, mean of amount"); "" -> name
     figures: tuple[Figure, ...] = ()  # epsilon, noise scale, 95% interval of a typical cell
     plots: tuple[Plot, ...] = ()
     preview: tuple[tuple[str, ...], ...] = ()  # header row, then up to 20 rows, as text
@@ -109,6 +113,9 @@ class Budget:
     delta_total: float = 0.0  # the dataset's delta budget (0: none)
     delta_before: float = 0.0
     delta_after: float = 0.0
+    # When the identical earlier run that this one repeats was recorded (ISO time): the
+    # ledger already holds its charge, so this run spent nothing.  None: a run that spent.
+    repeats: str | None = None
 
     @property
     def remaining(self) -> float:
@@ -117,6 +124,24 @@ class Budget:
     @property
     def delta_remaining(self) -> float:
         return max(self.delta_total - self.delta_after, 0.0)
+
+
+@dataclass(frozen=True)
+class Uniqueness:
+    """How well the columns published unchanged single out a released row, taken together.
+
+    They are quasi-identifiers: whoever knows them of a person (a region, an age band)
+    looks the person up.  ``uniques`` are the sample uniques (as sdcMicro and ARX count
+    them): rows whose combination of these columns no other released row has;
+    ``smallest_group`` is k-anonymity's k.  Null counts as a value.  Computed from the
+    released table only (its values are public), so both versions show it.
+    """
+
+    columns: tuple[str, ...]  # the columns published unchanged; () when there are none
+    rows: int
+    groups: int  # distinct combinations
+    uniques: int
+    smallest_group: int  # k; 0 when there is no row or no such column
 
 
 @dataclass(frozen=True)
@@ -129,3 +154,4 @@ class Report:
     releases: tuple[ReleaseSection, ...] = ()
     budget: Budget | None = None
     notes: tuple[str, ...] = field(default=())
+    uniqueness: Uniqueness | None = None  # None: no table is published

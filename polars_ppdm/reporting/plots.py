@@ -5,6 +5,10 @@ page stays one file; the output is deterministic (a fixed hash salt for the elem
 no date in the metadata, text as text rather than glyph paths), so the same report is
 the same bytes.  Colours: original grey, released blue, estimates orange -- the same in
 every plot, and told apart by line style too, for readers who do not see colour.
+
+Every label is text: values and names from the data (``"$"``, ``"$$"``, ``"$x_1$"``) are
+never read as math or TeX, and reach the figure through :func:`~polars_ppdm.reporting._shown.text`
+(bidi controls shown, not obeyed).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 
+from polars_ppdm.reporting._shown import text
 from polars_ppdm.reporting.model import Plot, PlotSeries
 
 __all__ = ["plot_svg"]
@@ -32,11 +37,17 @@ _RC: Any = {  # Any: matplotlib types rc_context's keys as a Literal of every se
     "font.size": 10,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # Labels are the data's text: no mathtext or TeX for any text artist made inside this
+    # context (tick labels, axis labels, legends, titles, annotations), whatever the
+    # user's matplotlibrc says; '$$' would otherwise be a math formula (or a parse error).
+    "text.parse_math": False,
+    "text.usetex": False,
+    "axes.formatter.use_mathtext": False,
 }
 
 
 def _bars(ax: Any, plot: Plot) -> None:
-    labels = [str(x) for x in plot.series[0].x]
+    labels = [text(x) for x in plot.series[0].x]
     width = 0.8 / len(plot.series)
     positions = np.arange(len(labels))
     for i, series in enumerate(plot.series):
@@ -51,7 +62,7 @@ def _bars(ax: Any, plot: Plot) -> None:
             alpha=0.85,
             hatch=style["hatch"],
             edgecolor="white",
-            label=series.label,
+            label=text(series.label),
         )
     ax.set_xticks(
         positions,
@@ -69,7 +80,7 @@ def _histogram(ax: Any, series: PlotSeries) -> None:
         color=style["color"],
         linestyle=style["linestyle"],
         linewidth=1.6,
-        label=series.label,
+        label=text(series.label),
     )
     if series.source != "estimate":
         ax.stairs(series.y, series.x, fill=True, color=style["color"], alpha=0.15)
@@ -83,7 +94,7 @@ def _ecdf(ax: Any, series: PlotSeries) -> None:
         where="post",
         color=style["color"],
         linestyle=style["linestyle"],
-        label=series.label,
+        label=text(series.label),
     )
 
 
@@ -98,7 +109,7 @@ def _scatter(ax: Any, series: PlotSeries) -> None:
         color=style["color"],
         alpha=1.0 if big else 0.35,
         linewidths=0,
-        label=series.label,
+        label=text(series.label),
     )
 
 
@@ -114,8 +125,8 @@ def plot_svg(plot: Plot) -> str:
             draw = {"histogram": _histogram, "ecdf": _ecdf, "scatter": _scatter}[plot.kind]
             for series in plot.series:
                 draw(ax, series)
-        ax.set_xlabel(plot.x_label)
-        ax.set_ylabel(plot.y_label)
+        ax.set_xlabel(text(plot.x_label))
+        ax.set_ylabel(text(plot.y_label))
         ax.grid(axis="y", alpha=0.3)
         if len(plot.series) > 1:
             ax.legend(frameon=False, fontsize=8)

@@ -4,20 +4,22 @@ A DP release shows its epsilon, the noise scale of a cell and the 95% interval o
 cell's noise (computed from the parameters, as OpenDP's ``summarize`` does); a
 randomized-response release shows the local-DP epsilon already spent by the disguise
 and the 95% interval of its corrected figures.  Every value shown is in the release
-itself or follows from the parameters: nothing here reads the original table.
+itself or follows from the parameters: nothing here reads the original table.  A
+section is titled by what it releases (the step, its columns, its aggregates); its
+output's path is said below the title.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.reporting._shown import number, parameter, share
+from polars_ppdm.reporting._shown import number, parameter, share, shares_outside_unit
 from polars_ppdm.reporting.model import Figure, Plot, PlotSeries, ReleaseSection
 
 __all__ = ["release_sections"]
@@ -26,6 +28,14 @@ _FUNC = "report"
 _Z95 = 1.959963984540054
 _PREVIEW_ROWS = 20
 _PLOT_BARS = 40
+
+
+class _Found(NamedTuple):
+    """What a release's builder finds: its figures, plots and notes."""
+
+    figures: list[Figure]
+    plots: list[Plot]
+    notes: tuple[str, ...] = ()
 
 
 def _preview(frame: pl.DataFrame) -> tuple[tuple[str, ...], ...]:
@@ -57,8 +67,10 @@ def _disguise_cost(columns: Sequence[str], perturb: Sequence[Any], how: str) -> 
     )
 
 
-def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     figures = [_disguise_cost(step.columns, perturb, "computed from")]
+    plots: list[Plot] = []
+    notes: tuple[str, ...] = ()
     value = "frequency" if "frequency" in frame.columns else "support"
     if "std_error" in frame.columns and frame.height:
         se = frame["std_error"].cast(pl.Float64).to_numpy()
@@ -76,6 +88,8 @@ def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
             else "+".join(row[0])
             for row in frame.select(keys).iter_rows()
         )
+        outside = shares_outside_unit(labels, frame[value].cast(pl.Float64).to_list(), (se * _Z95).tolist())
+        notes = (outside,) if outside else ()
         if len(labels) <= _PLOT_BARS:
             series = (
                 PlotSeries(
@@ -87,11 +101,11 @@ def _rr_support(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
                 ),
             )
             title = f"Corrected {value} of each {'pattern' if value == 'frequency' else 'itemset'} (95% intervals)"
-            return figures, [Plot("bars", title, ", ".join(step.columns), value, series)]
-    return figures, []
+            plots.append(Plot("bars", title, ", ".join(step.columns), value, series))
+    return _Found(figures, plots, notes)
 
 
-def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     figures = [
         _disguise_cost(step.columns, perturb, "mined from"),
         Figure(
@@ -100,7 +114,7 @@ def _rr_apriori(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple
             f"support >= {share(step.min_support)}, confidence >= {share(step.min_confidence)}",
         ),
     ]
-    return figures, []
+    return _Found(figures, [])
 
 
 def _dp_noise(step: Any, scale: float, cell: str) -> list[Figure]:
@@ -120,7 +134,7 @@ def _dp_noise(step: Any, scale: float, cell: str) -> list[Figure]:
     ]
 
 
-def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     figures = _dp_noise(step, step.max_contributions / step.epsilon, "")
     counts = frame["count"]
     negative = int((counts < 0).sum())
@@ -148,10 +162,10 @@ def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tup
                 ),
             )
         )
-    return figures, plots
+    return _Found(figures, plots)
 
 
-def _dp_quadtree(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _dp_quadtree(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     from polars_ppdm.dp.quadtree import N_SHARE
 
     # Leaves are counted with (1 - gamma) of what the estimate of N leaves (quadtree.plan_tree).
@@ -165,10 +179,10 @@ def _dp_quadtree(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
         f"charged to the budget; the leaves' counts get {share(1 - step.gamma)} of it after N's estimate",
     )
     figures.append(Figure("leaves", f"{frame.height:,}", "cells of the released tree"))
-    return figures, []
+    return _Found(figures, [])
 
 
-def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     figures = [
         Figure("epsilon", number(step.epsilon), "charged to the dataset's budget"),
         Figure("centres", frame.height, f"method {step.method}; from noisy counts only (paper 004)"),
@@ -192,10 +206,10 @@ def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[
                 ),
             )
         )
-    return figures, plots
+    return _Found(figures, plots)
 
 
-def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tuple[list[Figure], list[Plot]]:
+def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     from polars_ppdm.dp.group_by import noise_request, selection_threshold
 
     aggregates = [a.to_dp() for a in step.aggregates]
@@ -223,33 +237,37 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
         ]
     else:
         figures.append(Figure("groups released", f"{frame.height:,}", "the public groups, every one of them"))
+    plots = []
+    labels = tuple(" & ".join(str(v) for v in row) for row in frame.select(step.by).iter_rows())
     for a in aggregates:
         if a.kind in ("count", "sum"):
             # The noise is integer, in grid units for a sum: its scale and spread in the
             # figure's own units are the grid's multiples.
             units = request.scale(a)
             grid = a.grid("dp_group_by")
-            width = (
-                f"{geometric_interval(units):,}" if a.kind == "count" else number(geometric_interval(units) * grid)
+            half = geometric_interval(units) * grid  # the grid of a count is 1
+            law = (
+                "two-sided geometric" if a.kind == "count" else f"two-sided geometric on a grid of {grid:.3g}"
             )
-            law = "two-sided geometric" if a.kind == "count" else f"two-sided geometric on a grid of {grid:.3g}"
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
-                    f"± {width}",
+                    f"± {int(half):,}" if a.kind == "count" else f"± {number(half)}",
                     f"{law} noise of scale {number(units * grid)} (SD {number(geometric_sd(units) * grid)}), "
                     "the same in every group",
                 )
             )
+            errors: tuple[float, ...] | None = tuple(float(half) for _ in labels)
         elif f"{a.name}_sd" in frame.columns and frame.height:
-            half = float(np.median(frame[f"{a.name}_sd"].to_numpy())) * _Z95
+            sd = frame[f"{a.name}_sd"].cast(pl.Float64)
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
-                    f"± {number(half)}",
+                    f"± {number(float(np.median(sd.to_numpy())) * _Z95)}",
                     "median over the groups: a mean's noise shrinks as its group grows (noisy sum / noisy count)",
                 )
             )
+            errors = tuple(float(v) * _Z95 for v in sd.to_list())
         else:
             figures.append(
                 Figure(
@@ -258,22 +276,30 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> tupl
                     "noisy sum / noisy count; intervals = true adds each group's SD and 95% interval",
                 )
             )
-    plots = []
-    count = next((a for a in aggregates if a.kind == "count"), None)
-    if count is not None and 0 < frame.height <= _PLOT_BARS:
-        labels = tuple(" & ".join(str(v) for v in row) for row in frame.select(step.by).iter_rows())
-        half = float(geometric_interval(request.scale(count)))
-        series = PlotSeries(
-            "noisy count",
-            labels,
-            tuple(float(v) for v in frame[count.name].to_list()),
-            error=tuple(half for _ in labels),
-            source="released",
-        )
-        plots.append(
-            Plot("bars", "Noisy count per group (95% intervals)", ", ".join(step.by), count.name, (series,))
-        )
-    return figures, plots
+            errors = None
+        if 0 < frame.height <= _PLOT_BARS:
+            series = PlotSeries(
+                f"noisy {a.name}",
+                labels,
+                tuple(float(v) for v in frame[a.name].cast(pl.Float64).to_list()),
+                error=errors,
+                source="released",
+            )
+            title = f"Noisy {_aggregate(a)} per group" + (" (95% intervals)" if errors else "")
+            plots.append(Plot("bars", title, ", ".join(step.by), a.name, (series,)))
+    return _Found(figures, plots)
+
+
+def _aggregate(a: Any) -> str:
+    """An aggregate as the title of its release says it: ``count``, ``mean of amount``."""
+    return a.kind if a.column is None else f"{a.kind} of {a.column}"
+
+
+def _title(step: Any) -> str:
+    """What a release releases, as its section's title."""
+    if step.step == "dp_group_by":
+        return f"dp_group_by by {', '.join(step.by)}: {', '.join(_aggregate(a.to_dp()) for a in step.aggregates)}"
+    return f"{step.step} of {', '.join(step.columns)}"
 
 
 _BUILDERS = {
@@ -301,7 +327,7 @@ def release_sections(
                 f"(it holds {sorted(releases)}): pass each release step's frame by its output."
             )
             raise InvalidParameterError(msg)
-        figures, plots = _BUILDERS[step.step](step, frame, perturb)
+        found = _BUILDERS[step.step](step, frame, perturb)
         shown = {
             name: parameter(value)
             for name, value in step.model_dump(exclude={"step", "columns", "output"}).items()
@@ -317,12 +343,16 @@ def release_sections(
                 method=step.step,
                 columns=tuple(step.columns),
                 parameters=shown,
-                figures=tuple(figures),
-                plots=tuple(plots),
+                title=_title(step),
+                figures=tuple(found.figures),
+                plots=tuple(found.plots),
                 preview=_preview(frame),
-                notes=(f"{frame.height:,} rows; the first {_PREVIEW_ROWS} shown.",)
-                if frame.height > _PREVIEW_ROWS
-                else (),
+                notes=found.notes
+                + (
+                    (f"{frame.height:,} rows; the first {_PREVIEW_ROWS} shown.",)
+                    if frame.height > _PREVIEW_ROWS
+                    else ()
+                ),
             )
         )
     return tuple(sections)
