@@ -67,6 +67,24 @@ def test_budget_before_and_after_the_run(survey):
     assert '<th>remaining</th><td class="num">1</td>' in budget
 
 
+def test_an_identical_rerun_reports_that_it_spent_nothing(survey, capsys):
+    """The second run finds its identical twin in the ledger and spends nothing: its
+    report says 0 (not the first run's 2.5) and that it repeats an earlier run."""
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    assert main(["run", str(survey)]) == EXIT_OK
+    assert "identical to an earlier run: spent nothing" in capsys.readouterr().out
+    for path in reports(survey).values():
+        budget = path.read_text().split('id="budget"')[1]
+        for label, value in [
+            ("spent before this run", "2.5"),
+            ("spent by this run", "0"),
+            ("spent after this run", "2.5"),
+            ("remaining", "3.5"),
+        ]:
+            assert f'<th>{label}</th><td class="num">{value}</td>' in budget, label
+        assert "repeats an earlier identical run" in budget
+
+
 def test_internal_report_refuses_changed_inputs_public_does_not_read_them(survey, capsys):
     assert main(["run", "--quiet", str(survey)]) == EXIT_OK
     data = survey.parent / "survey.csv"

@@ -11,6 +11,7 @@ written beside the manifest: ``report.internal.html`` and ``report.public.html``
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections.abc import Sequence
@@ -91,8 +92,9 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
     return scan(files, input_format(pipeline, files)).collect()
 
 
-def _budget(pipeline: Pipeline, ledger: Path | None, run_id: str) -> Budget | None:
+def _budget(pipeline: Pipeline, ledger: Path | None, manifest: dict[str, Any]) -> Budget | None:
     """The dataset's budget just before and just after this run, from the ledger."""
+    run_id = str(manifest.get("run_id", ""))
     if ledger is None or not ledger.exists():
         return None
     from polars_ppdm.ledger import Ledger
@@ -103,11 +105,18 @@ def _budget(pipeline: Pipeline, ledger: Path | None, run_id: str) -> Budget | No
     mine = table["run_id"] == run_id
     if not mine.any():
         return None
-    first = int(mine.arg_true()[0])
+    # An identical re-run spends nothing: the ledger's rows of its run id are the earlier
+    # run's, so 'before' is all that was reserved before this run started (rows are in
+    # time order), and this run adds 0.
+    repeats = bool(manifest.get("epsilon", {}).get("identical_rerun"))
+    if repeats:
+        first = int((table["time"] < dt.datetime.fromisoformat(manifest["started"])).sum())
+    else:
+        first = int(mine.arg_true()[0])
     spent = {
         column: (
             math.fsum(table[column][:first].to_list()),
-            math.fsum(table.filter(mine)[column].to_list()),
+            0.0 if repeats else math.fsum(table.filter(mine)[column].to_list()),
         )
         for column in ("charged", "delta_charged")
     }
@@ -121,6 +130,7 @@ def _budget(pipeline: Pipeline, ledger: Path | None, run_id: str) -> Budget | No
         delta_total=held.delta,
         delta_before=delta_before,
         delta_after=delta_before + delta_this_run,
+        repeats=table.filter(mine)["time"][0].isoformat(timespec="seconds") if repeats else None,
     )
 
 
@@ -157,7 +167,7 @@ def write_pipeline_report(
             raise PipelineError(msg)
     versions = VERSIONS if versions is None else tuple(versions)
     releases = {step.output: _read(pipeline.resolve(step.output), "The release") for step in pipeline.release}
-    budget = _budget(pipeline, ledger, run_id)
+    budget = _budget(pipeline, ledger, manifest)
     title = f"{pipeline.dataset.name}: privacy and utility report"
     original = _original(pipeline, manifest) if "internal" in versions else None
     written = []
