@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import string
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -212,10 +213,28 @@ def _score(value: float, undefined: str) -> str:
     return f"undefined ({undefined})" if math.isnan(value) else f"{value:.3f}"
 
 
+def _command_line_secret(given: str | None) -> Secret:
+    """``--secret``: env:NAME, file:PATH or an integer (guessable, for demos); a literal
+    hex secret is refused, since every user of the machine reads a command line (``ps``,
+    ``/proc/PID/cmdline``) and the shell keeps it in its history."""
+    if (
+        given is not None
+        and len(given.strip()) in (32, 64)
+        and all(c in string.hexdigits for c in given.strip())
+    ):
+        msg = (
+            "--secret: a secret written on the command line is visible to every user of this machine in the "
+            "process list and stays in the shell's history; give --secret env:NAME (an environment variable "
+            "holding it) or --secret file:PATH (a 0600 file, as `ppdm secret --output PATH` writes it)."
+        )
+        raise InvalidParameterError(msg)
+    return resolve_secret(given)
+
+
 def _rules(args: argparse.Namespace) -> int:
+    secret = _command_line_secret(args.secret)
     baskets, source = _load(args)
     items = baskets.columns
-    secret = resolve_secret(args.secret)
     settings = dict(
         min_support=args.min_support, min_confidence=args.min_confidence, max_length=args.max_length
     )
@@ -372,8 +391,9 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--p", type=float, default=0.9, help="keep probability of each item bit (default 0.9)")
     rules.add_argument(
         "--secret",
-        help="secret: hex (128/256 bits), env:NAME, or an integer (guessable; for tests). "
-        "Default: fresh from the OS",
+        help="secret: env:NAME (an environment variable holding the hex secret), file:PATH (a 0600 file "
+        "from `ppdm secret --output`), or an integer (guessable; for tests); never the hex itself, which "
+        "others would read in the process list. Default: fresh from the OS",
     )
     rules.add_argument(
         "--min-support", type=_fraction, default=0.02, metavar="F", help="in [0, 1] (default 0.02)"

@@ -13,6 +13,9 @@ Accepted forms of ``secret=`` everywhere in the library:
 * a hex string of 32 or 64 hex digits;
 * ``"env:NAME"`` -- the hex secret held in environment variable ``NAME`` (for jobs: the
   secret then never appears in code, SQL text or logs);
+* ``"file:PATH"`` -- the hex secret held in the file ``PATH``, of mode 0600 (as
+  ``ppdm secret --output PATH`` writes it; checked by
+  :func:`polars_ppdm.secret_files.read_secret_file`);
 * an ``int`` (or a string of decimal digits) -- **guessable**, for tests and examples
   only: an attacker can try every small integer.  It is stretched with SHA-256 into a
   128-bit key, which does not make it any harder to guess.
@@ -271,6 +274,16 @@ def resolve_secret(secret: SecretLike) -> Secret:
         text = secret.strip()
         if text.startswith("env:"):
             return secret_from_env(text[4:])
+        if text.startswith("file:"):
+            from polars_ppdm.secret_files import read_secret_file
+
+            try:
+                return read_secret_file(text[5:])
+            except OSError as error:
+                msg = (
+                    f"The secret file {text[5:]!r} cannot be read: {error.strerror or type(error).__name__}."
+                )
+                raise SecretError(msg) from None
         if len(text) in (32, 64) and set(text) <= _HEX:
             return Secret.from_hex(text)
         digits = text.removeprefix("-")
@@ -285,12 +298,12 @@ def resolve_secret(secret: SecretLike) -> Secret:
                 raise SecretError(msg)
             return Secret.from_int(int(text))
         msg = (
-            "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME' or "
+            "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME', 'file:PATH' or "
             f"a decimal integer. Got a string of {len(text)} characters instead."
         )
         raise SecretError(msg)
     msg = (
-        "The 'secret' parameter must be a Secret, bytes, a hex string, 'env:NAME', an int or "
+        "The 'secret' parameter must be a Secret, bytes, a hex string, 'env:NAME', 'file:PATH', an int or "
         f"None. Got {type(secret).__name__} instead."
     )
     raise SecretError(msg)

@@ -17,9 +17,10 @@ from polars_ppdm.cli import detect_separator, main
 from polars_ppdm.datasets import find_shared_data, generated_baskets
 
 
-def test_rules_on_generated_baskets_prints_both_rule_sets_and_scores(capsys):
+def test_rules_on_generated_baskets_prints_both_rule_sets_and_scores(capsys, monkeypatch):
     secret = ppdm.new_secret()
-    assert main(["rules", "--generated", "--secret", secret, "--top", "0"]) == 0
+    monkeypatch.setenv("PPDM_RULES_SECRET", secret)
+    assert main(["rules", "--generated", "--secret", "env:PPDM_RULES_SECRET", "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert "generated baskets" in out
     assert "precision" in out and "recall" in out and "F1" in out
@@ -382,3 +383,18 @@ def test_the_help_says_how_the_separator_is_detected(capsys):
     text = " ".join(out.split())
     assert "--sep SEP, --separator SEP" in text and "Default: detected" in text and "else whitespace" in text
     assert "Parquet" in text
+
+
+def test_rules_refuses_a_hex_secret_on_the_command_line_and_takes_a_file(tmp_path, capsys):
+    """Issue 27, item 9: `--secret <hex>` puts the secret in every user's process list."""
+    from polars_ppdm.secret_files import write_secret_file
+
+    secret = ppdm.new_secret()
+    assert main(["rules", "--generated", "--generated-rows", "500", "--secret", secret]) == 2
+    err = capsys.readouterr().err
+    assert "process list" in err and "env:NAME" in err and "file:PATH" in err
+    assert secret not in err and secret[:8] not in err
+    path = write_secret_file(tmp_path / "ppdm.secret", ppdm.resolve_secret(secret))
+    assert main(["rules", "--generated", "--generated-rows", "500", "--secret", f"file:{path}", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["secret_fingerprint"] == ppdm.resolve_secret(secret).fingerprint()

@@ -115,6 +115,30 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
     return problems
 
 
+def _category_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
+    """rr_disguise categories that cannot be values of their column (text categories of
+    an integer column: every row would be outside them)."""
+    from polars_ppdm.jobs.config import RRDisguise
+
+    problems = []
+    for index, step in enumerate(pipeline.perturb, 1):
+        if not isinstance(step, RRDisguise) or step.categories is None:
+            continue
+        for column in step.columns:
+            cats = step.categories.get(column) if isinstance(step.categories, dict) else step.categories
+            dtype = schema[column]
+            if not cats or dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+                continue
+            try:
+                pl.Series(cats, strict=False).cast(dtype, strict=True)
+            except (pl.exceptions.PolarsError, TypeError, ValueError):
+                problems.append(
+                    f"{step_label('perturb', index, step)}, field 'categories': {cats!r} cannot be values of column "
+                    f"{column!r} ({dtype}); give the column's own values."
+                )
+    return problems
+
+
 def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
     """Every column a step names exists, the releases accept their columns' dtypes, and
     when a table is published, every input column is named by exactly one perturb step
@@ -132,6 +156,7 @@ def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
                 f"it has {schema.names()}."
             )
     if not problems:
+        problems += _category_problems(pipeline, schema)
         problems += _release_problems(pipeline, schema)
     if pipeline.output.table is not None:
         named = {c for s in pipeline.perturb for c in s.columns}

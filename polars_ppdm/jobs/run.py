@@ -575,49 +575,84 @@ def _recorded(book: Any, run: str, manifest_path: Path) -> dict[str, str]:
     raise ReleaseMismatchError(msg)
 
 
+def _categories_of(step: RRDisguise, column: str) -> list[Any] | None:
+    cats = step.categories
+    return cats.get(column) if isinstance(cats, dict) else cats
+
+
 def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> None:
-    """Refuse, before anything is reserved, data in which some privacy unit has more
-    distinct values of a randomized-response column than its step's declared
-    ``max_values_per_unit`` (default 1): each distinct value is one more epsilon-LDP
-    release of the unit's column (the coins are keyed by unit, column and value), and the
-    step is charged for ``max_values_per_unit`` of them.  Reads the key and those columns
-    (one pass); the message carries no count or value from the data."""
+    """Refuse, before anything is reserved, data that a randomized-response step would
+    refuse or be charged too little for, in one pass over the key and those columns:
+
+    - a value outside the step's ``categories`` (``rr_disguise`` refuses it; the message
+      here names the step and column, never the value);
+    - some privacy unit with more distinct values of a column than the step's declared
+      ``max_values_per_unit`` (default 1): each distinct value is one more epsilon-LDP
+      release of the unit's column (the coins are keyed by unit, column and value), and
+      the step is charged for ``max_values_per_unit`` of them.
+
+    The messages carry no count or value from the data."""
     key = pipeline.dataset.key
-    if key is None:
-        return
     bounds: dict[str, tuple[str, int]] = {}
+    outside: dict[str, tuple[str, list[Any]]] = {}
     for index, step in enumerate(pipeline.perturb, 1):
-        if isinstance(step, RRDisguise) and not step.no_finite_epsilon:
-            for column in step.columns:
-                bounds[column] = (step_label("perturb", index, step), step.values_per_unit)
-    if not bounds:
+        if not isinstance(step, RRDisguise):
+            continue
+        label = step_label("perturb", index, step)
+        for column in step.columns:
+            if key is not None and not step.no_finite_epsilon:
+                bounds[column] = (label, step.values_per_unit)
+            cats = _categories_of(step, column)
+            if cats:
+                outside[column] = (label, cats)
+    if not bounds and not outside:
         return
-    query = (
-        scan(files, fmt)
-        .group_by(key)
-        .agg(pl.col(c).n_unique().alias(c) for c in bounds)
-        .select(pl.col(c).max() > bounds[c][1] for c in bounds)
-    )
+    stray = {
+        c: pl.col(c).is_not_null() & ~pl.col(c).cast(pl.String).is_in([str(v) for v in cats])
+        for c, (_, cats) in outside.items()
+    }
+    if key is None:
+        query = scan(files, fmt).select(stray[c].any().alias(f"outside {c}") for c in outside)
+    else:
+        query = (
+            scan(files, fmt)
+            .group_by(key)
+            .agg(
+                *(pl.col(c).n_unique().alias(f"values {c}") for c in bounds),
+                *(stray[c].any().alias(f"outside {c}") for c in outside),
+            )
+            .select(
+                *((pl.col(f"values {c}").max() > bounds[c][1]).alias(f"values {c}") for c in bounds),
+                *(pl.col(f"outside {c}").any() for c in outside),
+            )
+        )
     try:
-        over = query.collect().row(0)
+        found = query.collect().row(0, named=True)
     except (pl.exceptions.PolarsError, OSError) as error:
         text = str(error).strip().splitlines()
         msg = f"[dataset] inputs cannot be read: {text[0] if text else type(error).__name__}"
         raise InputError(msg) from None
     problems = [
+        f"{outside[c][0]}, field 'categories': column {c!r} holds values outside its categories; rr_disguise "
+        "disguises only the declared values (a public domain): list every value the column can hold."
+        for c in outside
+        if found[f"outside {c}"]
+    ]
+    over = [c for c in bounds if found[f"values {c}"]]
+    problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
         f"column {c!r} than the bound {bounds[c][1]}{'' if bounds[c][1] > 1 else ' (the default)'}."
-        for c, exceeded in zip(bounds, over, strict=True)
-        if exceeded
+        for c in over
     ]
     if problems:
-        msg = (
-            "\n".join(problems)
-            + "\nEach distinct value of a unit's column is one more epsilon-LDP release of it (the coins are keyed "
-            "by unit, column and value) and the step is charged epsilon x max_values_per_unit: declare a public bound "
-            "the data keeps (max_values_per_unit = N on the step). Nothing was reserved or released."
-        )
-        raise PipelineError(msg)
+        msg = "\n".join(problems)
+        if over:
+            msg += (
+                "\nEach distinct value of a unit's column is one more epsilon-LDP release of it (the coins are keyed "
+                "by unit, column and value) and the step is charged epsilon x max_values_per_unit: declare a public "
+                "bound the data keeps (max_values_per_unit = N on the step)."
+            )
+        raise PipelineError(msg + " Nothing was reserved or released.")
 
 
 def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
