@@ -22,16 +22,10 @@ import polars as pl
 
 from polars_ppdm.jobs.config import Pipeline
 from polars_ppdm.jobs.errors import InputError, PipelineError
+from polars_ppdm.jobs.paths import report_paths
 from polars_ppdm.reporting.model import VERSIONS, Budget, Version
 
 __all__ = ["report_paths", "write_pipeline_report"]
-
-
-def report_paths(pipeline: Pipeline) -> dict[Version, Path]:
-    """Where the two versions of the report go: beside the manifest."""
-    manifest = pipeline.resolve(pipeline.output.manifest)
-    prefix = "" if manifest.stem == "manifest" else f"{manifest.stem}."
-    return {version: manifest.with_name(f"{prefix}report.{version}.html") for version in VERSIONS}
 
 
 def _manifest(pipeline: Pipeline) -> dict[str, Any]:

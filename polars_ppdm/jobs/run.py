@@ -67,7 +67,13 @@ from polars_ppdm.jobs.config import (
     step_epsilon,
     step_label,
 )
-from polars_ppdm.jobs.errors import EXIT_OK, InputError, PipelineError, ReleaseMismatchError
+from polars_ppdm.jobs.errors import (
+    EXIT_OK,
+    InputChangedError,
+    InputError,
+    PipelineError,
+    ReleaseMismatchError,
+)
 from polars_ppdm.jobs.inputs import (
     InputFile,
     PinnedInputs,
@@ -690,6 +696,18 @@ def _interrupted_note(error: BaseException, note: str) -> None:
         error.add_note(note)
 
 
+def _changed_input(pinned: PinnedInputs, error: BaseException) -> InputChangedError | None:
+    """When a re-run's outputs differ from the recorded ones, an input that changed under
+    the run is the likelier cause, and the one to report."""
+    if not isinstance(error, ReleaseMismatchError) or isinstance(error, InputChangedError):
+        return None
+    try:
+        pinned.check_unchanged()
+    except InputChangedError as changed:
+        return changed
+    return None
+
+
 def _settle_failed_run(book: Any, run: str, new: bool, publisher: _Publisher, error: BaseException) -> None:
     """After a run failed (or was interrupted): take back what was kept aside and, when
     nothing was published, the reservation; say which on the error (a note)."""
@@ -880,7 +898,10 @@ def run_pipeline(
         manifest.status, manifest.finished, manifest.exit_code = "succeeded", _now(), EXIT_OK
         publisher.publish(manifest, manifest_path, keys)
     except BaseException as error:
-        _settle_failed_run(book, this_run, reservation.new, publisher, error)
+        cause = _changed_input(pinned, error)
+        _settle_failed_run(book, this_run, reservation.new, publisher, cause or error)
+        if cause is not None:
+            raise cause from None
         raise
     return RunResult(
         run_id=this_run,
