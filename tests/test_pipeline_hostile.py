@@ -385,7 +385,8 @@ def test_a_failure_after_the_reservation_withdraws_it(tmp_path, monkeypatch, cap
     before, charged = files(tmp_path), spent(tmp_path)
 
     def broken(*args, **kwargs):
-        raise RuntimeError("the release failed")
+        msg = "the release failed"
+        raise RuntimeError(msg)
 
     monkeypatch.setattr(run_module, "_release", broken)
     assert run(path) == EXIT_OTHER
@@ -432,7 +433,8 @@ def test_the_ledger_is_shown_and_planned_on_a_read_only_mount(tmp_path, monkeypa
 
     def read_only_mount(database=":memory:", read_only=False, *args, **kwargs):
         if str(database).endswith("ledger.duckdb") and not read_only:
-            raise duckdb.IOException(f'IO Error: Cannot open file "{database}": Read-only file system')
+            msg = f'IO Error: Cannot open file "{database}": Read-only file system'
+            raise duckdb.IOException(msg)
         return real(database, read_only, *args, **kwargs)
 
     monkeypatch.setattr(duckdb, "connect", read_only_mount)
@@ -452,7 +454,8 @@ def test_a_full_disk_at_the_commit_publishes_nothing_and_says_so_in_one_line(tmp
     before, charged = files(tmp_path), spent(tmp_path)
 
     def full(self, con, *args, **kwargs):
-        raise duckdb.IOException("IO Error: No space left on device")
+        msg = "IO Error: No space left on device"
+        raise duckdb.IOException(msg)
 
     monkeypatch.setattr(Ledger, "_complete", full)
     assert run(path) == EXIT_OTHER
