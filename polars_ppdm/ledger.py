@@ -11,9 +11,12 @@ Runs
     A run reserves the epsilon of all its releases in one transaction, before it reads a
     row: either all of it fits in what is left, or nothing is recorded and
     :class:`~polars_ppdm.exceptions.BudgetExceededError` says what was needed and what is
-    left.  A reserved run is spent: if it then fails, or its process dies, the epsilon
-    stays spent (a run that did not finish may have released something; the ledger takes
-    the safe side) and the table shows it as such.  A run id names the run's content (the
+    left.  A reserved run is spent: if its process dies, the epsilon stays spent (a run
+    that did not finish may have released something; the ledger takes the safe side) and
+    the table shows it as such.  A run that publishes commits with :meth:`Ledger.publish`
+    (its outputs' hashes and its success, in one transaction) before it puts a file in
+    place; one that failed before that published nothing and takes its reservation back
+    with :meth:`Ledger.withdraw`.  A run id names the run's content (the
     pipeline runner hashes the pipeline, its inputs' fingerprints and the secret's
     fingerprint): reserving a run id that is already recorded spends nothing, since keyed
     randomness makes the identical run release the identical bits.

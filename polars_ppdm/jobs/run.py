@@ -1,34 +1,39 @@
-"""``ppdm run``: plan, check the budget, stream scan -> perturb -> sink, release, write
-every output atomically, then the manifest; the ledger records the run.
+"""``ppdm run``: check everything that can be checked, reserve the budget, compute every
+output aside, check the inputs did not change, commit in the ledger, then put the
+outputs in place.
 
 Order, and why
-    1. The pipeline file is validated and the secret read (nothing else is opened); a
-       guessable secret (all zeros, one repeated byte, a short repeated pattern) is
-       refused here, before anything is reserved or read.
-    2. The budget: when the dataset has less epsilon left than the run needs, the run is
-       refused *before any input is opened* -- unless it is an identical re-run (same
-       pipeline, inputs and secret), which spends nothing; telling that needs the
-       inputs' fingerprints, so only then their bytes are hashed, and an input that
-       cannot be opened leaves the refusal a budget refusal.
-    3. The inputs' metadata and schema: every column accounted for.
+    1. The pipeline file is validated, the paths the run writes checked against each
+       other, the inputs, the secret file and the pipeline file (and that each existing
+       one is a regular file: :mod:`polars_ppdm.jobs.paths`), and the secret read; a
+       guessable secret is refused here, before anything is reserved or read.
+    2. The budget: the pipeline's budgets must be the ledger's (changed on purpose with
+       ``ppdm ledger --set-budget``).  When the dataset has less epsilon left than the
+       run needs, the run is refused *before any row is read* -- unless it is an
+       identical re-run (same pipeline, inputs and secret), which spends nothing;
+       telling that needs the inputs' fingerprints, so only then their bytes are hashed.
+    3. The inputs are pinned (:class:`~polars_ppdm.jobs.inputs.PinnedInputs`: each
+       file's identity and fingerprint) before a row is read; then their metadata and
+       schema, every step built over an empty frame of that schema (each dtype check a
+       step makes), every CSV field parsed once, and one pass over the key and the
+       randomized-response columns (values inside ``categories``,
+       :func:`check_values_per_unit`).  ``ppdm plan`` makes the same checks but the
+       passes over rows, with the same messages.
     4. The ledger reserves the epsilon in one transaction (or finds the identical run).
-    5. The perturbed table is one lazy query sunk by Polars' streaming engine
-       (``sink_parquet`` / ``sink_csv``) into a temporary file, fsync-ed and renamed:
-       flat memory for the row-wise steps (rr_disguise, add_noise, spiral, keep, drop).
-       ``ecdf_resample`` needs a full pass over its columns (ranks); the releases each
-       read the rows once more.
-    6. The manifest is written last, and its SHA-256 goes into the ledger.
+    5. The perturbed table is one lazy query sunk by Polars' streaming engine into a
+       temporary file beside its target; each release is written the same way.
+    6. The inputs are checked again (identity and fingerprint): an input changed during
+       the run is refused (:class:`~polars_ppdm.jobs.errors.InputChangedError`, exit 6).
+    7. The commit: the manifest is written aside, the spiral key files saved, and the
+       ledger records every output's SHA-256 and the run's success in one transaction;
+       only then is every file renamed into place, the manifest last.
 
-Each output's SHA-256 is recorded in the ledger before it is put in place.  An identical
-re-run (a run id already recorded) spends nothing only if it releases the identical
-bits: it keeps its outputs aside until all are computed and compared with the recorded
-ones, and other bits (an input replaced between its fingerprint and its read, a step
-that is not deterministic) are refused with :class:`ReleaseMismatchError` (exit 6):
-nothing published, nothing spent, the ledger as it was.  Before step 4 the privacy
-unit's distinct values per randomized-response column are checked against the steps'
-declared ``max_values_per_unit`` (:func:`check_values_per_unit`).
-
-A run that fails after the reservation keeps its epsilon spent (the ledger says so).
+A run that fails or is interrupted before the commit published nothing: its temporary
+files and new key files are removed and its reservation withdrawn (nothing spent; the
+error carries a note saying so).  After the commit, or when the process is killed, the
+epsilon stays spent.  An identical re-run (a run id already recorded) spends nothing
+only if it releases the identical bits: each output is compared with the recorded one,
+and other bits are refused with :class:`ReleaseMismatchError` (exit 6).
 """
 
 from __future__ import annotations
