@@ -555,3 +555,12 @@ def test_plan_exits_3_when_run_would_refuse_the_budget_and_0_for_an_identical_re
     people(seed=6).write_csv(tmp_path / "people.csv")
     assert main(["plan", str(path)]) == EXIT_BUDGET
     assert run(path) == EXIT_BUDGET
+
+
+def test_ppdm_report_never_writes_a_page_over_a_fifo(tmp_path, capsys):
+    path = write(tmp_path)
+    assert run(path) == EXIT_OK
+    os.mkfifo(tmp_path / "out" / "report.public.html")
+    assert main(["report", str(path)]) == EXIT_INVALID
+    assert "a FIFO" in one_clean_line(capsys.readouterr().err)
+    assert (tmp_path / "out" / "report.public.html").is_fifo()

@@ -173,11 +173,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _write_report(pipeline_file: str, ledger: str | None, versions: list[str] | None) -> list[Path]:
     from polars_ppdm.jobs.config import load_pipeline
+    from polars_ppdm.jobs.paths import check_paths
     from polars_ppdm.jobs.plan import ledger_path
     from polars_ppdm.jobs.report import write_pipeline_report
 
     pipeline = load_pipeline(pipeline_file)
     book = ledger_path(pipeline, ledger)
+    check_paths(
+        pipeline, pipeline_file=Path(pipeline_file), ledger=book
+    )  # the pages: regular files, nobody's
     return write_pipeline_report(pipeline, ledger=book, versions=cast(Any, versions))
 
 
