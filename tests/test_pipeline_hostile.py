@@ -564,3 +564,15 @@ def test_ppdm_report_never_writes_a_page_over_a_fifo(tmp_path, capsys):
     assert main(["report", str(path)]) == EXIT_INVALID
     assert "a FIFO" in one_clean_line(capsys.readouterr().err)
     assert (tmp_path / "out" / "report.public.html").is_fifo()
+
+
+def test_a_pipeline_file_that_is_a_fifo_is_refused_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "pipeline.toml")
+    done = subprocess.run(
+        [sys.executable, "-m", "polars_ppdm.jobs", "plan", str(tmp_path / "pipeline.toml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == EXIT_INPUT
+    assert "not a regular file" in one_clean_line(done.stderr)

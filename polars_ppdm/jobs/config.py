@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -600,6 +601,9 @@ _LITERAL_SECRET = (
 )
 
 
+_MAX_PIPELINE_BYTES = 16 << 20  # a pipeline file is a few KB; a larger file is not one
+
+
 def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     """Read and validate a pipeline file.
 
@@ -614,6 +618,13 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
 
     source = Path(path)
     try:
+        # A FIFO or a device would block the read (or never end): only a regular file.
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            msg = f"The pipeline file {str(source)!r} is not a regular file (a FIFO, a device or a folder)."
+            raise InputError(msg)
+        if os.stat(source).st_size > _MAX_PIPELINE_BYTES:
+            msg = f"The pipeline file {str(source)!r} is larger than {_MAX_PIPELINE_BYTES >> 20} MiB: not a pipeline."
+            raise InputError(msg)
         text = source.read_bytes()
     except OSError as error:
         msg = f"The pipeline file {str(source)!r} cannot be read: {error.strerror or error}."
