@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import polars as pl
 
+from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
 from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
 from polars_ppdm.exceptions import (
@@ -201,20 +202,6 @@ def _check_sha256(name: str, value: Any, func: str) -> None:
         _fail(name, func, "a SHA-256 as 64 hex digits", value)
 
 
-def _file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    for test, kind in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
-
 def _check_name(name: str, value: Any, func: str) -> str:
     if not isinstance(value, str) or not value.strip():
         _fail(name, func, "a non-empty string", value)
@@ -329,7 +316,7 @@ class Ledger:
             raise PPDMError(msg) from None
         if not stat.S_ISREG(mode):
             msg = (
-                f"The ledger file {str(self.path)!r} is {_file_kind(mode)}, not a regular file: a ledger is a "
+                f"The ledger file {str(self.path)!r} is {file_kind(mode)}, not a regular file: a ledger is a "
                 "DuckDB database file. Give the path of a regular file (a new one is created)."
             )
             raise InvalidParameterError(msg)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from polars_ppdm._durable import file_kind
 from polars_ppdm.jobs.config import Pipeline, Spiral, step_label
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.reporting.model import VERSIONS, Version
@@ -98,19 +99,6 @@ def _matches(real: str, pattern: str) -> bool:
     ) or fnmatch.fnmatch(real, os.path.abspath(pattern))
 
 
-def _kind_of(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
-
 def _on_disk_problem(item: Written) -> str | None:
     """Why the existing file at ``item.path`` must not be replaced, or None."""
     try:
@@ -130,7 +118,7 @@ def _on_disk_problem(item: Written) -> str | None:
             return f"{item.where}: {error}"
         return None
     return (
-        f"{item.where}: {str(item.path)!r} is {_kind_of(stat.S_IFMT(mode))}, not a regular file; a run only ever "
+        f"{item.where}: {str(item.path)!r} is {file_kind(mode)}, not a regular file; a run only ever "
         "writes regular files and never replaces anything else. Choose another path."
     )
 
