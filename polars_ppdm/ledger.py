@@ -11,9 +11,10 @@ Runs
     A run reserves the epsilon of all its releases in one transaction, before it reads a
     row: either all of it fits in what is left, or nothing is recorded and
     :class:`~polars_ppdm.exceptions.BudgetExceededError` says what was needed and what is
-    left.  A reserved run is spent: if its process dies, the epsilon stays spent (a run
-    that did not finish may have released something; the ledger takes the safe side) and
-    the table shows it as such.  A run that publishes commits with :meth:`Ledger.publish`
+    left.  A reserved run is spent: if its process dies, the epsilon stays spent (the
+    table shows it as such) until :meth:`Ledger.reclaim`, called by the next ``ppdm
+    run`` of the dataset on the same host, finds the process gone and no output
+    recorded, and withdraws it.  A run that publishes commits with :meth:`Ledger.publish`
     (its outputs' hashes and its success, in one transaction) before it puts a file in
     place; one that failed before that published nothing and takes its reservation back
     with :meth:`Ledger.withdraw`.  A run id names the run's content (the
@@ -46,7 +47,9 @@ What the file holds
     output a run wrote (:meth:`Ledger.record_output`); a file is upgraded to it (and to 2
     on the way) when a run reserves with ``record_outputs=True`` (every ``ppdm run``).
     Runs recorded before it have no recorded outputs (:meth:`Ledger.recorded_outputs`
-    says None).
+    says None).  Version 4 (with 3) adds who reserved a run: host, process id and the
+    process's start time, so that :meth:`Ledger.reclaim` can withdraw the reservation
+    of a run killed before it published anything.
 
 Identical re-runs must release identical bits
     A run id already recorded spends nothing only because the identical run releases
@@ -98,7 +101,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "Budget", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Version 2: deltas.  Added to a version-1 file when a dataset first gets a delta budget.
 _UPGRADE_TO_2 = """
@@ -121,6 +124,10 @@ CREATE TABLE ppdm_outputs (
     PRIMARY KEY (run_id, output)
 );
 """
+
+# Version 4: who reserved a run (host, pid, process start), so that a later run on the
+# same host can tell a run whose process died before it published anything.
+_UPGRADE_TO_4 = "ALTER TABLE ppdm_runs ADD COLUMN owner VARCHAR;"
 
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
 _SLACK = 1e-12
@@ -185,6 +192,42 @@ _PATH_LOCKS_GUARD = threading.Lock()
 def _path_lock(key: str) -> threading.RLock:
     with _PATH_LOCKS_GUARD:
         return _PATH_LOCKS.setdefault(key, threading.RLock())
+
+
+def _process_start(pid: int) -> str:
+    """When process ``pid`` started (Linux: clock ticks since boot, /proc/PID/stat field
+    22), "" where it cannot be read: a reused pid has another start."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _this_process() -> str:
+    import socket
+
+    return f"{socket.gethostname()}\t{os.getpid()}\t{_process_start(os.getpid())}"
+
+
+def _dead(owner: str | None) -> bool:
+    """True only when ``owner`` (:func:`_this_process` of the run's process) surely no
+    longer runs: same host, and no process with its pid, or one with another start."""
+    import socket
+
+    parts = (owner or "").split("\t")
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # it runs, as another user
+    start = _process_start(pid)
+    return bool(start and parts[2] and start != parts[2])
 
 
 def _now() -> _dt.datetime:
@@ -463,6 +506,23 @@ class Ledger:
             con.execute(
                 "INSERT INTO ppdm_ledger_schema VALUES (3, ?, ?)", [f"polars_ppdm {__version__}", _now()]
             )
+
+    @classmethod
+    def _upgrade_owner(cls, con: duckdb.DuckDBPyConnection) -> None:
+        """Add version 4 (who reserved a run), after version 3, in the transaction."""
+        from polars_ppdm import __version__
+
+        cls._upgrade_outputs(con)
+        if not cls._has_owner(con):
+            con.execute(_UPGRADE_TO_4)
+            con.execute(
+                "INSERT INTO ppdm_ledger_schema VALUES (4, ?, ?)", [f"polars_ppdm {__version__}", _now()]
+            )
+
+    @staticmethod
+    def _has_owner(con: duckdb.DuckDBPyConnection) -> bool:
+        found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
+        return found is not None and found[0] >= 4
 
     @staticmethod
     def _has_outputs(con: duckdb.DuckDBPyConnection) -> bool:
@@ -839,8 +899,11 @@ class Ledger:
                 [run_id, dataset, pipeline, charge, status, _now()],
             )
             if record_outputs:
-                self._upgrade_outputs(con)
-                con.execute("UPDATE ppdm_runs SET outputs_recorded = TRUE WHERE run_id = ?", [run_id])
+                self._upgrade_owner(con)
+                con.execute(
+                    "UPDATE ppdm_runs SET outputs_recorded = TRUE, owner = ? WHERE run_id = ?",
+                    [_this_process(), run_id],
+                )
             if rows:
                 con.executemany(
                     "INSERT INTO ppdm_releases (run_id, seq, step, epsilon, composition, charged) "
@@ -926,6 +989,27 @@ class Ledger:
             con.execute("DELETE FROM ppdm_releases WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM ppdm_runs WHERE run_id = ?", [run_id])
         return True
+
+    def reclaim(self, dataset: str) -> list[str]:
+        """Withdraw the reservations of ``dataset``'s runs that were reserved on this host
+        by a process that no longer runs (killed) and recorded no output: a run puts
+        its outputs in place only after :meth:`publish`, so such a run published
+        nothing.  Returns the run ids withdrawn.  Runs of other hosts, of live
+        processes, or reserved by an older polars_ppdm (no owner recorded) stay spent."""
+        _check_name("dataset", dataset, "Ledger.reclaim")
+        with self._transaction() as con:
+            if not self._has_owner(con):
+                return []
+            rows = con.execute(
+                "SELECT run_id, owner FROM ppdm_runs r WHERE dataset = ? AND status = 'reserved' "
+                "AND NOT EXISTS (SELECT 1 FROM ppdm_outputs o WHERE o.run_id = r.run_id)",
+                [dataset],
+            ).fetchall()
+            dead = [run for run, owner in rows if _dead(owner)]
+            for run in dead:
+                con.execute("DELETE FROM ppdm_releases WHERE run_id = ?", [run])
+                con.execute("DELETE FROM ppdm_runs WHERE run_id = ?", [run])
+        return dead
 
     def table(self, dataset: str | None = None) -> pl.DataFrame:
         """Every release, oldest first (of one dataset, or of all).

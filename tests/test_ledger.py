@@ -354,13 +354,17 @@ def test_the_accountant_persists_across_sessions(path):
     frame = pl.DataFrame({"x": [0.5, 1.5, 2.5, 3.5] * 5})
     first = Ledger(path).accountant("visits")  # session 1
     assert isinstance(first, ppdm.BudgetAccountant) and first.epsilon == 1.0
-    ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=first)
+    ppdm.dp_histogram(
+        frame, "x", bounds=(0, 4), bins=4, epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=first
+    )
     assert first.spent == 0.5
 
     second = Ledger(path).accountant("visits")  # session 2: a new process would see the same file
     assert second.spent == 0.5 and second.remaining == 0.5
     with pytest.raises(BudgetExceededError, match=r"needs epsilon 0\.6 .*0\.5 left of 1"):
-        ppdm.dp_histogram(frame, "x", bounds=(0, 4), bins=4, epsilon=0.6, secret=ppdm.Secret.for_tests(1), accountant=second)
+        ppdm.dp_histogram(
+            frame, "x", bounds=(0, 4), bins=4, epsilon=0.6, secret=ppdm.Secret.for_tests(1), accountant=second
+        )
     with pytest.raises(BudgetExceededError):
         second.check(0.6, "too much")
     second.check(0.5, "fits")
@@ -574,3 +578,35 @@ def test_the_ledger_object_holds_no_connection(path):
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
     assert os.path.exists(path)
+
+
+def test_reclaim_withdraws_only_runs_whose_process_died_before_publishing(tmp_path):
+    """A run killed before its commit published nothing (outputs go in place only after
+    Ledger.publish): the next run takes its reservation back.  A live process's run, a
+    run that recorded an output, and a run of another host stay spent."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "ledger.duckdb"
+    book = Ledger(path)
+    book.open_dataset("d", 10.0)
+    code = (
+        "from polars_ppdm.ledger import Ledger; "
+        f"Ledger({str(path)!r}).reserve('d', 'killed', [('s', 1.0)], record_outputs=True)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # its process is gone now
+    book.reserve("d", "alive", [("s", 1.0)], record_outputs=True)  # this process
+    book.reserve("d", "published", [("s", 1.0)], record_outputs=True)
+    book.record_output("published", "table", "ab" * 32)
+    subprocess.run([sys.executable, "-c", code.replace("'killed'", "'elsewhere'")], check=True, timeout=120)
+    import duckdb
+
+    with duckdb.connect(str(path)) as con:
+        con.execute(
+            "UPDATE ppdm_runs SET owner = 'other-host' || owner[position(chr(9) in owner):] WHERE run_id = 'elsewhere'"
+        )
+    assert book.spent("d") == pytest.approx(4.0)
+    assert book.reclaim("d") == ["killed"]
+    assert book.spent("d") == pytest.approx(3.0)
+    assert sorted(book.table("d")["run_id"].to_list()) == ["alive", "elsewhere", "published"]
+    assert book.reclaim("d") == []

@@ -1,6 +1,7 @@
 """SIGKILL during a large output write (issue 15): the previous output stays
 byte-identical, no partial file exists under the final name, and the ledger keeps the
-killed run's epsilon spent; the next run completes and removes the dead run's temporary."""
+killed run's epsilon spent until the next run, which withdraws it (the killed run never
+reached its commit, so it published nothing), completes and removes its temporary."""
 
 from __future__ import annotations
 
@@ -107,8 +108,9 @@ def test_sigkill_while_writing_leaves_the_previous_output(tmp_path, fraction):
     statuses = book.table("big")["status"].to_list()
     assert any(s.startswith("reserved") for s in statuses)
 
-    again = start(tmp_path)  # the same run again: already paid for, completes
-    assert again.wait(timeout=300) == 0
+    again = start(tmp_path)  # the same run again: the killed run published nothing, so it is
+    assert again.wait(timeout=300) == 0  # withdrawn (reclaimed) and this one charged instead
     assert book.spent("big") == pytest.approx(2.0)
+    assert not any(s.startswith("reserved") for s in book.table("big")["status"].to_list())
     assert sha(target) != before
     assert not list((tmp_path / "out").glob(".*.tmp"))  # the dead run's temporary removed

@@ -161,6 +161,11 @@ def _run(args: argparse.Namespace) -> int:
             f"spent epsilon {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
         )
         rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
+        if result.reclaimed:
+            spent += (
+                f"; withdrew the reservation of {len(result.reclaimed)} earlier run(s) killed before they "
+                "published anything"
+            )
         written = ", ".join(_shown(p) for p in result.outputs) or "none"
         print(
             f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "

@@ -119,6 +119,7 @@ class RunResult:
     manifest: Path
     rows: int | None
     outputs: list[Path] = field(default_factory=list)
+    reclaimed: list[str] = field(default_factory=list)  # runs killed before publishing, withdrawn
 
 
 def secret_source(pipeline: Pipeline) -> str:
@@ -788,6 +789,9 @@ def run_pipeline(
     book_path.parent.mkdir(parents=True, exist_ok=True)
     book = Ledger(book_path)
     open_dataset(book, pipeline, book_path)
+    # A run of this host killed before its commit published nothing: its reservation
+    # is taken back before this run's budget is counted.
+    reclaimed = book.reclaim(name)
     left = book.remaining(name)
     pinned: PinnedInputs | None = None
     if needed > left * (1 + 1e-12) + 1e-15:
@@ -919,4 +923,5 @@ def run_pipeline(
         manifest=manifest_path,
         rows=table_rows,
         outputs=written,
+        reclaimed=reclaimed,
     )
