@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, TypeVar, overload
 
 import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
 
-__all__ = ["Frame", "as_lazy", "eager", "like", "schema_of"]
+__all__ = ["Frame", "as_lazy", "eager", "fresh_names", "like", "schema_of"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 _T = TypeVar("_T")
@@ -61,3 +62,22 @@ def like(
     groups twice as fast here.
     """
     return result if isinstance(original, pl.LazyFrame) else result.collect(engine=engine)
+
+
+def fresh_names(taken: Iterable[str], *bases: str) -> list[str]:
+    """Names for helper columns: each of ``bases`` as it is, or with the smallest suffix
+    ``_1``, ``_2``, ... that names no column of ``taken`` nor an earlier helper.
+
+    A user's column may have any name, "__ppdm_rows" included: a helper column named
+    apart from the frame's cannot overwrite one of them, nor be overwritten.
+    """
+    used = set(taken)
+    out = []
+    for base in bases:
+        name, i = base, 0
+        while name in used:
+            i += 1
+            name = f"{base}_{i}"
+        used.add(name)
+        out.append(name)
+    return out

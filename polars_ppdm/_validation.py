@@ -20,12 +20,15 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
+    "INTERVAL_SUFFIXES",
+    "RESERVED_OUTPUTS",
     "check_bool",
     "check_choice",
     "check_columns",
     "check_fraction",
     "check_int",
     "check_numeric",
+    "check_output_names",
     "check_p_or_epsilon",
     "check_real",
     "is_count",
@@ -235,3 +238,82 @@ def check_numeric(schema: Mapping[str, pl.DataType], columns: Sequence[str], fun
         if not schema[c].is_numeric():
             msg = f"The column {c!r} of {func} must be numeric (integer or float). Got dtype {schema[c]} instead."
             raise InvalidParameterError(msg)
+
+
+#: The columns an operation adds beside the columns it is given, which keep their names
+#: in its result: a given column called like one of them would clash with it.
+RESERVED_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "rr_support": ("observed", "frequency", "std_error"),  # the patterns (itemsets name no column)
+    "dp_kmeans": ("count",),  # the buckets beside the centres ("lloyd" has none)
+    "estimate_covariance": ("column",),  # the matrix's row names
+}
+#: What ``dp_group_by(..., intervals=True)`` adds after each aggregate's own column.
+INTERVAL_SUFFIXES = ("_sd", "_ci_low", "_ci_high")
+# Operations whose output names cannot clash: fixed names (itemsets and rules name their
+# items as values) or each given name with a suffix of its own (x_bin, x_low, x_centre).
+_NO_CLASH = ("rr_apriori", "rr_frequent_itemsets", "dp_histogram", "dp_quadtree")
+
+
+def check_output_names(
+    func: str,
+    columns: str | Sequence[str] = (),
+    *,
+    itemsets: Any = None,
+    method: str = "quadtree",
+    by: str | Sequence[str] = (),
+    aggregates: Sequence[str] = (),
+    intervals: bool = False,
+) -> None:
+    """Refuse a call of ``func`` whose result would hold two columns of one name, from the
+    names alone: the operations call it before they read a row, and a pipeline can call it
+    on the input's schema before it reserves any budget (the same error).
+
+    ``columns`` (with ``itemsets`` for rr_support, ``method`` for dp_kmeans) are the
+    columns given; for dp_group_by, ``by``, the ``aggregates``' output names and
+    ``intervals``.  Nothing to check for rr_apriori, rr_frequent_itemsets, dp_histogram
+    and dp_quadtree (their output names cannot clash).
+    """
+    check_choice("func", func, ["dp_group_by", *RESERVED_OUTPUTS, *_NO_CLASH], "check_output_names")
+    if func == "dp_group_by":
+        _check_group_by_names(_names(by), list(aggregates), intervals)
+        return
+    if func in _NO_CLASH:
+        return
+    if (func == "rr_support" and itemsets is not None) or (func == "dp_kmeans" and method == "lloyd"):
+        return  # no pattern frame, no buckets: nothing beside the given columns
+    reserved = RESERVED_OUTPUTS[func]
+    clash = next((c for c in _names(columns) if c in reserved), None)
+    if clash is not None:
+        own = "its result's own column" + ("s" if len(reserved) > 1 else "")
+        msg = (
+            f"The 'columns' parameter of {func} must name no column called {_either(reserved)} ({own}). "
+            f"Got {clash!r}; rename it first, e.g. frame.rename({{{clash!r}: {clash + '_1'!r}}})."
+        )
+        raise InvalidParameterError(msg)
+
+
+def _either(names: Sequence[str]) -> str:
+    """'a', 'b' or 'c'."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _names(columns: str | Sequence[str]) -> list[str]:
+    return [columns] if isinstance(columns, str) else list(columns)
+
+
+def _check_group_by_names(by: list[str], aggregates: list[str], intervals: bool) -> None:
+    """The group columns, the aggregates' names and, with intervals, their accuracy
+    columns are the result's columns: each name once (a second would overwrite the first)."""
+    outputs = [*by, *aggregates]
+    if intervals:
+        outputs += [a + suffix for a in aggregates for suffix in INTERVAL_SUFFIXES]
+    clash = sorted({n for n in outputs if outputs.count(n) > 1})
+    if clash:
+        each = ", ".join(f"<name>{s}" for s in INTERVAL_SUFFIXES[:-1]) + f" and <name>{INTERVAL_SUFFIXES[-1]}"
+        extra = f" and, with intervals=True, each one's {each}" if intervals else ""
+        msg = (
+            f"The aggregates of dp_group_by need distinct output names, other than the group columns{extra}. "
+            f"Got {clash} twice; rename the column (frame.rename) or give the aggregate another name=."
+        )
+        raise InvalidParameterError(msg)

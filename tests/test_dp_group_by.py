@@ -329,7 +329,7 @@ def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
     release = functools.partial(
         ppdm.dp_group_by, one_row_each(30), "region", dp.count(), epsilon=0.5, secret=SECRET
     )
-    with pytest.raises(BudgetExceededError, match=r"has 0 left of its delta budget 0 .*delta_budget="):
+    with pytest.raises(BudgetExceededError, match=r"has 0 left of its delta budget 0 .*--set-delta-budget"):
         release(delta=1e-6, accountant=ledger.accountant("visits"))
     assert ledger.spent("visits") == 0
     ledger.set_budget("visits", delta_budget=1.5e-6)
@@ -400,3 +400,75 @@ def test_an_unknown_privacy_unit_is_named_as_the_parameter():
         )
     with pytest.raises(InvalidParameterError, match="leaving a share for partition selection"):
         ppdm.dp_group_by(one_row_each(30), "region", dp.count(epsilon=0.5), epsilon=0.5, delta=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("by", "aggregates", "clash"),
+    [
+        # The group column came out holding the count's noise SD instead of the groups.
+        ("count_sd", [dp.count()], "count_sd"),
+        # The sum came out overwritten by the count's lower interval bound.
+        ("region", [dp.count(), dp.sum("spend", bounds=(0, 100), name="count_ci_low")], "count_ci_low"),
+        ("region", [dp.count(name="spend_sum_sd"), dp.sum("spend", bounds=(0, 100))], "spend_sum_sd"),
+    ],
+)
+def test_interval_columns_named_like_another_output_are_refused(by, aggregates, clash):
+    """Was a silent overwrite: with intervals=True, '<name>_sd', '_ci_low' and '_ci_high'
+    replaced a group column or another aggregate of the same name."""
+    from polars_ppdm._validation import check_output_names
+    from polars_ppdm.dp.group_by import check_group_by
+
+    frame = one_row_each(60).rename({"region": by})
+    groups = PUBLIC.rename({"region": by})
+    args = {"epsilon": 1.0, "public_groups": groups, "secret": SECRET}
+    message = (
+        rf"^The aggregates of dp_group_by need distinct output names, other than the group columns and, with "
+        rf"intervals=True, each one's <name>_sd, <name>_ci_low and <name>_ci_high\. Got \['{clash}'\] twice; "
+        rf"rename the column \(frame\.rename\) or give the aggregate another name=\.$"
+    )
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.dp_group_by(frame, by, aggregates, intervals=True, **args)
+    # Refused from the schema and the names alone, as a pipeline checks before any charge.
+    with pytest.raises(InvalidParameterError, match=message):
+        check_group_by(
+            frame.schema,
+            by,
+            aggregates,
+            epsilon=1.0,
+            privacy_unit=None,
+            max_groups_contributed=1,
+            max_rows_per_group=1,
+            public_groups=groups,
+            delta=None,
+            intervals=True,
+        )
+    with pytest.raises(InvalidParameterError, match=message):
+        check_output_names("dp_group_by", by=[by], aggregates=[a.name for a in aggregates], intervals=True)
+    # Without the intervals there is nothing to clash with.
+    out = ppdm.dp_group_by(frame, by, aggregates, **args)
+    assert out.columns == [by, *(a.name for a in aggregates)]
+    assert out[by].to_list() == REGIONS
+
+
+@pytest.mark.parametrize("helper", ["__ppdm_rows", "__ppdm_pair_word", "__ppdm_row_word", "__ppdm_keep"])
+def test_a_privacy_unit_or_group_column_named_like_a_helper_gives_the_same_bits(helper):
+    """Were raw Polars errors (DuplicateError, a join's SchemaError), or worse, a unit
+    column overwritten by a helper: rows bounded per pair word instead of per person."""
+    frame = one_row_each(400).with_columns(pl.col("person") // 3)  # three rows a person
+    args = {"max_groups_contributed": 2, "max_rows_per_group": 1, "intervals": True}
+    expected = release(frame, 4, **args)
+    got = release(frame.rename({"person": helper}), 4, privacy_unit=helper, **args)
+    assert got.equals(expected)
+    # A group column's name keys the noise (the release is named after it): compare noise-free.
+    quiet = {"epsilon": 1e9, **args}
+    expected = release(frame, 4, **quiet)
+    got = ppdm.dp_group_by(
+        frame.rename({"region": helper}),
+        helper,
+        AGGREGATES,
+        privacy_unit="person",
+        public_groups=PUBLIC.rename({"region": helper}),
+        secret=ppdm.Secret.for_tests(4),
+        **quiet,
+    )
+    assert got.equals(expected.rename({"region": helper}))

@@ -243,3 +243,24 @@ def test_bad_values_fail_loudly():
         ppdm.rr_support(
             pl.DataFrame({"a": ["x", "y"]}), ["a"], p=0.8, categories=["x", "y", "z"], itemsets=[["a"]]
         )
+
+
+@pytest.mark.parametrize("name", ["observed", "frequency", "std_error"])
+def test_a_pattern_column_named_like_an_output_is_refused_up_front(name):
+    """Was a silent overwrite ('frequency', 'std_error': the estimates replaced the column's
+    values, so no row said which share is True) or a raw DuplicateError ('observed')."""
+    df = pl.DataFrame({"a": [True, False] * 50, "b": [True] * 30 + [False] * 70}).rename({"a": name})
+    message = (
+        rf"^The 'columns' parameter of rr_support must name no column called 'observed', 'frequency' or "
+        rf"'std_error' \(its result's own columns\)\. Got '{name}'; rename it first, e\.g\. "
+        rf"frame\.rename\(\{{'{name}': '{name}_1'\}}\)\.$"
+    )
+    with pytest.raises(InvalidParameterError, match=message):
+        ppdm.rr_support(df, [name, "b"], p=0.8)
+    with pytest.raises(InvalidParameterError, match=message):  # lazy: refused before the plan is built
+        ppdm.rr_support(df.lazy(), [name, "b"], p=0.8)
+    # Itemsets name their items as values, not columns: no clash, the same supports.
+    renamed = ppdm.rr_support(df.rename({name: "a"}), ["a", "b"], p=0.8, itemsets=[["a"], ["a", "b"]])
+    got = ppdm.rr_support(df, [name, "b"], p=0.8, itemsets=[[name], [name, "b"]])
+    assert got.drop("itemset").equals(renamed.drop("itemset"))
+    assert got["itemset"].to_list() == [[name], [name, "b"]]

@@ -11,6 +11,7 @@ import polars as pl
 
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import row_keys
+from polars_ppdm._frame import fresh_names
 from polars_ppdm._validation import check_int, is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.exceptions import InvalidParameterError
@@ -39,7 +40,6 @@ __all__ = [
 NOTHING_RELEASED = "nothing was released; an accountant keeps the epsilon charged"
 # Said by every refusal of bad data: it happens before any charge.
 NOT_CHARGED = "nothing was released or charged"
-_WORD = "__ppdm_unit_word"
 
 
 def check_max_contributions(max_contributions: Any, key: str | None, func: str) -> int:
@@ -113,21 +113,24 @@ def bound_contributions(
     """
     if key is None:
         return frame
-    check_unit_key(key, frame.collect_schema(), func)
+    schema = frame.collect_schema()
+    check_unit_key(key, schema, func)
+    # Apart from every column: named like the key, the word would replace the units it ranks within.
+    (word_column,) = fresh_names(schema.names(), "__ppdm_unit_word")
     cols = list(columns)
     fields = [pl.col(key).alias("k"), *(pl.col(c).alias(f"c{i}") for i, c in enumerate(cols))]
 
     def words(rows: pl.Series) -> pl.Series:
         batch = rows.struct.unnest()
         values = [batch[f"c{i}"] for i in range(len(cols))]
-        return pl.Series(_WORD, unit_words(batch["k"], values, secret, func, key=key), dtype=pl.UInt64)
+        return pl.Series(word_column, unit_words(batch["k"], values, secret, func, key=key), dtype=pl.UInt64)
 
     word = pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True)
     # The words first, as a column: inside over() the function would run once per unit.
     return (
-        frame.with_columns(word.alias(_WORD))
-        .filter(pl.col(_WORD).rank("ordinal").over(key) <= max_contributions)
-        .drop(_WORD)
+        frame.with_columns(word.alias(word_column))
+        .filter(pl.col(word_column).rank("ordinal").over(key) <= max_contributions)
+        .drop(word_column)
     )
 
 

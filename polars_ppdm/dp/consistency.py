@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_ppdm._frame import fresh_names
 from polars_ppdm._validation import is_real
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.consistency import consistent_hierarchy
@@ -28,7 +29,6 @@ __all__ = ["consistent_totals"]
 
 _FUNC = "consistent_totals"
 _Z95 = 1.959963984540054
-_ROW = "__ppdm_row"
 
 
 def _fail(name: str, allowed: str, got: Any) -> None:
@@ -106,17 +106,18 @@ def _parents(frames: list[pl.DataFrame], by: list[str]) -> list[np.ndarray]:
                 raise InvalidParameterError(msg)
             parents.append(np.zeros(frames[i].height, dtype=np.int64))
             continue
-        index = frames[i + 1].select(coarse).with_row_index(_ROW)
+        (row,) = fresh_names(coarse, "__ppdm_row")  # a group column may be called "__ppdm_row" too
+        index = frames[i + 1].select(coarse).with_row_index(row)
         linked = (
             frames[i]
             .select(coarse)
             .join(index, on=coarse, how="left", nulls_equal=True, maintain_order="left")
         )
-        orphans = linked.filter(pl.col(_ROW).is_null())
+        orphans = linked.filter(pl.col(row).is_null())
         if orphans.height:
-            msg = f"{_FUNC}: groups of level {i} have no parent in level {i + 1}, e.g. {orphans.drop(_ROW).row(0, named=True)}; release both levels over the same public groups."
+            msg = f"{_FUNC}: groups of level {i} have no parent in level {i + 1}, e.g. {orphans.drop(row).row(0, named=True)}; release both levels over the same public groups."
             raise InvalidParameterError(msg)
-        parent = linked[_ROW].to_numpy().astype(np.int64)
+        parent = linked[row].to_numpy().astype(np.int64)
         childless = np.setdiff1d(np.arange(frames[i + 1].height), parent)
         if len(childless):
             msg = f"{_FUNC}: groups of level {i + 1} have no group below them in level {i}, e.g. {frames[i + 1].select(coarse).row(int(childless[0]), named=True)}."

@@ -43,13 +43,20 @@ import hmac
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_int, check_real
+from polars_ppdm._frame import Frame, as_lazy, fresh_names, like, schema_of
+from polars_ppdm._validation import (
+    INTERVAL_SUFFIXES,
+    check_columns,
+    check_int,
+    check_output_names,
+    check_real,
+)
 from polars_ppdm.dp._common import (
     NOT_CHARGED,
     charge,
@@ -79,21 +86,32 @@ __all__ = [
 
 _FUNC = "dp_group_by"
 _Z95 = 1.959963984540054
-_ROW_WORD = "__ppdm_row_word"
-_PAIR_WORD = "__ppdm_pair_word"
-_ROWS = "__ppdm_rows"
-_UNITS = "__ppdm_units"
-_BAD = "__ppdm_bad"
-_KEEP = "__ppdm_keep"
 GROUP_STREAM = "dp_group_by/group"
 
 
-def _sum_column(agg_column: str) -> str:
-    return f"__ppdm_sum_{agg_column}"
+@dataclass(frozen=True)
+class _Helpers:
+    """The names of the query's helper columns, apart from the frame's columns it keeps
+    (the group columns and the privacy unit): a user's column may be called anything,
+    "__ppdm_rows" included.  A helper's name never enters the release's bits."""
 
+    rows: str  # per group: the rows kept
+    units: str  # per group: the privacy units (per row: the first row of a unit's group)
+    bad: str  # null, NaN or infinite values
+    keep: str  # a row within the contribution bounds
+    row_word: str  # orders a unit's rows in a group
+    pair_word: str  # orders a unit's groups
+    grid: dict[str, str]  # per sum or mean (by its name): the values in grid units
 
-def _shifted_column(agg_column: str) -> str:
-    return f"__ppdm_shifted_{agg_column}"
+    @classmethod
+    def apart_from(cls, kept: Sequence[str], aggregates: Sequence[DPAggregate]) -> _Helpers:
+        summed = [a.name for a in aggregates if a.kind != "count"]
+        rows, units, bad, keep, row_word, pair_word, *grid = fresh_names(
+            kept,
+            *(f"__ppdm_{h}" for h in ("rows", "units", "bad", "keep", "row_word", "pair_word")),
+            *(f"__ppdm_grid_{i}" for i in range(len(summed))),
+        )
+        return cls(rows, units, bad, keep, row_word, pair_word, dict(zip(summed, grid, strict=True)))
 
 
 def selection_threshold(epsilon: float, delta: float, max_groups: int) -> int:
@@ -222,6 +240,12 @@ class GroupByRequest:
     def _mean_has_own_count(self) -> bool:
         return self.shared_count() is None
 
+    @cached_property
+    def helpers(self) -> _Helpers:
+        """The query's helper columns, named apart from the group and unit columns."""
+        kept = [*self.by, *([self.privacy_unit] if self.privacy_unit else [])]
+        return _Helpers.apart_from(kept, self.aggregates)
+
     @property
     def value_columns(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -299,8 +323,10 @@ def check_group_by(
     max_rows_per_group: Any,
     public_groups: Any,
     delta: Any,
+    intervals: Any = False,
 ) -> GroupByRequest:
-    """Every parameter of :func:`dp_group_by`, checked before any budget is spent."""
+    """Every parameter of :func:`dp_group_by`, checked before any budget is spent (from
+    the schema and the names: nothing is read)."""
     by = check_columns(by, list(schema.names()), _FUNC, name="by")
     for column in by:
         _check_group_dtype(schema, column)
@@ -317,11 +343,8 @@ def check_group_by(
         )
         raise InvalidParameterError(msg)
     aggregates = list(aggregates)
-    names = [a.name for a in aggregates]
-    clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(by)))
-    if clash:
-        msg = f"The aggregates of {_FUNC} need distinct output names, other than the group columns. Got {clash} twice."
-        raise InvalidParameterError(msg)
+    intervals = _check_flag("intervals", intervals)
+    check_output_names(_FUNC, by=by, aggregates=[a.name for a in aggregates], intervals=intervals)
     for a in aggregates:
         if a.column is None:
             continue
@@ -429,7 +452,7 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
     """Per sum and mean: the value clamped to the bounds, rounded to the aggregate's
     power-of-two grid and, for a mean, minus the midpoint's grid value (Int64 grid units:
     integer sums are exact and the same in any order, so every engine, batch size and
-    thread count gives the same bits); a null or NaN value is counted in _BAD instead."""
+    thread count gives the same bits); a null or NaN value is counted as bad instead."""
     exprs: list[pl.Expr] = []
     for a in request.aggregates:
         if a.kind == "count":
@@ -439,11 +462,7 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
         clamped = pl.col(a.column).cast(pl.Float64).clip(low, high)
         # floor(x / grid + 0.5), not round(): the same bits in every engine and Polars version.
         units = (clamped / a.grid(_FUNC) + 0.5).floor() - a.shift_units(_FUNC)
-        exprs.append(
-            units.fill_nan(0)
-            .cast(pl.Int64)
-            .alias(_sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name))
-        )
+        exprs.append(units.fill_nan(0).cast(pl.Int64).alias(request.helpers.grid[a.name]))
     return exprs
 
 
@@ -456,31 +475,31 @@ def _bad_rows(request: GroupByRequest) -> pl.Expr:
 
 
 def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
-    """Per group: rows (``_ROWS``), privacy units (``_UNITS``), the sums, bad values
-    (``_BAD``), after contribution bounding."""
-    by, unit = request.by, request.privacy_unit
+    """Per group: the rows, the privacy units, the sums and the bad values (the helper
+    columns of ``request.helpers``), after contribution bounding."""
+    by, unit, h = request.by, request.privacy_unit, request.helpers
     sums = _per_row_sums(request)
     sum_names = [e.meta.output_name() for e in sums]
-    rows = lazy.select(*by, *([unit] if unit else []), *sums, _bad_rows(request).alias(_BAD))
+    rows = lazy.select(*by, *([unit] if unit else []), *sums, _bad_rows(request).alias(h.bad))
     if unit is None:
         return rows.group_by(by).agg(
-            pl.len().alias(_ROWS),
-            pl.len().alias(_UNITS),
+            pl.len().alias(h.rows),
+            pl.len().alias(h.units),
             *(pl.col(s).sum() for s in sum_names),
-            pl.col(_BAD).sum(),
+            pl.col(h.bad).sum(),
         )
     # One sort by (unit, pair word, group, row word) puts each unit's groups in keyed
     # order and each group's rows in keyed order; positions then say which pairs and rows
     # to keep, in linear passes (window ranks over millions of units cost ~10x more).
-    pair = _words(unit, by, secret, _PAIR_WORD, groups=True)
+    pair = _words(unit, by, secret, h.pair_word, groups=True)
     row = (
-        _words(unit, sum_names, secret, _ROW_WORD)
+        _words(unit, sum_names, secret, h.row_word)
         if sum_names
-        else pl.lit(0, dtype=pl.UInt64).alias(_ROW_WORD)
+        else pl.lit(0, dtype=pl.UInt64).alias(h.row_word)
     )
     first = pl.int_range(pl.len()) == 0
     new_unit = first | pl.col(unit).ne_missing(pl.col(unit).shift(1))
-    new_pair = new_unit | pl.col(_PAIR_WORD).ne(pl.col(_PAIR_WORD).shift(1))
+    new_pair = new_unit | pl.col(h.pair_word).ne(pl.col(h.pair_word).shift(1))
     for column in by:  # two groups of one unit sharing a word stay two pairs
         new_pair = new_pair | pl.col(column).ne_missing(pl.col(column).shift(1))
     position = pl.int_range(pl.len(), dtype=pl.Int64)
@@ -489,18 +508,18 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     row_in_pair = position - pl.when(new_pair).then(position).forward_fill() + 1
     kept = (
         rows.with_columns(pair, row)
-        .sort([unit, _PAIR_WORD, *by, _ROW_WORD], maintain_order=False)
+        .sort([unit, h.pair_word, *by, h.row_word], maintain_order=False)
         .with_columns(
-            new_pair.alias(_UNITS),
-            ((pair_in_unit <= request.max_groups) & (row_in_pair <= request.max_rows)).alias(_KEEP),
+            new_pair.alias(h.units),
+            ((pair_in_unit <= request.max_groups) & (row_in_pair <= request.max_rows)).alias(h.keep),
         )
-        .filter(_KEEP)
+        .filter(h.keep)
     )
     return kept.group_by(by).agg(
-        pl.len().alias(_ROWS),
-        pl.col(_UNITS).sum(),  # a unit's kept rows in a group: one pair, its first row
+        pl.len().alias(h.rows),
+        pl.col(h.units).sum(),  # a unit's kept rows in a group: one pair, its first row
         *(pl.col(s).sum() for s in sum_names),
-        pl.col(_BAD).sum(),
+        pl.col(h.bad).sum(),
     )
 
 
@@ -525,14 +544,15 @@ _MAX_SUM_UNITS = 2**62
 def _refuse_bad_data(groups: pl.DataFrame, request: GroupByRequest) -> None:
     """The data-dependent refusals, before any charge; their messages say nothing
     computed from the data (no count, no value)."""
-    if groups[_BAD].sum():
+    if groups[request.helpers.bad].sum():
         msg = (
             f"{_FUNC}: the columns {request.value_columns} hold null, NaN or infinite values in the rows kept; "
             f"drop or fill them first ({NOT_CHARGED})."
         )
         raise InvalidParameterError(msg)
     bound = max((a.units_bound(_FUNC) for a in request.aggregates if a.kind != "count"), default=0)
-    if bound and groups.height and int(groups[_ROWS].to_numpy().max()) * bound >= _MAX_SUM_UNITS:
+    rows = groups[request.helpers.rows]
+    if bound and groups.height and int(rows.to_numpy().max()) * bound >= _MAX_SUM_UNITS:
         msg = (
             f"{_FUNC}: a group holds more rows than its integer grid sums can add up exactly "
             f"(2^62 grid units); lower max_rows_per_group or split the release ({NOT_CHARGED})."
@@ -544,11 +564,11 @@ def statistics_digest(groups: pl.DataFrame, words: np.ndarray, request: GroupByR
     """The digest the release's noise is keyed by: of every candidate group's word, rows,
     privacy units and grid sums, in the aggregates' order (the same table in every
     engine; :func:`polars_ppdm.kernels.release_key.table_digest`)."""
-    columns = [words, groups[_ROWS].cast(pl.Int64).to_numpy(), groups[_UNITS].cast(pl.Int64).to_numpy()]
+    h = request.helpers
+    columns = [words, groups[h.rows].cast(pl.Int64).to_numpy(), groups[h.units].cast(pl.Int64).to_numpy()]
     for a in request.aggregates:
         if a.kind != "count":
-            name = _sum_column(a.name) if a.kind == "sum" else _shifted_column(a.name)
-            columns.append(groups[name].cast(pl.Int64).to_numpy())
+            columns.append(groups[h.grid[a.name]].cast(pl.Int64).to_numpy())
     return table_digest(secret, columns)
 
 
@@ -575,12 +595,12 @@ def _release(
         assert request.delta is not None
         scale = request.max_groups / request.epsilons["__select"]
         noise = discrete_laplace(key, stream_id(prefix + "select"), words, scale)
-        keep = groups[_UNITS].to_numpy() + noise >= selection_threshold(
+        keep = groups[request.helpers.units].to_numpy() + noise >= selection_threshold(
             request.epsilons["__select"], request.delta, request.max_groups
         )
         groups, words = groups.filter(pl.Series(keep)), words[keep]
     out: dict[str, pl.Series] = {c: groups[c] for c in by}
-    rows = groups[_ROWS].cast(pl.Int64).to_numpy()
+    rows = groups[request.helpers.rows].cast(pl.Int64).to_numpy()
     counts: dict[str, np.ndarray] = {}
     for a in request.aggregates:
         stream = stream_id(prefix + a.label)
@@ -595,7 +615,7 @@ def _release(
             low, high = value - half, value + half
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
-            units = groups[_sum_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(
+            units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + discrete_laplace(
                 key, stream, words, scale
             )
             value = units.astype(np.float64) * grid  # an integer number of grid steps
@@ -612,12 +632,10 @@ def _release(
             low = np.clip(value - _Z95 * sd_values, *a.bounds)
             high = np.clip(value + _Z95 * sd_values, *a.bounds)
             sd = sd_values
-        if intervals:
-            out[f"{a.name}_sd"] = pl.Series(
-                f"{a.name}_sd", np.broadcast_to(np.asarray(sd, dtype=np.float64), (len(words),))
-            )
-            out[f"{a.name}_ci_low"] = pl.Series(f"{a.name}_ci_low", np.asarray(low, dtype=np.float64))
-            out[f"{a.name}_ci_high"] = pl.Series(f"{a.name}_ci_high", np.asarray(high, dtype=np.float64))
+        if intervals:  # INTERVAL_SUFFIXES' columns (check_output_names keeps them apart)
+            spread = np.broadcast_to(np.asarray(sd, dtype=np.float64), (len(words),))
+            for suffix, values in zip(INTERVAL_SUFFIXES, (spread, low, high), strict=True):
+                out[a.name + suffix] = pl.Series(a.name + suffix, np.asarray(values, dtype=np.float64))
     return pl.DataFrame(out)
 
 
@@ -639,7 +657,7 @@ def _mean(
     grid = a.grid(_FUNC)
     mid = a.shift_units(_FUNC) * grid
     sum_scale = request.scale(a)
-    units = groups[_shifted_column(a.name)].cast(pl.Int64).to_numpy() + discrete_laplace(
+    units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + discrete_laplace(
         key, stream, words, sum_scale
     )
     shifted = units.astype(np.float64) * grid
@@ -763,8 +781,8 @@ def dp_group_by(
         max_rows_per_group=max_rows_per_group,
         public_groups=public_groups,
         delta=delta,
+        intervals=intervals,
     )
-    intervals = _check_flag("intervals", intervals)
     non_negative = _check_flag("non_negative", non_negative)
     check_accountant(accountant, _FUNC)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
@@ -795,6 +813,6 @@ def _output_schema(request: GroupByRequest, schema: pl.Schema, intervals: bool) 
     for a in request.aggregates:
         out[a.name] = pl.Int64() if a.kind == "count" else pl.Float64()
         if intervals:
-            for suffix in ("sd", "ci_low", "ci_high"):
-                out[f"{a.name}_{suffix}"] = pl.Float64()
+            for suffix in INTERVAL_SUFFIXES:
+                out[a.name + suffix] = pl.Float64()
     return out

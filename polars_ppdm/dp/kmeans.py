@@ -29,7 +29,13 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._frame import schema_of
-from polars_ppdm._validation import check_choice, check_columns, check_int, check_numeric
+from polars_ppdm._validation import (
+    check_choice,
+    check_columns,
+    check_int,
+    check_numeric,
+    check_output_names,
+)
 from polars_ppdm.dp._common import (
     charge,
     check_accountant,
@@ -183,7 +189,8 @@ def dp_kmeans(
     -------
     DPKMeansResult
         ``centres`` (a DataFrame with the input's column names), the ``epsilon`` spent,
-        the ``method`` and the noisy ``buckets``.
+        the ``method`` and the noisy ``buckets`` (the columns and ``count``: a column
+        named ``count`` is refused, except by ``"lloyd"``, which has no buckets).
 
     Examples
     --------
@@ -321,6 +328,7 @@ def check_kmeans(
     check_numeric(schema, cols, _FUNC)
     epsilon = check_epsilon(epsilon, _FUNC)
     check_choice("method", method, METHODS, _FUNC)
+    check_output_names(_FUNC, cols, method=method)  # the buckets' "count" beside the coordinates
     k = check_int(
         "k",
         k,

@@ -24,7 +24,7 @@ import polars as pl
 
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_int, check_numeric
+from polars_ppdm._validation import check_columns, check_int, check_numeric, check_output_names
 from polars_ppdm.exceptions import EstimateWarning, InvalidParameterError
 from polars_ppdm.perturb.noise import noise_variances
 
@@ -113,7 +113,8 @@ def estimate_covariance(
     Returns
     -------
     polars.DataFrame
-        A ``column`` column and one column per input column: the estimated matrix.
+        A ``column`` column and one column per input column: the estimated matrix (an
+        input column named ``column`` is refused: rename it first).
 
     Examples
     --------
@@ -130,6 +131,7 @@ def estimate_covariance(
     schema = schema_of(frame, func)
     cols = check_columns(columns, list(schema.names()), func)
     check_numeric(schema, cols, func)
+    check_output_names(func, cols)  # a column named "column" would lose its values to the row names
     noise = _noise_variances(dist, scale, cols, func)
     _, cov, n = _moments(frame, cols, func)
     cov = _subtract_noise(cov, noise, n, cols, func)

@@ -23,6 +23,7 @@ import polars as pl
 
 from polars_ppdm._design import RRDesign
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._validation import check_output_names
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole_record_estimate
 
@@ -253,7 +254,8 @@ def rr_support(
     -------
     polars.DataFrame or polars.LazyFrame
         Patterns: one row per pattern of the full grid (empty patterns included), with
-        the columns, ``observed`` (disguised count), ``frequency`` and ``std_error``.
+        the columns, ``observed`` (disguised count), ``frequency`` and ``std_error``
+        (a column of one of these names is refused: rename it first).
         Itemsets: ``itemset`` (list of names), ``support`` and ``std_error``.
         An empty input gives an empty result.
 
@@ -274,6 +276,7 @@ def rr_support(
     func = "rr_support"
     schema = schema_of(frame, func)
     design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
+    check_output_names(func, design.columns, itemsets=itemsets)  # a column "frequency" would be overwritten
     lazy = as_lazy(frame)
     if itemsets is None:
         query = (
