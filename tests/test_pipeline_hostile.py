@@ -576,3 +576,34 @@ def test_a_pipeline_file_that_is_a_fifo_is_refused_without_hanging(tmp_path):
     )
     assert done.returncode == EXIT_INPUT
     assert "not a regular file" in one_clean_line(done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("release", "problem"),
+    [
+        ('step = "dp_histogram"\ncolumns = ["age"]\nbounds = { age = [-1e308, 1e308] }\nbins = 10', "finite"),
+        (
+            'step = "dp_quadtree"\ncolumns = ["age", "id"]\nbounds = { age = [-1e308, 1e308], id = [0, 1000] }',
+            "finite",
+        ),
+        (
+            'step = "dp_kmeans"\ncolumns = ["age", "id"]\nk = 2\nbounds = { age = [0, 100], id = [-1e308, 1e308] }',
+            "finite",
+        ),
+    ],
+)
+def test_a_dp_release_that_its_function_refuses_fails_plan_and_charges_nothing(
+    tmp_path, capsys, release, problem
+):
+    """Every check a DP release makes from the schema and its parameters is made by plan
+    and before the reservation (the landed plan checked only the dtypes)."""
+    text = PIPELINE.replace(
+        'step = "dp_histogram"\ncolumns = ["age"]\nbounds = {{ age = [0, 100] }}\nbins = 10',
+        release.replace("{", "{{").replace("}", "}}"),
+    )
+    path = write(tmp_path, text=text)
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    line = one_clean_line(capsys.readouterr().err)
+    assert "[[release]] 1" in line and problem in line
+    assert run(path) == EXIT_INVALID
+    assert spent(tmp_path) == 0.0

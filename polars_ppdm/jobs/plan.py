@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ import polars as pl
 from polars_ppdm.jobs.config import (
     FULL_PASS_STEPS,
     DPGroupBy,
+    DPHistogram,
+    DPKMeans,
+    DPQuadtree,
     Drop,
     Keep,
     Pipeline,
@@ -93,8 +97,17 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
     dp_group_by's own checks."""
     from polars_ppdm.dp._common import check_unit_key
     from polars_ppdm.dp.group_by import check_group_by
+    from polars_ppdm.dp.histogram import check_histogram
+    from polars_ppdm.dp.kmeans import check_kmeans
+    from polars_ppdm.dp.quadtree import check_quadtree
     from polars_ppdm.exceptions import InvalidParameterError
+    from polars_ppdm.jobs.run import dp_arguments
 
+    checks: dict[str, Callable[..., Any]] = {
+        "dp_histogram": check_histogram,
+        "dp_quadtree": check_quadtree,
+        "dp_kmeans": check_kmeans,
+    }
     problems = []
     key = pipeline.dataset.key
     for index, step in enumerate(pipeline.release, 1):
@@ -102,7 +115,7 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
         try:
             if isinstance(step, DPGroupBy):
                 check_group_by(schema, **step.arguments(key))
-            elif step.step.startswith("dp_"):
+            elif isinstance(step, DPHistogram | DPQuadtree | DPKMeans):
                 if key is not None:
                     check_unit_key(key, schema, step.step)
                 loose = [c for c in step.columns if not schema[c].is_numeric()]
@@ -110,6 +123,8 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
                     problems.append(
                         f"{label}, field 'columns': {loose} are not numeric ({', '.join(str(schema[c]) for c in loose)})."
                     )
+                    continue
+                checks[step.step](schema, step.columns, **dp_arguments(step, key))
         except InvalidParameterError as error:
             problems.append(f"{label}: {error}")
     return problems

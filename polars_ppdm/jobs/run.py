@@ -337,6 +337,23 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
     return Secret(derived.digest())
 
 
+def dp_arguments(step: DPHistogram | DPQuadtree | DPKMeans, key: str | None) -> dict[str, Any]:
+    """The keyword arguments of the step's DP function (``dp_histogram``, ``dp_quadtree``,
+    ``dp_kmeans``) and of its schema check (``check_histogram`` ...), but the secret."""
+    arguments: dict[str, Any] = {
+        "bounds": {c: (b[0], b[1]) for c, b in step.bounds.items()},
+        "epsilon": step.epsilon,
+        "key": key,
+        "max_contributions": step.max_contributions,
+    }
+    if isinstance(step, DPHistogram):
+        return {**arguments, "bins": step.bins}
+    tree = {"gamma": step.gamma, "max_height": step.max_height, "threshold": step.threshold, "n": step.n}
+    if isinstance(step, DPQuadtree):
+        return {**arguments, **tree}
+    return {**arguments, **tree, "k": step.k, "method": step.method, "iterations": step.iterations}
+
+
 def _release_query(pipeline: Pipeline, step: RRSupport | RRApriori, disguised: Any, ppdm: Any) -> Any:
     """rr_support / rr_apriori over the disguised columns (no new epsilon)."""
     if isinstance(step, RRSupport):
@@ -363,40 +380,9 @@ def _release(
     elif isinstance(step, DPGroupBy):
         got = _dp_group_by(step, original, secret, key, ppdm)
     else:
-        bounds = {c: (b[0], b[1]) for c, b in step.bounds.items()}
-        common: dict[str, Any] = {
-            "bounds": bounds,
-            "epsilon": step.epsilon,
-            "secret": secret,
-            "key": key,
-            "max_contributions": step.max_contributions,
-        }
-        if isinstance(step, DPHistogram):
-            got = ppdm.dp_histogram(original, step.columns, bins=step.bins, **common)
-        elif isinstance(step, DPQuadtree):
-            got = ppdm.dp_quadtree(
-                original,
-                step.columns,
-                gamma=step.gamma,
-                max_height=step.max_height,
-                threshold=step.threshold,
-                n=step.n,
-                **common,
-            )
-        else:
-            assert isinstance(step, DPKMeans)
-            got = ppdm.dp_kmeans(
-                original,
-                step.columns,
-                k=step.k,
-                method=step.method,
-                gamma=step.gamma,
-                max_height=step.max_height,
-                threshold=step.threshold,
-                n=step.n,
-                iterations=step.iterations,
-                **common,
-            ).centres
+        got = getattr(ppdm, step.step)(original, step.columns, secret=secret, **dp_arguments(step, key))
+        if isinstance(step, DPKMeans):
+            got = got.centres
     if isinstance(got, pl.LazyFrame):
         return got.collect()
     if isinstance(got, pl.DataFrame):
