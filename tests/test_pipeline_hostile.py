@@ -607,3 +607,36 @@ def test_a_dp_release_that_its_function_refuses_fails_plan_and_charges_nothing(
     assert "[[release]] 1" in line and problem in line
     assert run(path) == EXIT_INVALID
     assert spent(tmp_path) == 0.0
+
+
+def test_a_column_named_like_a_release_output_fails_plan_and_charges_nothing(tmp_path, capsys):
+    """rr_support on a column named `frequency` silently overwrote its values (you could
+    not tell which share was True); `observed` failed after the charge."""
+    for name in ("frequency", "observed"):
+        folder = tmp_path / name
+        folder.mkdir()
+        people().rename({"smoker": name}).write_csv(folder / "people.csv")
+        text = PIPELINE.replace('columns = ["smoker"]', f'columns = ["{name}"]').replace(
+            'step = "dp_histogram"\ncolumns = ["age"]\nbounds = {{ age = [0, 100] }}\nbins = 10\nepsilon = 0.5',
+            f'step = "rr_support"\ncolumns = ["{name}"]',
+        )
+        path = write(folder, text=text)
+        assert main(["plan", str(path)]) == EXIT_INVALID
+        line = one_clean_line(capsys.readouterr().err)
+        assert "[[release]] 1 rr_support" in line and name in line and "rename" in line
+        assert run(path) == EXIT_INVALID
+        assert name in one_clean_line(capsys.readouterr().err)
+        assert spent(folder) == 0.0
+
+
+def test_dp_group_by_interval_columns_clashing_with_a_group_column_fail_plan(tmp_path, capsys):
+    people().rename({"region": "count_sd"}).write_csv(tmp_path / "people.csv")
+    text = PIPELINE.replace('columns = ["region", "age"]', 'columns = ["count_sd", "age"]').replace(
+        'step = "dp_histogram"\ncolumns = ["age"]\nbounds = {{ age = [0, 100] }}\nbins = 10\nepsilon = 0.5',
+        'step = "dp_group_by"\nby = ["count_sd"]\naggregates = [{{ aggregate = "count" }}]\nepsilon = 0.5\n'
+        'intervals = true\npublic_groups = [{{ count_sd = "north" }}]',
+    )
+    path = write(tmp_path, text=text)
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    assert "count_sd" in one_clean_line(capsys.readouterr().err)
+    assert run(path) == EXIT_INVALID and spent(tmp_path) == 0.0

@@ -114,7 +114,7 @@ def _release_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
         label = step_label("release", index, step)
         try:
             if isinstance(step, DPGroupBy):
-                check_group_by(schema, **step.arguments(key))
+                check_group_by(schema, **step.arguments(key), intervals=step.intervals)
             elif isinstance(step, DPHistogram | DPQuadtree | DPKMeans):
                 if key is not None:
                     check_unit_key(key, schema, step.step)
