@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SECRET = "5e" * 32  # a fixed, public secret: this picture is an example, not a release
+SECRET = "5e3b9a1cc0ffee0071d24f86a9e0b35c2d8e17f64a90c3b5e2718d6f09ab4c31"  # fixed and public (a picture, not a release); no guessable pattern
 WIDTH, HEIGHT = 1100, 2300
 
 
