@@ -72,7 +72,7 @@ _HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])")
 
 
 def one_line(error: BaseException) -> str:
-    """The one line an error prints on stderr (:func:`_fail`): its message (a Polars
+    r"""The one line an error prints on stderr (:func:`_fail`): its message (a Polars
     error's first line only: the rest is the query's internals), then its notes (what
     happened to the budget), newlines folded, long hex runs hidden, and cut to
     :data:`_MAX_MESSAGE` characters.
