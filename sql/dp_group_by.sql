@@ -24,22 +24,27 @@ CREATE OR REPLACE MACRO _ppdm_dp_group_by(
     tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
     max_groups_contributed, max_rows_per_group, delta, public_groups, secret
 ) AS TABLE
-WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
+-- The table's columns renamed 'user:<name>', after a NULL column __ppdm_none: no column
+-- name can clash with the macro's own, and a lambda matching a column's name or
+-- __ppdm_none always matches something, so a column that does not exist is our error
+-- below, not DuckDB's "COLUMNS(...) resulted in an empty set" binder error.  The table is
+-- read here only, in the first CTE: no CTE name shadows it.
+WITH src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl)),
 shape AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS g_found,
-           typeof(coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none'))) AS g_type,
-           len(list_value(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) = 2 AS v_found,
-           typeof(coalesce(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) AS v_type,
-           len(list_value(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) = 2 AS u_found,
-           typeof(coalesce(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none'))) AS u_type,
-           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
+    SELECT len(list_value(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS g_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none'))) AS g_type,
+           len(list_value(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS v_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none'))) AS v_type,
+           len(list_value(*COLUMNS(lambda c: c = 'user:' || privacy_unit_column::VARCHAR OR c = '__ppdm_none'))) = 2 AS u_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || privacy_unit_column::VARCHAR OR c = '__ppdm_none'))) AS u_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: starts_with(c, 'user:'))))) AS keys
     FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
 ),
 params AS (
     SELECT CASE
                WHEN group_col IS NULL OR NOT g_found
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the group column ' || coalesce(group_col::VARCHAR, 'NULL')
-                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || list_transform(keys, lambda k: k[6:])::VARCHAR || '.')
                WHEN NOT regexp_full_match(g_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR|BOOLEAN)')
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the group column ' || group_col::VARCHAR
                               || ' must be an integer, VARCHAR or BOOLEAN column (a float is no group key). Got ' || g_type || '.')
@@ -52,7 +57,7 @@ params AS (
                               || g_type || '; give the groups in the column''s own type.')
                WHEN kind <> 'count' AND (value_col IS NULL OR NOT v_found)
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
-                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || list_transform(keys, lambda k: k[6:])::VARCHAR || '.')
                WHEN kind <> 'count' AND NOT regexp_full_match(v_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the value column ' || value_col::VARCHAR || ' must be numeric. Got ' || v_type || '.')
                WHEN kind <> 'count' AND (bounds IS NULL OR len(bounds) <> 2 OR bounds[1] IS NULL OR bounds[2] IS NULL
@@ -66,11 +71,16 @@ params AS (
                               || coalesce(epsilon::VARCHAR, 'NULL') || '.')
                WHEN privacy_unit_column IS NOT NULL AND NOT u_found
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column ' || privacy_unit_column::VARCHAR
-                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || names || '.')
+                              || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || list_transform(keys, lambda k: k[6:])::VARCHAR || '.')
                WHEN privacy_unit_column IS NOT NULL AND NOT regexp_full_match(u_type, '(U?(TINY|SMALL|BIG)?INT(EGER)?|VARCHAR)')
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column must be an integer or VARCHAR column. Got ' || u_type || '.')
                WHEN privacy_unit_column::VARCHAR = group_col::VARCHAR
                    THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': the privacy_unit_column cannot be the group column: every group would be one person.')
+               -- As polars_ppdm.dp_group_by (DuckDB's names ignore case).
+               WHEN lower(group_col::VARCHAR) = lower(if(kind = 'count', 'count', value_col::VARCHAR || '_' || kind))
+                   THEN error('The ''group_col'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must differ from the '
+                              || 'name of the result''s column ' || if(kind = 'count', 'count', value_col::VARCHAR || '_' || kind)
+                              || '. Got ' || group_col::VARCHAR || ' instead; rename the group column first (e.g. in a view).')
                WHEN max_groups_contributed IS NULL OR NOT (max_groups_contributed >= 1)
                    OR max_rows_per_group IS NULL OR NOT (max_rows_per_group >= 1)
                    OR max_groups_contributed::DOUBLE <> floor(max_groups_contributed::DOUBLE)
@@ -118,7 +128,7 @@ grid_params AS (
     FROM shifted
 ),
 rows AS (
-    SELECT coalesce(*COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
+    SELECT coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
            CASE WHEN privacy_unit_column IS NULL THEN NULL
                 WHEN __ppdm_u IS NULL
                     THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
@@ -132,8 +142,8 @@ rows AS (
                 WHEN __ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x) THEN NULL
                 ELSE floor(least(greatest(__ppdm_x, lo), hi) / __grid + 0.5)::BIGINT - __mid END AS __v,
            kind <> 'count' AND (__ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x)) AS __bad
-    FROM (SELECT *, coalesce(*COLUMNS(lambda c: c = coalesce(privacy_unit_column::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS __ppdm_u,
-                 TRY_CAST(coalesce(*COLUMNS(lambda c: c = coalesce(value_col::VARCHAR, '__ppdm_none') OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
+    FROM (SELECT *, coalesce(*COLUMNS(lambda c: c = 'user:' || privacy_unit_column::VARCHAR OR c = '__ppdm_none')) AS __ppdm_u,
+                 TRY_CAST(coalesce(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
           FROM src), grid_params
 ),
 checked AS (
@@ -250,51 +260,55 @@ noisy AS (
                         lo), hi)
            END AS __value
     FROM selected s, grid_params
-),
-named AS (SELECT COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0)
-SELECT CASE WHEN COLUMNS(lambda c: c = group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__g END AS '\0',
-       noisy.__value AS __ppdm_value, noisy.__order AS __ppdm_order, noisy.__g AS __ppdm_group
-FROM noisy LEFT JOIN named ON false;
+)
+-- Internal names only: the public macros name the columns (they may hold any name).
+SELECT __g AS __ppdm_group, __value AS __ppdm_value, __order AS __ppdm_order FROM noisy;
+
+-- The release with the table's columns renamed 'user:<name>' beside it (no row): the
+-- public macros name their result after them with the alias patterns '\0' (the group
+-- column) and '\0_sum' / '\0_mean' (the value column), then strip the 'user:' and 'out:'
+-- prefixes with one regex (which must match a column: out:count, or the group or value
+-- column; when both are missing, an error above, DuckDB's binder says so first).
+CREATE OR REPLACE MACRO _ppdm_dp_named(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
+    max_groups_contributed, max_rows_per_group, delta, public_groups, secret) AS TABLE
+SELECT r.*, n.* FROM _ppdm_dp_group_by(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
+                                      max_groups_contributed, max_rows_per_group, delta, public_groups, secret) r
+LEFT JOIN (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl) LIMIT 0) n ON false;
 
 CREATE OR REPLACE MACRO ppdm_dp_count(
     tbl, group_col, epsilon := NULL, privacy_unit_column := NULL, max_groups_contributed := 1,
     max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
 ) AS TABLE
-SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
-    SELECT *, __ppdm_value::BIGINT AS count
-    FROM _ppdm_dp_group_by(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
-                           max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
-)
-ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
-
--- <value_col>_sum / <value_col>_mean: an empty relation with the value column (renamed
--- __ppdm_v_<value_col>) names the result through the alias pattern '\1_sum', as
--- ppdm_dp_histogram names <col>_bin.
-CREATE OR REPLACE MACRO _ppdm_dp_value(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
-    max_groups_contributed, max_rows_per_group, delta, public_groups, secret) AS TABLE
-SELECT r.*, v.* FROM _ppdm_dp_group_by(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
-                                      max_groups_contributed, max_rows_per_group, delta, public_groups, secret) r
-LEFT JOIN (SELECT COLUMNS(lambda c: c = value_col::VARCHAR OR c = '__ppdm_none') AS '__ppdm_v_\0'
-           FROM (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)) LIMIT 0) v ON false;
+SELECT COLUMNS('(?s)^(?:user|out):(.*)$') AS '\1' FROM (
+    SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
+           __ppdm_value::BIGINT AS "out:count", __ppdm_order, __ppdm_group
+    FROM _ppdm_dp_named(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+) __ppdm_out
+ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;
 
 CREATE OR REPLACE MACRO ppdm_dp_sum(
     tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
     max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
 ) AS TABLE
-SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
-    SELECT *, CASE WHEN COLUMNS('^__ppdm_v_(.*)$') IS NULL THEN __ppdm_value END AS '\1_sum'
-    FROM _ppdm_dp_value(tbl, group_col, value_col, 'sum', contribution_bounds_per_row, epsilon, privacy_unit_column,
+SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM (
+    SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
+           CASE WHEN COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_value END AS '\0_sum',
+           __ppdm_order, __ppdm_group
+    FROM _ppdm_dp_named(tbl, group_col, value_col, 'sum', contribution_bounds_per_row, epsilon, privacy_unit_column,
                         max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
-)
-ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
+) __ppdm_out
+ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;
 
 CREATE OR REPLACE MACRO ppdm_dp_avg(
     tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
     max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
 ) AS TABLE
-SELECT COLUMNS(lambda c: NOT starts_with(c, '__ppdm')) FROM (
-    SELECT *, CASE WHEN COLUMNS('^__ppdm_v_(.*)$') IS NULL THEN __ppdm_value END AS '\1_mean'
-    FROM _ppdm_dp_value(tbl, group_col, value_col, 'mean', contribution_bounds_per_row, epsilon, privacy_unit_column,
+SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM (
+    SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
+           CASE WHEN COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_value END AS '\0_mean',
+           __ppdm_order, __ppdm_group
+    FROM _ppdm_dp_named(tbl, group_col, value_col, 'mean', contribution_bounds_per_row, epsilon, privacy_unit_column,
                         max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
-)
-ORDER BY __ppdm_order NULLS LAST, __ppdm_group;
+) __ppdm_out
+ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;

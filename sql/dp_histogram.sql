@@ -15,36 +15,44 @@
 -- and count (BIGINT), e.g. age_bin, age_low, age_high, count; the same values as Polars
 -- for the same secret.
 CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret) AS TABLE
-WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
--- The table's schema on one row (an empty table too).  A lambda matching col or the extra
--- column __ppdm_none always matches something, so a col that names no column is our error
--- below, not DuckDB's "COLUMNS(...) resulted in an empty set" binder error.
-shape AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) = 2 AS col_found,
-           typeof(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) AS col_type,
-           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
-    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+-- The table's columns renamed 'user:<name>', after a NULL column __ppdm_none: no column
+-- name can clash with the macro's own (__ppdm_*, and the result's 'out:<name>' before the
+-- final SELECT strips the prefixes), and a lambda matching col or __ppdm_none always
+-- matches something, so a col that
+-- names no column is our error below, not DuckDB's "COLUMNS(...) resulted in an empty set"
+-- binder error.  The table is read here only, in the first CTE: no CTE name shadows it.
+WITH __ppdm_src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl)),
+-- The table's schema on one row (an empty table too).
+__ppdm_shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none'))) = 2 AS __ppdm_col_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none'))) AS __ppdm_col_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: starts_with(c, 'user:'))))) AS __ppdm_keys
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM __ppdm_src LIMIT 0) ON true
 ),
-params AS (
+__ppdm_params AS (
     SELECT CASE
                WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
                    THEN error('The ''col'' argument of ppdm_dp_histogram must be a column name (a string). Got '
                               || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')
-               WHEN NOT col_found
+               WHEN NOT __ppdm_col_found
                    THEN error('ppdm_dp_histogram: column ''' || col::VARCHAR || ''' (the ''col'' argument) not found in table '''
-                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
-               WHEN NOT regexp_full_match(col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
-                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram must be numeric. Got ' || col_type || ' instead.')
+                              || tbl::VARCHAR || '''; its columns are '
+                              || list_transform(__ppdm_keys, lambda k: k[6:])::VARCHAR || '.')
+               WHEN NOT regexp_full_match(__ppdm_col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram must be numeric. Got ' || __ppdm_col_type || ' instead.')
                WHEN (low IS NOT NULL AND NOT regexp_full_match(typeof(low), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
                     OR (high IS NOT NULL AND NOT regexp_full_match(typeof(high), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
                    THEN error('The ''low'' and ''high'' arguments of ppdm_dp_histogram must be finite numbers with low < high. Got '
                               || if(low IS NULL, 'NULL', typeof(low)) || ', ' || if(high IS NULL, 'NULL', typeof(high)) || ' instead.')
-               -- (DuckDB orders NaN above every number, so NaN needs its own test.)
+               -- As polars_ppdm.dp_histogram: high - low finite too, else the bin width is
+               -- infinite and every edge NaN.  (DuckDB orders NaN above every number, so NaN
+               -- needs its own test.)
                WHEN low IS NULL OR high IS NULL OR isnan(TRY_CAST(low AS DOUBLE)) OR isnan(TRY_CAST(high AS DOUBLE))
                     OR NOT (TRY_CAST(low AS DOUBLE) < TRY_CAST(high AS DOUBLE))
                     OR isinf(TRY_CAST(low AS DOUBLE)) OR isinf(TRY_CAST(high AS DOUBLE))
+                    OR isinf(TRY_CAST(high AS DOUBLE) - TRY_CAST(low AS DOUBLE))
                    THEN error('The ''low'' and ''high'' arguments of ppdm_dp_histogram must be finite bounds with '
-                              || 'low < high. Got ' || coalesce(low::VARCHAR, 'NULL') || ', '
+                              || 'low < high (and high - low finite). Got ' || coalesce(low::VARCHAR, 'NULL') || ', '
                               || coalesce(high::VARCHAR, 'NULL') || ' instead.')
                WHEN bins IS NULL OR NOT regexp_full_match(typeof(bins), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1 (at most 50,000,000). Got '
@@ -64,55 +72,58 @@ params AS (
            END AS __ppdm_b,
            TRY_CAST(low AS DOUBLE) AS __ppdm_lo, TRY_CAST(high AS DOUBLE) AS __ppdm_hi,
            TRY_CAST(epsilon AS DOUBLE) AS __ppdm_eps
-    FROM shape
+    FROM __ppdm_shape
 ),
-binned AS (
+__ppdm_binned AS (
     SELECT CASE
-               WHEN __ppdm_x IS NULL OR isnan(__ppdm_x)
-                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram holds null or NaN values; '
+               -- As polars_ppdm.dp_histogram: a value that is no finite number is refused.
+               WHEN __ppdm_x IS NULL OR NOT isfinite(__ppdm_x)
+                   THEN error('The column ' || col::VARCHAR || ' of ppdm_dp_histogram holds null, NaN or infinite values; '
                               || 'drop or fill them first.')
                ELSE least(greatest(floor((__ppdm_x - __ppdm_lo) * (__ppdm_b / (__ppdm_hi - __ppdm_lo))), 0),
                           __ppdm_b - 1)::BIGINT
            END AS __ppdm_bin
-    FROM (SELECT TRY_CAST(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x FROM src),
-         params
+    FROM (SELECT TRY_CAST(coalesce(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
+          FROM __ppdm_src),
+         __ppdm_params
 ),
-counts AS (SELECT __ppdm_bin, count(*) AS __ppdm_n FROM binned GROUP BY __ppdm_bin),
+__ppdm_counts AS (SELECT __ppdm_bin, count(*) AS __ppdm_n FROM __ppdm_binned GROUP BY __ppdm_bin),
 -- The release's digest (as polars_ppdm.dp_histogram): the sum mod 2^64 of the keyed words
 -- of the non-empty bins' (bin, count), plus the word of their number. The noise is drawn
 -- under a key of (secret, release, digest): other data, other noise.
-digest AS (
+__ppdm_digest AS (
     SELECT ((coalesce(sum(ppdm_word(secret::VARCHAR, 'dp/digest/1',
                                     ppdm_word(secret::VARCHAR, 'dp/digest/0', 0::UBIGINT, ppdm_bits(__ppdm_bin)),
                                     ppdm_bits(__ppdm_n))::HUGEINT), 0)
              + ppdm_word(secret::VARCHAR, 'dp/digest/rows', 0::UBIGINT, ppdm_bits(count(*))))
             % 18446744073709551616)::UBIGINT AS __ppdm_digest
-    FROM counts
+    FROM __ppdm_counts
 ),
-grid AS (SELECT i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps FROM params, range(0, __ppdm_b) r(i)),
--- One struct column, so that a user column named like a field cannot clash below.
-noisy AS (
-    SELECT {'bin': g.__ppdm_bin,
-            'low': g.__ppdm_lo + g.__ppdm_bin * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b),
-            'high': CASE WHEN g.__ppdm_bin = g.__ppdm_b - 1 THEN g.__ppdm_hi
-                         ELSE g.__ppdm_lo + (g.__ppdm_bin + 1) * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) END,
-            'count': coalesce(c.__ppdm_n, 0)
-                     + ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
-                                          'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps)
-           } AS __ppdm_cell
-    FROM grid g LEFT JOIN counts c USING (__ppdm_bin), digest d
+__ppdm_grid AS (
+    SELECT __ppdm_i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps
+    FROM __ppdm_params, range(0, __ppdm_b) __ppdm_r(__ppdm_i)
+),
+__ppdm_noisy AS (
+    SELECT g.__ppdm_bin,
+           g.__ppdm_lo + g.__ppdm_bin * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) AS __ppdm_low,
+           CASE WHEN g.__ppdm_bin = g.__ppdm_b - 1 THEN g.__ppdm_hi
+                ELSE g.__ppdm_lo + (g.__ppdm_bin + 1) * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) END AS __ppdm_high,
+           coalesce(c.__ppdm_n, 0)
+           + ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                                'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps) AS __ppdm_count
+    FROM __ppdm_grid g LEFT JOIN __ppdm_counts c USING (__ppdm_bin), __ppdm_digest d
 ),
 -- An empty relation with the column col (and __ppdm_none, so that it binds when col is
 -- missing, an error above).  An expression that mentions col takes its name, and the alias
--- pattern '\0_bin' makes <col>_bin of it (the value is never read); __ppdm_none's copies
--- are dropped at the end.
-named AS (SELECT COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') FROM src LIMIT 0),
-cells AS (
-    SELECT CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.bin END AS '\0_bin',
-           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.low END AS '\0_low',
-           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN noisy.__ppdm_cell.high END AS '\0_high',
-           noisy.__ppdm_cell.count AS count,
-           noisy.__ppdm_cell.bin AS __ppdm_order
-    FROM noisy LEFT JOIN named ON false
+-- pattern '\0_bin' makes user:<col>_bin of it (the value is never read).  The final SELECT
+-- keeps the 'user:' and 'out:' columns (one at least, when col is missing), without the
+-- prefix: __ppdm_none's copies and the order are left out.
+__ppdm_named AS (SELECT COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none') FROM __ppdm_src LIMIT 0),
+__ppdm_cells AS (
+    SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_bin END AS '\0_bin',
+           CASE WHEN COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_low END AS '\0_low',
+           CASE WHEN COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_high END AS '\0_high',
+           __ppdm_count AS "out:count", __ppdm_bin
+    FROM __ppdm_noisy LEFT JOIN __ppdm_named ON false
 )
-SELECT * EXCLUDE (__ppdm_none_bin, __ppdm_none_low, __ppdm_none_high, __ppdm_order) FROM cells ORDER BY __ppdm_order;
+SELECT COLUMNS('(?s)^(?:user|out):(.*)$') AS '\1' FROM __ppdm_cells ORDER BY __ppdm_cells.__ppdm_bin;

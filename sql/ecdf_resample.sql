@@ -15,38 +15,45 @@
 -- Several columns: one call per column, each over a (temporary) table made by the previous
 -- call (DuckDB refuses a view that nests this macro in itself).
 CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, secret) AS TABLE
-WITH src AS (SELECT *, NULL AS __ppdm_none FROM query_table(tbl)),
--- The arguments, checked against the table's schema on one row (an empty table too).  A
--- lambda matching col or the extra column __ppdm_none always matches something, so a col
--- that names no column is our error below, not DuckDB's "COLUMNS(...) resulted in an empty
--- set" binder error; two matches mean col exists.
-shape AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) = 2 AS col_found,
-           len(list_value(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none'))) = 2 AS key_found,
-           typeof(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none'))) AS col_type,
-           typeof(coalesce(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none'))) AS key_type,
-           json_keys(to_json(struct_pack(*COLUMNS(lambda c: c NOT IN ('__ppdm_one', '__ppdm_none')))))::VARCHAR AS names
-    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM src LIMIT 0) ON true
+-- The table's columns renamed 'user:<name>', after a NULL column __ppdm_none: no column
+-- name can clash with the macro's own (__ppdm_*, and the result's 'out:<name>' before the
+-- final SELECT strips the prefixes), and a lambda matching col or __ppdm_none always
+-- matches something, so a col or
+-- key that names no column is our error below, not DuckDB's "COLUMNS(...) resulted in an
+-- empty set" binder error.  The table is read here only, in the first CTE: no CTE name
+-- shadows it.
+WITH __ppdm_src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl)),
+-- The arguments, checked against the table's schema on one row (an empty table too); two
+-- matches mean col (key) exists.
+__ppdm_shape AS (
+    SELECT len(list_value(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none'))) = 2 AS __ppdm_col_found,
+           len(list_value(*COLUMNS(lambda c: c = 'user:' || key::VARCHAR OR c = '__ppdm_none'))) = 2 AS __ppdm_key_found,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none'))) AS __ppdm_col_type,
+           typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || key::VARCHAR OR c = '__ppdm_none'))) AS __ppdm_key_type,
+           json_keys(to_json(struct_pack(*COLUMNS(lambda c: starts_with(c, 'user:'))))) AS __ppdm_keys
+    FROM (SELECT 1 AS __ppdm_one) LEFT JOIN (FROM __ppdm_src LIMIT 0) ON true
 ),
-args AS (
+__ppdm_args AS (
     SELECT CASE
                WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
                    THEN error('The ''col'' argument of ppdm_ecdf_resample must be a column name (a string). Got '
                               || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')
-               WHEN NOT col_found
+               WHEN NOT __ppdm_col_found
                    THEN error('ppdm_ecdf_resample: column ''' || col::VARCHAR || ''' (the ''col'' argument) not found in table '''
-                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
+                              || tbl::VARCHAR || '''; its columns are '
+                              || list_transform(__ppdm_keys, lambda k: k[6:])::VARCHAR || '.')
                WHEN key IS NULL OR typeof(key) <> 'VARCHAR'
                    THEN error('The ''key'' argument of ppdm_ecdf_resample must be the name of the row-key column (a string). Got '
                               || if(key IS NULL, 'NULL', typeof(key)) || ' instead.')
-               WHEN NOT key_found
+               WHEN NOT __ppdm_key_found
                    THEN error('ppdm_ecdf_resample: column ''' || key::VARCHAR || ''' (the ''key'' argument) not found in table '''
-                              || tbl::VARCHAR || '''; its columns are ' || names || '.')
-               WHEN NOT regexp_full_match(col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
-                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' must be numeric, got ' || col_type)
-               WHEN NOT regexp_full_match(key_type, '(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER)')
+                              || tbl::VARCHAR || '''; its columns are '
+                              || list_transform(__ppdm_keys, lambda k: k[6:])::VARCHAR || '.')
+               WHEN NOT regexp_full_match(__ppdm_col_type, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' must be numeric, got ' || __ppdm_col_type)
+               WHEN NOT regexp_full_match(__ppdm_key_type, '(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER)')
                    THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' must hold integers (BIGINT; for a '
-                              || 'text key, add a column ppdm_key(text) and name it). Got ' || key_type || ' instead.')
+                              || 'text key, add a column ppdm_key(text) and name it). Got ' || __ppdm_key_type || ' instead.')
                WHEN bins IS NULL OR NOT regexp_full_match(typeof(bins), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || if(bins IS NULL, 'NULL', typeof(bins))
                               || ' (the ''bins'' argument: an integer in [2, 10,000,000]).')
@@ -58,105 +65,110 @@ args AS (
                               || 'polars_ppdm.ecdf_resample; the cut points take memory per bin).')
                ELSE TRY_CAST(bins AS DOUBLE)::BIGINT
            END AS __ppdm_b
-    FROM shape
+    FROM __ppdm_shape
 ),
-base AS (
+__ppdm_base AS (
     SELECT *,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c = key::VARCHAR OR c = '__ppdm_none')) AS BIGINT) AS __ppdm_key
-    FROM src
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c = 'user:' || key::VARCHAR OR c = '__ppdm_none')) AS BIGINT) AS __ppdm_key
+    FROM __ppdm_src
 ),
--- Every column this macro makes is named __ppdm_*: base carries the user's columns, and a
--- user column named like one of ours (b, lo, hi...) made a join with it ambiguous.
-stats AS (
+__ppdm_stats AS (
     SELECT CASE
-               WHEN (SELECT __ppdm_b FROM args) IS NULL THEN NULL  -- the arguments first (args raises)
+               WHEN (SELECT __ppdm_b FROM __ppdm_args) IS NULL THEN NULL  -- the arguments first (args raises)
                WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' holds NaN or infinite values; make them null')
                WHEN count(*) > 0 AND count(__ppdm_x) < 2  -- an empty table gives an empty table
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
+               -- As polars_ppdm.ecdf_resample: a span beyond float64 makes the cut points NaN.
+               WHEN isinf(max(__ppdm_x) - min(__ppdm_x))
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' spans ' || min(__ppdm_x)::VARCHAR || ' to '
+                              || max(__ppdm_x)::VARCHAR || ', a range beyond float64 (its maximum minus its minimum must be '
+                              || 'finite, or the cut points would be NaN); rescale the column first.')
                WHEN min(__ppdm_x) = max(__ppdm_x)
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' is constant; releasing it hides nothing')
                WHEN count(*) FILTER (WHERE __ppdm_x IS NOT NULL AND __ppdm_key IS NULL) > 0
                    THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' has nulls in rows that need a draw')
-               ELSE (SELECT __ppdm_b FROM args)
+               ELSE (SELECT __ppdm_b FROM __ppdm_args)
            END AS __ppdm_b,
            count(__ppdm_x) AS __ppdm_n, min(__ppdm_x) AS __ppdm_lo, max(__ppdm_x) AS __ppdm_hi
-    FROM base
+    FROM __ppdm_base
 ),
 -- Cut points exactly as the kernel computes them: lo + (hi - lo) * (j / b), the last = hi.
-cuts AS (
+__ppdm_cuts AS (
     SELECT __ppdm_j,
            CASE WHEN __ppdm_j = __ppdm_b THEN __ppdm_hi
                 ELSE __ppdm_lo + (__ppdm_hi - __ppdm_lo) * (__ppdm_j::DOUBLE / __ppdm_b) END AS __ppdm_cut
-    FROM stats, range(0, __ppdm_b + 1) r(__ppdm_j)
+    FROM __ppdm_stats, range(0, __ppdm_b + 1) __ppdm_r(__ppdm_j)
 ),
 -- Each value's interval: the smallest j with value <= cut j, from an arithmetic guess
 -- corrected against the real cut points (rounding can put the guess one off).
-guess AS (
+__ppdm_guess AS (
     SELECT __ppdm_x,
            least(greatest(ceil((__ppdm_x - __ppdm_lo) / (__ppdm_hi - __ppdm_lo) * __ppdm_b), 0), __ppdm_b)::BIGINT AS __ppdm_g
-    FROM base, stats WHERE __ppdm_x IS NOT NULL
+    FROM __ppdm_base, __ppdm_stats WHERE __ppdm_x IS NOT NULL
 ),
-located AS (
+__ppdm_located AS (
     SELECT CASE WHEN __ppdm_x > c.__ppdm_cut THEN __ppdm_g + 1
                 WHEN __ppdm_g > 0 AND __ppdm_x <= p.__ppdm_cut THEN __ppdm_g - 1
                 ELSE __ppdm_g END AS __ppdm_j
-    FROM guess
-    JOIN cuts c ON c.__ppdm_j = __ppdm_g
-    LEFT JOIN cuts p ON p.__ppdm_j = __ppdm_g - 1
+    FROM __ppdm_guess
+    JOIN __ppdm_cuts c ON c.__ppdm_j = __ppdm_g
+    LEFT JOIN __ppdm_cuts p ON p.__ppdm_j = __ppdm_g - 1
 ),
-counts AS (SELECT __ppdm_j, count(*) AS __ppdm_n FROM located GROUP BY __ppdm_j),
-cdf AS (
+__ppdm_counts AS (SELECT __ppdm_j, count(*) AS __ppdm_n FROM __ppdm_located GROUP BY __ppdm_j),
+__ppdm_cdf AS (
     SELECT c.__ppdm_j, c.__ppdm_cut, sum(greatest(coalesce(k.__ppdm_n, 0), 1)) OVER (ORDER BY c.__ppdm_j) AS __ppdm_cum
-    FROM cuts c LEFT JOIN counts k USING (__ppdm_j)
+    FROM __ppdm_cuts c LEFT JOIN __ppdm_counts k USING (__ppdm_j)
 ),
-levels AS (
-    SELECT __ppdm_j, __ppdm_cut, __ppdm_cum::DOUBLE / max(__ppdm_cum) OVER () AS __ppdm_f FROM cdf
+__ppdm_levels AS (
+    SELECT __ppdm_j, __ppdm_cut, __ppdm_cum::DOUBLE / max(__ppdm_cum) OVER () AS __ppdm_f FROM __ppdm_cdf
 ),
 -- The row of rank r gets the inverse CDF of the r-th smallest of n keyed uniforms, drawn
 -- in rank order without a sort (exponential spacings, polars_ppdm.kernels.spacings):
 -- the offsets of the blocks of 2048 ranks and their total from one pass over the draws,
 -- then each block's uniforms from its own draws, by the kernel Polars calls.
-spacings AS (
+__ppdm_spacings AS (
     SELECT _ppdm_ecdf_offsets(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n) AS __ppdm_o, __ppdm_n
-    FROM stats WHERE __ppdm_n > 0
+    FROM __ppdm_stats WHERE __ppdm_n > 0
 ),
-blocks AS (
+__ppdm_blocks AS (
     SELECT __ppdm_k,
            _ppdm_ecdf_uniforms(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n, __ppdm_k,
                                __ppdm_o[__ppdm_k + 1], __ppdm_o[len(__ppdm_o)]) AS __ppdm_us
-    FROM spacings, range(0, len(__ppdm_o) - 1) r(__ppdm_k)
+    FROM __ppdm_spacings, range(0, len(__ppdm_o) - 1) __ppdm_r(__ppdm_k)
 ),
-ranked_draws AS (
+__ppdm_ranked_draws AS (
     SELECT __ppdm_k * 2048 + generate_subscripts(__ppdm_us, 1) AS __ppdm_r, unnest(__ppdm_us) AS __ppdm_u
-    FROM blocks
+    FROM __ppdm_blocks
 ),
-sample AS (
+__ppdm_sample AS (
     SELECT d.__ppdm_r,
-           CASE WHEN lv.__ppdm_j IS NULL THEN (SELECT __ppdm_lo FROM stats)
+           CASE WHEN lv.__ppdm_j IS NULL THEN (SELECT __ppdm_lo FROM __ppdm_stats)
                 ELSE lv.__ppdm_cut + (d.__ppdm_u - lv.__ppdm_f) / (up.__ppdm_f - lv.__ppdm_f) * (up.__ppdm_cut - lv.__ppdm_cut)
            END AS __ppdm_v
-    FROM ranked_draws d
-    ASOF LEFT JOIN levels lv ON d.__ppdm_u >= lv.__ppdm_f
-    LEFT JOIN levels up ON up.__ppdm_j = lv.__ppdm_j + 1
+    FROM __ppdm_ranked_draws d
+    ASOF LEFT JOIN __ppdm_levels lv ON d.__ppdm_u >= lv.__ppdm_f
+    LEFT JOIN __ppdm_levels up ON up.__ppdm_j = lv.__ppdm_j + 1
 ),
-ranked_rows AS (
+__ppdm_ranked_rows AS (
     SELECT *, row_number() OVER (
         ORDER BY __ppdm_x, ppdm_prf_word(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR || '/ties', __ppdm_key)
     ) AS __ppdm_r
-    FROM base WHERE __ppdm_x IS NOT NULL
+    FROM __ppdm_base WHERE __ppdm_x IS NOT NULL
 ),
-released AS (
-    SELECT r.* EXCLUDE (__ppdm_r), s.__ppdm_v FROM ranked_rows r JOIN sample s ON s.__ppdm_r = r.__ppdm_r
+__ppdm_released AS (
+    SELECT r.* EXCLUDE (__ppdm_r), s.__ppdm_v FROM __ppdm_ranked_rows r JOIN __ppdm_sample s ON s.__ppdm_r = r.__ppdm_r
     UNION ALL BY NAME
-    SELECT *, NULL::DOUBLE AS __ppdm_v FROM base WHERE __ppdm_x IS NULL
+    SELECT *, NULL::DOUBLE AS __ppdm_v FROM __ppdm_base WHERE __ppdm_x IS NULL
 ),
--- col's values replaced, under its name (the alias '\0'), last.  The lambda matches
--- __ppdm_none too (so that it binds when col is missing, an error above): dropped here.
-named AS (
-    SELECT COLUMNS(lambda c: c NOT IN (coalesce(col::VARCHAR, '__ppdm_none'), '__ppdm_none', '__ppdm_x', '__ppdm_key', '__ppdm_v')),
-           CASE WHEN COLUMNS(lambda c: c = col::VARCHAR OR c = '__ppdm_none') IS NULL THEN NULL ELSE __ppdm_v END AS '\0'
-    FROM released
+-- The table's columns but col, then col's values replaced, under its name (the alias
+-- '\0'), last.  The lambdas match __ppdm_none and __ppdm_v too, so that they bind when
+-- col is the only column or is missing (an error above); the final SELECT keeps the
+-- 'user:' columns without the prefix (one at least: col, or all when col is missing).
+__ppdm_named AS (
+    SELECT COLUMNS(lambda c: (starts_with(c, 'user:') AND c IS DISTINCT FROM 'user:' || col::VARCHAR) OR c = '__ppdm_none'),
+           CASE WHEN COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_v') IS NULL THEN NULL ELSE __ppdm_v END AS '\0'
+    FROM __ppdm_released
 )
-SELECT * EXCLUDE (__ppdm_none) FROM named;
+SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM __ppdm_named;

@@ -12,7 +12,13 @@
 -- names one column per attribute where this macro has the pattern string).  The cross join
 -- is 2^k x (observed patterns): meant for small k; the Python miner inverts axis by axis.
 CREATE OR REPLACE MACRO ppdm_rr_support_patterns(counts, p := NULL, epsilon := NULL) AS TABLE
-WITH probs AS (
+-- The counts table is read in the first CTE, where no name of this macro can shadow it.
+WITH obs AS (
+    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
+    FROM query_table(counts)
+    GROUP BY ALL
+),
+probs AS (
     SELECT CASE
                WHEN (p IS NULL) = (epsilon IS NULL)
                    THEN error('ppdm_rr_support_patterns needs exactly one of ''p'' and ''epsilon''. Got p='
@@ -26,11 +32,6 @@ WITH probs AS (
                WHEN p IS NOT NULL THEN p::DOUBLE[]
                ELSE list_transform(epsilon::DOUBLE[], lambda e: ppdm_rr_p_from_epsilon(e))
            END AS ps
-),
-obs AS (
-    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
-    FROM query_table(counts)
-    GROUP BY ALL
 ),
 dims AS (
     SELECT CASE

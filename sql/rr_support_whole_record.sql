@@ -9,7 +9,13 @@
 -- full grid; the standard error is for the frequency in this table.  As
 -- polars_ppdm.rr_support(frame, columns, p=..., mode='whole_record').
 CREATE OR REPLACE MACRO ppdm_rr_support_whole_record(counts, p := NULL, epsilon := NULL) AS TABLE
-WITH probs AS (
+-- The counts table is read in the first CTE, where no name of this macro can shadow it.
+WITH obs AS (
+    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
+    FROM query_table(counts)
+    GROUP BY ALL
+),
+probs AS (
     SELECT CASE
                WHEN (p IS NULL) = (epsilon IS NULL)
                    THEN error('ppdm_rr_support_whole_record needs exactly one of ''p'' and ''epsilon''. Got p='
@@ -23,11 +29,6 @@ WITH probs AS (
                WHEN p IS NOT NULL THEN p::DOUBLE
                ELSE ppdm_rr_p_from_epsilon(epsilon::DOUBLE)
            END AS __ppdm_p
-),
-obs AS (
-    SELECT pattern::VARCHAR AS pattern, sum(n)::DOUBLE AS n, bool_or(n IS NULL OR n < 0) AS bad_n
-    FROM query_table(counts)
-    GROUP BY ALL
 ),
 dims AS (
     SELECT CASE
