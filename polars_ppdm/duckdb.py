@@ -3,7 +3,7 @@
 ``register(con)`` adds to a connection (arguments named as in Python; DuckDB macros take
 them by position or by name, ``epsilon := 1.0``; defaulted ones may be left out):
 
-Row-wise perturbations, the same bits as Polars for the same secret, key and stream
+Row-wise perturbations, the same bits as Polars for the same secret, key and column name
 (every coin and noise draw is keyed by the unit ``key``, the stream and the value, so an
 unchanged value keeps its bits across runs and a changed one draws anew):
 
@@ -26,12 +26,18 @@ unchanged value keeps its bits across runs and a changed one draws anew):
 * ``ppdm_add_noise(x DOUBLE, scale, secret, key, stream, dist := 'gaussian')`` --
   additive noise (``dist`` 'gaussian': ``scale`` is the standard deviation; 'uniform':
   the half-width of [-scale, scale]); DOUBLE out, NULL stays NULL, NaN and infinities
-  refused; ``'add_noise/income'`` is the stream of ``pl.col("income").ppdm.add_noise``.
+  refused.
 
-``stream`` is required by ``ppdm_rr_disguise``, ``ppdm_rr_disguise_k`` and
-``ppdm_add_noise`` (a NULL or missing stream is an error saying what to pass): SQL cannot see the column's name, and one default stream for two columns disguised
-in one query gave them the same coins (they flipped together).  Pass the column's name
-(``'add_noise/<column>'`` for noise): Polars' default stream, so the same bits.
+``stream`` is the column's name, and is required by ``ppdm_rr_disguise``,
+``ppdm_rr_disguise_k`` and ``ppdm_add_noise`` (a NULL or missing stream is an error saying
+what to pass): SQL cannot see the column's name, and one default stream for two columns
+disguised in one query gave them the same coins (they flipped together).  The library
+makes the stream of the draws from the name as the Polars function on that column does
+(the name itself for randomized response, ``'add_noise/' + name`` for noise; the table
+macros make theirs from their column arguments), so the same column name and secret give
+Polars' bits in every engine without knowing how streams are named.  The full stream of
+before, ``'add_noise/income'``, is refused with what to pass instead (``'income'``).
+Errors name the column by this name.
 
 Randomized response takes exactly one of ``p`` (keep probability, not 1/k) and
 ``epsilon`` (local DP; p = ``ppdm_rr_p_from_epsilon(epsilon, k)``, the bits of
@@ -74,12 +80,15 @@ aggregate (their keyed words and noise come from :mod:`polars_ppdm.duckdb_group_
 
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
-``secret`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` (the secret then never appears
-in SQL text or logs; the variable is read at every call, per 2048-row vector, so rotate
-it between queries, never during one) or decimal digits (a guessable integer secret, for
-tests); errors never show it.  ``key`` is a BIGINT row key and is required: DuckDB has
-no stable row position in a parallel scan.  ``stream`` labels the draws; Polars uses the
-column name by default, so ``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
+``secret`` is a VARCHAR: 32/64 hex digits, ``'env:NAME'`` or ``'file:PATH'`` (a file of
+mode 0600 as ``ppdm secret --output`` writes it, checked by
+:func:`polars_ppdm.secret_files.read_secret_file`; either way the secret never appears in
+SQL text or logs, and the variable's value or the file's identity, size, times and mode
+are looked at on every call, per 2048-row vector, so a secret rotated between queries is
+read afresh: rotate it between queries, never during one) or decimal digits (a guessable
+integer secret, for tests); errors never show it.  ``key`` is a BIGINT row key and is
+required: DuckDB has no stable row position in a parallel scan.
+``ppdm_rr_disguise(smoker, p, secret, id, 'smoker')`` equals
 ``pl.col("smoker").ppdm.rr_disguise(p=p, secret=secret, key="id")`` bit for bit.
 
 DuckDB calls a Python UDF once per 2048-row vector: ``ppdm_rr_disguise`` costs ~130 ns
@@ -306,14 +315,38 @@ def _periodic_offsets(repeats: int, period: tuple[int, ...], base: int, itemsize
 
 
 def _secret(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
-    """The secret of a query, resolved when its text (or, for 'env:NAME', the variable's
-    value) differs from the last call's: 'env:NAME' follows the variable when a job rotates
-    it between queries.  Errors never show the value (resolve_secret's do not either)."""
+    """The secret of a query, resolved when its text or what the text names differs from
+    the last call's: 'env:NAME' follows the variable and 'file:PATH' the file when a job
+    rotates it between queries.  Errors never show the value (resolve_secret's do not
+    either)."""
     text = str(_constant(arr, "secret", func, reveal=False)).strip()
-    # The value the text stands for is part of the cache key, so a rotated variable is
+    # What the text stands for is part of the cache key, so a rotated variable or file is
     # read afresh, once: the secret is made from the value read.  The one cached secret
     # is no more than the PRF's buffers already keep (the last AES key schedule).
-    return _resolved_secret(text, _variable(text[4:]) if text.startswith("env:") else None)
+    return _resolved_secret(text, _source_state(text))
+
+
+def _source_state(text: str) -> str | tuple[int, ...] | None:
+    """The variable's value for 'env:NAME'; for 'file:PATH' the file's identity, size,
+    times, mode and owner (one stat per vector, where reading and checking the file would
+    cost ~20 us): a new file, new content or a chmod reads it again (and checks it)."""
+    if text.startswith("env:"):
+        return _variable(text[4:])
+    if text.startswith("file:"):
+        try:
+            info = os.stat(text[5:])
+        except (OSError, ValueError):  # absent or unreadable: resolve_secret names the fault
+            return None
+        return (
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+            info.st_mode,
+            info.st_uid,
+        )
+    return None
 
 
 def _variable(name: str) -> str | None:
@@ -324,27 +357,40 @@ def _variable(name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _resolved_secret(text: str, env_value: str | None) -> Secret:
-    return env_secret(text[4:], env_value) if text.startswith("env:") else resolve_secret(text)
+def _resolved_secret(text: str, state: str | tuple[int, ...] | None) -> Secret:
+    if text.startswith("env:"):
+        return env_secret(text[4:], state if isinstance(state, str) else None)
+    return resolve_secret(text)  # 'file:PATH' too, read and checked by secret_files
 
 
-def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str) -> str:
-    """The ``stream`` label, required: no two columns may share their coins by default.
+def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str = "") -> tuple[str, str]:
+    """The column's name (the ``stream`` argument, required) and the stream of its draws,
+    made from the name as the Polars function on that column makes its default stream
+    (``prefix`` + name: ``'add_noise/'`` for noise, nothing for randomized response).
 
-    SQL cannot see the name of the column passed as ``x``, so it cannot derive the
-    stream as Polars does; a shared default (it was ``''``) made two columns disguised
-    in one query with the same secret and key flip together.
+    SQL cannot see the name of the column passed as ``x``, so the caller gives it; a
+    shared default (it was ``''``) made two columns disguised in one query with the same
+    secret and key flip together.
     """
-    label = _constant(arr, "stream", func, optional=True)
-    if label is None:
+    column = _constant(arr, "stream", func, optional=True)
+    if column is None:
         msg = (
             f"The 'stream' argument of {func} is required: it labels the draws of one column, and two "
             "columns on the same stream with the same secret and key would get the same coins. Pass "
-            f"stream := '{prefix}<column name>' (e.g. '{prefix}smoker'), the default of the Polars "
-            "expression on that column, so that SQL and Polars give the same bits. Got NULL instead."
+            "stream := '<column name>' (e.g. 'smoker'): the library makes the stream from it as the Polars "
+            "expression on that column does, so that SQL and Polars give the same bits. Got NULL instead."
         )
         raise InvalidParameterError(msg)
-    return str(label)
+    column = str(column)
+    if prefix and column.startswith(prefix):
+        # The form documented before issue 27: taken as a column's name it would be other
+        # noise than the runs before, silently (and two runs averaged undo noise).
+        msg = (
+            f"The 'stream' argument of {func} must be the column's name (the library makes the stream "
+            f"'{prefix}<name>' from it, as Polars does). Got {column!r} instead; pass {column[len(prefix) :]!r}."
+        )
+        raise InvalidParameterError(msg)
+    return column, prefix + column
 
 
 def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
@@ -352,14 +398,19 @@ def _series(arr: pa.Array | pa.ChunkedArray, name: str) -> pl.Series:
 
 
 def _check_key(key: pa.Array | pa.ChunkedArray, values: pl.Series, func: str) -> pl.Series:
-    """The key column, refused when it is NULL everywhere (a macro's ``key`` left out)."""
+    """The key column, refused where it is NULL and the value is not (that row needs a
+    draw, so a key; a macro's ``key`` left out is NULL everywhere).  The error names the
+    user's column (``values``' name), which SQL knows only from its stream."""
     keys = _series(key, "key")
-    if keys.null_count() == len(keys) and values.null_count() < len(values):
-        msg = (
-            f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) "
-            "for a text key). Got NULL in every row instead."
-        )
-        raise InvalidParameterError(msg)
+    if keys.null_count():
+        missing = int((keys.is_null() & values.is_not_null()).sum())
+        if missing:
+            msg = (
+                f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) for a "
+                f"text key), with a key wherever the column {values.name!r} has a value. Got NULL in "
+                f"{missing} such rows instead."
+            )
+            raise InvalidParameterError(msg)
     return keys
 
 
@@ -378,11 +429,12 @@ def _disguise_arrow(
     p_value = _constant(p, "p", func, optional=True)
     epsilon_value = _constant(epsilon, "epsilon", func, optional=True)
     secret_key = _secret(secret, func).key
-    word = stream_id(_stream(stream, func, ""))
+    column, label = _stream(stream, func)
+    word = stream_id(label)
     if categories is None and pa.types.is_boolean(x.type):
         keep = _keep_probability(p_value, epsilon_value, 2, func)
-        return _binary_disguise(func, x, key, keep, secret_key, word)
-    values = _series(x, "x")
+        return _binary_disguise(func, x, column, key, keep, secret_key, word)
+    values = _series(x, column)
     out = disguise_series(
         values,
         _check_key(key, values, func),
@@ -397,7 +449,7 @@ def _disguise_arrow(
 
 
 def _binary_disguise(
-    func: str, x: pa.Array, key: pa.Array, keep: float, secret: bytes, stream: int
+    func: str, x: pa.Array, column: str, key: pa.Array, keep: float, secret: bytes, stream: int
 ) -> pa.BooleanArray:
     """``x`` kept where its row's Bernoulli(keep) draw (keyed by unit and value) says so,
     negated elsewhere; nulls stay null (:func:`polars_ppdm.perturb.rr.disguise_series` on a
@@ -413,7 +465,7 @@ def _binary_disguise(
         return _negated_where_not(
             x, keep_decisions(_bitmap_codes(x), keep, secret, stream, _bigint_keys(key))
         )
-    values = _series(x, "x")
+    values = _series(x, column)
     keys = _check_key(key, values, func)
     return _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func).to_arrow()
 
@@ -525,6 +577,9 @@ def _record_columns(record: pa.Array, cols: list[str], x: pl.Series, func: str) 
 
 # dist -> kernel of polars_ppdm.add_noise (tests check it covers perturb.noise.DISTRIBUTIONS).
 _NOISE_KERNELS = {"uniform": uniform_noise, "gaussian": gaussian_noise}
+# The prefix of add_noise_expr's default stream, "add_noise/" + the column's name (tests
+# check that SQL and Polars draw the same noise from the column's name).
+_NOISE_STREAM = "add_noise/"
 
 
 def _add_noise_udf(x, dist, scale, secret, key, stream):
@@ -534,13 +589,13 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
         return pa.array([], type=pa.float64())
     dist, scale = check_noise(_constant(dist, "dist", func), _constant(scale, "scale", func), func)
     check_drawable(scale, func)
-    label = _stream(stream, func, "add_noise/")
-    values = _series(x, "x")
+    column, label = _stream(stream, func, _NOISE_STREAM)
+    values = _series(x, column)
     valid = values.is_not_null()
     if not np.isfinite(values.filter(valid).to_numpy()).all():
         msg = (
-            f"The 'x' argument of {func} must hold finite numbers or NULL. Got NaN or infinite values "
-            "instead; replace them or make them NULL."
+            f"The column {column!r} (the 'x' argument) of {func} must hold finite numbers or NULL. Got NaN "
+            "or infinite values instead; replace them or make them NULL."
         )
         raise InvalidParameterError(msg)
     keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
@@ -626,10 +681,16 @@ def _key_udf(s):
 # parameters positionally too); the UDF refuses a missing secret, key or stream (NULL
 # defaults, so that the error is ours and says what to pass, not DuckDB's binder error,
 # which would also quote the SQL text and a secret written in it), and wants exactly one
-# of p and epsilon.
+# of p and epsilon.  ppdm_rr_disguise refuses x of another type than BOOLEAN by name (the
+# check folds away at bind time; it was DuckDB's binder error naming _ppdm_rr_binary).
 _MACROS = """
 CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL) AS
-    _ppdm_rr_binary(x, p, epsilon, secret, key, stream);
+    CASE WHEN typeof(x) NOT IN ('BOOLEAN', '"NULL"')
+         THEN error('The ''x'' argument of ppdm_rr_disguise must be BOOLEAN (binary randomized response; 0/1 '
+                    || 'integers as x::BOOLEAN). Got ' || typeof(x) || ' (the column '
+                    || coalesce('''' || stream::VARCHAR || '''', 'passed as x') || ') instead; for categories '
+                    || 'use ppdm_rr_disguise_k(x, categories, ...) with the column''s public categories.')
+         ELSE _ppdm_rr_binary(TRY_CAST(x AS BOOLEAN), p, epsilon, secret, key, stream) END;
 CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
     x, categories, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL
 ) AS _ppdm_rr_kary(x, categories, p, epsilon, secret, key, stream);

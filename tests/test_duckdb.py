@@ -98,7 +98,9 @@ def test_udf_errors_name_the_problem(con):
         con.execute("SELECT ppdm_rr_disguise_k(c, ['a', 'b'], 0.8, '1', id, 'c') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match=r"'key' argument of ppdm_rr_disguise .* Got NULL"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', NULL::BIGINT, 'x') FROM t").fetchall()
-    with pytest.raises(duckdb.InvalidInputException, match="null value"):
+    with pytest.raises(
+        duckdb.InvalidInputException, match=r"column 'x' has a value\. Got NULL in 1 such rows"
+    ):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, '1', if(id = 3, NULL, id), 'x') FROM t").fetchall()
     with pytest.raises(duckdb.InvalidInputException, match="'secret' parameter"):
         con.execute("SELECT ppdm_rr_disguise(x, 0.8, 'not-a-secret', id, 'x') FROM t").fetchall()

@@ -4,6 +4,7 @@ the k-ary corrected frequencies and Polars' column names, bit for bit against Po
 from __future__ import annotations
 
 import math
+import re
 
 import duckdb
 import numpy as np
@@ -63,8 +64,8 @@ def test_every_python_noise_distribution_has_a_sql_kernel():
 def test_add_noise_matches_polars_bit_for_bit(con, table, people, dist):
     sql = by_id(
         con,
-        f"SELECT id, ppdm_add_noise(income, 500.0, '{SECRET}', id, 'add_noise/income', dist := '{dist}') AS income, "
-        f"ppdm_add_noise(age, scale := 2.5, secret := '{SECRET}', key := id, stream := 'add_noise/age', "
+        f"SELECT id, ppdm_add_noise(income, 500.0, '{SECRET}', id, 'income', dist := '{dist}') AS income, "
+        f"ppdm_add_noise(age, scale := 2.5, secret := '{SECRET}', key := id, stream := 'age', "
         f"dist := '{dist}') AS age FROM people",
     )
     polars = ppdm.add_noise(people, ["income", "age"], dist=dist, scale=[500.0, 2.5], secret=SECRET, key="id")
@@ -80,7 +81,7 @@ def test_add_noise_matches_polars_bit_for_bit(con, table, people, dist):
 def test_add_noise_with_a_string_key_through_ppdm_key(con, table, people):
     sql = by_id(
         con,
-        f"SELECT id, ppdm_add_noise(income, 1.0, '{SECRET}', email_key, 'add_noise/income', 'uniform') AS income "
+        f"SELECT id, ppdm_add_noise(income, 1.0, '{SECRET}', email_key, 'income', 'uniform') AS income "
         "FROM people",
     )
     polars = ppdm.add_noise(people, "income", dist="uniform", scale=1.0, secret=SECRET, key="email")
@@ -89,7 +90,7 @@ def test_add_noise_with_a_string_key_through_ppdm_key(con, table, people):
 
 def test_add_noise_default_is_gaussian_and_null_keys_are_fine_where_values_are_null(con):
     con.execute("CREATE TABLE t AS SELECT * FROM (VALUES (1.0, 1), (NULL, NULL), (3.0, 3)) v(x, id)")
-    out = con.execute("SELECT ppdm_add_noise(x, 1.0, '1', id, 'add_noise/x') FROM t").fetchall()
+    out = con.execute("SELECT ppdm_add_noise(x, 1.0, '1', id, 'x') FROM t").fetchall()
     frame = pl.DataFrame({"x": [1.0, None, 3.0], "id": [1, None, 3]})
     expected = ppdm.add_noise(frame, "x", scale=1.0, secret=1, key="id")["x"].to_list()
     assert [r[0] for r in out] == expected and expected[1] is None
@@ -113,7 +114,7 @@ def test_add_noise_default_is_gaussian_and_null_keys_are_fine_where_values_are_n
         ("ppdm_add_noise(x, 1.0, '1', id, NULL)", r"'stream' argument of ppdm_add_noise"),
         (
             "ppdm_add_noise(bad, 1.0, '1', id, 's')",
-            r"'x' argument of ppdm_add_noise must hold finite numbers",
+            r"The column 's' \(the 'x' argument\) of ppdm_add_noise must hold finite numbers",
         ),
     ],
 )
@@ -129,7 +130,7 @@ def test_add_noise_needs_its_stream(con):
     """No default stream: two columns noised on one stream would share their noise (x - y leaks)."""
     with pytest.raises(
         duckdb.InvalidInputException,
-        match=r"'stream' argument of ppdm_add_noise is required.*stream := 'add_noise/<column name>'",
+        match=r"'stream' argument of ppdm_add_noise is required.*stream := '<column name>'",
     ):
         con.execute("SELECT ppdm_add_noise(1.0, 1.0, '1', 1)").fetchall()
 
@@ -470,3 +471,133 @@ def test_binary_corrections_take_epsilon_like_python(con, people):
         py_share := ppdm.rr_support(per_attribute, "a", epsilon=1.5)["frequency"][1]
     )
     assert 0 < py_share < 1
+
+
+# -- one naming of streams, the user's column in errors, 'file:PATH' secrets (issue 27) ---
+
+
+def test_every_perturbation_takes_the_column_name_and_gives_the_polars_bits(con, table, people):
+    """Each SQL perturbation, given the column's name as its stream, draws what the Polars
+    function draws on that column with the same secret and key: ppdm_add_noise(...,
+    stream := 'income') was another draw than add_noise on income (whose stream is
+    'income'), so SQL users had to know the library's internal stream names."""
+    sql = by_id(
+        con,
+        f"""SELECT id,
+            ppdm_rr_disguise(a, 0.7, '{SECRET}', id, 'a') AS a,
+            ppdm_rr_disguise_k(diet, ['vegan', 'vegetarian', 'omnivore'], 0.6, '{SECRET}', id, 'diet') AS diet,
+            ppdm_add_noise(income, 500.0, '{SECRET}', id, 'income') AS income,
+            ppdm_add_noise(age, 2.5, '{SECRET}', id, stream := 'age', dist := 'uniform') AS age
+        FROM people""",
+    )
+    polars = people.lazy().select(
+        "id",
+        pl.col("a").ppdm.rr_disguise(p=0.7, secret=SECRET, key="id"),
+        pl.col("diet").ppdm.rr_disguise(
+            p=0.6, secret=SECRET, key="id", categories=["vegan", "vegetarian", "omnivore"]
+        ),
+        pl.col("income").ppdm.add_noise(scale=500.0, secret=SECRET, key="id"),
+        pl.col("age").ppdm.add_noise(dist="uniform", scale=2.5, secret=SECRET, key="id"),
+    )
+    assert_frame_equal(sql, polars.collect().sort("id"))
+    whole = by_id(con, whole_record_sql("0.7"))
+    want = ppdm.rr_disguise(people, ["a", "b", "c"], p=0.7, mode="whole_record", secret=SECRET, key="id")
+    assert_frame_equal(whole, want.select("id", "a", "b", "c").sort("id"))
+    ecdf = con.sql(f"FROM ppdm_ecdf_resample('people', 'income', 'id', 50, '{SECRET}') ORDER BY id").pl()
+    want = ppdm.ecdf_resample(people, "income", bins=50, secret=SECRET, key="id").sort("id")
+    assert_series_equal(ecdf["income"], want["income"])
+
+
+def test_the_full_noise_stream_of_before_is_refused_by_name(con, table):
+    """'add_noise/income' was the documented form: now it would be the stream of a column
+    named so, silently other noise than the runs before (which averaged together would
+    undo it); it is refused, saying what to pass."""
+    with pytest.raises(
+        duckdb.InvalidInputException,
+        match=r"The 'stream' argument of ppdm_add_noise must be the column's name \(the library makes the stream "
+        r"'add_noise/<name>' from it, as Polars does\)\. Got 'add_noise/income' instead; pass 'income'\.",
+    ):
+        con.execute(
+            f"SELECT ppdm_add_noise(income, 1.0, '{SECRET}', id, 'add_noise/income') FROM people"
+        ).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("column", "kind"), [("diet", "VARCHAR"), ("smoker", "BIGINT"), ("income", "DOUBLE")]
+)
+def test_binary_rr_on_another_type_says_what_to_use(con, table, column, kind):
+    """A text column gave DuckDB's binder error naming the internal _ppdm_rr_binary."""
+    with pytest.raises(duckdb.InvalidInputException) as info:
+        con.execute(
+            f"SELECT ppdm_rr_disguise({column}, 0.8, '{SECRET}', id, '{column}') FROM people"
+        ).fetchall()
+    message = str(info.value)
+    assert "_ppdm_rr_binary" not in message and "LINE 1" not in message
+    assert re.search(
+        rf"The 'x' argument of ppdm_rr_disguise must be BOOLEAN \(binary randomized response; 0/1 integers as "
+        rf"x::BOOLEAN\)\. Got {kind} \(the column '{column}'\) instead; for categories use ppdm_rr_disguise_k\(x, "
+        r"categories, \.\.\.\) with the column's public categories\.",
+        message,
+    ), message
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            "ppdm_rr_disguise_k(diet, ['vegan', 'omnivore'], 0.8, '{s}', id, 'diet')",
+            r"The column 'diet' of ppdm_rr_disguise_k holds values outside its 'categories'",
+        ),
+        (
+            "ppdm_add_noise(if(id % 3 = 0, 'nan'::DOUBLE, income), 1.0, '{s}', id, 'income')",
+            r"The column 'income' \(the 'x' argument\) of ppdm_add_noise must hold finite numbers or NULL\. Got NaN "
+            r"or infinite values instead",
+        ),
+        (
+            "ppdm_rr_disguise(b, 0.8, '{s}', if(id % 3 = 0, NULL, id), 'b')",
+            r"The 'key' argument of ppdm_rr_disguise must be the row-key column \(BIGINT, or ppdm_key\(text\) for a "
+            r"text key\), with a key wherever the column 'b' has a value\. Got NULL in \d+ such rows instead\.",
+        ),
+        (
+            "ppdm_add_noise(income, 1.0, '{s}', NULL, 'income')",
+            r"The 'key' argument of ppdm_add_noise .* the column 'income' has a value\. Got NULL in \d+ such rows",
+        ),
+    ],
+)
+def test_errors_name_the_users_column(con, table, call, message):
+    """The errors called every column 'x' (the macro's parameter) and every key 'key'."""
+    with pytest.raises(duckdb.InvalidInputException, match=message) as info:
+        con.execute(f"SELECT {call.format(s=SECRET)} FROM people").fetchall()
+    assert "column 'x'" not in str(info.value) and "key column 'key'" not in str(info.value)
+
+
+def test_a_secret_file_is_a_secret_argument(con, table, people, tmp_path):
+    """'file:PATH' wherever 'env:NAME' is accepted, read by the pipeline's reader (mode 0600
+    only, never shown in an error), and followed when a job rotates the file between two
+    queries: the secret was cached by the text alone, so the same query kept the old one
+    and a file opened to others stayed in use."""
+    from polars_ppdm.secret_files import write_secret_text
+
+    path = tmp_path / "ppdm.secret"
+    write_secret_text(path, SECRET + "\n")
+    query = (
+        f"SELECT id, ppdm_rr_disguise(a, 0.7, 'file:{path}', id, 'a') AS a, "
+        f"ppdm_add_noise(income, 1.0, 'file:{path}', id, 'income') AS income FROM people"
+    )
+    hist = f"FROM ppdm_dp_histogram('people', 'smoker', 0, 2, 2, 1.0, 'file:{path}')"
+    other = "9b3e71c04a5fd2886e17a3c95b0d4f2e"
+    want = {
+        s: (by_id(con, query.replace(f"file:{path}", s)), con.sql(hist.replace(f"file:{path}", s)).pl())
+        for s in (SECRET, other)
+    }
+    assert_frame_equal(by_id(con, query), want[SECRET][0])
+    assert con.sql(hist).pl().equals(want[SECRET][1])
+    write_secret_text(path, other + "\n", overwrite=True)  # rotated between two queries
+    assert_frame_equal(by_id(con, query), want[other][0])
+    assert con.sql(hist).pl().equals(want[other][1])
+    path.chmod(0o644)  # others can read it now: refused, with the fix
+    with pytest.raises(duckdb.InvalidInputException, match=r"has mode 0644.*chmod 600") as info:
+        con.execute(query).fetchall()
+    assert other not in str(info.value) and SECRET not in str(info.value)
+    with pytest.raises(duckdb.InvalidInputException, match=r"The secret file '.*nowhere' cannot be read"):
+        con.execute(query.replace(str(path), str(tmp_path / "nowhere"))).fetchall()
