@@ -61,13 +61,17 @@ terms AS (
                 FOR j IN range(1, length(g.pattern) + 1)],
                'product') AS w,
            o.n / g.total AS share,
-           CASE WHEN o.pattern = g.pattern THEN o.n ELSE 0 END AS own
+           CASE WHEN o.pattern = g.pattern THEN o.n ELSE 0 END AS own,
+           o.pattern AS observed_pattern
     FROM grid g CROSS JOIN obs o
 )
+-- The floats summed in one order (the observed patterns'): the same bits on every run,
+-- whatever the threads and the table's source hand the rows out in.
 SELECT pattern,
        sum(own)::BIGINT AS observed,
-       sum(w * share) AS frequency,
-       sqrt(greatest((sum(w * w * share) - sum(w * share)) / any_value(total), 0)) AS std_error
+       sum(w * share ORDER BY observed_pattern) AS frequency,
+       sqrt(greatest((sum(w * w * share ORDER BY observed_pattern) - sum(w * share ORDER BY observed_pattern))
+                     / any_value(total), 0)) AS std_error
 FROM terms
 GROUP BY pattern
 ORDER BY pattern;

@@ -216,9 +216,9 @@ def _wanted(
 def plain(hostile_con, base) -> dict[tuple[str, str], pl.DataFrame]:
     """Every call's result on the base table and counts, with no hostile name anywhere."""
     hostile_con.register("hostile_base", base)
-    # A Polars frame as the hostile ones are: the patterns' sums of floats are added in
-    # another order over a DuckDB table (the last bit of a std_error differs).
-    hostile_con.register("hostile_counts", hostile_con.sql(COUNTS).pl())
+    # A DuckDB table, the hostile ones Polars frames: the same bits from either source
+    # (the patterns' float sums went in the order the scan handed out the rows).
+    hostile_con.execute(f"CREATE TABLE hostile_counts AS {COUNTS}")
     names = {c: c for c in BASE}
     out = {}
     for family in FAMILIES:
