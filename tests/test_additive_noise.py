@@ -264,7 +264,7 @@ def test_a_scale_whose_draws_overflow_is_refused(engine):
                 df.with_columns(pl.col("x").ppdm.add_noise(scale=1e308, secret=1, key="id"))
             else:
                 con = ppdm.duckdb.register(duckdb.connect())
-                con.sql("SELECT ppdm_add_noise(x, 1e308, '1', id, 'add_noise/x') FROM df").fetchall()
+                con.sql("SELECT ppdm_add_noise(x, 1e308, '1', id, 'x') FROM df").fetchall()
 
 
 def test_columns_as_a_mapping_are_refused():
@@ -291,7 +291,7 @@ def test_noise_keyed_by_value_is_pinned_and_the_same_in_duckdb():
     assert digest == KEYED_NOISE_DIGEST
     con = ppdm.duckdb.register(duckdb.connect())
     sql = con.sql(
-        f"SELECT ppdm_add_noise(v, 2.0, '{secret}', unit, 'add_noise/v') AS g, "
-        f"ppdm_add_noise(v, 2.0, '{secret}', unit, 'add_noise/v', dist := 'uniform') AS u FROM df"
+        f"SELECT ppdm_add_noise(v, 2.0, '{secret}', unit, 'v') AS g, "
+        f"ppdm_add_noise(v, 2.0, '{secret}', unit, 'v', dist := 'uniform') AS u FROM df"
     ).pl()
     assert sql["g"].to_list() == outs[0].to_list() and sql["u"].to_list() == outs[1].to_list()

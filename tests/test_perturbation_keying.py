@@ -279,7 +279,7 @@ def test_d_polars_engines_and_duckdb_give_the_same_bits(mixed):
             ppdm_rr_disguise_k(c, {cats}, 0.6, '{HEX}', unit, 'c') AS c,
             ppdm_rr_disguise_whole_record(x, ['x', 'y'], 0.75, '{HEX}', unit, record := [x, y]) AS wx,
             ppdm_rr_disguise_whole_record(y, ['x', 'y'], 0.75, '{HEX}', unit, record := [x, y]) AS wy,
-            ppdm_add_noise(v, 3.0, '{HEX}', unit, 'add_noise/v') AS v
+            ppdm_add_noise(v, 3.0, '{HEX}', unit, 'v') AS v
         FROM t ORDER BY row"""
     ).pl()
     for column in ("x", "y", "c"):

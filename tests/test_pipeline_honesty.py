@@ -107,7 +107,7 @@ def test_old_ledgers_stay_readable_and_are_upgraded_by_a_run(tmp_path, example):
     assert Ledger(ledger).recorded_outputs("older-run") is None
     assert run(path) == EXIT_OK
     with duckdb.connect(str(ledger)) as con:
-        assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (3,)
+        assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (4,)
     assert Ledger(ledger).spent("survey") == pytest.approx(3.0)
     assert Ledger(ledger).recorded_outputs("older-run") is None
 
