@@ -640,3 +640,14 @@ def test_dp_group_by_interval_columns_clashing_with_a_group_column_fail_plan(tmp
     assert main(["plan", str(path)]) == EXIT_INVALID
     assert "count_sd" in one_clean_line(capsys.readouterr().err)
     assert run(path) == EXIT_INVALID and spent(tmp_path) == 0.0
+
+
+def test_a_value_that_does_not_parse_is_not_echoed(tmp_path, capsys):
+    """Found by a new user: the parser's message quoted the value (`SECRETVALUE`)."""
+    people().with_columns(pl.col("age").cast(pl.String)).with_columns(
+        age=pl.when(pl.col("id") == 250).then(pl.lit("SECRETVALUE")).otherwise(pl.col("age"))
+    ).write_csv(tmp_path / "people.csv")
+    path = write(tmp_path)
+    assert run(path) in (EXIT_INPUT, EXIT_INVALID)
+    line = one_clean_line(capsys.readouterr().err)
+    assert "SECRETVALUE" not in line and spent(tmp_path) == 0.0

@@ -150,29 +150,39 @@ def _run(args: argparse.Namespace) -> int:
     if not args.no_report:
         try:
             reports = _write_report(args.pipeline, args.ledger, None)
-        except Exception as error:
-            print(
-                "ppdm run: the run succeeded and its outputs are in place, but its report was not written:",
-                file=sys.stderr,
+        except (Exception, KeyboardInterrupt) as error:
+            error.add_note(
+                "The run had succeeded: its outputs are in place and its epsilon spent; only its report was not "
+                "written (ppdm report writes it)."
             )
             return _fail("run", error)
-    if not args.quiet:
-        spent = (
-            f"spent epsilon {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
-        )
-        rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
-        if result.reclaimed:
-            spent += (
-                f"; withdrew the reservation of {len(result.reclaimed)} earlier run(s) killed before they "
-                "published anything"
+    try:
+        if not args.quiet:
+            spent = (
+                f"spent epsilon {result.spent:g}"
+                if result.new
+                else "identical to an earlier run: spent nothing"
             )
-        written = ", ".join(_shown(p) for p in result.outputs) or "none"
-        print(
-            f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
-            f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
-            f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
-            + (f"; report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}" if reports else "")
-        )
+            rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
+            if result.reclaimed:
+                spent += (
+                    f"; withdrew the reservation of {len(result.reclaimed)} earlier run(s) killed before they "
+                    "published anything"
+                )
+            written = ", ".join(_shown(p) for p in result.outputs) or "none"
+            print(
+                f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
+                f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
+                f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
+                + (
+                    f"; report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}"
+                    if reports
+                    else ""
+                )
+            )
+    except OSError as error:  # stdout full or closed: the run itself succeeded
+        error.add_note("The run had succeeded: its outputs are in place and its epsilon spent.")
+        return _fail("run", error)
     return EXIT_OK
 
 

@@ -80,8 +80,15 @@ def input_format(pipeline: Pipeline, files: list[Path]) -> str:
 
 
 def _unreadable(path: Path, error: BaseException) -> InputError:
+    """The refusal of an input that cannot be read.  A parser's message quotes the data
+    ("could not parse" a quoted value, a row's text): quoted parts are withheld, and the
+    line is cut, so no value of the data reaches a log."""
+    import re
+
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
+    first = re.sub(r"`[^`]*`|\"[^\"]*\"|'[^']*'", "<withheld>", first)
+    first = first if len(first) <= 200 else f"{first[:200]}..."
     return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {first}")
 
 
