@@ -129,6 +129,8 @@ CREATE TABLE ppdm_outputs (
 # same host can tell a run whose process died before it published anything.
 _UPGRADE_TO_4 = "ALTER TABLE ppdm_runs ADD COLUMN owner VARCHAR;"
 
+_UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4}
+
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
 _SLACK = 1e-12
 
@@ -480,54 +482,46 @@ class Ledger:
         con.execute("INSERT INTO ppdm_ledger_schema VALUES (1, ?, ?)", [f"polars_ppdm {__version__}", _now()])
 
     @staticmethod
-    def _has_deltas(con: duckdb.DuckDBPyConnection) -> bool:
+    def _version(con: duckdb.DuckDBPyConnection) -> int:
         found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
-        return found is not None and found[0] >= 2
+        return int(found[0]) if found is not None and found[0] is not None else 0
+
+    @classmethod
+    def _has_deltas(cls, con: duckdb.DuckDBPyConnection) -> bool:
+        return cls._version(con) >= 2
+
+    @classmethod
+    def _has_outputs(cls, con: duckdb.DuckDBPyConnection) -> bool:
+        return cls._version(con) >= 3
+
+    @classmethod
+    def _has_owner(cls, con: duckdb.DuckDBPyConnection) -> bool:
+        return cls._version(con) >= 4
+
+    @classmethod
+    def _upgrade_to(cls, con: duckdb.DuckDBPyConnection, version: int) -> None:
+        """Bring the file to schema ``version``, one version after the other, in the
+        transaction: 2 adds the deltas, 3 the outputs' hashes, 4 who reserved a run."""
+        from polars_ppdm import __version__
+
+        for step in range(cls._version(con) + 1, version + 1):
+            con.execute(_UPGRADES[step])
+            con.execute(
+                "INSERT INTO ppdm_ledger_schema VALUES (?, ?, ?)",
+                [step, f"polars_ppdm {__version__}", _now()],
+            )
 
     @classmethod
     def _upgrade(cls, con: duckdb.DuckDBPyConnection) -> None:
-        """Add the delta columns (schema version 2) to a version-1 file, in the transaction."""
-        from polars_ppdm import __version__
-
-        if not cls._has_deltas(con):
-            con.execute(_UPGRADE_TO_2)
-            con.execute(
-                "INSERT INTO ppdm_ledger_schema VALUES (2, ?, ?)", [f"polars_ppdm {__version__}", _now()]
-            )
+        cls._upgrade_to(con, 2)
 
     @classmethod
     def _upgrade_outputs(cls, con: duckdb.DuckDBPyConnection) -> None:
-        """Add version 3 (the outputs' hashes), after version 2, in the transaction."""
-        from polars_ppdm import __version__
-
-        cls._upgrade(con)
-        if not cls._has_outputs(con):
-            con.execute(_UPGRADE_TO_3)
-            con.execute(
-                "INSERT INTO ppdm_ledger_schema VALUES (3, ?, ?)", [f"polars_ppdm {__version__}", _now()]
-            )
+        cls._upgrade_to(con, 3)
 
     @classmethod
     def _upgrade_owner(cls, con: duckdb.DuckDBPyConnection) -> None:
-        """Add version 4 (who reserved a run), after version 3, in the transaction."""
-        from polars_ppdm import __version__
-
-        cls._upgrade_outputs(con)
-        if not cls._has_owner(con):
-            con.execute(_UPGRADE_TO_4)
-            con.execute(
-                "INSERT INTO ppdm_ledger_schema VALUES (4, ?, ?)", [f"polars_ppdm {__version__}", _now()]
-            )
-
-    @staticmethod
-    def _has_owner(con: duckdb.DuckDBPyConnection) -> bool:
-        found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
-        return found is not None and found[0] >= 4
-
-    @staticmethod
-    def _has_outputs(con: duckdb.DuckDBPyConnection) -> bool:
-        found = con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone()
-        return found is not None and found[0] >= 3
+        cls._upgrade_to(con, 4)
 
     # --- datasets ------------------------------------------------------------------------
 
