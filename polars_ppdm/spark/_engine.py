@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import pyarrow as pa
 
+from polars_ppdm._frame import fresh_names
 from polars_ppdm.exceptions import InvalidParameterError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "ExecutorError",
     "check_key",
+    "fresh_columns",
     "map_polars",
     "polars_schema",
     "raise_executor_errors",
@@ -76,6 +78,14 @@ def spark_column(name: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def fresh_columns(taken: Iterable[str], *bases: str) -> list[str]:
+    """:func:`polars_ppdm._frame.fresh_names` as Spark compares names: without case
+    (``spark.sql.caseSensitive`` is off by default), so a user's ``__PPDM_RANK`` takes
+    ``__ppdm_rank`` too.  The helpers' names are lower case, hence compared with the
+    lower-cased ``taken``."""
+    return fresh_names({name.lower() for name in taken}, *(base.lower() for base in bases))
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
@@ -131,11 +141,15 @@ def map_polars(
     """
     target = spark_schema(out_schema, func)
     arrow = _arrow_schema(target)
+    names = frame.columns
+    # PySpark's mapInArrow reads its input columns by name, which a name like "a.b" (a
+    # struct field) or "a`b" (quoting) breaks: they cross under positional names.
+    positional = frame.toDF(*(f"_{i}" for i in range(len(names))))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in _gathered(batches):
             try:
-                out = transform(pl.DataFrame(pl.from_arrow(chunk)))
+                out = transform(pl.DataFrame(pl.from_arrow(chunk.rename_columns(names))))
             except InvalidParameterError as exc:  # our message, carried to the driver
                 msg = f"[polars_ppdm] {exc}"
                 raise ExecutorError(msg) from None
@@ -144,7 +158,7 @@ def map_polars(
                 table = table.cast(arrow)
             yield from table.to_batches()
 
-    return frame.mapInArrow(run, target)
+    return positional.mapInArrow(run, target)
 
 
 # Spark hands Python 10,000-row batches by default: the per-call cost of the Polars

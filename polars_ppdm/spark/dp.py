@@ -46,16 +46,22 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, morton_codes
 from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words
 from polars_ppdm.secret import SecretLike
-from polars_ppdm.spark._engine import map_polars, polars_schema, raise_executor_errors, spark_frame
+from polars_ppdm.spark._engine import (
+    fresh_columns,
+    map_polars,
+    polars_schema,
+    raise_executor_errors,
+    spark_column,
+    spark_frame,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import DataFrame as SparkFrame
 
 __all__ = ["dp_histogram", "dp_kmeans", "dp_quadtree"]
 
-_UNIT = "__ppdm_unit"
-_WORD = "__ppdm_unit_word"
-_RANK = "__ppdm_unit_rank"
+# The points' columns: fixed names, as the frames that hold them hold no column of the
+# user's (the points are computed from the source's batches, not added to them).
 _FINITE = "__ppdm_finite"
 _CODE = "__ppdm_code"
 _CELL = "__ppdm_cell"
@@ -80,27 +86,29 @@ def _bounded(
     Rows of equal word hold the same values in ``columns``: whichever Spark keeps, the
     release is the same."""
     names = list(dict.fromkeys([*([key] if key is not None else []), *columns]))
-    source = sdf.select(*names)
+    source = sdf.select(*(spark_column(name) for name in names))  # a name "a.b" is no struct field
     if key is None:
         return map_polars(source, outputs, out_schema, func)
     unit_dtype = polars_schema(source)[key]
+    # Named apart from the outputs, whatever ``outputs`` names them.
+    unit, word, rank = fresh_columns(out_schema.names(), "__ppdm_unit", "__ppdm_unit_word", "__ppdm_unit_rank")
 
     def transform(batch: pl.DataFrame) -> pl.DataFrame:
         words = unit_words(batch[key], [batch[c] for c in columns], secret, func, key=key)
         # Unsigned order as signed order: Spark has no unsigned 64-bit integer.
         ordered = (words ^ _SIGN).view(np.int64)
-        return outputs(batch).with_columns(batch[key].alias(_UNIT), pl.Series(_WORD, ordered, dtype=pl.Int64))
+        return outputs(batch).with_columns(batch[key].alias(unit), pl.Series(word, ordered, dtype=pl.Int64))
 
-    schema = pl.Schema([*out_schema.items(), (_UNIT, unit_dtype), (_WORD, pl.Int64)])
+    schema = pl.Schema([*out_schema.items(), (unit, unit_dtype), (word, pl.Int64)])
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     mapped = map_polars(source, transform, schema, func)
-    order = Window.partitionBy(_UNIT).orderBy(_WORD)
+    order = Window.partitionBy(spark_column(unit)).orderBy(spark_column(word))
     return (
-        mapped.withColumn(_RANK, F.row_number().over(order))
-        .filter(F.col(_RANK) <= contributions)
-        .drop(_UNIT, _WORD, _RANK)
+        mapped.withColumn(rank, F.row_number().over(order))
+        .filter(spark_column(rank) <= contributions)
+        .drop(unit, word, rank)
     )
 
 

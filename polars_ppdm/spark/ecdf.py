@@ -64,6 +64,7 @@ from polars_ppdm.perturb.ecdf import LINKS, _check_bins, ecdf_stream
 from polars_ppdm.secret import Secret, SecretLike, resolve_secret
 from polars_ppdm.spark._engine import (
     check_key,
+    fresh_columns,
     map_polars,
     polars_schema,
     raise_executor_errors,
@@ -90,15 +91,6 @@ _SIGN = np.uint64(1 << 63)
 _CELL_SHIFT = np.uint64(48)  # a cell: the top 16 bits of the unsigned order key
 _SUB_BITS = 16  # a cell splits into at most 2**16 buckets
 _MAX_SUB_BITS = 16
-
-
-def _fresh(taken: Sequence[str], base: str) -> str:
-    """A column name not in ``taken`` (compared case-insensitively, as Spark resolves)."""
-    lower = {name.lower() for name in taken}
-    name = base
-    while name.lower() in lower:
-        name = "_" + name
-    return name
 
 
 def _finite(batch: pl.DataFrame, column: str) -> tuple[np.ndarray, int]:
@@ -279,7 +271,7 @@ def ecdf_resample(
     # The key may be resampled too: ties use the original key, so keep a copy.
     tie_key = key_name
     if key_name in cols:
-        tie_key = _fresh(names, "__ppdm_key")
+        (tie_key,) = fresh_columns(names, "__ppdm_key")
         sdf = sdf.withColumn(tie_key, spark_column(key_name))
     out = sdf
     for i, c in enumerate(cols):
@@ -527,8 +519,8 @@ def _resample_column(
 
     schema = polars_schema(sdf)
     names = list(schema.names())
-    k, t, bucket, offset, rank, value = (
-        _fresh(names, "__ppdm_" + s) for s in ("k", "t", "bucket", "offset", "rank", "value")
+    k, t, bucket, offset, rank, value = fresh_columns(
+        names, *("__ppdm_" + s for s in ("k", "t", "bucket", "offset", "rank", "value"))
     )
     stream, tie_stream = stream_id(ecdf_stream(c)), stream_id(ecdf_stream(c) + "/ties")
     bucket_ids, offsets = bucket_offsets

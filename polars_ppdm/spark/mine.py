@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_ppdm._design import RRDesign
-from polars_ppdm._validation import check_fraction
+from polars_ppdm._validation import check_fraction, check_output_names
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.mine.apriori import Itemset, association_rules, frequent_from_counts
 from polars_ppdm.mine.rr_support import (
@@ -172,8 +172,8 @@ def rr_support(
     polars.DataFrame
         The result of :func:`polars_ppdm.rr_support` on the same rows (a small frame, on
         the driver): one row per pattern with ``observed``, ``frequency`` and
-        ``std_error``, or ``itemset``, ``support`` and ``std_error``.  Empty for an empty
-        input.
+        ``std_error`` (a column of one of these names is refused: rename it first), or
+        ``itemset``, ``support`` and ``std_error``.  Empty for an empty input.
 
     Raises
     ------
@@ -191,6 +191,7 @@ def rr_support(
     design = RRDesign(
         polars_schema(sdf), columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func
     )
+    check_output_names(func, design.columns, itemsets=itemsets)  # a column "frequency" would be overwritten
     if itemsets is None:
         return pattern_estimates(design, _pattern_counts(sdf, design))
     wanted = itemset_request(design, itemsets)
