@@ -23,13 +23,24 @@ A release may also cost a ``delta`` (partition selection of :func:`polars_ppdm.d
 the accountant composes (epsilon, delta) pairs by basic composition, both sums, and has a
 delta budget of its own (default 0: no release with a delta is accepted).
 
+**zCDP accounting** (``BudgetAccountant(rho=...)``, or an (epsilon, delta) budget converted
+with ``accounting="zcdp"``): the budget is a rho of zero-concentrated DP, and releases add
+their rho (Bun and Steinke 2016).  Gaussian releases (``mechanism="gaussian"``) cost a rho;
+a pure-epsilon (Laplace) release enters as ``rho = epsilon^2 / 2``, said in its row of
+:attr:`BudgetAccountant.ledger`.  A pure-epsilon accountant refuses a Gaussian release (a
+rho is not an epsilon), and a zCDP accountant refuses a release with a delta of its own
+(partition selection: give public groups).  :meth:`BudgetAccountant.epsilon_spent` says
+what the spent rho means in (epsilon, delta) (Canonne, Kamath, Steinke 2020:
+:mod:`polars_ppdm.dp.zcdp`).
+
 One accountant may be shared by threads: each spend checks and records under a lock, so
 concurrent releases never spend more than the total between them.
 
 References
 ----------
 McSherry, "Privacy integrated queries", SIGMOD 2009 (sequential and parallel
-composition).  Zhang, Cheng, DPQT k-means (paper 004).
+composition).  Bun, Steinke, "Concentrated differential privacy", TCC 2016.  Zhang, Cheng,
+DPQT k-means (paper 004).
 """
 
 from __future__ import annotations
@@ -43,9 +54,13 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from polars_ppdm._validation import check_real
+from polars_ppdm.dp.zcdp import check_rho, rho_for, rho_of_pure_epsilon, rho_to_epsilon
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 
-__all__ = ["BudgetAccountant", "check_epsilon"]
+__all__ = ["ACCOUNTINGS", "BudgetAccountant", "check_epsilon"]
+
+#: How a budget composes: "pure" (epsilon and delta add up) or "zcdp" (rho adds up).
+ACCOUNTINGS = ("pure", "zcdp")
 
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit.
 _SLACK = 1e-12
@@ -59,12 +74,13 @@ def check_epsilon(epsilon: object, func: str, name: str = "epsilon") -> float:
 @dataclass
 class _Group:
     label: str
-    releases: list[tuple[str, float]] = field(default_factory=list)
+    # (release, epsilon or None, rho or None, cost in the accountant's unit)
+    releases: list[tuple[str, float | None, float | None, float]] = field(default_factory=list)
     deltas: list[float] = field(default_factory=list)
 
     @property
     def cost(self) -> float:
-        return max((eps for _, eps in self.releases), default=0.0)
+        return max((cost for *_, cost in self.releases), default=0.0)
 
     @property
     def delta_cost(self) -> float:
@@ -72,14 +88,24 @@ class _Group:
 
 
 class BudgetAccountant:
-    """A total epsilon, spent release by release; refuses to overspend.
+    """A total budget, spent release by release; refuses to overspend.
 
     Parameters
     ----------
-    epsilon : float
-        The total budget, > 0.
+    epsilon : float, optional
+        The total epsilon budget, > 0 (pure accounting; with ``accounting="zcdp"`` the
+        epsilon that the zCDP budget must stay within at ``delta``).
     delta : float
-        The total delta budget, in [0, 1) (default 0: releases with a delta are refused).
+        Pure accounting: the total delta budget, in [0, 1) (default 0: releases with a
+        delta are refused).  zCDP accounting: the delta at which the budget's epsilon is
+        stated (in (0, 1)).
+    rho : float, optional
+        A zCDP budget, > 0 (instead of ``epsilon``): Gaussian releases then cost their
+        rho and pure-epsilon ones ``epsilon^2 / 2``.
+    accounting : {"pure", "zcdp"}, optional
+        How releases compose; default "zcdp" when ``rho`` is given, else "pure".
+        ``accounting="zcdp"`` with ``epsilon`` and ``delta`` converts that budget to the
+        largest rho whose conversion stays within it (:func:`polars_ppdm.dp.zcdp.rho_for`).
 
     Examples
     --------
@@ -94,18 +120,77 @@ class BudgetAccountant:
     Traceback (most recent call last):
     ...
     polars_ppdm.exceptions.BudgetExceededError: 'one more' needs epsilon 0.2 but the accountant has 0.1 left of 1 (spent 0.9); nothing was released.
+
+    A year of nightly Gaussian releases under zCDP:
+
+    >>> year = BudgetAccountant(epsilon=8.0, delta=1e-6, accounting="zcdp")
+    >>> round(year.rho, 4)
+    1.0524
+    >>> for night in range(365):
+    ...     year.spend(None, f"night {night}", rho=0.0025)
+    >>> round(year.spent_rho, 4), round(year.epsilon_spent(), 2)
+    (0.9125, 7.36)
     """
 
-    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
-        self.epsilon = check_epsilon(epsilon, "BudgetAccountant")
-        self.delta = check_real("delta", delta, "BudgetAccountant", low=0, high=1, open_high=True)
-        self._entries: list[tuple[str, float, str]] = []  # (release, epsilon, composition)
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        *,
+        rho: float | None = None,
+        accounting: str | None = None,
+    ) -> None:
+        func = "BudgetAccountant"
+        if accounting is None:
+            accounting = "zcdp" if rho is not None else "pure"
+        if accounting not in ACCOUNTINGS:
+            msg = f"The 'accounting' parameter of {func} must be one of {list(ACCOUNTINGS)}. Got {accounting!r} instead."
+            raise InvalidParameterError(msg)
+        self.accounting = accounting
+        if accounting == "pure":
+            if rho is not None:
+                msg = f"{func}: rho= is a zCDP budget; it needs accounting='zcdp' (or no accounting=). Got accounting='pure'."
+                raise InvalidParameterError(msg)
+            if epsilon is None:
+                msg = f"{func} needs a budget: epsilon= (pure accounting) or rho= (zCDP). Got neither."
+                raise InvalidParameterError(msg)
+            self.epsilon = check_epsilon(epsilon, func)
+            self.delta = check_real("delta", delta, func, low=0, high=1, open_high=True)
+            self.rho = math.nan
+        else:
+            if (rho is None) == (epsilon is None):
+                msg = (
+                    f"{func} with accounting='zcdp' needs exactly one budget: rho=, or epsilon= with delta= "
+                    f"(converted to the largest rho within it). Got epsilon={epsilon!r}, rho={rho!r}."
+                )
+                raise InvalidParameterError(msg)
+            if rho is not None:
+                self.rho = check_rho(rho, func)
+                # The delta at which the spent rho is shown as an epsilon (1e-6 unless given).
+                self.delta = check_real(
+                    "delta", delta or 1e-6, func, low=0, high=1, open_low=True, open_high=True
+                )
+            else:
+                self.delta = check_real("delta", delta, func, low=0, high=1, open_low=True, open_high=True)
+                self.rho = rho_for(check_epsilon(epsilon, func), self.delta)
+            self.epsilon = rho_to_epsilon(self.rho, self.delta)
+        # (release, epsilon or None, composition, rho or None, cost in the accountant's unit)
+        self._entries: list[tuple[str, float | None, str, float | None, float]] = []
         self._deltas: list[float] = []  # per entry
         # The open parallel blocks, by the thread that opened each (threading.get_ident()).
         self._groups: dict[int, _Group] = {}
-        self._spent_before_group = 0.0  # everything but the open blocks
+        self._spent_before_group = 0.0  # everything but the open blocks, in the unit
         # Re-entrant: spend() holds it while calling check(), which reads spent.
         self._lock = threading.RLock()
+
+    @property
+    def unit(self) -> str:
+        """What :attr:`spent` and :attr:`remaining` count: "epsilon" or "rho"."""
+        return "rho" if self.accounting == "zcdp" else "epsilon"
+
+    @property
+    def _budget(self) -> float:
+        return self.rho if self.accounting == "zcdp" else self.epsilon
 
     @property
     def _group(self) -> _Group | None:
@@ -113,20 +198,46 @@ class BudgetAccountant:
         return self._groups.get(threading.get_ident())
 
     def _open_cost(self) -> tuple[float, float]:
-        """What the open blocks of every thread cost together (epsilon, delta): each its
+        """What the open blocks of every thread cost together (unit, delta): each its
         largest release, the blocks of different threads summed (sequential)."""
         groups = list(self._groups.values())
         return math.fsum(g.cost for g in groups), math.fsum(g.delta_cost for g in groups)
 
     @property
     def spent(self) -> float:
-        """Epsilon spent so far (an open parallel block counts its largest release)."""
+        """The budget spent so far, in :attr:`unit` (an open parallel block counts its
+        largest release)."""
         with self._lock:
             return self._spent_before_group + self._open_cost()[0]
 
     @property
     def remaining(self) -> float:
-        return max(self.epsilon - self.spent, 0.0)
+        """The budget left, in :attr:`unit`."""
+        return max(self._budget - self.spent, 0.0)
+
+    @property
+    def spent_rho(self) -> float:
+        """The rho spent (zCDP accounting)."""
+        self._need_zcdp("spent_rho")
+        return self.spent
+
+    @property
+    def remaining_rho(self) -> float:
+        """The rho left (zCDP accounting)."""
+        self._need_zcdp("remaining_rho")
+        return self.remaining
+
+    def epsilon_spent(self, delta: float | None = None) -> float:
+        """zCDP accounting: the epsilon the spent rho means at ``delta`` (default: the
+        accountant's), by Canonne, Kamath and Steinke's conversion; 0 before any release."""
+        self._need_zcdp("epsilon_spent")
+        spent = self.spent
+        return rho_to_epsilon(spent, self.delta if delta is None else delta) if spent > 0 else 0.0
+
+    def _need_zcdp(self, what: str) -> None:
+        if self.accounting != "zcdp":
+            msg = f"BudgetAccountant.{what} is for zCDP accounting; this accountant counts pure epsilon (spent, remaining)."
+            raise InvalidParameterError(msg)
 
     @property
     def spent_delta(self) -> float:
@@ -136,13 +247,19 @@ class BudgetAccountant:
 
     @property
     def ledger(self) -> pl.DataFrame:
-        """Every release: its label, its epsilon and how it composed."""
+        """Every release: its label, its epsilon (null for a Gaussian release), how it
+        composed, its delta and its rho (null under pure accounting)."""
         with self._lock:
-            rows = [(*entry, delta) for entry, delta in zip(self._entries, self._deltas, strict=True)]
+            rows = [
+                (release, eps, composition, delta, rho)
+                for (release, eps, composition, rho, _), delta in zip(
+                    self._entries, self._deltas, strict=True
+                )
+            ]
             for group in self._groups.values():
                 rows += [
-                    (name, eps, f"parallel: {group.label}", d)
-                    for (name, eps), d in zip(group.releases, group.deltas, strict=True)
+                    (name, eps, f"parallel: {group.label}", d, rho)
+                    for (name, eps, rho, _), d in zip(group.releases, group.deltas, strict=True)
                 ]
         return pl.DataFrame(
             rows,
@@ -151,22 +268,58 @@ class BudgetAccountant:
                 "epsilon": pl.Float64,
                 "composition": pl.String,
                 "delta": pl.Float64,
+                "rho": pl.Float64,
             },
             orient="row",
         )
 
-    def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (and
-        ``delta``) on the calling thread; ``why`` (how the release worked ``epsilon`` out)
-        goes into the message."""
-        epsilon = check_epsilon(epsilon, release)
+    def cost(
+        self, epsilon: float | None, release: str, *, delta: float = 0.0, rho: float | None = None
+    ) -> float:
+        """What a release of ``epsilon`` (pure) or ``rho`` (zCDP) costs in :attr:`unit`:
+        refuses a rho under pure accounting and a delta under zCDP accounting."""
+        if (epsilon is None) == (rho is None):
+            msg = f"{release!r}: a release costs epsilon (Laplace) or rho (Gaussian), exactly one. Got epsilon={epsilon!r}, rho={rho!r}."
+            raise InvalidParameterError(msg)
+        if self.accounting == "pure":
+            if rho is not None:
+                msg = (
+                    f"{release!r} is a Gaussian release costing rho {rho:g} (zCDP), but this accountant counts pure "
+                    "epsilon; a rho is not an epsilon. Account in zCDP: BudgetAccountant(rho=...) or "
+                    "BudgetAccountant(epsilon=..., delta=..., accounting='zcdp'); nothing was released."
+                )
+                raise BudgetExceededError(msg)
+            return check_epsilon(epsilon, release)
+        if delta:
+            msg = (
+                f"{release!r} needs delta {delta:g} (partition selection), which a zCDP accountant does not "
+                "compose; give the release public groups, or account in pure epsilon; nothing was released."
+            )
+            raise BudgetExceededError(msg)
+        if rho is not None:
+            return check_rho(rho, release)
+        return rho_of_pure_epsilon(check_epsilon(epsilon, release))
+
+    def check(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
+        ``rho``; and ``delta``) on the calling thread; ``why`` (how the release worked its
+        cost out) goes into the message."""
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
+        cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
             group, spent, spent_delta = self._group, self.spent, self.spent_delta
             # Only the calling thread's own block absorbs the release (up to its largest).
-            after = spent + (max(group.cost, epsilon) - group.cost if group else epsilon)
+            after = spent + (max(group.cost, cost) - group.cost if group else cost)
             delta_after = spent_delta + (max(group.delta_cost, delta) - group.delta_cost if group else delta)
-        if delta_after > self.delta * (1 + _SLACK) + 0.0:
+        if delta_after > self.delta * (1 + _SLACK) + 0.0 and self.accounting == "pure":
             msg = (
                 f"{release!r} needs delta {delta:g} but the accountant has {max(self.delta - spent_delta, 0.0):g} "
                 f"left of its delta budget {self.delta:g}"
@@ -174,32 +327,57 @@ class BudgetAccountant:
                 + "; nothing was released."
             )
             raise BudgetExceededError(msg)
-        if after > self.epsilon * (1 + _SLACK):
+        budget = self._budget
+        if after > budget * (1 + _SLACK):
+            needs = f"epsilon {epsilon:g}" if rho is None else f"rho {rho:g}"
+            if self.accounting == "zcdp" and rho is None:
+                needs += f" (rho {cost:g} in zCDP)"
             msg = (
-                f"{release!r} needs epsilon {epsilon:g}{f' ({why})' if why else ''} but the accountant has {max(self.epsilon - spent, 0.0):g} left of "
-                f"{self.epsilon:g} (spent {spent:g}); nothing was released."
+                f"{release!r} needs {needs}{f' ({why})' if why else ''} but the accountant has "
+                f"{max(budget - spent, 0.0):g} left of {budget:g}"
+                + (" rho" if self.accounting == "zcdp" else "")
+                + f" (spent {spent:g}); nothing was released."
             )
             raise BudgetExceededError(msg)
 
-    def _record(self, epsilon: float, release: str, delta: float) -> None:
+    def _composition(self, epsilon: float | None, rho: float | None, how: str) -> str:
+        if self.accounting == "zcdp" and rho is None:
+            return f"{how} (zCDP: rho = epsilon^2/2)"
+        return how
+
+    def _record(self, epsilon: float | None, release: str, delta: float, rho: float | None = None) -> None:
         """Record a checked release: in the calling thread's open block, else sequential."""
+        cost = self.cost(epsilon, release, delta=delta, rho=rho)
+        shown_rho = cost if self.accounting == "zcdp" else None
+        eps = None if epsilon is None else float(epsilon)
         group = self._group
         if group is not None:
-            group.releases.append((release, float(epsilon)))
+            group.releases.append((release, eps, shown_rho, cost))
             group.deltas.append(float(delta))
         else:
-            self._entries.append((release, float(epsilon), "sequential"))
+            self._entries.append(
+                (release, eps, self._composition(epsilon, rho, "sequential"), shown_rho, cost)
+            )
             self._deltas.append(float(delta))
-            self._spent_before_group += float(epsilon)
+            self._spent_before_group += cost
 
-    def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Record ``epsilon`` (and ``delta``) for ``release``, or refuse it (see :meth:`check`).
+    def spend(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release``, or refuse it (see
+        :meth:`check`).
 
         Inside a ``parallel`` block opened by the calling thread the release joins the
         block; from any other thread it is sequential (charged in full)."""
         with self._lock:  # check and record as one step: threads never overspend
-            self.check(epsilon, release, why=why, delta=delta)
-            self._record(epsilon, release, delta)
+            self.check(epsilon, release, why=why, delta=delta, rho=rho)
+            self._record(epsilon, release, delta, rho)
 
     @contextlib.contextmanager
     def parallel(self, label: str) -> Iterator[BudgetAccountant]:
@@ -216,12 +394,26 @@ class BudgetAccountant:
         finally:
             with self._lock:
                 del self._groups[owner]
-                self._entries += [(name, eps, f"parallel: {group.label}") for name, eps in group.releases]
+                self._entries += [
+                    (
+                        name,
+                        eps,
+                        self._composition(eps, rho if eps is None else None, f"parallel: {group.label}"),
+                        rho,
+                        cost,
+                    )
+                    for name, eps, rho, cost in group.releases
+                ]
                 # The group's delta is its largest; recorded on its first entry.
                 self._deltas += [group.delta_cost if i == 0 else 0.0 for i in range(len(group.releases))]
                 self._spent_before_group += group.cost
 
     def __repr__(self) -> str:
+        if self.accounting == "zcdp":
+            return (
+                f"BudgetAccountant(rho={self.rho:g}, spent_rho={self.spent:g}, "
+                f"epsilon_spent={self.epsilon_spent():g} at delta={self.delta:g}, releases={len(self.ledger)})"
+            )
         delta = (
             f", delta={self.delta:g}, spent_delta={self.spent_delta:g}"
             if self.delta or self.spent_delta
