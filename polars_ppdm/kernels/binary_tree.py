@@ -109,12 +109,13 @@ differentially private continual counting", SODA 2023.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels.dp_noise import discrete_gaussian, discrete_gaussian_variance
 
 __all__ = [
     "MAX_GROUPS",
@@ -342,12 +343,6 @@ def node_sums(
     return sums[0] if one else sums
 
 
-def _noise_sampler() -> Callable[[bytes, int, np.ndarray, float], np.ndarray]:
-    from polars_ppdm.kernels.dp_noise import discrete_gaussian  # with the sampler
-
-    return discrete_gaussian
-
-
 def node_noise(
     secret: bytes,
     stream: int,
@@ -387,7 +382,7 @@ def node_noise(
         np.arange(groups, dtype=np.uint64) if isinstance(groups, int | np.integer) else np.asarray(groups)
     )
     keys = noise_keys(numbers, node_ids(level, index))
-    draws = _noise_sampler()(secret, stream, keys.reshape(-1), sigma)
+    draws = discrete_gaussian(secret, stream, keys.reshape(-1), sigma)
     return np.asarray(draws, dtype=np.int64).reshape(keys.shape)
 
 
@@ -421,8 +416,6 @@ def node_variance(sigma: float) -> float:
     (9.0, 0.8601)
     """
     sigma = _check_positive("sigma", sigma, "node_variance")
-    from polars_ppdm.kernels.dp_noise import discrete_gaussian_variance  # with the sampler
-
     return float(discrete_gaussian_variance(sigma))
 
 
