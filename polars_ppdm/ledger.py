@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "Budget", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Version 2: deltas.  Added to a version-1 file when a dataset first gets a delta budget.
 _UPGRADE_TO_2 = """
@@ -129,7 +129,36 @@ CREATE TABLE ppdm_outputs (
 # same host can tell a run whose process died before it published anything.
 _UPGRADE_TO_4 = "ALTER TABLE ppdm_runs ADD COLUMN owner VARCHAR;"
 
-_UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4}
+# Version 5: zCDP datasets (their amounts are rho) and the state of continual releases
+# (the published nodes of each tree mechanism, so that a re-run of a period reproduces it
+# and no node is ever noised twice).  Added when a dataset is first given a rho budget or
+# a continual release first publishes.
+_UPGRADE_TO_5 = """
+ALTER TABLE ppdm_datasets ADD COLUMN accounting VARCHAR DEFAULT 'pure';
+CREATE TABLE ppdm_trees (
+    dataset VARCHAR NOT NULL,
+    release VARCHAR NOT NULL,
+    config_sha256 VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    created TIMESTAMP NOT NULL,
+    PRIMARY KEY (dataset, release)
+);
+CREATE TABLE ppdm_tree_nodes (
+    dataset VARCHAR NOT NULL,
+    release VARCHAR NOT NULL,
+    grp INTEGER NOT NULL,
+    level INTEGER NOT NULL,
+    idx BIGINT NOT NULL,
+    value BIGINT NOT NULL,
+    run_id VARCHAR NOT NULL,
+    PRIMARY KEY (dataset, release, grp, level, idx)
+);
+"""
+
+_UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4, 5: _UPGRADE_TO_5}
+
+#: How a dataset's budget composes, and the unit of its amounts.
+_UNITS = {"pure": "epsilon", "zcdp": "rho"}
 
 # Float sums of budget shares (0.1 + 0.2 ...) must not refuse an exact fit (as the accountant).
 _SLACK = 1e-12
@@ -265,12 +294,28 @@ class Reservation(NamedTuple):
 
 
 class Budget(NamedTuple):
-    """A dataset's budget and what it has spent, in epsilon and delta."""
+    """A dataset's budget and what it has spent, in its unit and delta.
+
+    ``accounting`` is "pure" (``epsilon`` and ``spent`` are epsilons; deltas add up) or
+    "zcdp" (``epsilon`` and ``spent`` are rho, and ``delta`` is the delta at which the rho
+    is stated as an epsilon: :meth:`epsilon_at`)."""
 
     epsilon: float
     spent: float
     delta: float = 0.0
     spent_delta: float = 0.0
+    accounting: str = "pure"
+
+    @property
+    def unit(self) -> str:
+        """ "epsilon" or "rho": what ``epsilon``, ``spent`` and ``remaining`` count."""
+        return _UNITS[self.accounting]
+
+    def epsilon_at(self, rho: float) -> float:
+        """zCDP: the epsilon ``rho`` means at the dataset's delta (0 for rho 0)."""
+        from polars_ppdm.dp.zcdp import rho_to_epsilon
+
+        return rho_to_epsilon(rho, self.delta) if rho > 0 else 0.0
 
     @property
     def remaining(self) -> float:
@@ -523,14 +568,19 @@ class Ledger:
     def _upgrade_owner(cls, con: duckdb.DuckDBPyConnection) -> None:
         cls._upgrade_to(con, 4)
 
+    @classmethod
+    def _has_zcdp(cls, con: duckdb.DuckDBPyConnection) -> bool:
+        return cls._version(con) >= 5
+
     # --- datasets ------------------------------------------------------------------------
 
     @classmethod
     def _budget_of(cls, con: duckdb.DuckDBPyConnection, dataset: str) -> Budget | None:
         deltas = cls._has_deltas(con)
+        accounting = "coalesce(accounting, 'pure')" if cls._has_zcdp(con) else "'pure'"
         row = con.execute(
-            f"SELECT epsilon_budget, {'coalesce(delta_budget, 0)' if deltas else '0.0'} FROM ppdm_datasets "
-            "WHERE dataset = ?",
+            f"SELECT epsilon_budget, {'coalesce(delta_budget, 0)' if deltas else '0.0'}, {accounting} "
+            "FROM ppdm_datasets WHERE dataset = ?",
             [dataset],
         ).fetchone()
         if row is None:
@@ -541,7 +591,11 @@ class Ledger:
             [dataset],
         ).fetchall()
         return Budget(
-            float(row[0]), math.fsum(r[0] for r in spent), float(row[1]), math.fsum(r[1] for r in spent)
+            float(row[0]),
+            math.fsum(r[0] for r in spent),
+            float(row[1]),
+            math.fsum(r[1] for r in spent),
+            str(row[2]),
         )
 
     def _known_budget(self, con: duckdb.DuckDBPyConnection, dataset: str, func: str) -> Budget:
@@ -558,22 +612,45 @@ class Ledger:
             )
         return budget
 
-    def open_dataset(self, dataset: str, epsilon_budget: float, delta_budget: float | None = None) -> None:
+    def open_dataset(
+        self,
+        dataset: str,
+        epsilon_budget: float | None = None,
+        delta_budget: float | None = None,
+        *,
+        rho_budget: float | None = None,
+    ) -> None:
         """Record ``dataset`` with its total budgets, or check the recorded ones are these.
 
-        ``delta_budget`` (in [0, 1)) is the total delta its releases may spend; None (the
-        default) checks nothing about it, and a new dataset then gets 0.  A different
-        budget is refused: a budget is changed on purpose, with :meth:`set_budget`, not by
-        editing a pipeline file.
+        ``epsilon_budget`` makes a dataset of pure accounting; ``rho_budget`` one of zCDP
+        accounting (amounts in rho: Gaussian releases charge their rho, pure-epsilon ones
+        ``epsilon^2 / 2``), exactly one of them.  ``delta_budget`` (in [0, 1)) is, for a
+        pure dataset, the total delta its releases may spend; for a zCDP dataset the
+        delta at which its rho is stated as an epsilon (default 1e-6).  None (the default)
+        checks nothing about it, and a new pure dataset then gets 0.  A different budget
+        or accounting is refused: a budget is changed on purpose, with :meth:`set_budget`,
+        not by editing a pipeline file.
         """
         func = "Ledger.open_dataset"
         _check_name("dataset", dataset, func)
-        budget = check_real("epsilon_budget", epsilon_budget, func, low=0, open_low=True)
+        if (epsilon_budget is None) == (rho_budget is None):
+            _fail(
+                "epsilon_budget",
+                func,
+                "exactly one of epsilon_budget and rho_budget",
+                (epsilon_budget, rho_budget),
+            )
+        zcdp = rho_budget is not None
+        budget_name = "rho_budget" if zcdp else "epsilon_budget"
+        budget = check_real(budget_name, rho_budget if zcdp else epsilon_budget, func, low=0, open_low=True)
         delta = (
             None
             if delta_budget is None
             else check_real("delta_budget", delta_budget, func, low=0, high=1, open_high=True)
         )
+        if zcdp and delta == 0:
+            _fail("delta_budget", func, "in (0, 1) for a zCDP dataset (the delta of its epsilon)", delta)
+        accounting = "zcdp" if zcdp else "pure"
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
             if recorded is None:
@@ -581,14 +658,26 @@ class Ledger:
                     "INSERT INTO ppdm_datasets (dataset, epsilon_budget, created) VALUES (?, ?, ?)",
                     [dataset, budget, _now()],
                 )
+                if zcdp:
+                    delta = 1e-6 if delta is None else delta
+                    self._upgrade_to(con, 5)
+                    con.execute("UPDATE ppdm_datasets SET accounting = 'zcdp' WHERE dataset = ?", [dataset])
                 if delta:
                     self._upgrade(con)
                     con.execute(
                         "UPDATE ppdm_datasets SET delta_budget = ? WHERE dataset = ?", [delta, dataset]
                     )
                 return
+            if recorded.accounting != accounting:
+                msg = (
+                    f"Ledger.open_dataset: dataset {dataset!r} of the ledger {str(self.path)!r} has "
+                    f"{'a zCDP budget (rho_budget)' if recorded.accounting == 'zcdp' else 'a pure epsilon budget (epsilon_budget)'}, "
+                    f"not {'a rho' if zcdp else 'an epsilon'} budget: its spends are counted in {recorded.unit} and "
+                    "cannot be converted afterwards. Give the dataset's own kind of budget, or a new dataset name."
+                )
+                raise InvalidParameterError(msg)
             for name, asked, held in (
-                ("epsilon_budget", budget, recorded.epsilon),
+                (budget_name, budget, recorded.epsilon),
                 ("delta_budget", delta, recorded.delta),
             ):
                 if asked is not None and not math.isclose(held, asked, rel_tol=_SLACK, abs_tol=0.0):
@@ -601,15 +690,24 @@ class Ledger:
                     raise InvalidParameterError(msg)
 
     def set_budget(
-        self, dataset: str, epsilon_budget: float | None = None, delta_budget: float | None = None
+        self,
+        dataset: str,
+        epsilon_budget: float | None = None,
+        delta_budget: float | None = None,
+        *,
+        rho_budget: float | None = None,
     ) -> None:
         """Change the total budgets of a recorded dataset (None: keep it); never below what
-        it has spent."""
+        it has spent.  ``rho_budget`` for a zCDP dataset, ``epsilon_budget`` for a pure one."""
         func = "Ledger.set_budget"
+        budget_name = "rho_budget" if rho_budget is not None else "epsilon_budget"
+        asked_budget = rho_budget if rho_budget is not None else epsilon_budget
+        if rho_budget is not None and epsilon_budget is not None:
+            _fail("rho_budget", func, "one of epsilon_budget and rho_budget", (epsilon_budget, rho_budget))
         budget = (
             None
-            if epsilon_budget is None
-            else check_real("epsilon_budget", epsilon_budget, func, low=0, open_low=True)
+            if asked_budget is None
+            else check_real(budget_name, asked_budget, func, low=0, open_low=True)
         )
         delta = (
             None
@@ -618,8 +716,18 @@ class Ledger:
         )
         with self._transaction() as con:
             held = self._known_budget(con, dataset, func)
+            if budget is not None and budget_name != (
+                "rho_budget" if held.accounting == "zcdp" else "epsilon_budget"
+            ):
+                _fail(
+                    budget_name,
+                    func,
+                    f"{'rho_budget' if held.accounting == 'zcdp' else 'epsilon_budget'}: dataset {dataset!r} counts "
+                    f"{held.unit}",
+                    asked_budget,
+                )
             for name, asked, spent, what in (
-                ("epsilon_budget", budget, held.spent, "epsilon"),
+                (budget_name, budget, held.spent, held.unit),
                 ("delta_budget", delta, held.spent_delta, "delta"),
             ):
                 if asked is not None and asked < spent * (1 - _SLACK):
@@ -658,8 +766,10 @@ class Ledger:
         return self._status(dataset, "Ledger.remaining").remaining
 
     def datasets(self) -> pl.DataFrame:
-        """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining`` (epsilon),
-        ``delta_budget``, ``delta_spent``, ``delta_remaining``."""
+        """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining`` (in its
+        ``unit``: epsilon, or rho for a zCDP dataset), ``delta_budget``, ``delta_spent``,
+        ``delta_remaining``, ``unit`` and ``epsilon_spent`` (a zCDP dataset's spent rho as
+        an epsilon at its delta)."""
         with self._transaction(read_only=True) as con:
             names = [
                 row[0] for row in con.execute("SELECT dataset FROM ppdm_datasets ORDER BY dataset").fetchall()
@@ -669,7 +779,17 @@ class Ledger:
                 b = self._budget_of(con, dataset)
                 assert b is not None
                 rows.append(
-                    (dataset, b.epsilon, b.spent, b.remaining, b.delta, b.spent_delta, b.remaining_delta)
+                    (
+                        dataset,
+                        b.epsilon,
+                        b.spent,
+                        b.remaining,
+                        b.delta,
+                        b.spent_delta,
+                        b.remaining_delta,
+                        b.unit,
+                        b.epsilon_at(b.spent) if b.accounting == "zcdp" else b.spent,
+                    )
                 )
         schema = {
             "dataset": pl.String,
@@ -679,6 +799,8 @@ class Ledger:
             "delta_budget": pl.Float64,
             "delta_spent": pl.Float64,
             "delta_remaining": pl.Float64,
+            "unit": pl.String,
+            "epsilon_spent": pl.Float64,
         }
         return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -847,11 +969,13 @@ class Ledger:
             )
             raise BudgetExceededError(msg)
         if held.spent + charge > held.epsilon * (1 + _SLACK):
+            unit = held.unit
             msg = (
-                f"{who} needs epsilon {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
-                f"ledger has {held.remaining:g} left of {held.epsilon:g} (spent {held.spent:g}); nothing was "
-                f"spent or released. {where}`ppdm ledger --dataset NAME --set-budget EPSILON` (Ledger.set_budget in "
-                "Python) raises a budget, if raising it is what you mean.)"
+                f"{who} needs {unit} {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
+                f"ledger has {held.remaining:g} left of {held.epsilon:g}{' rho' if unit == 'rho' else ''} "
+                f"(spent {held.spent:g}); nothing was "
+                f"spent or released. {where}`ppdm ledger --dataset NAME --set-budget {unit.upper()}` "
+                "(Ledger.set_budget in Python) raises a budget, if raising it is what you mean.)"
             )
             raise BudgetExceededError(msg)
 
@@ -1079,7 +1203,10 @@ class LedgerAccountant(BudgetAccountant):
         self._ledger = ledger
         self.dataset = dataset
         held = ledger.status(dataset)
-        super().__init__(held.epsilon, held.delta)
+        if held.accounting == "zcdp":
+            super().__init__(rho=held.epsilon, delta=held.delta)
+        else:
+            super().__init__(held.epsilon, held.delta)
 
     def _held(self, name: str, value: float) -> None:
         # BudgetAccountant.__init__ sets the budgets; the ledger is where a budget changes.
@@ -1089,12 +1216,26 @@ class LedgerAccountant(BudgetAccountant):
 
     @property
     def epsilon(self) -> float:
-        """The dataset's epsilon budget, as the ledger holds it now."""
-        return self._ledger.budget(self.dataset)
+        """The dataset's epsilon budget, as the ledger holds it now (a zCDP dataset: the
+        epsilon its rho budget means at its delta)."""
+        held = self._ledger.status(self.dataset)
+        return held.epsilon_at(held.epsilon) if held.accounting == "zcdp" else held.epsilon
 
     @epsilon.setter
     def epsilon(self, value: float) -> None:
-        self._held("epsilon", value)
+        if self.accounting == "pure":
+            self._held("epsilon", value)
+
+    @property
+    def rho(self) -> float:
+        """A zCDP dataset's rho budget, as the ledger holds it now (nan for a pure one)."""
+        held = self._ledger.status(self.dataset)
+        return held.epsilon if held.accounting == "zcdp" else math.nan
+
+    @rho.setter
+    def rho(self, value: float) -> None:
+        if self.accounting == "zcdp":
+            self._held("epsilon", value)
 
     @property
     def delta(self) -> float:
@@ -1122,55 +1263,74 @@ class LedgerAccountant(BudgetAccountant):
         table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
         return table.select(pl.col("step").alias("release"), "epsilon", "composition", "delta")
 
-    def _charge(self, epsilon: float, delta: float) -> tuple[float, float, str]:
-        """What a release adds to the spent epsilon and delta, and how it composed: the
-        calling thread's own open block absorbs it up to its largest release; otherwise
-        (no block, or another thread's) it is sequential and charged in full."""
+    def _charge(self, cost: float, delta: float) -> tuple[float, float, str]:
+        """What a release of ``cost`` (in the dataset's unit) adds to the spent budget and
+        delta, and how it composed: the calling thread's own open block absorbs it up to
+        its largest release; otherwise (no block, or another thread's) it is sequential
+        and charged in full."""
         group = self._group
         if group is None:
-            return epsilon, delta, "sequential"
+            return cost, delta, "sequential"
         return (
-            max(group.cost, epsilon) - group.cost,
+            max(group.cost, cost) - group.cost,
             max(group.delta_cost, delta) - group.delta_cost,
             f"parallel: {group.label}",
         )
 
-    def check(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (and
-        ``delta``) now.
+    def check(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
+        ``rho``; and ``delta``) now.
 
         Advisory: another process may spend in between; :meth:`spend` checks again and
         records in one transaction.
         """
-        epsilon = check_epsilon(epsilon, release)
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
+        cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
-            charge, delta_charge, _ = self._charge(epsilon, delta)
+            charge, delta_charge, _ = self._charge(cost, delta)
             held = self._ledger.status(self.dataset)
         self._ledger._refuse_if_short(held, self.dataset, repr(release), charge, delta_charge, why)
 
-    def spend(self, epsilon: float, release: str, *, why: str = "", delta: float = 0.0) -> None:
-        """Record ``epsilon`` (and ``delta``) for ``release`` in the ledger, or refuse it
-        (nothing recorded)."""
-        epsilon = check_epsilon(epsilon, release)
+    def spend(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in the ledger, or
+        refuse it (nothing recorded).  A zCDP dataset records the release's rho (a
+        pure-epsilon release's ``epsilon^2 / 2``)."""
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
+        cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
-            charge, delta_charge, composition = self._charge(epsilon, delta)
+            charge, delta_charge, composition = self._charge(cost, delta)
             self._ledger._reserve(
                 self.dataset,
                 uuid.uuid4().hex,
-                [(release, epsilon, composition, charge, delta, delta_charge)],
+                [(release, cost, self._composition(epsilon, rho, composition), charge, delta, delta_charge)],
                 pipeline="BudgetAccountant",
                 status="accountant",
                 who=repr(release),
                 why=why,
             )
-            self._record(epsilon, release, delta)
+            self._record(epsilon, release, delta, rho)
 
     def __repr__(self) -> str:
+        budget = f"rho={self.rho:g}" if self.accounting == "zcdp" else f"epsilon={self.epsilon:g}"
         return (
             f"LedgerAccountant(dataset={self.dataset!r}, ledger={str(self._ledger.path)!r}, "
-            f"epsilon={self.epsilon:g}, spent={self.spent:g})"
+            f"{budget}, spent={self.spent:g})"
         )
 
 
@@ -1221,8 +1381,17 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
         "manifest",
     )
     summaries: dict[str, str] = {}
+    units: dict[str, str] = {}
     if datasets is not None:
         for row in datasets.iter_rows(named=True):
+            if row.get("unit") == "rho":
+                units[row["dataset"]] = "rho"
+                summaries[row["dataset"]] = (
+                    f"dataset {row['dataset']!r} (zCDP): rho budget {row['budget']:g}, spent {row['spent']:g} "
+                    f"(epsilon {row['epsilon_spent']:.4g} at delta {row['delta_budget']:g}), remaining "
+                    f"{row['remaining']:g}"
+                )
+                continue
             summaries[row["dataset"]] = (
                 f"dataset {row['dataset']!r}: budget {row['budget']:g}, spent {row['spent']:g}, "
                 f"remaining {row['remaining']:g}"
@@ -1254,8 +1423,9 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
         if not rows:
             lines.append("  (no releases yet)")
         else:
-            widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-            for cells in (header, *rows):
+            head = tuple(units.get(dataset, "epsilon") if c == "epsilon" else c for c in header)
+            widths = [max(len(cell) for cell in column) for column in zip(head, *rows, strict=True)]
+            for cells in (head, *rows):
                 lines.append(
                     "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
                 )

@@ -334,7 +334,7 @@ def test_a_ledger_accountant_charges_epsilon_and_delta(tmp_path):
     assert ledger.spent("visits") == 0
     ledger.set_budget("visits", delta_budget=1.5e-6)
     release(delta=1e-6, accountant=ledger.accountant("visits"))
-    assert ledger.status("visits") == (2.0, 0.5, 1.5e-6, 1e-6)
+    assert ledger.status("visits")[:4] == (2.0, 0.5, 1.5e-6, 1e-6)
     with pytest.raises(
         BudgetExceededError, match="needs delta 1e-06 on dataset 'visits' but the ledger has 5e-07 left"
     ):

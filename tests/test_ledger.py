@@ -259,7 +259,7 @@ def test_deltas_add_up_and_a_run_must_fit_both_budgets(path):
         ledger.reserve("visits", "run-b", [("counts", 0.1, 8e-6)])  # epsilon fits, delta does not
     assert ledger.table().equals(before)  # nothing recorded
     ledger.reserve("visits", "run-c", [("counts", 0.1, 6e-6)])  # an exact fit
-    assert ledger.status("visits") == pytest.approx((1.0, 0.6, 1e-5, 1e-5), rel=1e-12)
+    assert ledger.status("visits")[:4] == pytest.approx((1.0, 0.6, 1e-5, 1e-5), rel=1e-12)
     row = ledger.datasets().row(0, named=True)
     assert (row["delta_budget"], row["delta_remaining"]) == (1e-5, 0.0)
     with pytest.raises(
@@ -290,7 +290,7 @@ def test_a_version_1_file_is_read_as_it_is_and_upgraded_only_for_a_delta(path):
     ledger.set_budget("visits", delta_budget=1e-6)
     with duckdb.connect(str(path)) as con:
         assert con.execute(versions).fetchone() == ([1, 2],)
-    assert ledger.status("visits") == (1.0, 0.25, 1e-6, 0.0)  # the old run spent no delta
+    assert ledger.status("visits")[:4] == (1.0, 0.25, 1e-6, 0.0)  # the old run spent no delta
     assert ledger.table().select("run_id", "epsilon", "delta").rows() == [("run-a", 0.25, 0.0)]
     ledger.reserve("visits", "run-b", [("counts", 0.25, 1e-6)])
     assert ledger.status("visits").spent_delta == 1e-6

@@ -76,7 +76,7 @@ def test_unknown_parameter_names_the_step_and_lists_the_allowed_ones():
 
 def test_missing_budget():
     text = refused(lambda d: d["dataset"].pop("epsilon_budget"))
-    assert "[dataset]: the field 'epsilon_budget' is required" in text
+    assert "[dataset]: needs a budget: 'epsilon_budget' (the total epsilon this dataset may ever spend" in text
 
 
 def test_column_perturbed_twice():
@@ -199,7 +199,7 @@ def test_the_command_exits_2_with_one_line_per_problem(tmp_path, capsys):
         assert main([command, str(path)]) == EXIT_INVALID
         err = capsys.readouterr().err
         assert err.startswith(f"ppdm {command}: {path}: 2 problems:")
-        assert "[dataset]: the field 'epsilon_budget' is required" in err
+        assert "[dataset]: needs a budget: 'epsilon_budget'" in err
         assert (
             "[[perturb]] 1 (rr_disguise), field 'epsilon': must be greater than 0 or a table (one value per column). Got 0 instead."
             in err

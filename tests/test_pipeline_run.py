@@ -516,12 +516,12 @@ def test_a_dp_group_by_release_spends_epsilon_and_delta_and_matches_the_library(
     )
     assert released.sort("channel").equals(expected.sort("channel").select(released.columns), null_equal=True)
     book = Ledger(path.parent / "out" / "ledger.duckdb")
-    assert book.status("events") == (4.0, 1.0, 1e-5, 1e-6)
+    assert book.status("events")[:4] == (4.0, 1.0, 1e-5, 1e-6)
     assert run(str(path)) == EXIT_OK  # the identical run: nothing more spent
-    assert book.status("events") == (4.0, 1.0, 1e-5, 1e-6)
+    assert book.status("events")[:4] == (4.0, 1.0, 1e-5, 1e-6)
     # pipeline.toml charges the same dataset: its file says nothing of delta, so it is not checked.
     assert run(str(path.parent / "pipeline.toml")) == EXIT_OK
-    assert book.status("events") == (4.0, 3.0, 1e-5, 1e-6)
+    assert book.status("events")[:4] == (4.0, 3.0, 1e-5, 1e-6)
     report = (path.parent / "out" / "by_channel" / "report.public.html").read_text()
     assert "dp_group_by" in report and "delta spent by this run" in report and "groups released" in report
 

@@ -164,15 +164,17 @@ def check_accountant(accountant: Any, func: str) -> None:
 
 def charge(
     accountant: BudgetAccountant | None,
-    epsilon: float,
+    epsilon: float | None,
     release: str,
     func: str,
     *,
     why: str = "",
     delta: float = 0.0,
     check_only: bool = False,
+    rho: float | None = None,
 ) -> None:
-    """Spend ``epsilon`` on the accountant (if any), once per computed release.
+    """Spend ``epsilon`` (or, for a Gaussian release, ``rho``) on the accountant (if
+    any), once per computed release.
 
     Called after the data is read and checked (a refusal of bad data costs nothing and
     says nothing computed from the data) and before any noise is drawn: an over-budget
@@ -183,9 +185,9 @@ def charge(
         return
     check_accountant(accountant, func)
     if check_only:  # when the release is set up: an over-budget call never reads the data
-        accountant.check(epsilon, release, why=why, delta=delta)
+        accountant.check(epsilon, release, why=why, delta=delta, rho=rho)
         return
-    accountant.spend(epsilon, release, why=why, delta=delta)
+    accountant.spend(epsilon, release, why=why, delta=delta, rho=rho)
 
 
 def private_points(

@@ -65,9 +65,9 @@ from polars_ppdm.dp._common import (
     release_secret,
     unit_words,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
-from polars_ppdm.dp.accuracy import geometric_interval, geometric_sd
+from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.aggregates import DPAggregate
+from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import first_words, stream_id
@@ -211,28 +211,41 @@ class GroupByRequest:
     max_rows: int
     public_groups: pl.DataFrame | None
     delta: float | None
-    epsilon: float
+    epsilon: float  # the release's budget, in the mechanism's unit (epsilon, or rho)
+    mechanism: Mechanism | None = None  # None: Laplace of budget ``epsilon``
+
+    @property
+    def noise(self) -> Mechanism:
+        return self.mechanism or Mechanism("laplace", self.epsilon)
 
     @property
     def contributions(self) -> int:
         """How many rows one unit can add to the whole table: the L1 sensitivity of a count."""
         return self.max_groups * self.max_rows
 
+    def _scale(self, units: int, budget: float) -> float:
+        """The noise of a per-group figure to which a unit adds at most ``units`` per row:
+        L1 sensitivity ``max_groups * max_rows * units``, L2 ``sqrt(max_groups) * max_rows
+        * units`` (at most max_rows rows in each of at most max_groups groups)."""
+        l1 = self.contributions * units
+        l2 = math.sqrt(self.max_groups) * self.max_rows * units
+        return self.noise.scale(l1, l2, budget)
+
     def scale(self, aggregate: DPAggregate) -> float:
-        """The noise scale of ``aggregate``'s noisy quantity (a mean's: its normalised
-        sum), in its grid units (rows for a count)."""
-        epsilon = self.epsilons[aggregate.name]
+        """The noise scale (Laplace) or sigma (Gaussian) of ``aggregate``'s noisy
+        quantity (a mean's: its normalised sum), in its grid units (rows for a count)."""
+        budget = self.epsilons[aggregate.name]
         if aggregate.kind == "mean" and self._mean_has_own_count():
-            epsilon /= 2  # half for its count, half for its sum
-        return self.contributions * aggregate.units_bound(_FUNC) / epsilon
+            budget /= 2  # half for its count, half for its sum (epsilon or rho alike)
+        return self._scale(aggregate.units_bound(_FUNC), budget)
 
     def count_scale(self, aggregate: DPAggregate) -> float:
         """The noise scale of the count a mean divides by: the released count's when the
-        release has one (post-processing), else the mean's own (half its epsilon)."""
+        release has one (post-processing), else the mean's own (half its budget)."""
         shared = self.shared_count()
         if shared is not None:
             return self.scale(shared)
-        return self.contributions / (self.epsilons[aggregate.name] / 2)
+        return self._scale(1, self.epsilons[aggregate.name] / 2)
 
     def shared_count(self) -> DPAggregate | None:
         return next((a for a in self.aggregates if a.kind == "count"), None)
@@ -263,12 +276,12 @@ class GroupByRequest:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
         charge(
             accountant,
-            self.epsilon,
-            self.label,
-            _FUNC,
+            release=self.label,
+            func=_FUNC,
             why=why,
             delta=self.delta or 0.0,
             check_only=check_only,
+            **self.noise.cost(),
         )
 
 
@@ -324,6 +337,8 @@ def check_group_by(
     public_groups: Any,
     delta: Any,
     intervals: Any = False,
+    mechanism: Any = "laplace",
+    rho: Any = None,
 ) -> GroupByRequest:
     """Every parameter of :func:`dp_group_by`, checked before any budget is spent (from
     the schema and the names: nothing is read)."""
@@ -354,7 +369,21 @@ def check_group_by(
         if not schema[a.column].is_numeric():
             msg = f"dp.{a.kind}({a.column!r}) of {_FUNC} needs a numeric column. Got dtype {schema[a.column]} instead."
             raise InvalidParameterError(msg)
-    epsilon = check_epsilon(epsilon, _FUNC)
+    noise = check_mechanism(mechanism, epsilon, rho, _FUNC)
+    if noise.name == "gaussian":
+        own = [a.name for a in aggregates if a.epsilon is not None]
+        if own:
+            msg = (
+                f"{_FUNC} with mechanism='gaussian' shares rho evenly between its aggregates; {own} have an "
+                "epsilon= of their own, which is a Laplace budget. Leave it out (or use mechanism='laplace')."
+            )
+            raise InvalidParameterError(msg)
+        if public_groups is None:
+            msg = (
+                f"{_FUNC} with mechanism='gaussian' needs public_groups: partition selection spends a delta, "
+                "which zCDP accounting does not compose. Give the groups to release."
+            )
+            raise InvalidParameterError(msg)
     unit = None
     if privacy_unit is not None:
         unit = check_unit_key(privacy_unit, schema, _FUNC, name="privacy_unit")
@@ -385,16 +414,16 @@ def check_group_by(
             f"selected from the data, so leave delta out. Got {delta!r}."
         )
         raise InvalidParameterError(msg)
-    epsilons = _split_epsilon(epsilon, aggregates, selection=groups is None)
+    epsilons = _split_epsilon(noise.budget, aggregates, selection=groups is None)
     request = GroupByRequest(
-        by, aggregates, epsilons, unit, int(max_groups), int(max_rows), groups, delta, epsilon
+        by, aggregates, epsilons, unit, int(max_groups), int(max_rows), groups, delta, noise.budget, noise
     )
-    # Integer (geometric) noise for every figure: counts in rows, sums and means in grid
-    # units (a mean's own count too).
+    # Integer noise for every figure: counts in rows, sums and means in grid units (a
+    # mean's own count too).
     for a in aggregates:
-        check_integer_scale(request.scale(a), _FUNC)
+        noise.check_scale(request.scale(a), _FUNC)
         if a.kind == "mean":
-            check_integer_scale(request.count_scale(a), _FUNC)
+            noise.check_scale(request.count_scale(a), _FUNC)
     if groups is None:  # partition selection's noise
         check_integer_scale(int(max_groups) / epsilons["__select"], _FUNC)
     return request
@@ -607,15 +636,15 @@ def _release(
         sd: float | np.ndarray
         if a.kind == "count":
             scale = request.scale(a)
-            value = rows + discrete_laplace(key, stream, words, scale)
+            value = rows + request.noise.draw(key, stream, words, scale)
             counts[a.name] = value.astype(np.float64)
             shown = np.maximum(value, 0) if non_negative else value
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
-            sd, half = geometric_sd(scale), float(geometric_interval(scale))
+            sd, half = request.noise.sd(scale), float(request.noise.half_width(scale))
             low, high = value - half, value + half
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
-            units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + discrete_laplace(
+            units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
                 key, stream, words, scale
             )
             value = units.astype(np.float64) * grid  # an integer number of grid steps
@@ -623,7 +652,7 @@ def _release(
             if non_negative and a.bounds[0] >= 0:
                 value = np.maximum(value, 0.0)
             out[a.name] = pl.Series(a.name, value)
-            sd, half = geometric_sd(scale) * grid, float(geometric_interval(scale)) * grid
+            sd, half = request.noise.sd(scale) * grid, float(request.noise.half_width(scale)) * grid
             low, high = value - half, value + half
         else:
             value, sd_values = _mean(a, groups, rows, words, request, key, stream, counts)
@@ -657,7 +686,7 @@ def _mean(
     grid = a.grid(_FUNC)
     mid = a.shift_units(_FUNC) * grid
     sum_scale = request.scale(a)
-    units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + discrete_laplace(
+    units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
         key, stream, words, sum_scale
     )
     shifted = units.astype(np.float64) * grid
@@ -668,14 +697,15 @@ def _mean(
     else:
         count = (
             rows
-            + discrete_laplace(
+            + request.noise.draw(
                 key, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale
             )
         ).astype(np.float64)
     denominator = np.maximum(count, 1.0)
     value = np.clip(mid + shifted / denominator, low, high)
     variance = (
-        (geometric_sd(sum_scale) * grid) ** 2 + (shifted / denominator) ** 2 * geometric_sd(count_scale) ** 2
+        (request.noise.sd(sum_scale) * grid) ** 2
+        + (shifted / denominator) ** 2 * request.noise.sd(count_scale) ** 2
     ) / denominator**2
     return value, np.sqrt(variance)
 
@@ -685,7 +715,7 @@ def dp_group_by(
     by: str | Sequence[str],
     aggregates: DPAggregate | Sequence[DPAggregate],
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     privacy_unit: str | None = None,
     max_groups_contributed: int = 1,
     max_rows_per_group: int = 1,
@@ -695,6 +725,8 @@ def dp_group_by(
     accountant: BudgetAccountant | None = None,
     intervals: bool = False,
     non_negative: bool = False,
+    mechanism: str = "laplace",
+    rho: float | None = None,
 ) -> Frame:
     """Differentially private count, sum and mean per group, each person protected.
 
@@ -748,6 +780,15 @@ def dp_group_by(
         Post-processing at no privacy cost: counts, and sums with bounds >= 0, clipped
         at 0 (this biases them upwards near 0; the intervals are those of the unclipped
         figures).
+    mechanism : {"laplace", "gaussian"}
+        The noise: discrete Laplace (pure epsilon-DP; takes ``epsilon``) or discrete
+        Gaussian (rho-zCDP; takes ``rho``, shared evenly by the aggregates, public groups
+        only).  A person's rows change the figures by ``max_groups_contributed *
+        max_rows_per_group`` units in L1 but ``sqrt(max_groups_contributed) *
+        max_rows_per_group`` in L2: the Gaussian pays off when people touch many groups
+        and when many releases compose (zCDP).
+    rho : float, optional
+        The zCDP cost of a Gaussian release (> 0).
 
     Returns
     -------
@@ -782,6 +823,8 @@ def dp_group_by(
         public_groups=public_groups,
         delta=delta,
         intervals=intervals,
+        mechanism=mechanism,
+        rho=rho,
     )
     non_negative = _check_flag("non_negative", non_negative)
     check_accountant(accountant, _FUNC)

@@ -28,9 +28,9 @@ from polars_ppdm.dp._common import (
     refuse_data_bounds,
     release_secret,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.release_key import release_key, table_digest
 from polars_ppdm.secret import SecretLike
@@ -81,18 +81,23 @@ def dp_histogram(
     *,
     bounds: Mapping[str, tuple[float, float]] | Sequence | str | None = None,
     bins: int | Sequence[int] | Mapping[str, int] = 10,
-    epsilon: float,
+    epsilon: float | None = None,
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
     non_negative: bool = False,
+    mechanism: str = "laplace",
+    rho: float | None = None,
 ) -> Frame:
     """Noisy counts of every bin of a public grid (1-D or d-D), empty bins included.
 
     A lazy query: bin indices computed arithmetically, a group-by count, a join onto
-    the full grid, and two-sided geometric noise of scale ``max_contributions /
-    epsilon`` on every count, drawn from the keyed PRF at the bin's flat index.
+    the full grid, and exact integer noise on every count, drawn from the keyed PRF at
+    the bin's flat index: two-sided geometric of scale ``max_contributions / epsilon``
+    (``mechanism="laplace"``), or discrete Gaussian of sigma ``max_contributions /
+    sqrt(2 rho)`` (``mechanism="gaussian"``, rho-zCDP: a unit's rows change the counts
+    by at most ``max_contributions`` in L2).
 
     Parameters
     ----------
@@ -109,7 +114,7 @@ def dp_histogram(
         Equal-width bins per column (>= 1); the grid has their product of cells, at most
         50 million (every cell is released, empty ones too).
     epsilon : float
-        The release's budget (> 0).
+        The release's budget (> 0), for ``mechanism="laplace"``.
     secret : Secret, bytes, hex str, 'env:NAME' or None
         The secret of the noise (and of which rows a unit keeps).  None: fresh OS
         entropy, not reproducible.  The noise is keyed by the secret and a digest of the
@@ -129,6 +134,11 @@ def dp_histogram(
         of a sparse grid come out negative otherwise; clipping lowers their error (half
         of them become exact) but biases small counts upwards, and the total with them
         (``benchmarks/bench_dp_histogram.py`` prints both errors).
+    mechanism : {"laplace", "gaussian"}
+        The noise: Laplace (pure epsilon-DP; takes ``epsilon``) or Gaussian (rho-zCDP;
+        takes ``rho``, charged as a rho to a zCDP accountant).
+    rho : float, optional
+        The zCDP cost of a Gaussian release (> 0).
 
     Returns
     -------
@@ -145,6 +155,10 @@ def dp_histogram(
     >>> h = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=ppdm.Secret.for_tests(7))
     >>> h.columns, h.height
     (['age_bin', 'age_low', 'age_high', 'count'], 5)
+    >>> g = ppdm.dp_histogram(df, "age", bounds=(0, 100), bins=5, mechanism="gaussian", rho=0.5,
+    ...                       secret=ppdm.Secret.for_tests(7))
+    >>> g["count"].dtype
+    Int64
 
     References
     ----------
@@ -160,6 +174,8 @@ def dp_histogram(
         epsilon=epsilon,
         key=key,
         max_contributions=max_contributions,
+        mechanism=mechanism,
+        rho=rho,
     )
     non_negative = check_bool("non_negative", non_negative, _FUNC)
     check_accountant(accountant, _FUNC)
@@ -179,12 +195,15 @@ class HistogramRequest:
     columns: list[str]
     bounds: dict[str, tuple[float, float]]
     bins: dict[str, int]
-    epsilon: float
+    epsilon: float | None  # None: a Gaussian release (its budget is mechanism.budget, a rho)
     contributions: int
+    mechanism: Mechanism
 
     @property
     def scale(self) -> float:
-        return self.contributions / self.epsilon
+        """The noise's scale (the Laplace's) or sigma (the Gaussian's): a unit's rows
+        change the counts by ``contributions`` in L1 and in L2."""
+        return self.mechanism.scale(self.contributions, self.contributions)
 
     def strides(self) -> tuple[dict[str, int], int]:
         """The flat index's stride of every column (row-major: the last varies fastest)
@@ -211,8 +230,8 @@ class HistogramRequest:
         return f"{_FUNC}({', '.join(self.columns)})"
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
-        """Spend epsilon on the accountant (when the release is computed)."""
-        charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only)
+        """Spend the release's epsilon or rho on the accountant (when it is computed)."""
+        charge(accountant, release=self.label, func=_FUNC, check_only=check_only, **self.mechanism.cost())
 
 
 def check_histogram(
@@ -224,12 +243,14 @@ def check_histogram(
     epsilon: Any,
     key: Any,
     max_contributions: Any,
+    mechanism: Any = "laplace",
+    rho: Any = None,
 ) -> HistogramRequest:
     """Every parameter of :func:`dp_histogram` checked against ``schema``, before any
     budget is spent (``bounds="data"`` is refused)."""
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
-    epsilon = check_epsilon(epsilon, _FUNC)
+    noise = check_mechanism(mechanism, epsilon, rho, _FUNC)
     bins_of = _check_bins(bins, cols)
     cells = int(np.prod([bins_of[c] for c in cols], dtype=object))
     if cells > _MAX_CELLS:
@@ -241,10 +262,11 @@ def check_histogram(
     contributions = check_max_contributions(max_contributions, key, _FUNC)
     if key is not None:
         check_unit_key(key, schema, _FUNC)
-    check_integer_scale(contributions / epsilon, _FUNC)
+    noise.check_scale(noise.scale(contributions, contributions), _FUNC)
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
-    return HistogramRequest(cols, bounds_of, bins_of, epsilon, contributions)
+    epsilon_of = noise.budget if noise.name == "laplace" else None
+    return HistogramRequest(cols, bounds_of, bins_of, epsilon_of, contributions, noise)
 
 
 def noisy_grid(
@@ -278,7 +300,7 @@ def noisy_grid(
         bins, counts_ = grid[BIN].to_numpy(), grid["count"].to_numpy()
         filled = counts_ > 0
         key = release_key(secret, request.label, table_digest(secret, [bins[filled], counts_[filled]]))
-        noise = discrete_laplace(key, stream, bins.astype(np.uint64), scale)
+        noise = request.mechanism.draw(key, stream, bins.astype(np.uint64), scale)
         noisy_count = pl.col("count") + pl.Series(noise)
         return grid.with_columns(noisy_count.clip(lower_bound=0) if non_negative else noisy_count)
 

@@ -31,8 +31,10 @@ __all__ = [
     "load_pipeline",
     "parse_pipeline",
     "step_charge_note",
+    "step_cost",
     "step_delta",
     "step_epsilon",
+    "step_rho",
 ]
 
 # A value a k-ary column may take (TOML has no null).
@@ -277,11 +279,33 @@ class _DP(_Release):
         return self
 
 
-class DPHistogram(_DP):
+class _Mechanism(_Model):
+    """``mechanism = "laplace"`` (the default; ``epsilon``) or ``"gaussian"`` (``rho``, a
+    zCDP cost: the dataset needs a zCDP budget)."""
+
+    mechanism: Literal["laplace", "gaussian"] = "laplace"
+    rho: Positive | None = None
+
+    def _check_mechanism(self, epsilon: float | None) -> None:
+        if self.mechanism == "gaussian" and (self.rho is None or epsilon is not None):
+            msg = "mechanism = \"gaussian\" takes 'rho' (its zCDP cost) and no 'epsilon'"
+            raise ValueError(msg)
+        if self.mechanism == "laplace" and (epsilon is None or self.rho is not None):
+            msg = "mechanism = \"laplace\" (the default) takes 'epsilon' and no 'rho' (rho is for mechanism = \"gaussian\")"
+            raise ValueError(msg)
+
+
+class DPHistogram(_Mechanism, _DP):
     """A differentially private histogram (:func:`polars_ppdm.dp_histogram`)."""
 
     step: Literal["dp_histogram"]
+    epsilon: Positive | None = None  # type: ignore[assignment]
     bins: Annotated[int, Field(ge=1)] | dict[str, Annotated[int, Field(ge=1)]] = 10
+
+    @model_validator(mode="after")
+    def _check_noise(self) -> DPHistogram:
+        self._check_mechanism(self.epsilon)
+        return self
 
 
 class DPQuadtree(_DP):
@@ -349,7 +373,7 @@ class Aggregate(_Model):
 PublicGroup = dict[str, Scalar]
 
 
-class DPGroupBy(_Model):
+class DPGroupBy(_Mechanism):
     """Differentially private count / sum / mean per group (:func:`polars_ppdm.dp_group_by`).
 
     The privacy unit is the dataset's ``key`` (each row its own unit without one).
@@ -359,7 +383,7 @@ class DPGroupBy(_Model):
     step: Literal["dp_group_by"]
     by: Columns
     aggregates: Annotated[list[Aggregate], Field(min_length=1)]
-    epsilon: Positive
+    epsilon: Positive | None = None
     max_groups_contributed: Annotated[int, Field(ge=1)] = 1
     max_rows_per_group: Annotated[int, Field(ge=1)] = 1
     public_groups: Annotated[list[PublicGroup], Field(min_length=1)] | None = None
@@ -375,6 +399,7 @@ class DPGroupBy(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> DPGroupBy:
+        self._check_mechanism(self.epsilon)
         if (self.public_groups is None) == (self.delta is None):
             msg = (
                 "needs exactly one of 'public_groups' (the groups to release, listed) and 'delta' (for DP "
@@ -403,6 +428,8 @@ class DPGroupBy(_Model):
             if self.public_groups is None
             else pl.DataFrame(self.public_groups).select(self.by),
             "delta": self.delta,
+            "mechanism": self.mechanism,
+            "rho": self.rho,
         }
 
     @property
@@ -431,10 +458,17 @@ _HEX_SECRET = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{64})")
 
 
 class Dataset(_Model):
+    """The data, its privacy unit and its budget: ``epsilon_budget`` (pure accounting),
+    ``rho_budget`` (zCDP), or ``epsilon_budget`` with ``delta_budget`` and ``accounting =
+    "zcdp"`` (converted, explicitly, to the largest rho within them)."""
+
     name: Annotated[str, Field(min_length=1)]
     inputs: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
-    epsilon_budget: Positive
-    # None: whatever the ledger holds (0 for a new dataset); a number is checked against it.
+    epsilon_budget: Positive | None = None
+    rho_budget: Positive | None = None
+    accounting: Literal["pure", "zcdp"] | None = None
+    # Pure: None is whatever the ledger holds (0 for a new dataset); a number is checked
+    # against it.  zCDP: the delta at which the rho is stated as an epsilon (1e-6 if None).
     delta_budget: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
     key: Annotated[str, Field(min_length=1)] | None = None
     format: Literal["parquet", "csv", "ipc"] | None = None
@@ -444,6 +478,62 @@ class Dataset(_Model):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return _listify(value)
+
+    @model_validator(mode="after")
+    def _budget_kind(self) -> Dataset:
+        if self.epsilon_budget is None and self.rho_budget is None:
+            msg = (
+                "needs a budget: 'epsilon_budget' (the total epsilon this dataset may ever spend, kept in the "
+                "ledger) or 'rho_budget' (a zCDP budget)"
+            )
+            raise ValueError(msg)
+        if self.epsilon_budget is not None and self.rho_budget is not None:
+            msg = (
+                "has both 'epsilon_budget' and 'rho_budget'; give one (for an (epsilon, delta) budget in zCDP, "
+                'epsilon_budget with delta_budget and accounting = "zcdp")'
+            )
+            raise ValueError(msg)
+        if self.rho_budget is not None and self.accounting == "pure":
+            msg = 'has \'rho_budget\', a zCDP budget, with accounting = "pure"; leave accounting out or say "zcdp"'
+            raise ValueError(msg)
+        if self.accounting == "zcdp" and self.epsilon_budget is not None and not self.delta_budget:
+            msg = (
+                "accounting = \"zcdp\" with 'epsilon_budget' converts (epsilon, delta) to a rho: it needs "
+                "'delta_budget' in (0, 1), e.g. 1e-6"
+            )
+            raise ValueError(msg)
+        if self.zcdp and self.delta_budget == 0:
+            msg = "'delta_budget' of a zCDP dataset is the delta of its epsilon: in (0, 1), e.g. 1e-6"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def zcdp(self) -> bool:
+        """Whether the budget is a rho (zero-concentrated DP)."""
+        return self.rho_budget is not None or self.accounting == "zcdp"
+
+    @property
+    def unit(self) -> str:
+        return "rho" if self.zcdp else "epsilon"
+
+    @property
+    def budget(self) -> float:
+        """The total budget in :attr:`unit` (an (epsilon, delta) zCDP budget converted by
+        :func:`polars_ppdm.dp.zcdp.rho_for`)."""
+        if self.rho_budget is not None:
+            return self.rho_budget
+        assert self.epsilon_budget is not None
+        if self.zcdp:
+            from polars_ppdm.dp.zcdp import rho_for
+
+            assert self.delta_budget is not None
+            return rho_for(self.epsilon_budget, self.delta_budget)
+        return self.epsilon_budget
+
+    @property
+    def budget_field(self) -> str:
+        """The field the budget was given in (for messages)."""
+        return "rho_budget" if self.rho_budget is not None else "epsilon_budget"
 
 
 class SecretSource(_Model):
@@ -506,13 +596,14 @@ class Pipeline(_Model):
         return [(label, eps) for label, eps, _ in self.spends()]
 
     def spends(self) -> list[tuple[str, float, float]]:
-        """``(step label, epsilon, delta)`` of everything that spends budget (as
-        :meth:`epsilons`, with each release's delta: 0 but for partition selection)."""
+        """``(step label, cost, delta)`` of everything that spends budget, the cost in
+        the dataset's unit (:func:`step_cost`: epsilon, or rho for a zCDP dataset), with
+        each release's delta (0 but for partition selection)."""
         out = []
         for section, index, step in self.steps():
-            eps = step_epsilon(step)
-            if eps is not None:
-                out.append((step_label(section, index, step), eps, step_delta(step)))
+            cost = step_cost(step, zcdp=self.dataset.zcdp)
+            if cost is not None:
+                out.append((step_label(section, index, step), cost, step_delta(step)))
         return out
 
     def canonical(self) -> dict[str, Any]:
@@ -550,6 +641,27 @@ def step_epsilon(step: Any) -> float | None:
     if isinstance(step, _DP | DPGroupBy):
         return step.epsilon
     return None
+
+
+def step_rho(step: Any) -> float | None:
+    """The rho of a Gaussian release (None for any other step)."""
+    return step.rho if isinstance(step, _Mechanism) and step.mechanism == "gaussian" else None
+
+
+def step_cost(step: Any, *, zcdp: bool) -> float | None:
+    """What a step charges a dataset, in its unit, or None when it charges nothing.
+
+    Pure accounting: the step's epsilon (:func:`step_epsilon`).  zCDP accounting: a
+    Gaussian release's rho, and a pure epsilon-DP step's ``epsilon^2 / 2`` (Bun and
+    Steinke 2016, Proposition 1.4; for rr_disguise, the epsilon of a unit's whole
+    disguised record)."""
+    rho = step_rho(step)
+    if rho is not None:
+        return rho if zcdp else None
+    epsilon = step_epsilon(step)
+    if epsilon is None:
+        return None
+    return epsilon * epsilon / 2 if zcdp else epsilon
 
 
 def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
@@ -818,11 +930,6 @@ def _message(document: dict[str, Any], error: Any) -> str:
         steps = PERTURB_STEPS if section == "perturb" else RELEASE_STEPS
         return f"{where}: has no 'step'; give step = one of: {', '.join(steps)}."
     if kind == "missing":
-        if field == "epsilon_budget":
-            return (
-                f"{where}: the field 'epsilon_budget' is required: the total epsilon this "
-                "dataset may ever spend, kept in the ledger."
-            )
         return f"{where_field}: is required."
     if kind == "literal_error":
         return f"{where_field}: must be one of {ctx.get('expected')}.{got}"
@@ -912,22 +1019,43 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
                 stray = sorted({c for s in release.itemsets for c in s} - set(release.columns))
                 if stray:
                     yield f"{label}, field 'itemsets': {stray} are not in 'columns'."
-    budget = pipeline.dataset.epsilon_budget
+    dataset = pipeline.dataset
+    if not dataset.zcdp:
+        for section, index, step in pipeline.steps():
+            if step_rho(step) is not None:
+                yield (
+                    f"{step_label(section, index, step)}, field 'mechanism': \"gaussian\" costs a rho (zCDP), "
+                    "which a pure epsilon budget does not count; give [dataset] rho_budget (or epsilon_budget with "
+                    'delta_budget and accounting = "zcdp"), or use mechanism = "laplace" with epsilon.'
+                )
+    budget, field = dataset.budget, dataset.budget_field
+    # zCDP amounts say they are rho; pure ones are epsilons, as the fields say.
+    unit = "rho " if dataset.zcdp else ""
     spends = pipeline.epsilons()
     for label, eps in spends:
         if eps > budget * (1 + 1e-12):
             yield (
-                f"{label}, field 'epsilon': spends {eps:g}, more than the whole budget "
-                f"[dataset] epsilon_budget = {budget:g}; it could never run."
+                f"{label}, field '{'rho' if dataset.zcdp else 'epsilon'}': spends {unit}{eps:g}, more than the "
+                f"whole budget [dataset] {field} = {getattr(dataset, field):g}"
+                + (f" (rho {budget:g})" if field != "rho_budget" and dataset.zcdp else "")
+                + "; it could never run."
             )
     total = math.fsum(eps for _, eps in spends)
     if total > budget * (1 + 1e-12) and all(eps <= budget for _, eps in spends):
         yield (
-            f"[dataset], field 'epsilon_budget': one run spends {total:g} ("
+            f"[dataset], field '{field}': one run spends {unit}{total:g} ("
             + " + ".join(f"{eps:g}" for _, eps in spends)
-            + f") but the budget is {budget:g}; it could never run."
+            + f") but the budget is {unit}{budget:g}; it could never run."
         )
-    delta_budget = pipeline.dataset.delta_budget
+    if dataset.zcdp:
+        for label, _, delta in pipeline.spends():
+            if delta:
+                yield (
+                    f"{label}, field 'delta': partition selection spends a delta, which a zCDP budget does not "
+                    "compose; give the step public_groups."
+                )
+    # A zCDP dataset's delta_budget is the delta of its epsilon, not a budget of deltas.
+    delta_budget = None if dataset.zcdp else dataset.delta_budget
     deltas = [(label, delta) for label, _, delta in pipeline.spends() if delta]
     total_delta = math.fsum(delta for _, delta in deltas)
     if delta_budget is not None and total_delta > delta_budget * (1 + 1e-12):

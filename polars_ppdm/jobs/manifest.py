@@ -57,6 +57,8 @@ class Manifest:
     status: str = "running"
     exit_code: int | None = None
     error: str | None = None
+    unit: str = "epsilon"  # of the releases' amounts: "epsilon", or "rho" for a zCDP dataset
+    epsilon_delta: float | None = None  # zCDP: the delta at which rho is stated as an epsilon
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,15 +73,29 @@ class Manifest:
             "inputs": self.inputs,
             "steps": self.steps,
             "outputs": self.outputs,
-            "epsilon": {
+            self.unit: {
                 "releases": self.releases,
-                "total": math.fsum(r["epsilon"] for r in self.releases),
+                "total": math.fsum(r[self.unit] for r in self.releases),
                 "spent_by_this_run": self.spent,
                 "identical_rerun": self.identical_rerun,
+                **self._as_epsilon(),
             },
             "secret_fingerprint": self.secret_fingerprint,
             "started": self.started,
             "finished": self.finished,
+        }
+
+    def _as_epsilon(self) -> dict[str, Any]:
+        """zCDP: what this run's rho means as (epsilon, delta) alone (CKS 2020)."""
+        if self.unit != "rho" or self.epsilon_delta is None:
+            return {}
+        from polars_ppdm.dp.zcdp import rho_to_epsilon
+
+        total = math.fsum(r["rho"] for r in self.releases)
+        return {
+            "accounting": "zCDP (rho adds up); Laplace and randomized-response steps enter as epsilon^2/2",
+            "delta": self.epsilon_delta,
+            "epsilon_of_this_run": rho_to_epsilon(total, self.epsilon_delta) if total > 0 else 0.0,
         }
 
     def dumps(self) -> bytes:

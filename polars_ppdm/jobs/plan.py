@@ -25,9 +25,11 @@ from polars_ppdm.jobs.config import (
     Pipeline,
     Spiral,
     step_charge_note,
+    step_cost,
     step_delta,
     step_epsilon,
     step_label,
+    step_rho,
 )
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.jobs.inputs import InputFile, expand, input_format, metadata, read_schema
@@ -56,8 +58,14 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
     import math as _math
 
     dataset = pipeline.dataset
+    if (held.accounting == "zcdp") != dataset.zcdp:
+        return (
+            f"[dataset], field {dataset.budget_field!r}: the pipeline file gives {'a zCDP' if dataset.zcdp else 'a pure epsilon'} "
+            f"budget but the ledger {str(path)!r} counts dataset {dataset.name!r} in {held.unit}; its spends cannot "
+            "be converted afterwards. Give the ledger's kind of budget, or a new dataset name."
+        )
     for field_name, asked, recorded, option in (
-        ("epsilon_budget", dataset.epsilon_budget, held.epsilon, "--set-budget"),
+        (dataset.budget_field, dataset.budget, held.epsilon, "--set-budget"),
         ("delta_budget", dataset.delta_budget, held.delta, "--set-delta-budget"),
     ):
         if asked is not None and not _math.isclose(asked, recorded, rel_tol=1e-12, abs_tol=0.0):
@@ -78,7 +86,10 @@ def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
         problem = _budget_differs(pipeline, book.status(dataset.name), path)
         if problem is not None:
             raise PipelineError(problem)
-    book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget)
+    if dataset.zcdp:
+        book.open_dataset(dataset.name, delta_budget=dataset.delta_budget, rho_budget=dataset.budget)
+    else:
+        book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget)
 
 
 def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
@@ -203,6 +214,8 @@ class StepPlan:
     rows: int | None = None  # the rows the step reads (from the inputs' metadata), None: unknown
     delta: float = 0.0
     charge: str | None = None  # how a randomized-response step's epsilon was worked out
+    rho: float | None = None  # a Gaussian release's rho
+    cost: float | None = None  # what the step charges, in the dataset's unit
 
 
 @dataclass
@@ -224,6 +237,7 @@ class Plan:
     delta_spent_before: float = 0.0
     secret: str = ""  # what is known of the secret (its fingerprint; never the secret)
     identical_rerun: bool = False  # the budget is short, but the run is an identical re-run
+    unit: str = "epsilon"  # of epsilon, budget and spent_before: "epsilon", or "rho" (zCDP)
 
     @property
     def short(self) -> bool:
@@ -257,6 +271,8 @@ class Plan:
                     "columns": s.columns,
                     "parameters": s.parameters,
                     "epsilon": s.epsilon,
+                    "rho": s.rho,
+                    "cost": s.cost,
                     "delta": s.delta,
                     "charge": s.charge,
                     "pass": s.pass_,
@@ -276,9 +292,32 @@ class Plan:
             "delta_budget": self.delta_budget,
             "delta_spent_before": self.delta_spent_before,
             "secret": self.secret,
+            "unit": self.unit,
+            **self._zcdp_json(),
             "short": self.short,
             "identical_rerun": self.identical_rerun,
         }
+
+    def _epsilon_of(self, rho: float) -> float:
+        from polars_ppdm.dp.zcdp import rho_to_epsilon
+
+        return rho_to_epsilon(rho, self.delta_budget) if rho > 0 else 0.0
+
+    def _zcdp_json(self) -> dict[str, Any]:
+        """zCDP: the (epsilon, delta) that the spent rho means before and after the run."""
+        if self.unit != "rho":
+            return {}
+        return {
+            "epsilon_delta": self.delta_budget,
+            "epsilon_spent_before": self._epsilon_of(self.spent_before),
+            "epsilon_spent_after": self._epsilon_of(self.spent_before + self.cost_total),
+            "epsilon_budget": self._epsilon_of(self.budget),
+        }
+
+    @property
+    def cost_total(self) -> float:
+        """What the run charges, in :attr:`unit` (the same as :attr:`epsilon`)."""
+        return self.epsilon
 
     def render(self) -> str:
         lines = [
@@ -291,10 +330,13 @@ class Plan:
             lines.append(f"  {i.path}  {i.bytes:,} bytes, {rows}")
         lines.append("steps:")
         for s in self.steps:
+            zcdp_cost = f" (rho {s.cost:g} in zCDP)" if self.unit == "rho" and s.cost is not None else ""
             if s.step == "rr_disguise" and s.charge is not None:
-                eps = (f"epsilon {s.epsilon:g}: " if s.epsilon is not None else "") + s.charge
+                eps = (f"epsilon {s.epsilon:g}{zcdp_cost}: " if s.epsilon is not None else "") + s.charge
+            elif s.rho is not None:
+                eps = f"Gaussian, rho {s.rho:g}"
             elif s.epsilon is not None:
-                eps = f"epsilon {s.epsilon:g}" + (f", delta {s.delta:g}" if s.delta else "")
+                eps = f"epsilon {s.epsilon:g}{zcdp_cost}" + (f", delta {s.delta:g}" if s.delta else "")
             elif s.step in ("rr_support", "rr_apriori"):
                 eps = "no new epsilon (computed from the disguised columns)"
             elif s.step == "keep":
@@ -309,11 +351,20 @@ class Plan:
         if self.published:
             lines.append(f"published columns: {', '.join(self.published)}")
         lines.append("write: " + ", ".join(self.outputs))
-        lines.append(
-            f"epsilon: this run spends {self.epsilon:g} (nothing if it is an identical re-run); "
-            f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}"
-        )
-        if self.delta or self.delta_budget:
+        if self.unit == "rho":
+            zcdp = self._zcdp_json()
+            lines.append(
+                f"rho (zCDP): this run spends {self.epsilon:g} (nothing if it is an identical re-run); "
+                f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}; "
+                f"as (epsilon, delta {self.delta_budget:g}): spent {zcdp['epsilon_spent_before']:.4g} before, "
+                f"{zcdp['epsilon_spent_after']:.4g} after, of {zcdp['epsilon_budget']:.4g}"
+            )
+        else:
+            lines.append(
+                f"epsilon: this run spends {self.epsilon:g} (nothing if it is an identical re-run); "
+                f"budget {self.budget:g}, left before {self.left_before:g}, after {self.left_after:g}"
+            )
+        if self.unit != "rho" and (self.delta or self.delta_budget):
             left = self.delta_left_before
             lines.append(
                 f"delta: this run spends {self.delta:g}; delta budget {self.delta_budget:g}, left before "
@@ -353,7 +404,9 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
     path = ledger_path(pipeline, ledger)
     check_paths(pipeline, pipeline_file=Path(source), ledger=path)
     secret = read_secret(pipeline)
-    budget, delta_budget = pipeline.dataset.epsilon_budget, pipeline.dataset.delta_budget or 0.0
+    dataset = pipeline.dataset
+    budget = dataset.budget
+    delta_budget = dataset.delta_budget or (1e-6 if dataset.zcdp else 0.0)
     spent = delta_spent = 0.0
     book = None
     if path.exists():
@@ -366,7 +419,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
             problem = _budget_differs(pipeline, held, path)
             if problem is not None:
                 raise PipelineError(problem)
-            budget, spent, delta_budget, delta_spent = held
+            budget, spent, delta_budget, delta_spent = held.epsilon, held.spent, held.delta, held.spent_delta
     files = expand(pipeline)
     fmt = input_format(pipeline, files)
     inputs = metadata(files, fmt)
@@ -393,6 +446,8 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
                 columns=list(step.columns),
                 parameters=params,
                 epsilon=step_epsilon(step),
+                rho=step_rho(step),
+                cost=step_cost(step, zcdp=dataset.zcdp),
                 delta=step_delta(step),
                 charge=step_charge_note(step, pipeline.dataset.key),
                 pass_=_pass(section, step),
@@ -420,6 +475,7 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         delta_budget=delta_budget,
         delta_spent_before=delta_spent,
         secret=f"fingerprint {secret.fingerprint()} (not guessable)",
+        unit=dataset.unit,
     )
     if plan.short and book is not None:
         from polars_ppdm.jobs.inputs import PinnedInputs

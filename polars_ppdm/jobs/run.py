@@ -71,6 +71,7 @@ from polars_ppdm.jobs.config import (
     step_charge_note,
     step_epsilon,
     step_label,
+    step_rho,
 )
 from polars_ppdm.jobs.errors import (
     EXIT_OK,
@@ -120,6 +121,7 @@ class RunResult:
     rows: int | None
     outputs: list[Path] = field(default_factory=list)
     reclaimed: list[str] = field(default_factory=list)  # runs killed before publishing, withdrawn
+    unit: str = "epsilon"  # of epsilon, spent, left and budget: "epsilon", or "rho" (zCDP)
 
 
 def secret_source(pipeline: Pipeline) -> str:
@@ -206,9 +208,11 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-def _refusal(name: str, needed: float, left: float, budget: float) -> BudgetExceededError:
+def _refusal(
+    name: str, needed: float, left: float, budget: float, unit: str = "epsilon"
+) -> BudgetExceededError:
     return BudgetExceededError(
-        f"dataset {name!r}: this run needs epsilon {needed:g} but {left:g} is left of the budget "
+        f"dataset {name!r}: this run needs {unit} {needed:g} but {left:g} is left of the budget "
         f"{budget:g} (spent {budget - left:g}); nothing was read and nothing was spent."
     )
 
@@ -347,7 +351,7 @@ def dp_arguments(step: DPHistogram | DPQuadtree | DPKMeans, key: str | None) -> 
         "max_contributions": step.max_contributions,
     }
     if isinstance(step, DPHistogram):
-        return {**arguments, "bins": step.bins}
+        return {**arguments, "bins": step.bins, "mechanism": step.mechanism, "rho": step.rho}
     tree = {"gamma": step.gamma, "max_height": step.max_height, "threshold": step.threshold, "n": step.n}
     if isinstance(step, DPQuadtree):
         return {**arguments, **tree}
@@ -766,7 +770,7 @@ def run_pipeline(
     check_paths(pipeline, pipeline_file=source, ledger=book_path)
     secret = read_secret(pipeline)
     name = pipeline.dataset.name
-    budget = pipeline.dataset.epsilon_budget
+    budget, unit = pipeline.dataset.budget, pipeline.dataset.unit
     spends = pipeline.spends()
     needed = math.fsum(eps for _, eps, _ in spends)
 
@@ -787,9 +791,9 @@ def run_pipeline(
             pinned = PinnedInputs(expand(pipeline))
             candidate = run_id(pipeline, pinned.fingerprints, secret)
         except (InputError, OSError):
-            raise _refusal(name, needed, left, budget) from None
+            raise _refusal(name, needed, left, budget, unit) from None
         if book.run_spent(candidate) is None:
-            raise _refusal(name, needed, left, budget)
+            raise _refusal(name, needed, left, budget, unit)
     files = expand(pipeline) if pinned is None else pinned.files
     fmt = input_format(pipeline, files)
     # Fingerprinted before any row is read; checked again before anything is published.
@@ -824,6 +828,7 @@ def run_pipeline(
                 "step": step_label(section, index, step),
                 "parameters": step.parameters(),
                 "epsilon": step_epsilon(step),
+                **({"rho": rho} if (rho := step_rho(step)) is not None else {}),
                 **(
                     {"charge": note}
                     if (note := step_charge_note(step, pipeline.dataset.key)) is not None
@@ -832,7 +837,9 @@ def run_pipeline(
             }
             for section, index, step in pipeline.steps()
         ],
-        releases=[{"step": label, "epsilon": eps, "delta": delta} for label, eps, delta in spends],
+        releases=[{"step": label, unit: cost, "delta": delta} for label, cost, delta in spends],
+        unit=unit,
+        epsilon_delta=book.status(name).delta if unit == "rho" else None,
     )
     manifest_path = pipeline.resolve(pipeline.output.manifest)
     reservation = book.reserve(name, this_run, spends, pipeline=str(source), record_outputs=True)
@@ -910,4 +917,5 @@ def run_pipeline(
         rows=table_rows,
         outputs=written,
         reclaimed=reclaimed,
+        unit=unit,
     )
