@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Callable
 from statistics import NormalDist
 
@@ -282,11 +283,8 @@ def check_gaussian_sigma(sigma: float, func: str) -> None:
     ...
     polars_ppdm.exceptions.InvalidParameterError: demo: the discrete Gaussian's sigma must be ...
     """
-    try:
-        ok = MIN_GAUSSIAN_SIGMA <= float(sigma) <= MAX_GAUSSIAN_SIGMA  # False for nan
-    except (TypeError, ValueError):
-        ok = False
-    if isinstance(sigma, bool) or not ok:
+    number = isinstance(sigma, numbers.Real) and not isinstance(sigma, bool)
+    if not (number and MIN_GAUSSIAN_SIGMA <= float(sigma) <= MAX_GAUSSIAN_SIGMA):  # nan: False
         msg = (
             f"{func}: the discrete Gaussian's sigma must be a finite number in [2^-7, 2^27] "
             f"(~0.0078 to ~1.3e8). Got {sigma!r} instead: change rho or the sensitivity."
@@ -490,41 +488,47 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     while index.size:
         words = words_of(draw, key)
         draw += 1
-        in_e, in_f = state == _E, state == _F
+        at_e, at_f = np.flatnonzero(state == _E), np.flatnonzero(state == _F)
         state, u, k, v, proposed, magnitude, sign = step(words, state, u, k, v)
-        # E: one Bernoulli(exp(-1)) trial, A_K = (uniform[0, K) == 0) for K = 2, 3, ...
-        ok, value = _below(words, np.where(in_e, k, one))
-        odd = (k & one) == one
-        e_more = in_e & ok & (value == 0)
-        e_end = in_e & ok & (value != 0)
-        e_pass, e_fail = e_end & odd, e_end & ~odd
-        whole = np.where(e_pass, whole - one, whole)
-        # F: A_K = (U < f / K), U's first 64 bits against floor(f 2^64 / K).
-        bound = fraction // np.where(in_f, k, one)
-        f_more = in_f & (words < bound)
-        tie = in_f & (words == bound)
-        f_end = in_f & (words > bound) | (tie & exact & (fraction % np.where(in_f, k, one) == 0))
-        open_tie = tie & ~f_end
-        for i in np.flatnonzero(open_tie).tolist():  # probability 2^-64 per word
-            p_den = acceptance.den * int(k[i])
-            rest = (acceptance.numerator(int(y[i])) << 64) - int(bound[i]) * p_den
+        # E (on its samples only): one Bernoulli(exp(-1)) trial, A_K = (uniform[0, K) == 0)
+        # for K = 2, 3, ...; it ends at the first A_K = 0 and passes if K is odd.
+        ke = k[at_e]
+        ok, value = _below(words[at_e], ke)
+        e_pass = ok & (value != 0) & ((ke & one) == one)
+        e_fail = ok & (value != 0) & ((ke & one) == 0)
+        left = whole[at_e] - e_pass.astype(np.uint64)
+        whole[at_e] = left
+        k[at_e] = np.where(ok & (value == 0), ke + one, np.where(e_pass, np.where(left == 0, one, two), ke))
+        state[at_e] = np.where(e_fail, _U, np.where(e_pass & (left == 0), _F, _E))
+        # F: A_K = (U < f / K), U's first 64 bits against floor(f 2^64 / K) (= floor(floor(f 2^64) / K));
+        # it ends at the first A_K = 0 and keeps the proposal if K is odd.
+        kf, wf = k[at_f], words[at_f]
+        bound = fraction[at_f] // kf
+        f_more = wf < bound
+        f_end = (wf > bound) | ((wf == bound) & exact[at_f] & (fraction[at_f] % kf == 0))
+        for j in np.flatnonzero((wf == bound) & ~f_end).tolist():  # probability 2^-64 per word
+            i = int(at_f[j])
+            p_den = acceptance.den * int(kf[j])
+            rest = (acceptance.numerator(int(y[i])) << 64) - int(bound[j]) * p_den
             below, used = _bernoulli_after_tie(_TieWords(words_of, int(draw[i]), key[i]), rest, p_den)
             draw[i] += used
-            f_more[i], f_end[i] = below, not below
-        f_keep, f_reject = f_end & odd, f_end & ~odd
-        # The proposal just drawn enters the acceptance test.
-        if proposed.any():
-            y[proposed], negative[proposed] = magnitude[proposed], sign[proposed]
-            whole[proposed], fraction[proposed], exact[proposed] = acceptance(magnitude[proposed])
-        to_f = (e_pass & (whole == 0)) | (proposed & (whole == 0))
-        to_e = proposed & (whole != 0)
-        k = np.where(e_more | f_more, k + one, k)
-        k = np.where(to_f, one, np.where(to_e | (e_pass & (whole != 0)), two, k))
-        state = np.where(to_f, _F, np.where(to_e, _E, state))
-        state = np.where(e_fail | f_reject, _U, state).astype(np.int8)
-        if f_keep.any():
-            out[index[f_keep]] = _signed(y[f_keep], negative[f_keep])
-            keep = ~f_keep
+            f_more[j], f_end[j] = below, not below
+        odd_f = (kf & one) == one
+        k[at_f] = np.where(f_more, kf + one, kf)
+        state[at_f] = np.where(f_end & ~odd_f, _U, _F)
+        # The proposals just drawn enter the acceptance test: E if gamma >= 1, else F.
+        new = np.flatnonzero(proposed)
+        if new.size:
+            y[new], negative[new] = magnitude[new], sign[new]
+            trials, fraction[new], exact[new] = acceptance(magnitude[new])
+            whole[new] = trials
+            k[new] = np.where(trials == 0, one, two)
+            state[new] = np.where(trials == 0, _F, _E)
+        done = at_f[f_end & odd_f]
+        if done.size:
+            out[index[done]] = _signed(y[done], negative[done])
+            keep = np.ones(index.size, dtype=bool)
+            keep[done] = False
             index, key, state, draw, u, k, v, y, negative, whole, fraction, exact = (
                 a[keep] for a in (index, key, state, draw, u, k, v, y, negative, whole, fraction, exact)
             )
@@ -532,7 +536,8 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
 
 
 #: The quantiles sum the pmf term by term up to this sigma; above, the Euler-Maclaurin
-#: formula gives the same sums (to ~1e-20 relative) in a few operations.
+#: formula gives the same sums in a few operations (its error is below 1e-20 relative:
+#: what is left is erfc's and the summation's rounding, ~1e-16 and ~1e-13).
 _SUMMED_SIGMA = 2.0**14
 
 
@@ -587,7 +592,8 @@ def discrete_gaussian_variance(sigma: float) -> float:
     """Variance of :func:`discrete_gaussian` (the law of :func:`gaussian_sampler_sigma`).
 
     The pmf series ``sum k^2 exp(-k^2/2s^2) / sum exp(-k^2/2s^2)``, summed exactly
-    (``math.fsum``) for sigma <= 64; slightly below sigma^2 for small sigma.
+    (``math.fsum``) for sigma < 2, below sigma^2; from sigma = 2 on it is sigma^2 to
+    double precision (the Poisson summation bound in the code).
 
     Examples
     --------
@@ -597,19 +603,20 @@ def discrete_gaussian_variance(sigma: float) -> float:
     References
     ----------
     Canonne, Kamath, Steinke, "The discrete Gaussian for differential privacy",
-    NeurIPS 2020 (Fact 18: the variance is below sigma^2).
+    NeurIPS 2020 (the variance is below sigma^2).
     """
     check_gaussian_sigma(sigma, "discrete_gaussian_variance")
     s = gaussian_sampler_sigma(sigma)
-    if s > 64:
-        # Poisson summation: Var = s^2 (1 - 4 pi^2 s^2 S1 / S0) with S0 = 1 + 2 sum_j
-        # exp(-2 pi^2 s^2 j^2) and S1 = 2 sum_j j^2 exp(-2 pi^2 s^2 j^2), j >= 1; for
-        # s >= 2 the correction is below 1e-30 (exp(-79)), far under a double's 2^-53:
-        # the series sums to s^2 to the last bit (the summation would only add rounding).
+    # Poisson summation: Var = s^2 (1 - 4 pi^2 s^2 S1 / S0) with S0 = 1 + 2 sum_j
+    # exp(-2 pi^2 s^2 j^2) and S1 = 2 sum_j j^2 exp(-2 pi^2 s^2 j^2), j >= 1: below s^2,
+    # by a relative 8 pi^2 s^2 exp(-2 pi^2 s^2), under 1e-30 for s >= 2 (exp(-79)) and
+    # so far under a double's 2^-53: there the series sums to s^2 to the last bit (a
+    # summation would only add its rounding), and below it is summed and kept <= s^2.
+    if s >= 2:
         return s * s
     k = np.arange(1, math.ceil(40 * s) + 1, dtype=np.float64)  # exp(-800): beyond, nothing
     terms = np.exp(-(k * k) / (2 * s * s))
-    return 2 * math.fsum((k * k * terms).tolist()) / (1 + 2 * math.fsum(terms.tolist()))
+    return min(s * s, 2 * math.fsum((k * k * terms).tolist()) / (1 + 2 * math.fsum(terms.tolist())))
 
 
 def discrete_gaussian_quantile(sigma: float, q: float) -> int:
@@ -623,7 +630,7 @@ def discrete_gaussian_quantile(sigma: float, q: float) -> int:
     ``T(m) >= q Z`` (``T(m) <= (1 - q) Z``), never by a subtraction from 1.  For
     s <= 2^14 every term is summed (from the tail inwards, up to 38.7 s where the terms
     underflow: the tail bound is exact); above, the Euler-Maclaurin formula gives the
-    same sums to ~1e-20 relative in O(1) (:func:`_tail_euler_maclaurin`), so the
+    same sums to double precision in O(1) (:func:`_tail_euler_maclaurin`), so the
     quantile is fast up to sigma = 2^27.  The search starts at the normal law's
     quantile.
 
