@@ -276,12 +276,13 @@ class GroupByRequest:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
         charge(
             accountant,
-            release=self.label,
-            func=_FUNC,
+            self.noise.epsilon,
+            self.label,
+            _FUNC,
             why=why,
             delta=self.delta or 0.0,
             check_only=check_only,
-            **self.noise.cost(),
+            rho=self.noise.rho,
         )
 
 

@@ -231,7 +231,8 @@ class HistogramRequest:
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend the release's epsilon or rho on the accountant (when it is computed)."""
-        charge(accountant, release=self.label, func=_FUNC, check_only=check_only, **self.mechanism.cost())
+        noise = self.mechanism
+        charge(accountant, noise.epsilon, self.label, _FUNC, check_only=check_only, rho=noise.rho)
 
 
 def check_histogram(

@@ -57,13 +57,15 @@ class Mechanism:
         """What the budget is: "epsilon" or "rho"."""
         return "rho" if self.name == "gaussian" else "epsilon"
 
-    def cost(self, budget: float | None = None) -> dict[str, float | None]:
-        """The keyword arguments that charge ``budget`` (default: the whole) to an
-        accountant: ``{"epsilon": e, "rho": None}`` or ``{"epsilon": None, "rho": r}``."""
-        amount = self.budget if budget is None else budget
-        return (
-            {"epsilon": None, "rho": amount} if self.name == "gaussian" else {"epsilon": amount, "rho": None}
-        )
+    @property
+    def epsilon(self) -> float | None:
+        """The budget as an accountant charges it: an epsilon (Laplace), else None."""
+        return None if self.name == "gaussian" else self.budget
+
+    @property
+    def rho(self) -> float | None:
+        """The budget as an accountant charges it: a rho (Gaussian), else None."""
+        return self.budget if self.name == "gaussian" else None
 
     def scale(self, l1: float, l2: float, budget: float | None = None) -> float:
         """The noise's scale for a query of sensitivities ``l1`` and ``l2`` given
