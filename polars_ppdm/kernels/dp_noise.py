@@ -196,6 +196,11 @@ class _LaplaceStep:
         return state, u, k, v, finished, y, negative
 
 
+def _compact(keep: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
+    """The pending samples' arrays, the finished ones dropped (``keep``: the others)."""
+    return [a[keep] for a in arrays]
+
+
 def _signed(magnitude: np.ndarray, negative: np.ndarray) -> np.ndarray:
     signed = magnitude.astype(np.int64)
     return np.where(negative, -signed, signed)
@@ -259,8 +264,7 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
         state, u, k, v, finished, y, negative = step(words, state, u, k, v)
         if finished.any():
             out[index[finished]] = _signed(y[finished], negative[finished])
-            keep = ~finished
-            index, key, state, draw, u, k, v = (a[keep] for a in (index, key, state, draw, u, k, v))
+            index, key, state, draw, u, k, v = _compact(~finished, index, key, state, draw, u, k, v)
     return out
 
 
@@ -529,8 +533,8 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
             out[index[done]] = _signed(y[done], negative[done])
             keep = np.ones(index.size, dtype=bool)
             keep[done] = False
-            index, key, state, draw, u, k, v, y, negative, whole, fraction, exact = (
-                a[keep] for a in (index, key, state, draw, u, k, v, y, negative, whole, fraction, exact)
+            index, key, state, draw, u, k, v, y, negative, whole, fraction, exact = _compact(
+                keep, index, key, state, draw, u, k, v, y, negative, whole, fraction, exact
             )
     return out
 
