@@ -6,6 +6,10 @@
   noise from it, counts in units of one row, real values in units of their power-of-two
   grid (:func:`grid_of`, :func:`to_grid`).  Floating-point Laplace noise is not offered:
   its low-order bits leak (Mironov 2012).
+* :func:`discrete_gaussian` -- ``P(k) proportional to exp(-k^2 / (2 sigma^2))``, sampled
+  exactly the same way (Canonne, Kamath, Steinke 2020, Algorithm 3), for rho-zCDP
+  releases; :func:`discrete_gaussian_variance` and :func:`discrete_gaussian_quantile`
+  give its exact variance and quantiles (intervals of Gaussian releases).
 * :func:`contribution_words` -- the keyed word of each row that decides which rows a
   privacy unit keeps (contribution bounding), a function of the row's content only.
 
