@@ -1,0 +1,443 @@
+"""Continual release: each period's counts per public group and their running totals, by
+the binary tree mechanism, published night after night under one zCDP charge.
+
+:func:`dp_continual_counts` is the dataframe front-end of
+:mod:`polars_ppdm.kernels.binary_tree`: it bounds each privacy unit to its first
+``max_contributions`` events in time, counts the events of every (group, period), draws
+the discrete Gaussian noise of every tree node that is complete through the period
+published (each node once: nodes published before are taken from ``state``, never
+redrawn; the nodes one call draws are keyed by a digest of their true values, as every
+release of the library: the same data give the same noise, other data independent
+noise), and returns Honaker's variance-optimal estimates of the period counts and
+running totals with their exact standard deviations.
+
+References
+----------
+Dwork, Naor, Pitassi, Rothblum, "Differential privacy under continual observation", STOC
+2010.  Chan, Shi, Song, "Private and continual release of statistics", ACM TISSEC 2011.
+Honaker, "Efficient use of differentially private binary trees", TPDP 2015.  Canonne,
+Kamath, Steinke, "The discrete Gaussian for differential privacy", NeurIPS 2020.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import polars as pl
+
+from polars_ppdm._encoding import row_keys
+from polars_ppdm._frame import Frame, as_lazy, fresh_names, schema_of
+from polars_ppdm._validation import check_columns, check_int
+from polars_ppdm.dp._common import (
+    NOT_CHARGED,
+    charge,
+    check_accountant,
+    check_unit_key,
+    release_secret,
+)
+from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.group_by import group_words
+from polars_ppdm.dp.zcdp import check_rho
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import binary_tree as tree
+from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, contribution_words
+from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.secret import SecretLike
+
+__all__ = ["EVERY", "ContinualResult", "TreeState", "dp_continual_counts", "expected_rmse", "period_index"]
+
+_FUNC = "dp_continual_counts"
+#: Period lengths for a Date or Datetime ``period`` column, in days.
+EVERY = {"day": 1, "week": 7}
+_NODE_SCHEMA = {"group": pl.UInt32, "level": pl.Int32, "index": pl.Int64, "value": pl.Int64}
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """What a continual release has published: every node drawn so far.
+
+    ``config`` names the release (a SHA-256 of its label, groups, horizon, rho and
+    contribution bound): a state is refused by any other release.  ``nodes``: ``group``
+    (its position in the public groups), ``level``, ``index`` and the noisy ``value``.
+    A node is drawn once: a later call takes it from here, whatever the data say then.
+    Keep it as the release does (a pipeline keeps it in its ledger): without it the
+    release cannot go on (a call without it starts a new release, charged again).
+    """
+
+    config: str
+    nodes: pl.DataFrame
+
+
+class ContinualResult(NamedTuple):
+    """The published table and the release's state after it."""
+
+    table: pl.DataFrame
+    state: TreeState
+
+
+def period_index(column: str, dtype: pl.DataType, start: Any, every: str) -> pl.Expr:
+    """The period number of each row: the integer column as it is, or ``(date - start)
+    // every`` days for a Date or Datetime column (the date part, in the column's time
+    zone)."""
+    if dtype.is_integer():
+        return pl.col(column).cast(pl.Int64)
+    days = EVERY[every]
+    return ((pl.col(column).cast(pl.Date) - pl.lit(start, dtype=pl.Date)).dt.total_days() // days).cast(
+        pl.Int64
+    )
+
+
+def _check_period(schema: pl.Schema, period: Any, start: Any, every: Any) -> tuple[str, Any, str]:
+    if not isinstance(period, str) or period not in schema:
+        msg = (
+            f"The 'period' parameter of {_FUNC} names no column: {period!r}. Columns: {list(schema.names())}."
+        )
+        raise InvalidParameterError(msg)
+    dtype = schema[period]
+    if dtype.is_integer():
+        if start is not None:
+            msg = f"The 'start' parameter of {_FUNC} is for a Date or Datetime period column; {period!r} holds period numbers ({dtype}). Leave it out."
+            raise InvalidParameterError(msg)
+        return period, None, every
+    if dtype != pl.Date and not isinstance(dtype, pl.Datetime):
+        msg = f"The 'period' column {period!r} of {_FUNC} must hold period numbers (integers) or dates (Date, Datetime). Got {dtype} instead."
+        raise InvalidParameterError(msg)
+    if not isinstance(start, dt.date) or isinstance(start, dt.datetime):
+        msg = f"The 'start' parameter of {_FUNC} must be a datetime.date (the first day of period 0) for the date column {period!r}. Got {start!r} instead."
+        raise InvalidParameterError(msg)
+    if every not in EVERY:
+        msg = f"The 'every' parameter of {_FUNC} must be one of {list(EVERY)}. Got {every!r} instead."
+        raise InvalidParameterError(msg)
+    return period, start, every
+
+
+def _config(label: str, groups: pl.DataFrame, horizon: int, rho: float, k: int) -> str:
+    described = json.dumps(
+        {"label": label, "groups": groups.rows(), "horizon": horizon, "rho": rho.hex(), "k": k},
+        default=str,
+        sort_keys=True,
+    )
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _check_state(state: Any, config: str) -> TreeState | None:
+    if state is None:
+        return None
+    if not isinstance(state, TreeState):
+        msg = f"The 'state' parameter of {_FUNC} must be the TreeState an earlier call returned, or None (a new release). Got {type(state).__name__} instead."
+        raise InvalidParameterError(msg)
+    if state.config != config:
+        msg = (
+            f"The 'state' given to {_FUNC} belongs to another release (other groups, horizon, rho or "
+            "max_contributions): a release's nodes are never reused by another, and a release's parameters do "
+            f"not change over its horizon ({NOT_CHARGED})."
+        )
+        raise InvalidParameterError(msg)
+    return state
+
+
+def dp_continual_counts(
+    frame: Frame,
+    by: str | Sequence[str],
+    *,
+    period: str,
+    through: int,
+    horizon: int,
+    rho: float,
+    public_groups: pl.DataFrame,
+    start: dt.date | None = None,
+    every: str = "day",
+    privacy_unit: str | None = None,
+    max_contributions: int = 1,
+    secret: SecretLike = None,
+    accountant: BudgetAccountant | None = None,
+    state: TreeState | None = None,
+) -> ContinualResult:
+    """Counts per public group of every period ``0 .. through`` and their running totals,
+    released continually by the binary tree mechanism under one rho-zCDP charge.
+
+    The release covers a declared horizon of ``horizon`` periods and is charged ``rho``
+    once, when it starts (``state=None``); every later call with the returned ``state``
+    publishes the periods up to ``through`` from the nodes published before and the
+    nodes completed since, and is charged nothing (post-processing of the one tree).  A
+    node's noise is drawn once (discrete Gaussian, keyed by the secret, the group, the
+    node and a digest of the true values of the nodes drawn with it): a re-run of a
+    period gives the same figures, and a late run publishes the periods it missed.  The
+    event log is expected to grow only: a unit's first events in time are then never
+    displaced by later ones, so the nodes of one level together count at most
+    ``max_contributions`` of its events, whenever each was drawn (a deleted event could
+    let a unit count more).  Rows dated after ``through`` wait for
+    their period; data of a period already published is never read again into its
+    nodes (a late event of a past period is counted nowhere).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        The event log (one row per event), all periods so far.
+    by : str or sequence of str
+        The group columns.
+    period : str
+        The period of each row: an integer column (period numbers, 0 the first) or a
+        Date / Datetime column (with ``start`` and ``every``).  Nulls and periods before
+        0 are refused.
+    through : int
+        The last period to publish, in ``[0, horizon)``.
+    horizon : int
+        The periods the release covers (>= 1); periods past it are refused.
+    rho : float
+        The zCDP cost of the whole horizon (> 0).
+    public_groups : polars.DataFrame
+        The groups, with exactly the ``by`` columns, in a fixed order (a group's
+        position keys its noise; rows of other groups are not counted).
+    start : datetime.date, optional
+        The first day of period 0, for a date ``period`` column.
+    every : {"day", "week"}
+        The period's length for a date ``period`` column.
+    privacy_unit : str, optional
+        The column naming the person; each person counts with their first
+        ``max_contributions`` events in time (ties broken by the keyed randomness) over the
+        whole horizon: user-level privacy.  Without it each row is its own unit
+        (event-level privacy; ``max_contributions`` must be 1).
+    max_contributions : int
+        Events per unit over the horizon (>= 1): the noise grows in proportion.
+    secret : Secret, bytes, hex str, 'env:NAME' or None
+        The secret (None: fresh OS entropy, and the release cannot be continued
+        reproducibly).  Guessable secrets are refused.
+    accountant : BudgetAccountant, optional
+        Charged ``rho`` when the release starts (a zCDP accountant; a pure-epsilon one
+        refuses a rho).
+    state : TreeState, optional
+        What an earlier call of this release returned (None: start the release).
+
+    Returns
+    -------
+    ContinualResult
+        ``table``: one row per group and period ``0 .. through``: the ``by`` columns,
+        ``period`` (Int64), ``count`` and ``running_total`` (Float64, the optimal
+        estimates; a total is the sum of its periods' counts) with ``count_sd`` and
+        ``running_total_sd`` (their exact standard deviations, the same for every group).
+        ``state``: pass it to the next call.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_ppdm as ppdm
+    >>> log = pl.DataFrame({"region": ["n", "s", "n", "n"], "night": [0, 0, 1, 2]})
+    >>> groups = pl.DataFrame({"region": ["n", "s"]})
+    >>> first = ppdm.dp_continual_counts(log, "region", period="night", through=1, horizon=365, rho=0.5,
+    ...                                  public_groups=groups, secret=ppdm.Secret.for_tests(7))
+    >>> first.table.columns
+    ['region', 'period', 'count', 'count_sd', 'running_total', 'running_total_sd']
+    >>> later = ppdm.dp_continual_counts(log, "region", period="night", through=2, horizon=365, rho=0.5,
+    ...                                  public_groups=groups, secret=ppdm.Secret.for_tests(7), state=first.state)
+    >>> later.table.height, later.state.nodes.height > first.state.nodes.height
+    (6, True)
+
+    References
+    ----------
+    Dwork, Naor, Pitassi, Rothblum, STOC 2010; Chan, Shi, Song, ACM TISSEC 2011 (the
+    binary tree mechanism).  Honaker, TPDP 2015 (the estimator).  Canonne, Kamath,
+    Steinke, NeurIPS 2020 (the discrete Gaussian).
+    """
+    schema = schema_of(frame, _FUNC)
+    by = check_columns(by, list(schema.names()), _FUNC, name="by")
+    period, start, every = _check_period(schema, period, start, every)
+    horizon = check_int("horizon", horizon, _FUNC, low=1, high=tree.MAX_HORIZON)
+    through = check_int("through", through, _FUNC, low=0)
+    if through >= horizon:
+        msg = (
+            f"The 'through' parameter of {_FUNC} is period {through}, past the release's horizon of {horizon} "
+            f"periods (0 .. {horizon - 1}); a release never publishes past its horizon ({NOT_CHARGED})."
+        )
+        raise InvalidParameterError(msg)
+    rho = check_rho(rho, _FUNC)
+    k = check_int("max_contributions", max_contributions, _FUNC, low=1)
+    if privacy_unit is None and k != 1:
+        msg = f"{_FUNC}: max_contributions={k} needs privacy_unit= (the column naming the person); without it each row is its own unit."
+        raise InvalidParameterError(msg)
+    if privacy_unit is not None:
+        check_unit_key(privacy_unit, schema, _FUNC, name="privacy_unit")
+    groups = _check_groups(public_groups, by, schema)
+    sigma = tree.tree_sigma(rho, horizon, k)
+    check_gaussian_sigma(sigma, _FUNC)
+    label = f"{_FUNC}({', '.join(by)})"
+    config = _config(label, groups, horizon, rho, k)
+    state = _check_state(state, config)
+    check_accountant(accountant, _FUNC)
+    if state is None:
+        charge(accountant, None, label, _FUNC, rho=rho, check_only=True)
+    key = release_secret(secret, _FUNC)
+
+    counts = _period_counts(frame, schema, by, groups, period, start, every, through, privacy_unit, k, key)
+    if state is None:
+        charge(accountant, None, label, _FUNC, rho=rho)
+        state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
+    nodes = tree.complete_nodes(horizon, through)
+    noisy, state = _noisy_nodes(state, nodes, counts, horizon, sigma, key, label)
+    periods, totals = tree.tree_estimate(noisy, horizon, through)
+    period_var, total_var = tree.tree_variance(horizon, through, sigma)
+    g, p = periods.shape
+    table = pl.DataFrame(
+        {
+            **{c: groups[c].gather(np.repeat(np.arange(g), p)) for c in by},
+            "period": np.tile(np.arange(p, dtype=np.int64), g),
+            "count": periods.reshape(-1),
+            "count_sd": np.tile(np.sqrt(period_var), g),
+            "running_total": totals.reshape(-1),
+            "running_total_sd": np.tile(np.sqrt(total_var), g),
+        }
+    )
+    return ContinualResult(table, state)
+
+
+def _check_groups(public_groups: Any, by: list[str], schema: pl.Schema) -> pl.DataFrame:
+    if isinstance(public_groups, pl.LazyFrame):
+        public_groups = public_groups.collect()
+    if not isinstance(public_groups, pl.DataFrame) or sorted(public_groups.columns) != sorted(by):
+        msg = f"The 'public_groups' parameter of {_FUNC} must be a DataFrame with exactly the 'by' columns {by}. Got {public_groups!r} instead."
+        raise InvalidParameterError(msg)
+    groups = public_groups.select(by)
+    if groups.height == 0 or groups.height >= tree.MAX_GROUPS or groups.is_duplicated().any():
+        msg = f"The 'public_groups' of {_FUNC} must list between 1 and 2^32 - 1 distinct groups. Got {groups.height} rows{' with duplicates' if groups.height and groups.is_duplicated().any() else ''}."
+        raise InvalidParameterError(msg)
+    for c in by:
+        if groups[c].dtype != schema[c]:
+            groups = groups.with_columns(pl.col(c).cast(schema[c], strict=True))
+    return groups
+
+
+def _period_counts(
+    frame: Frame,
+    schema: pl.Schema,
+    by: list[str],
+    groups: pl.DataFrame,
+    period: str,
+    start: Any,
+    every: str,
+    through: int,
+    unit: str | None,
+    k: int,
+    secret: bytes,
+) -> np.ndarray:
+    """The (groups, through + 1) counts of the events kept: each unit's first ``k`` in
+    time up to ``through`` (ties by the keyed contribution word)."""
+    (number, word, rank) = fresh_names([*schema.names(), *by], "__ppdm_group", "__ppdm_word", "__ppdm_rank")
+    (at,) = fresh_names([*schema.names(), number, word, rank], "__ppdm_period")
+    lazy = as_lazy(frame).with_columns(period_index(period, schema[period], start, every).alias(at))
+    bad = lazy.select(
+        pl.col(at).is_null().any().alias("null"),
+        (pl.col(at) < 0).any().alias("early"),
+        pl.any_horizontal(*(pl.col(c).is_null() for c in by)).any().alias("null_group"),
+        *([pl.col(unit).is_null().any().alias("null_unit")] if unit else []),
+    ).collect()
+    if bad["null"][0] or bad["null_group"][0] or (unit and bad["null_unit"][0]):
+        msg = f"{_FUNC}: the period, group{' and privacy unit' if unit else ''} columns must have no null values; drop or fill them first ({NOT_CHARGED})."
+        raise InvalidParameterError(msg)
+    if bad["early"][0]:
+        msg = f"{_FUNC}: some rows are dated before period 0 (before 'start'); a release counts periods 0 .. horizon - 1 only ({NOT_CHARGED})."
+        raise InvalidParameterError(msg)
+    known = lazy.filter(pl.col(at) <= through)
+    if unit is not None:
+        fields = [
+            pl.col(unit).alias("unit"),
+            pl.col(at).alias("at"),
+            *(pl.col(c).alias(f"g{i}") for i, c in enumerate(by)),
+        ]
+
+        def words(rows: pl.Series) -> pl.Series:
+            # The unit's key chained with the row's period and its group's keyed word
+            # (strings too): ties between a unit's events are broken by their content,
+            # the same way in any batch or engine.
+            batch = rows.struct.unnest()
+            group = group_words(secret, batch.select(f"g{i}" for i in range(len(by))))
+            values = [batch["at"].cast(pl.Float64).to_numpy(), group.view(np.float64)]
+            chained = contribution_words(
+                secret, row_keys(batch["unit"].rename(unit), func=_FUNC), values, [None, None]
+            )
+            return pl.Series(word, chained, dtype=pl.UInt64)
+
+        known = (
+            known.with_columns(
+                pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True).alias(word)
+            )
+            .sort(unit, at, word)
+            .filter(pl.int_range(pl.len()).over(unit) < k)
+        )
+    numbered = groups.with_row_index(number)
+    counted = (
+        known.join(numbered.lazy(), on=by, how="inner", nulls_equal=True)
+        .group_by(number, at)
+        .agg(pl.len().alias("n"))
+        .collect()
+    )
+    counts = np.zeros((groups.height, through + 1), dtype=np.int64)
+    counts[counted[number].to_numpy().astype(np.int64), counted[at].to_numpy()] = counted["n"].to_numpy()
+    return counts
+
+
+def _noisy_nodes(
+    state: TreeState,
+    nodes: tree.Nodes,
+    counts: np.ndarray,
+    horizon: int,
+    sigma: float,
+    secret: bytes,
+    label: str,
+) -> tuple[np.ndarray, TreeState]:
+    """The noisy value of every complete node, (groups, nodes): from the state where it
+    was published, else drawn now (and added to the state)."""
+    g = counts.shape[0]
+    wanted = pl.DataFrame(
+        {"level": nodes.level.astype(np.int32), "index": nodes.index, "position": np.arange(len(nodes.level))}
+    )
+    known = state.nodes.join(wanted, on=["level", "index"], how="inner")
+    noisy = np.zeros((g, len(nodes.level)), dtype=np.int64)
+    have = np.zeros((g, len(nodes.level)), dtype=bool)
+    if known.height:
+        rows, cols = known["group"].to_numpy().astype(np.int64), known["position"].to_numpy()
+        noisy[rows, cols] = known["value"].to_numpy()
+        have[rows, cols] = True
+    missing = ~have.all(axis=0)
+    if have[:, missing].any():
+        msg = f"{_FUNC}: the state holds some groups of a node but not all; it is damaged ({NOT_CHARGED})."
+        raise InvalidParameterError(msg)
+    if missing.any():
+        level, index = nodes.level[missing], nodes.index[missing]
+        true = tree.node_sums(counts, level, index, horizon=horizon)
+        # Keyed by what these nodes add noise to (every group's value of every new node):
+        # the same data reproduce the same draws, any other data draw afresh.
+        columns = [
+            np.repeat(np.arange(g), len(level)),
+            np.tile(level, g),
+            np.tile(index, g),
+            true.reshape(-1),
+        ]
+        key = release_key(secret, f"{label}/{state.config}", table_digest(secret, columns))
+        drawn = true + tree.node_noise(key, stream_id(label), level, index, sigma, groups=g)
+        noisy[:, missing] = drawn
+        added = pl.DataFrame(
+            {
+                "group": np.repeat(np.arange(g, dtype=np.uint32), len(level)),
+                "level": np.tile(level.astype(np.int32), g),
+                "index": np.tile(index, g),
+                "value": drawn.reshape(-1),
+            },
+            schema=_NODE_SCHEMA,
+        )
+        state = TreeState(state.config, pl.concat([state.nodes, added]))
+    return noisy, state
+
+
+def expected_rmse(rho: float, horizon: int, through: int, max_contributions: int = 1) -> float:
+    """The running total's standard deviation at period ``through`` (the same in every
+    group): what a plan shows before anything is published."""
+    sigma = tree.tree_sigma(rho, horizon, max_contributions)
+    return float(math.sqrt(tree.tree_variance(horizon, through, sigma)[1][through]))

@@ -1,0 +1,218 @@
+"""dp_continual_counts: the binary tree mechanism over a horizon, charged once, each node
+drawn once, and the attacks a nightly job invites (a re-run over changed data, a late
+event, a unit with many events, a restart without the state)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_ppdm as ppdm
+from polars_ppdm.dp.continual import expected_rmse
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
+from polars_ppdm.kernels import binary_tree as tree
+
+SECRET = ppdm.Secret.for_tests(5)
+GROUPS = pl.DataFrame({"region": ["n", "s", "e"]})
+
+
+def _log(nights: int, seed: int = 0, per_night: int = 40) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = nights * per_night
+    return pl.DataFrame(
+        {
+            "person": rng.integers(0, 10_000, n),
+            "region": rng.choice(["n", "s", "e"], n),
+            "night": np.repeat(np.arange(nights), per_night),
+        }
+    )
+
+
+def _release(log, through, state=None, **kwargs):
+    args = {
+        "period": "night",
+        "horizon": 30,
+        "rho": 0.5,
+        "public_groups": GROUPS,
+        "secret": SECRET,
+    } | kwargs
+    return ppdm.dp_continual_counts(log, "region", through=through, state=state, **args)
+
+
+def test_totals_are_the_sums_of_the_periods_and_the_sds_are_the_theorys():
+    result = _release(_log(10), through=9)
+    table = result.table
+    assert table.height == 3 * 10
+    for _, group in table.group_by("region"):
+        assert group["running_total"].to_numpy() == pytest.approx(np.cumsum(group["count"].to_numpy()))
+    sigma = tree.tree_sigma(0.5, 30)
+    periods, totals = tree.tree_variance(30, 9, sigma)
+    north = table.filter(pl.col("region") == "n")
+    assert north["count_sd"].to_numpy() == pytest.approx(np.sqrt(periods))
+    assert north["running_total_sd"].to_numpy() == pytest.approx(np.sqrt(totals))
+    assert north["running_total_sd"][-1] == pytest.approx(expected_rmse(0.5, 30, 9))
+
+
+def test_a_rerun_of_a_night_reproduces_it_and_the_next_night_adds_nodes_only():
+    log = _log(12)
+    first = _release(log, through=10)
+    again = _release(log, through=10, state=first.state)
+    assert again.table.equals(first.table)
+    assert again.state.nodes.equals(first.state.nodes)
+    later = _release(log, through=11, state=first.state)
+    assert later.state.nodes.head(first.state.nodes.height).equals(first.state.nodes)
+    assert later.state.nodes.height > first.state.nodes.height
+    # A re-run of an earlier night from the later state publishes what that night did.
+    rerun = _release(log, through=10, state=later.state)
+    assert rerun.table.equals(first.table)
+
+
+def test_a_late_run_fills_the_nights_it_missed():
+    log = _log(8)
+    skipped = _release(log, through=2)
+    late = _release(log, through=6, state=skipped.state)  # nights 3..5 were never run
+    every_night = _release(log, through=2)
+    for night in range(3, 7):
+        every_night = _release(log, through=night, state=every_night.state)
+    # The same nodes are published by both schedules.
+    nodes = tree.complete_nodes(30, 6)
+    assert late.state.nodes.height == every_night.state.nodes.height == 3 * len(nodes.level)
+    assert (
+        late.state.nodes.select("group", "level", "index")
+        .sort(pl.all())
+        .equals(every_night.state.nodes.select("group", "level", "index").sort(pl.all()))
+    )
+
+
+def test_changed_data_of_a_published_night_never_redraws_its_nodes():
+    """The attack: publish night 5, change night 5's data (add one person), publish again
+    with the same secret. Redrawn noise keyed by the node only would show the exact change;
+    here the published nodes are reused, so nothing about the change comes out."""
+    log = _log(6)
+    first = _release(log, through=5)
+    grown = pl.concat([log, pl.DataFrame({"person": [99_999], "region": ["n"], "night": [5]})])
+    again = _release(grown, through=5, state=first.state)
+    assert again.table.equals(first.table)
+
+
+def test_a_restart_without_the_state_is_a_new_release_charged_again_with_fresh_noise_over_new_data():
+    """Restarting without the state is a new release, charged again. Over the same data it
+    reproduces the same bits (nothing new comes out); over changed data -- one person
+    added -- its noise is drawn afresh: were it keyed by the secret and the node only, the
+    difference of two releases would be the exact change."""
+    log = _log(10)
+    acc = ppdm.BudgetAccountant(rho=2.0)
+    one = _release(log, through=9, accountant=acc)
+    assert _release(log, through=9, accountant=acc).table.equals(one.table)
+    assert acc.spent_rho == pytest.approx(1.0)
+    grown = pl.concat([log, pl.DataFrame({"person": [99_999], "region": ["s"], "night": [0]})])
+    two = _release(grown, through=9)
+    same = (one.state.nodes["value"] == two.state.nodes["value"]).mean()
+    assert same < 0.3  # sigma ~2.2: two independent draws agree ~13% of the time
+    _release(log, through=9, accountant=acc, state=one.state)
+    assert acc.spent_rho == pytest.approx(1.0)  # a continuation is post-processing
+
+
+def test_the_charge_is_a_rho_and_a_pure_accountant_refuses_it():
+    with pytest.raises(BudgetExceededError, match="a rho is not an epsilon"):
+        _release(_log(2), through=1, accountant=ppdm.BudgetAccountant(5.0))
+    small = ppdm.BudgetAccountant(rho=0.4)
+    with pytest.raises(BudgetExceededError, match=r"needs rho 0\.5"):
+        _release(_log(2), through=1, accountant=small)
+    assert small.spent_rho == 0
+
+
+def test_each_unit_counts_with_its_first_events_only():
+    """A unit with many events: only its first max_contributions (in time) are counted,
+    so a heavy user cannot move the totals by more than the noise covers."""
+    heavy = pl.DataFrame({"person": [1] * 50, "region": ["n"] * 50, "night": np.arange(50) % 10})
+    result = _release(heavy, through=9, privacy_unit="person", max_contributions=2, rho=1e3, horizon=10)
+    north = result.table.filter(pl.col("region") == "n")
+    assert north["running_total"][-1] == pytest.approx(2, abs=0.1)
+    assert north["count"].to_numpy()[:1] == pytest.approx([2], abs=0.1)  # both on night 0
+
+
+def test_date_periods():
+    log = pl.DataFrame(
+        {"region": ["n", "n", "s"], "day": [dt.date(2026, 1, 1), dt.date(2026, 1, 8), dt.date(2026, 1, 9)]}
+    )
+    result = ppdm.dp_continual_counts(
+        log,
+        "region",
+        period="day",
+        start=dt.date(2026, 1, 1),
+        every="week",
+        through=1,
+        horizon=52,
+        rho=1e3,
+        public_groups=GROUPS,
+        secret=SECRET,
+    )
+    counts = result.table.filter(pl.col("region") != "e").sort("region", "period")["count"].round(0).to_list()
+    assert counts == [1, 1, 0, 1]  # n: week 0, week 1; s: week 0, week 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"through": 30}, "past the release's horizon of 30"),
+        ({"rho": 0}, "'rho' parameter of dp_continual_counts"),
+        ({"horizon": 0}, "'horizon' parameter"),
+        ({"period": "when"}, "'period' parameter of dp_continual_counts names no column"),
+        ({"max_contributions": 3}, "needs privacy_unit"),
+        ({"public_groups": pl.DataFrame({"region": ["n", "n"]})}, "distinct groups"),
+        ({"start": dt.date(2026, 1, 1)}, "'start' parameter .* holds period numbers"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(kwargs, match):
+    args = {"through": 1} | kwargs
+    with pytest.raises(InvalidParameterError, match=match):
+        _release(_log(2), **args)
+
+
+def test_a_state_of_another_release_is_refused():
+    state = _release(_log(2), through=1).state
+    with pytest.raises(InvalidParameterError, match="belongs to another release"):
+        _release(_log(2), through=1, state=state, rho=0.25)
+
+
+def test_nulls_and_rows_before_period_zero_are_refused_uncharged():
+    acc = ppdm.BudgetAccountant(rho=1.0)
+    with pytest.raises(InvalidParameterError, match="no null values"):
+        _release(_log(2).with_columns(pl.lit(None, dtype=pl.Int64).alias("night")), through=1, accountant=acc)
+    with pytest.raises(InvalidParameterError, match="before period 0"):
+        _release(_log(2).with_columns(pl.col("night") - 1), through=1, accountant=acc)
+    assert acc.spent_rho == 0
+
+
+@pytest.mark.slow
+def test_running_total_rmse_over_365_nights_matches_theory():
+    """365 nights, 300 public groups of a generated event log: the RMSE of the running
+    total at nights 1, 30 and 365 (period 0, 29, 364) against its theoretical value,
+    within 5 standard errors (SE of an RMSE from the errors' 4th moment: Var(e^2)/(4 n MSE))."""
+    rng = np.random.default_rng(1)
+    groups = pl.DataFrame({"g": [f"g{i}" for i in range(300)]})
+    n = 365 * 200
+    log = pl.DataFrame({"g": rng.choice(groups["g"].to_numpy(), n), "night": rng.integers(0, 365, n)})
+    truth = log.group_by("g", "night").len().pivot(on="night", index="g", values="len").fill_null(0)
+    result = ppdm.dp_continual_counts(
+        log, "g", period="night", through=364, horizon=365, rho=0.5, public_groups=groups, secret=SECRET
+    )
+    table = result.table.join(groups.with_row_index("gi"), on="g").sort("gi", "period")
+    estimate = table["running_total"].to_numpy().reshape(300, 365)
+    true_counts = np.zeros((300, 365))
+    index = {g: i for i, g in enumerate(groups["g"])}
+    for row in log.group_by("g", "night").len().iter_rows():
+        true_counts[index[row[0]], row[1]] = row[2]
+    errors = estimate - np.cumsum(true_counts, axis=1)
+    sd = table["running_total_sd"].to_numpy().reshape(300, 365)[0]
+    for night in (0, 29, 364):
+        e2 = errors[:, night] ** 2
+        mse = e2.mean()
+        se = math.sqrt(e2.var() / (4 * len(e2) * mse))
+        assert abs(math.sqrt(mse) - sd[night]) <= 5 * se, (night, math.sqrt(mse), sd[night], se)
+    del truth
