@@ -58,6 +58,9 @@ The keyed randomness itself, for macros:
   (``ppdm_dp_histogram``, ``ppdm_dp_count``...) key theirs by a digest of the data they
   release (``ppdm_release_noise``); a query built on this function must put what
   differs between its releases into ``stream``.  Guessable secrets are refused;
+* ``ppdm_discrete_gaussian(secret, stream, key, sigma DOUBLE) -> BIGINT``: the same for
+  the Gaussian mechanism, exact discrete Gaussian noise of ``sigma = l2 / sqrt(2 rho)``
+  (in [2^-7, 2^27]; the Gaussian DP macros draw theirs with ``ppdm_release_gaussian``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns (``key := ppdm_key(email)`` equals Polars'
   ``key="email"``).
@@ -69,14 +72,20 @@ per attribute; lists), ``ppdm_rr_support_whole_record(counts, p := NULL, epsilon
 NULL)``, ``ppdm_rr_correct_share(observed_share, p := NULL, epsilon := NULL)``; the
 epsilon conversions ``ppdm_rr_epsilon(p, k := 2)``, ``ppdm_rr_p_from_epsilon(epsilon,
 k := 2)``; and the table macros ``ppdm_ecdf_resample(tbl, col, key, bins, secret)`` and
-``ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret)`` (columns
-``<col>_bin, <col>_low, <col>_high, count`` as in Polars); and the DP aggregates per
-group with a privacy unit, ``ppdm_dp_count(tbl, group_col, ...)``, ``ppdm_dp_sum(tbl,
-group_col, value_col, contribution_bounds_per_row := [low, high], ...)`` and
-``ppdm_dp_avg(...)`` with BigQuery's option names (``epsilon``, ``privacy_unit_column``,
-``max_groups_contributed``, ``max_rows_per_group``, ``public_groups`` (a list),
-``delta``, ``secret``): the same numbers as :func:`polars_ppdm.dp_group_by` with that one
-aggregate (their keyed words and noise come from :mod:`polars_ppdm.duckdb_group_by`).
+``ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret, mechanism := 'laplace',
+rho := NULL)`` (columns ``<col>_bin, <col>_low, <col>_high, count`` as in Polars); and
+the DP aggregates per group with a privacy unit, ``ppdm_dp_count(tbl, group_col, ...)``,
+``ppdm_dp_sum(tbl, group_col, value_col, contribution_bounds_per_row := [low, high],
+...)`` and ``ppdm_dp_avg(...)`` with BigQuery's option names (``epsilon``,
+``privacy_unit_column``, ``max_groups_contributed``, ``max_rows_per_group``,
+``public_groups`` (a list), ``delta``, ``secret``) and ``mechanism``, ``rho``: the same
+numbers as :func:`polars_ppdm.dp_group_by` with that one aggregate (their keyed words and
+noise come from :mod:`polars_ppdm.duckdb_group_by`).  Every DP macro takes
+``mechanism := 'gaussian', rho := ...`` (and no epsilon) for the Gaussian mechanism, as
+the Python functions' ``mechanism="gaussian", rho=...``: discrete Gaussian noise, rho-zCDP,
+the same bits as Polars (the group-by macros need ``public_groups`` then), e.g.
+``FROM ppdm_dp_histogram('t', 'age', 0, 100, 10, mechanism := 'gaussian', rho := 0.5,
+secret := 'env:PPDM_SECRET')``.
 
 :func:`register_spiral_key` adds a pure-SQL table macro for one log-spiral key.
 
@@ -133,7 +142,7 @@ from duckdb.func import ARROW, SPECIAL
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._validation import is_count, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_laplace
+from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, discrete_gaussian, discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
 from polars_ppdm.kernels.rr import keep_decisions
@@ -634,6 +643,20 @@ def _discrete_laplace_udf(secret, stream, key, scale):
     return pa.array(discrete_laplace(secret.key, stream_id(label), keys, scale))
 
 
+def _discrete_gaussian_udf(secret, stream, key, sigma):
+    if len(key) == 0:
+        return pa.array([], type=pa.int64())
+    func = "ppdm_discrete_gaussian"
+    secret, label = require_strong_secret(_secret(secret, func), func), _constant(stream, "stream", func)
+    sigma = _constant(sigma, "sigma", func)
+    if not isinstance(sigma, float):
+        msg = f"The 'sigma' argument of {func} must be a finite float > 0 (l2 / sqrt(2 rho)). Got {sigma!r} instead."
+        raise InvalidParameterError(msg)
+    check_gaussian_sigma(sigma, func)
+    keys = row_keys(_series(key, "key"), func=func)
+    return pa.array(discrete_gaussian(secret.key, stream_id(label), keys, sigma))
+
+
 def _ecdf_offsets_udf(secret, stream, n):
     """The offset of every block of ranks of the sorted uniforms of ``ppdm_ecdf_resample``,
     then their total (:func:`~polars_ppdm.kernels.spacings.block_offsets`): one list per row,
@@ -768,6 +791,14 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     con.create_function(
         "ppdm_discrete_laplace",
         _discrete_laplace_udf,
+        [*keyed, T.DOUBLE],
+        T.BIGINT,
+        type=ARROW,
+        null_handling=SPECIAL,
+    )
+    con.create_function(
+        "ppdm_discrete_gaussian",
+        _discrete_gaussian_udf,
         [*keyed, T.DOUBLE],
         T.BIGINT,
         type=ARROW,

@@ -18,6 +18,12 @@ the same 64-bit words and noise as the Polars code, so the releases are the same
   digest of the release's statistics computed by the macro in SQL (the same sum of keyed
   words as :func:`~polars_ppdm.kernels.release_key.table_digest`), so a release over
   other data never repeats its noise; guessable secrets are refused;
+* ``ppdm_release_gaussian(secret, release VARCHAR, digest UBIGINT, stream VARCHAR, key
+  UBIGINT, sigma DOUBLE) -> BIGINT`` -- the same in the Gaussian mechanism: exact
+  discrete Gaussian noise of ``sigma = l2 / sqrt(2 rho)``
+  (:func:`~polars_ppdm.kernels.dp_noise.discrete_gaussian`) under the same release key,
+  as :class:`~polars_ppdm.dp.mechanism.Mechanism` draws it for ``mechanism="gaussian"``;
+  sigma must lie in [2^-7, 2^27];
 * ``ppdm_grid(row_bound DOUBLE) -> DOUBLE`` -- the power-of-two grid of real values
   (:func:`~polars_ppdm.kernels.dp_noise.grid_of`);
 * ``ppdm_selection_threshold(epsilon, delta, max_groups) -> BIGINT`` -- partition
@@ -38,7 +44,13 @@ from polars_ppdm.dp.group_by import selection_threshold, string_bits
 from polars_ppdm.duckdb import _constant as constant
 from polars_ppdm.duckdb import _secret as secret_of
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import NULL_BITS, discrete_laplace, grid_of
+from polars_ppdm.kernels.dp_noise import (
+    NULL_BITS,
+    check_gaussian_sigma,
+    discrete_gaussian,
+    discrete_laplace,
+    grid_of,
+)
 from polars_ppdm.kernels.prf import first_words, stream_id
 from polars_ppdm.kernels.release_key import release_key
 from polars_ppdm.secret import require_strong_secret
@@ -93,6 +105,23 @@ def _release_noise_udf(secret, release, digest, stream, key, scale):
     return pa.array(discrete_laplace(own_key, stream_id(label), pl.Series(key).to_numpy(), scale))
 
 
+def _release_gaussian_udf(secret, release, digest, stream, key, sigma):
+    """``ppdm_release_noise`` of the Gaussian mechanism: the same release key, discrete
+    Gaussian noise of ``sigma`` (:meth:`polars_ppdm.dp.mechanism.Mechanism.draw`)."""
+    if len(key) == 0:
+        return pa.array([], type=pa.int64())
+    func = str(constant(release, "release", "ppdm_release_gaussian"))
+    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0])
+    label = str(constant(stream, "stream", func))
+    sigma = constant(sigma, "sigma", func)
+    if not isinstance(sigma, float):
+        msg = f"The 'sigma' argument of ppdm_release_gaussian must be a finite float > 0. Got {sigma!r} instead."
+        raise InvalidParameterError(msg)
+    check_gaussian_sigma(sigma, func.split("(")[0])
+    own_key = release_key(resolved.key, func, int(constant(digest, "digest", func)))
+    return pa.array(discrete_gaussian(own_key, stream_id(label), pl.Series(key).to_numpy(), sigma))
+
+
 def _grid_udf(row_bound):
     bound = float(constant(row_bound, "row_bound", "ppdm_grid"))
     return pa.array([grid_of(bound, "ppdm_grid")] * len(row_bound), type=pa.float64())
@@ -121,6 +150,13 @@ def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
     con.create_function(
         "ppdm_release_noise",
         _release_noise_udf,
+        [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.VARCHAR, T.UBIGINT, T.DOUBLE],
+        T.BIGINT,
+        **arrow,
+    )
+    con.create_function(
+        "ppdm_release_gaussian",
+        _release_gaussian_udf,
         [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.VARCHAR, T.UBIGINT, T.DOUBLE],
         T.BIGINT,
         **arrow,

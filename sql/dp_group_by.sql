@@ -17,12 +17,23 @@
 --   (both 1 without a privacy unit).  public_groups: a list of the groups to release (all of
 --   them, empty ones too, no other); NULL: partition selection with delta in (0, 1).
 --   secret: as for ppdm_rr_disguise.
+--   mechanism: 'laplace' (the default: discrete Laplace noise, pure epsilon-DP, takes
+--   epsilon) or 'gaussian' (discrete Gaussian noise, rho-zCDP, takes rho > 0 and no
+--   epsilon; public_groups only), as polars_ppdm.dp_group_by's mechanism= and rho=.  A
+--   person's rows move a figure by max_groups_contributed * max_rows_per_group row bounds
+--   in L1 but sqrt(max_groups_contributed) * max_rows_per_group in L2: sigma is that over
+--   sqrt(2 rho) (an avg splits rho between its sum and its count):
+--
+--   SELECT * FROM ppdm_dp_count('visits', 'region', mechanism := 'gaussian', rho := 0.5,
+--       privacy_unit_column := 'person', max_groups_contributed := 4,
+--       public_groups := ['north', 'south'], secret := 'env:PPDM_SECRET');
 -- Returns the group column under its own name, then count / <col>_sum / <col>_mean, ordered
 -- as public_groups, or by group.  Needs ppdm.duckdb.register (the keyed words and noise).
 -- Intervals and non_negative are Polars options only.
+
 CREATE OR REPLACE MACRO _ppdm_dp_group_by(
     tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
-    max_groups_contributed, max_rows_per_group, delta, public_groups, secret
+    max_groups_contributed, max_rows_per_group, delta, public_groups, secret, mechanism, rho
 ) AS TABLE
 -- The table's columns renamed 'user:<name>', after a NULL column __ppdm_none: no column
 -- name can clash with the macro's own, and a lambda matching a column's name or
@@ -66,7 +77,27 @@ params AS (
                    THEN error('The ''contribution_bounds_per_row'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind)
                               || ' must be [low, high], finite, with low < high (public: never read off the data). Got '
                               || coalesce(bounds::VARCHAR, 'NULL') || '.')
-               WHEN epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon::DOUBLE > 0)
+               -- The mechanism and its budget, as polars_ppdm.dp.mechanism.check_mechanism and
+               -- dp_group_by: epsilon for 'laplace', rho for 'gaussian' (public groups only).
+               WHEN mechanism IS NULL OR coalesce(TRY_CAST(mechanism AS VARCHAR), '') NOT IN ('laplace', 'gaussian')
+                   THEN error('The ''mechanism'' argument of ' || 'ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must be one of [''laplace'', ''gaussian'']. Got '
+                              || coalesce('''' || TRY_CAST(mechanism AS VARCHAR) || '''', 'NULL') || '.')
+               WHEN mechanism::VARCHAR = 'gaussian' AND epsilon IS NOT NULL
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' with mechanism := ''gaussian'' takes rho (its zCDP cost, > 0) and no epsilon; for an '
+                              || '(epsilon, delta) target use polars_ppdm.dp.zcdp.rho_for(epsilon, delta). Got epsilon '
+                              || epsilon::VARCHAR || '.')
+               WHEN mechanism::VARCHAR = 'gaussian'
+                    AND (rho IS NULL OR NOT regexp_full_match(typeof(rho), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+                         OR NOT isfinite(TRY_CAST(rho AS DOUBLE)) OR NOT (TRY_CAST(rho AS DOUBLE) > 0))
+                   THEN error('The ''rho'' argument of ' || 'ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must be a finite float > 0 (the zCDP cost of '
+                              || 'mechanism := ''gaussian''). Got ' || if(rho IS NULL, 'NULL', rho::VARCHAR || ' (' || typeof(rho) || ')') || '.')
+               WHEN mechanism::VARCHAR = 'gaussian' AND public_groups IS NULL
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' with mechanism := ''gaussian'' needs public_groups: partition selection spends a '
+                              || 'delta, which zCDP accounting does not compose. Give the groups to release.')
+               WHEN mechanism::VARCHAR = 'laplace' AND rho IS NOT NULL
+                   THEN error('ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ': rho is the budget of mechanism := ''gaussian''; the Laplace mechanism takes '
+                              || 'epsilon. Got rho ' || rho::VARCHAR || '.')
+               WHEN mechanism::VARCHAR = 'laplace' AND (epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon::DOUBLE > 0))
                    THEN error('The ''epsilon'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' must be a finite float > 0. Got '
                               || coalesce(epsilon::VARCHAR, 'NULL') || '.')
                WHEN privacy_unit_column IS NOT NULL AND NOT u_found
@@ -103,6 +134,8 @@ params AS (
            max_rows_per_group::BIGINT AS R,
            -- Epsilon: the aggregate's even share, one share more for partition selection.
            epsilon::DOUBLE / if(public_groups IS NULL, 2, 1) AS eps,
+           -- Rho: the one aggregate's whole (no partition selection with the Gaussian).
+           TRY_CAST(rho AS DOUBLE) AS __rho, coalesce(TRY_CAST(mechanism AS VARCHAR) = 'gaussian', false) AS __gauss,
            bounds[1]::DOUBLE AS lo, bounds[2]::DOUBLE AS hi,
            -- The most one row moves the noisy quantity (DPAggregate.row_bound).
            CASE kind WHEN 'count' THEN 1.0 WHEN 'sum' THEN greatest(abs(bounds[1]::DOUBLE), abs(bounds[2]::DOUBLE))
@@ -126,6 +159,29 @@ grid_params AS (
                                || 'for their width (more than 2^53 grid steps); shift the values towards zero first.')
                 ELSE greatest(abs(floor(lo / __grid + 0.5)::BIGINT - __mid), abs(floor(hi / __grid + 0.5)::BIGINT - __mid), 1) END AS __su
     FROM shifted
+),
+-- The noise of the figure (a mean's: its normalised sum, with half the budget) and of a
+-- mean's own count (GroupByRequest.scale / count_scale, Mechanism.scale): the Laplace's
+-- L1 / epsilon, L1 = max_groups * max_rows * units; the Gaussian's sigma L2 / sqrt(2 rho),
+-- L2 = sqrt(max_groups) * max_rows * units, the same float operations as Python.
+sigmas AS (
+    SELECT *,
+           sqrt(G::DOUBLE) * R * __su / sqrt(2 * if(kind = 'mean', __rho / 2, __rho)) AS __sigma,
+           sqrt(G::DOUBLE) * R / sqrt(2 * (__rho / 2)) AS __count_sigma
+    FROM grid_params
+),
+noise_params AS (
+    SELECT *,
+           CASE WHEN __gauss AND NOT (__sigma BETWEEN 0.0078125 AND 134217728
+                                      AND (kind <> 'mean' OR __count_sigma BETWEEN 0.0078125 AND 134217728))
+                    THEN error('The ''rho'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' gives the discrete '
+                               || 'Gaussian a sigma outside [2^-7, 2^27] (~0.0078 to ~1.3e8): ' || __sigma::VARCHAR
+                               || if(kind = 'mean', ' and ' || __count_sigma::VARCHAR, '') || '; change rho or the '
+                               || 'contribution bounds. Got rho ' || __rho::VARCHAR || '.')
+                WHEN __gauss THEN __sigma
+                ELSE (G * R)::DOUBLE * __su / if(kind = 'mean', eps / 2, eps) END AS __scale,
+           if(__gauss, __count_sigma, (G * R)::DOUBLE / (eps / 2)) AS __count_scale
+    FROM sigmas
 ),
 rows AS (
     SELECT coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
@@ -239,27 +295,37 @@ selected AS (
                                          'dp_group_by/' || group_col::VARCHAR || '/select', k.__word, G::DOUBLE / eps)
           >= ppdm_selection_threshold(eps, delta::DOUBLE, G)
 ),
+-- The noise under the release's key, of the figure (stream count() / sum(v) / mean(v))
+-- and of a mean's own count (count-of-mean(v)): discrete Gaussian of sigma __scale, or
+-- discrete Laplace of scale __scale.  Only the branch taken calls its function.
+drawn AS (
+    SELECT s.*, __gauss, __scale, __count_scale,
+           'dp_group_by(' || group_col::VARCHAR || ')' AS __release,
+           'dp_group_by/' || group_col::VARCHAR || '/'
+           || CASE kind WHEN 'count' THEN 'count()' WHEN 'sum' THEN 'sum(' || value_col::VARCHAR || ')'
+                        ELSE 'mean(' || value_col::VARCHAR || ')' END AS __stream,
+           'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')' AS __count_stream
+    FROM selected s, noise_params
+),
 noisy AS (
     SELECT s.__g, s.__order,
            CASE WHEN kind = 'count'
-                    THEN (s.__rows + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
-                                                        'dp_group_by/' || group_col::VARCHAR || '/count()', s.__word,
-                                                        (G * R)::DOUBLE * __su / eps))::DOUBLE
+                    THEN (s.__rows + s.__noise)::DOUBLE
                WHEN kind = 'sum'
-                    THEN (s.__total + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
-                                                         'dp_group_by/' || group_col::VARCHAR || '/sum(' || value_col::VARCHAR || ')',
-                                                         s.__word, (G * R)::DOUBLE * __su / eps))::DOUBLE * __grid
+                    THEN (s.__total + s.__noise)::DOUBLE * __grid
                ELSE least(greatest(
-                        __mid * __grid
-                        + ((s.__total + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
-                                                           'dp_group_by/' || group_col::VARCHAR || '/mean(' || value_col::VARCHAR || ')',
-                                                           s.__word, (G * R)::DOUBLE * __su / (eps / 2)))::DOUBLE * __grid)
-                          / greatest((s.__rows + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', s.__digest,
-                                                                    'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')',
-                                                                    s.__word, (G * R)::DOUBLE / (eps / 2)))::DOUBLE, 1.0),
+                        __mid * __grid + ((s.__total + s.__noise)::DOUBLE * __grid) / greatest((s.__rows + s.__count_noise)::DOUBLE, 1.0),
                         lo), hi)
            END AS __value
-    FROM selected s, grid_params
+    FROM (
+        SELECT *,
+               CASE WHEN __gauss THEN ppdm_release_gaussian(secret::VARCHAR, __release, __digest, __stream, __word, __scale)
+                    ELSE ppdm_release_noise(secret::VARCHAR, __release, __digest, __stream, __word, __scale) END AS __noise,
+               CASE WHEN kind <> 'mean' THEN 0
+                    WHEN __gauss THEN ppdm_release_gaussian(secret::VARCHAR, __release, __digest, __count_stream, __word, __count_scale)
+                    ELSE ppdm_release_noise(secret::VARCHAR, __release, __digest, __count_stream, __word, __count_scale) END AS __count_noise
+        FROM drawn
+    ) s, grid_params
 )
 -- Internal names only: the public macros name the columns (they may hold any name).
 SELECT __g AS __ppdm_group, __value AS __ppdm_value, __order AS __ppdm_order FROM noisy;
@@ -270,45 +336,48 @@ SELECT __g AS __ppdm_group, __value AS __ppdm_value, __order AS __ppdm_order FRO
 -- prefixes with one regex (which must match a column: out:count, or the group or value
 -- column; when both are missing, an error above, DuckDB's binder says so first).
 CREATE OR REPLACE MACRO _ppdm_dp_named(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
-    max_groups_contributed, max_rows_per_group, delta, public_groups, secret) AS TABLE
+    max_groups_contributed, max_rows_per_group, delta, public_groups, secret, mechanism, rho) AS TABLE
 SELECT r.*, n.* FROM _ppdm_dp_group_by(tbl, group_col, value_col, kind, bounds, epsilon, privacy_unit_column,
-                                      max_groups_contributed, max_rows_per_group, delta, public_groups, secret) r
+                                      max_groups_contributed, max_rows_per_group, delta, public_groups, secret,
+                                      mechanism, rho) r
 LEFT JOIN (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl) LIMIT 0) n ON false;
 
 CREATE OR REPLACE MACRO ppdm_dp_count(
     tbl, group_col, epsilon := NULL, privacy_unit_column := NULL, max_groups_contributed := 1,
-    max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+    max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL, mechanism := 'laplace', rho := NULL
 ) AS TABLE
 SELECT COLUMNS('(?s)^(?:user|out):(.*)$') AS '\1' FROM (
     SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
            __ppdm_value::BIGINT AS "out:count", __ppdm_order, __ppdm_group
     FROM _ppdm_dp_named(tbl, group_col, NULL, 'count', NULL, epsilon, privacy_unit_column,
-                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret, mechanism, rho)
 ) __ppdm_out
 ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;
 
 CREATE OR REPLACE MACRO ppdm_dp_sum(
     tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
-    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL,
+    mechanism := 'laplace', rho := NULL
 ) AS TABLE
 SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM (
     SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
            CASE WHEN COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_value END AS '\0_sum',
            __ppdm_order, __ppdm_group
     FROM _ppdm_dp_named(tbl, group_col, value_col, 'sum', contribution_bounds_per_row, epsilon, privacy_unit_column,
-                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret, mechanism, rho)
 ) __ppdm_out
 ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;
 
 CREATE OR REPLACE MACRO ppdm_dp_avg(
     tbl, group_col, value_col, contribution_bounds_per_row := NULL, epsilon := NULL, privacy_unit_column := NULL,
-    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL
+    max_groups_contributed := 1, max_rows_per_group := 1, public_groups := NULL, delta := NULL, secret := NULL,
+    mechanism := 'laplace', rho := NULL
 ) AS TABLE
 SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM (
     SELECT CASE WHEN COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_group END AS '\0',
            CASE WHEN COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none') IS NULL THEN __ppdm_value END AS '\0_mean',
            __ppdm_order, __ppdm_group
     FROM _ppdm_dp_named(tbl, group_col, value_col, 'mean', contribution_bounds_per_row, epsilon, privacy_unit_column,
-                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret)
+                        max_groups_contributed, max_rows_per_group, delta, public_groups, secret, mechanism, rho)
 ) __ppdm_out
 ORDER BY __ppdm_out.__ppdm_order NULLS LAST, __ppdm_out.__ppdm_group;

@@ -6,15 +6,23 @@
 --   edge bins.   bins: an integer in [1, 50,000,000] (the cell limit of
 --   polars_ppdm.dp_histogram: every bin is released, empty ones too).   epsilon: > 0.
 --   secret: the secret (VARCHAR, as for ppdm_rr_disguise).
+--   mechanism: 'laplace' (the default: discrete Laplace noise of scale 1 / epsilon, pure
+--   epsilon-DP) or 'gaussian' (discrete Gaussian noise of sigma 1 / sqrt(2 rho), rho-zCDP;
+--   takes rho > 0 and no epsilon), as polars_ppdm.dp_histogram's mechanism= and rho=:
+--     FROM ppdm_dp_histogram('visits', 'age', 0, 100, 10, 1.0, 'env:PPDM_SECRET');
+--     FROM ppdm_dp_histogram('visits', 'age', 0, 100, 10, mechanism := 'gaussian', rho := 0.5,
+--                            secret := 'env:PPDM_SECRET');
 -- Every argument is checked before any row is read, with an error naming it: a NULL, a value
 -- of the wrong type, a col that names no column of tbl (the error lists its columns).
 -- Each row is its own privacy unit: limit the rows per person first where a person has
 -- several (polars_ppdm.dp_histogram does it with key= and max_contributions=).
--- Needs ppdm_release_noise of ppdm.duckdb.register (noise under the release's own key).  Returns every bin, empty ones
+-- Needs ppdm_release_noise / ppdm_release_gaussian of ppdm.duckdb.register (noise under the release's own key).  Returns every bin, empty ones
 -- included, with Polars' column names: <col>_bin (BIGINT), <col>_low, <col>_high (DOUBLE)
 -- and count (BIGINT), e.g. age_bin, age_low, age_high, count; the same values as Polars
 -- for the same secret.
-CREATE OR REPLACE MACRO ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret) AS TABLE
+CREATE OR REPLACE MACRO ppdm_dp_histogram(
+    tbl, col, low, high, bins, epsilon := NULL, secret := NULL, mechanism := 'laplace', rho := NULL
+) AS TABLE
 -- The table's columns renamed 'user:<name>', after a NULL column __ppdm_none: no column
 -- name can clash with the macro's own (__ppdm_*, and the result's 'out:<name>' before the
 -- final SELECT strips the prefixes), and a lambda matching col or __ppdm_none always
@@ -62,16 +70,41 @@ __ppdm_params AS (
                    THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1 (at most 50,000,000, the '
                               || 'cell limit of polars_ppdm.dp_histogram: every bin is released, empty ones too). Got '
                               || bins::VARCHAR || ' instead.')
-               WHEN epsilon IS NULL OR NOT regexp_full_match(typeof(epsilon), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+               -- The mechanism and its budget, as polars_ppdm.dp.mechanism.check_mechanism: epsilon
+               -- for 'laplace', rho for 'gaussian', exactly the one.
+               WHEN mechanism IS NULL OR coalesce(TRY_CAST(mechanism AS VARCHAR), '') NOT IN ('laplace', 'gaussian')
+                   THEN error('The ''mechanism'' argument of ppdm_dp_histogram must be one of [''laplace'', ''gaussian'']. Got '
+                              || coalesce('''' || TRY_CAST(mechanism AS VARCHAR) || '''', 'NULL') || ' instead.')
+               WHEN mechanism::VARCHAR = 'gaussian' AND epsilon IS NOT NULL
+                   THEN error('ppdm_dp_histogram with mechanism := ''gaussian'' takes rho (its zCDP cost, > 0) and no epsilon; '
+                              || 'for an (epsilon, delta) target use polars_ppdm.dp.zcdp.rho_for(epsilon, delta). Got epsilon '
+                              || epsilon::VARCHAR || '.')
+               WHEN mechanism::VARCHAR = 'gaussian' AND (rho IS NULL OR NOT regexp_full_match(typeof(rho), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
+                   THEN error('The ''rho'' argument of ppdm_dp_histogram must be a finite float > 0 (the zCDP cost of '
+                              || 'mechanism := ''gaussian''). Got ' || if(rho IS NULL, 'NULL', typeof(rho)) || ' instead.')
+               WHEN mechanism::VARCHAR = 'gaussian' AND (NOT isfinite(TRY_CAST(rho AS DOUBLE)) OR NOT (TRY_CAST(rho AS DOUBLE) > 0))
+                   THEN error('The ''rho'' argument of ppdm_dp_histogram must be a finite float > 0 (the zCDP cost of '
+                              || 'mechanism := ''gaussian''). Got ' || rho::VARCHAR || ' instead.')
+               -- The sampler's range of sigma (polars_ppdm.kernels.dp_noise.check_gaussian_sigma),
+               -- before any row is read.
+               WHEN mechanism::VARCHAR = 'gaussian'
+                    AND NOT (1.0 / sqrt(2 * TRY_CAST(rho AS DOUBLE)) BETWEEN 0.0078125 AND 134217728)
+                   THEN error('The ''rho'' argument of ppdm_dp_histogram gives the discrete Gaussian a sigma (1 / sqrt(2 rho)) '
+                              || 'outside [2^-7, 2^27] (~0.0078 to ~1.3e8). Got rho ' || rho::VARCHAR || ' instead.')
+               WHEN mechanism::VARCHAR = 'laplace' AND rho IS NOT NULL
+                   THEN error('ppdm_dp_histogram: rho is the budget of mechanism := ''gaussian''; the Laplace mechanism takes '
+                              || 'epsilon. Got rho ' || rho::VARCHAR || '.')
+               WHEN mechanism::VARCHAR = 'laplace' AND (epsilon IS NULL OR NOT regexp_full_match(typeof(epsilon), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)'))
                    THEN error('The ''epsilon'' argument of ppdm_dp_histogram must be a finite float > 0. Got '
                               || if(epsilon IS NULL, 'NULL', typeof(epsilon)) || ' instead.')
-               WHEN NOT isfinite(TRY_CAST(epsilon AS DOUBLE)) OR NOT (TRY_CAST(epsilon AS DOUBLE) > 0)
+               WHEN mechanism::VARCHAR = 'laplace' AND (NOT isfinite(TRY_CAST(epsilon AS DOUBLE)) OR NOT (TRY_CAST(epsilon AS DOUBLE) > 0))
                    THEN error('The ''epsilon'' argument of ppdm_dp_histogram must be a finite float > 0. Got '
                               || epsilon::VARCHAR || ' instead.')
                ELSE TRY_CAST(bins AS DOUBLE)::BIGINT
            END AS __ppdm_b,
            TRY_CAST(low AS DOUBLE) AS __ppdm_lo, TRY_CAST(high AS DOUBLE) AS __ppdm_hi,
-           TRY_CAST(epsilon AS DOUBLE) AS __ppdm_eps
+           TRY_CAST(epsilon AS DOUBLE) AS __ppdm_eps, TRY_CAST(rho AS DOUBLE) AS __ppdm_rho,
+           TRY_CAST(mechanism AS VARCHAR) = 'gaussian' AS __ppdm_gauss
     FROM __ppdm_shape
 ),
 __ppdm_binned AS (
@@ -100,7 +133,7 @@ __ppdm_digest AS (
     FROM __ppdm_counts
 ),
 __ppdm_grid AS (
-    SELECT __ppdm_i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps
+    SELECT __ppdm_i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps, __ppdm_rho, __ppdm_gauss
     FROM __ppdm_params, range(0, __ppdm_b) __ppdm_r(__ppdm_i)
 ),
 __ppdm_noisy AS (
@@ -108,9 +141,16 @@ __ppdm_noisy AS (
            g.__ppdm_lo + g.__ppdm_bin * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) AS __ppdm_low,
            CASE WHEN g.__ppdm_bin = g.__ppdm_b - 1 THEN g.__ppdm_hi
                 ELSE g.__ppdm_lo + (g.__ppdm_bin + 1) * ((g.__ppdm_hi - g.__ppdm_lo) / g.__ppdm_b) END AS __ppdm_high,
+           -- A unit's row moves one count by 1 (L1 and L2): the Laplace's scale 1 / epsilon, the
+           -- Gaussian's sigma 1 / sqrt(2 rho) (polars_ppdm.dp.mechanism.Mechanism.scale).
            coalesce(c.__ppdm_n, 0)
-           + ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
-                                'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps) AS __ppdm_count
+           + CASE WHEN g.__ppdm_gauss
+                  THEN ppdm_release_gaussian(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                                             'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT,
+                                             1.0 / sqrt(2 * g.__ppdm_rho))
+                  ELSE ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                                          'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps)
+             END AS __ppdm_count
     FROM __ppdm_grid g LEFT JOIN __ppdm_counts c USING (__ppdm_bin), __ppdm_digest d
 ),
 -- An empty relation with the column col (and __ppdm_none, so that it binds when col is
