@@ -134,8 +134,33 @@ def _dp_noise(step: Any, scale: float, cell: str) -> list[Figure]:
     ]
 
 
+def _gaussian_noise(step: Any, l2: float) -> list[Figure]:
+    """A Gaussian release's figures: its rho, its sigma and the exact 95% interval."""
+    from polars_ppdm.dp.mechanism import Mechanism
+
+    noise = Mechanism("gaussian", step.rho)
+    sigma = noise.scale(l2, l2)
+    return [
+        Figure("rho", number(step.rho), "charged to the dataset's zCDP budget"),
+        Figure(
+            "noise sigma",
+            number(sigma),
+            f"discrete Gaussian noise of sigma max_contributions / sqrt(2 rho); standard deviation "
+            f"{number(noise.sd(sigma))}",
+        ),
+        Figure(
+            "95% interval of a cell",
+            f"± {noise.half_width(sigma):,}",
+            "a noisy count lies within this of the true one 95% of the time",
+        ),
+    ]
+
+
 def _dp_histogram(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
-    figures = _dp_noise(step, step.max_contributions / step.epsilon, "")
+    if getattr(step, "mechanism", "laplace") == "gaussian":
+        figures = _gaussian_noise(step, step.max_contributions)
+    else:
+        figures = _dp_noise(step, step.max_contributions / step.epsilon, "")
     counts = frame["count"]
     negative = int((counts < 0).sum())
     figures.append(

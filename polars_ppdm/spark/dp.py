@@ -91,7 +91,9 @@ def _bounded(
         return map_polars(source, outputs, out_schema, func)
     unit_dtype = polars_schema(source)[key]
     # Named apart from the outputs, whatever ``outputs`` names them.
-    unit, word, rank = fresh_columns(out_schema.names(), "__ppdm_unit", "__ppdm_unit_word", "__ppdm_unit_rank")
+    unit, word, rank = fresh_columns(
+        out_schema.names(), "__ppdm_unit", "__ppdm_unit_word", "__ppdm_unit_rank"
+    )
 
     def transform(batch: pl.DataFrame) -> pl.DataFrame:
         words = unit_words(batch[key], [batch[c] for c in columns], secret, func, key=key)
@@ -125,12 +127,14 @@ def dp_histogram(
     *,
     bounds: Mapping[str, tuple[float, float]] | Sequence | str | None = None,
     bins: int | Sequence[int] | Mapping[str, int] = 10,
-    epsilon: float,
+    epsilon: float | None = None,
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
     accountant: BudgetAccountant | None = None,
     non_negative: bool = False,
+    mechanism: str = "laplace",
+    rho: float | None = None,
 ) -> SparkFrame:
     """:func:`polars_ppdm.dp_histogram` on a Spark DataFrame: the same noisy grid, bit
     for bit, for the same secret.
@@ -139,15 +143,17 @@ def dp_histogram(
     Polars release (same float operations), the privacy unit bounded there (see the
     module), the rows counted per bin by a Spark group-by; the non-empty bins' counts
     come to the driver, where the same code as Polars fills the grid and adds the
-    two-sided geometric noise keyed by the bin's flat index.
+    noise keyed by the bin's flat index: two-sided geometric (``mechanism="laplace"``) or
+    discrete Gaussian (``mechanism="gaussian"``, rho-zCDP).
 
     Parameters
     ----------
     frame : pyspark.sql.DataFrame
         Classic or Spark Connect.
-    columns, bounds, bins, epsilon, max_contributions
-        As in :func:`polars_ppdm.dp_histogram` (``bounds="data"`` reads the min and max
-        with a Spark aggregation, with the same :class:`PrivacyLeakWarning`).
+    columns, bounds, bins, epsilon, max_contributions, mechanism, rho
+        As in :func:`polars_ppdm.dp_histogram` (``bounds="data"`` is refused there and
+        here; ``mechanism="gaussian"`` takes ``rho`` and no ``epsilon``, and charges the
+        accountant a rho).
     secret : Secret, bytes, hex str, 'env:NAME', int or None
         Resolved once, on the driver, and shipped to the executors with the tasks (it
         keys which rows a unit keeps).
@@ -182,6 +188,8 @@ def dp_histogram(
         epsilon=epsilon,
         key=key,
         max_contributions=max_contributions,
+        mechanism=mechanism,
+        rho=rho,
     )
     non_negative = check_bool("non_negative", non_negative, func)
     check_accountant(accountant, func)
