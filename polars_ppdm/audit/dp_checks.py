@@ -223,7 +223,23 @@ def _secret(seed: int) -> Secret:
     return Secret.for_tests(seed)
 
 
-def _histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+#: The delta at which a Gaussian (rho-zCDP) release of the audit is calibrated to the
+#: audit's epsilon: rho is the largest whose (epsilon, delta) conversion is within it.
+GAUSSIAN_DELTA = 1e-6
+
+
+def _budget(epsilon: float, mechanism: str) -> dict[str, Any]:
+    """The release's budget arguments: epsilon (Laplace), or the rho that means epsilon at
+    GAUSSIAN_DELTA (capped for the audit's noiseless truth, epsilon 1e9: the sampler's
+    smallest sigma is 2^-7)."""
+    if mechanism == "laplace":
+        return {"epsilon": epsilon}
+    from polars_ppdm.dp.zcdp import rho_for
+
+    return {"mechanism": "gaussian", "rho": min(rho_for(epsilon, GAUSSIAN_DELTA), 1e4)}
+
+
+def _histogram(frame: pl.DataFrame, secret: int, epsilon: float, mechanism: str = "laplace") -> Cells:
     from polars_ppdm.dp.histogram import dp_histogram
 
     out = dp_histogram(
@@ -231,12 +247,36 @@ def _histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
         ["x", "y"],
         bounds={"x": (0, 10), "y": (0, 10)},
         bins=5,
-        epsilon=epsilon,
         secret=_secret(secret),
         key="unit",
         max_contributions=_CONTRIBUTIONS,
+        **_budget(epsilon, mechanism),
     )
     return {(x, y): float(c) for x, y, c in out.select("x_bin", "y_bin", "count").iter_rows()}
+
+
+def _gaussian_histogram(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+    return _histogram(frame, secret, epsilon, "gaussian")
+
+
+def _continual(frame: pl.DataFrame, secret: int, epsilon: float) -> Cells:
+    """dp_continual_counts over 10 periods (``floor(x)``), groups a-d, each unit's first
+    3 events: the running totals (a fresh release per call, as the audit needs)."""
+    from polars_ppdm.dp.continual import dp_continual_counts
+
+    out = dp_continual_counts(
+        frame.with_columns(pl.col("x").floor().cast(pl.Int64).alias("period")),
+        "group",
+        period="period",
+        through=9,
+        horizon=10,
+        public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
+        privacy_unit="unit",
+        max_contributions=_CONTRIBUTIONS,
+        secret=_secret(secret),
+        rho=_budget(epsilon, "gaussian")["rho"],
+    ).table
+    return {(g, p): float(t) for g, p, t in out.select("group", "period", "running_total").iter_rows()}
 
 
 def _leaves(frame: pl.DataFrame) -> Cells:
@@ -325,7 +365,7 @@ def _kmeans(method: str) -> Callable[[pl.DataFrame, int, float], Cells]:
 
 
 def _group_by(
-    kind: str, *, unit: bool = True, selection: bool = False
+    kind: str, *, unit: bool = True, selection: bool = False, mechanism: str = "laplace"
 ) -> Callable[[pl.DataFrame, int, float], Cells]:
     """``dp_group_by`` with one aggregate: with a privacy unit (or each row its own unit),
     over public groups (or with partition selection, delta 1e-6)."""
@@ -348,7 +388,13 @@ def _group_by(
             else {}
         )
         out = dp_group_by(
-            frame, "group", aggregate, epsilon=epsilon, secret=_secret(secret), **bounding, **groups
+            frame,
+            "group",
+            aggregate,
+            secret=_secret(secret),
+            **_budget(epsilon, mechanism),
+            **bounding,
+            **groups,
         )
         return {g: float(v) for g, v in out.select("group", aggregate.name).iter_rows()}
 
@@ -380,6 +426,25 @@ DP_RELEASES: tuple[AuditedRelease, ...] = (
     AuditedRelease("dp_group_by count selected", 1.0, _group_by("count", selection=True), _point_unit, None),
     AuditedRelease("dp_group_by sum selected", 1.0, _group_by("sum", selection=True), _point_unit, None),
     AuditedRelease("dp_group_by mean selected", 1.0, _group_by("mean", selection=True), _point_unit, None),
+    # The Gaussian mechanism (rho-zCDP), calibrated to epsilon 1 at delta 1e-6.
+    AuditedRelease("dp_histogram gaussian", 1.0, _gaussian_histogram, _point_unit, None, touched=(4, 4)),
+    AuditedRelease(
+        "dp_group_by count gaussian",
+        1.0,
+        _group_by("count", mechanism="gaussian"),
+        _point_unit,
+        None,
+        touched="a",
+    ),
+    AuditedRelease(
+        "dp_group_by sum gaussian",
+        1.0,
+        _group_by("sum", mechanism="gaussian"),
+        _point_unit,
+        None,
+        touched="a",
+    ),
+    AuditedRelease("dp_continual_counts", 1.0, _continual, _point_unit, None, touched=("a", 9)),
 )
 
 

@@ -272,16 +272,17 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     return out
 
 
-#: The discrete Gaussian's supported sigma: [2^-7, 2^27] (~0.0078 to ~1.3e8).  Below,
+#: The discrete Gaussian's supported sigma: [2^-7, 2^50] (~0.0078 to ~1.1e15).  Below,
 #: the noise is zero with probability > 1 - 1e-3400 (and the sampler's exp(-1) loops
-#: run long); above, the Laplace proposal's integers near 64 bits and the quantiles'
-#: summations are out of the tested range.
+#: run long); above, the Laplace proposal's scale t = floor(sigma) + 1 nears the exact
+#: Laplace sampler's limit (2^57: its integers must stay below 2^63).  Sums released in
+#: grid units (2^-24 of their row bound) need sigmas far above 2^27.
 MIN_GAUSSIAN_SIGMA = 2.0**-7
-MAX_GAUSSIAN_SIGMA = 2.0**27
+MAX_GAUSSIAN_SIGMA = 2.0**50
 
 
 def check_gaussian_sigma(sigma: float, func: str) -> None:
-    """Refuse a discrete Gaussian sigma that is not a finite number in [2^-7, 2^27].
+    """Refuse a discrete Gaussian sigma that is not a finite number in [2^-7, 2^50].
 
     Examples
     --------
@@ -294,8 +295,8 @@ def check_gaussian_sigma(sigma: float, func: str) -> None:
     number = isinstance(sigma, numbers.Real) and not isinstance(sigma, bool)
     if not (number and MIN_GAUSSIAN_SIGMA <= float(sigma) <= MAX_GAUSSIAN_SIGMA):  # nan: False
         msg = (
-            f"{func}: the discrete Gaussian's sigma must be a finite number in [2^-7, 2^27] "
-            f"(~0.0078 to ~1.3e8). Got {sigma!r} instead: change rho or the sensitivity."
+            f"{func}: the discrete Gaussian's sigma must be a finite number in [2^-7, 2^50] "
+            f"(~0.0078 to ~1.1e15). Got {sigma!r} instead: change rho or the sensitivity."
         )
         raise InvalidParameterError(msg)
 
@@ -448,7 +449,7 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     keys : numpy.ndarray
         One 64-bit key per draw (uint64, or int64 by its bits).
     sigma : float
-        The standard deviation parameter, in [2^-7, 2^27] (:func:`check_gaussian_sigma`).
+        The standard deviation parameter, in [2^-7, 2^50] (:func:`check_gaussian_sigma`).
 
     Returns
     -------
@@ -639,7 +640,7 @@ def discrete_gaussian_quantile(sigma: float, q: float) -> int:
     s <= 2^14 every term is summed (from the tail inwards, up to 38.7 s where the terms
     underflow: the tail bound is exact); above, the Euler-Maclaurin formula gives the
     same sums to double precision in O(1) (:func:`_tail_euler_maclaurin`), so the
-    quantile is fast up to sigma = 2^27.  The search starts at the normal law's
+    quantile is fast up to sigma = 2^50.  The search starts at the normal law's
     quantile.
 
     Examples
