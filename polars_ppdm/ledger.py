@@ -98,7 +98,15 @@ from polars_ppdm.exceptions import (
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["SCHEMA_VERSION", "Budget", "Ledger", "LedgerAccountant", "Reservation", "format_ledger"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Budget",
+    "Ledger",
+    "LedgerAccountant",
+    "Reservation",
+    "TreeUpdate",
+    "format_ledger",
+]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
 SCHEMA_VERSION = 5
@@ -291,6 +299,16 @@ class Reservation(NamedTuple):
     epsilon: float
     new: bool
     delta: float = 0.0
+
+
+class TreeUpdate(NamedTuple):
+    """A continual release's part of a run's commit (:meth:`Ledger.publish`): its name
+    (the step's label), configuration digest and the nodes the run drew (``group``,
+    ``level``, ``index``, ``value``)."""
+
+    release: str
+    config: str
+    nodes: pl.DataFrame
 
 
 class Budget(NamedTuple):
@@ -1066,12 +1084,25 @@ class Ledger:
                 [status, _now(), None if manifest_sha256 is None else manifest_sha256.lower(), run_id],
             )
 
-    def publish(self, run_id: str, outputs: dict[str, str], *, manifest_sha256: str) -> None:
+    def publish(
+        self,
+        run_id: str,
+        outputs: dict[str, str],
+        *,
+        manifest_sha256: str,
+        trees: Sequence[TreeUpdate] = (),
+    ) -> None:
         """Record, in one transaction, the SHA-256 of every output of the reserved run
         ``run_id`` and that it succeeded with this manifest: the point after which its
         outputs may be put in place.  An output already recorded with other bits is
         refused (:meth:`record_output`), and so is a run no longer in the ledger
-        (withdrawn by another process): nothing is recorded then."""
+        (withdrawn by another process): nothing is recorded then.
+
+        ``trees``: the continual releases this run published (:class:`TreeUpdate`): a new
+        tree is recorded (by this run, which charged it), and the nodes it drew are
+        added.  A node the ledger already holds with another value is refused (a
+        concurrent run drew it over other data: both would be out), and so is a tree
+        recorded with another configuration."""
         func = "Ledger.publish"
         _check_name("run_id", run_id, func)
         for output, digest in outputs.items():
@@ -1081,7 +1112,75 @@ class Ledger:
         with self._transaction() as con:
             for output, digest in outputs.items():
                 self._record_output(con, run_id, output, digest, func)
+            for update in trees:
+                self._record_tree(con, run_id, update)
             self._complete(con, run_id, manifest_sha256, "succeeded", func)
+
+    # --- continual releases ------------------------------------------------------------------
+
+    def tree(self, dataset: str, release: str) -> tuple[str, pl.DataFrame] | None:
+        """The configuration digest and published nodes (``group``, ``level``, ``index``,
+        ``value``) of the continual release ``release`` of ``dataset``, or None if no run
+        has started it."""
+        with self._transaction(read_only=True) as con:
+            if not self._has_zcdp(con):
+                return None
+            row = con.execute(
+                "SELECT config_sha256 FROM ppdm_trees WHERE dataset = ? AND release = ?", [dataset, release]
+            ).fetchone()
+            if row is None:
+                return None
+            nodes = con.execute(
+                "SELECT grp, level, idx, value FROM ppdm_tree_nodes WHERE dataset = ? AND release = ? "
+                "ORDER BY level, idx, grp",
+                [dataset, release],
+            ).fetchall()
+        frame = pl.DataFrame(
+            nodes,
+            schema={"group": pl.UInt32, "level": pl.Int32, "index": pl.Int64, "value": pl.Int64},
+            orient="row",
+        )
+        return str(row[0]), frame
+
+    def _record_tree(self, con: duckdb.DuckDBPyConnection, run_id: str, update: TreeUpdate) -> None:
+        self._upgrade_to(con, 5)
+        dataset = con.execute("SELECT dataset FROM ppdm_runs WHERE run_id = ?", [run_id]).fetchone()
+        if dataset is None:
+            _fail("run_id", "Ledger.publish", f"a run reserved in the ledger {str(self.path)!r}", run_id)
+        held = con.execute(
+            "SELECT config_sha256 FROM ppdm_trees WHERE dataset = ? AND release = ?",
+            [dataset[0], update.release],
+        ).fetchone()
+        if held is None:
+            con.execute(
+                "INSERT INTO ppdm_trees VALUES (?, ?, ?, ?, ?)",
+                [dataset[0], update.release, update.config, run_id, _now()],
+            )
+        elif held[0] != update.config:
+            msg = (
+                f"Ledger.publish: the continual release {update.release!r} of dataset {dataset[0]!r} is recorded with "
+                "another configuration (groups, horizon, rho or contribution bound); a release's parameters do not "
+                "change over its horizon. Nothing was published."
+            )
+            raise InvalidParameterError(msg)
+        for group, level, index, value in update.nodes.iter_rows():
+            found = con.execute(
+                "SELECT value FROM ppdm_tree_nodes WHERE dataset = ? AND release = ? AND grp = ? AND level = ? "
+                "AND idx = ?",
+                [dataset[0], update.release, group, level, index],
+            ).fetchone()
+            if found is None:
+                con.execute(
+                    "INSERT INTO ppdm_tree_nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [dataset[0], update.release, group, level, index, value, run_id],
+                )
+            elif found[0] != value:
+                msg = (
+                    f"Ledger.publish: node ({level}, {index}) of group {group} of the continual release "
+                    f"{update.release!r} is already published with another value (another run drew it over other "
+                    "data); publishing both would release it twice. Nothing was published: run again."
+                )
+                raise PPDMError(msg)
 
     def withdraw(self, run_id: str) -> bool:
         """Take back the reservation of a run that published nothing: its epsilon and

@@ -52,7 +52,15 @@ from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.release_key import release_key, table_digest
 from polars_ppdm.secret import SecretLike
 
-__all__ = ["EVERY", "ContinualResult", "TreeState", "dp_continual_counts", "expected_rmse", "period_index"]
+__all__ = [
+    "EVERY",
+    "ContinualResult",
+    "TreeState",
+    "dp_continual_counts",
+    "expected_rmse",
+    "period_index",
+    "release_config",
+]
 
 _FUNC = "dp_continual_counts"
 #: Period lengths for a Date or Datetime ``period`` column, in days.
@@ -126,6 +134,20 @@ def _config(label: str, groups: pl.DataFrame, horizon: int, rho: float, k: int) 
         sort_keys=True,
     )
     return hashlib.sha256(described.encode()).hexdigest()
+
+
+def release_config(
+    label: str,
+    public_groups: pl.DataFrame,
+    schema: pl.Schema,
+    horizon: int,
+    rho: float,
+    max_contributions: int,
+) -> str:
+    """The configuration digest of a release (:attr:`TreeState.config`), from its
+    parameters and the input's schema: what a ledger compares before a run reserves."""
+    groups = _check_groups(public_groups, list(public_groups.columns), schema)
+    return _config(label, groups, horizon, rho, max_contributions)
 
 
 def _check_state(state: Any, config: str) -> TreeState | None:

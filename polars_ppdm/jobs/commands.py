@@ -8,6 +8,7 @@ errors as one line (or one line per problem) on stderr, never a traceback: ``ppd
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import re
@@ -141,7 +142,9 @@ def _run(args: argparse.Namespace) -> int:
 
     progress = make_progress(quiet=args.quiet)
     try:
-        result = run_pipeline(args.pipeline, ledger=args.ledger, progress=progress, engine=args.engine)
+        result = run_pipeline(
+            args.pipeline, ledger=args.ledger, progress=progress, engine=args.engine, as_of=args.as_of
+        )
     except Exception as error:
         return _fail("run", error)
     finally:
@@ -229,7 +232,7 @@ def _plan(args: argparse.Namespace) -> int:
 
     try:
         pipeline = load_pipeline(args.pipeline)
-        plan = make_plan(pipeline, source=str(Path(args.pipeline)), ledger=args.ledger)
+        plan = make_plan(pipeline, source=str(Path(args.pipeline)), ledger=args.ledger, as_of=args.as_of)
     except Exception as error:
         return _fail("plan", error)
     print(json.dumps(plan.to_json(), indent=2) if args.json else plan.render())
@@ -262,7 +265,12 @@ def _ledger(args: argparse.Namespace) -> int:
             if args.dataset is None:
                 msg = "--set-budget and --set-delta-budget need --dataset NAME: the dataset whose budget changes."
                 raise InvalidParameterError(msg)
-            book.set_budget(args.dataset, epsilon_budget=args.set_budget, delta_budget=args.set_delta_budget)
+            if book.status(args.dataset).accounting == "zcdp":  # its budget is a rho
+                book.set_budget(args.dataset, rho_budget=args.set_budget, delta_budget=args.set_delta_budget)
+            else:
+                book.set_budget(
+                    args.dataset, epsilon_budget=args.set_budget, delta_budget=args.set_delta_budget
+                )
         releases = book.table(args.dataset)
         datasets = book.datasets()
         if args.dataset is not None:
@@ -280,6 +288,25 @@ def _ledger(args: argparse.Namespace) -> int:
 
     print(format_ledger(releases, datasets))
     return EXIT_OK
+
+
+_AS_OF_HELP = (
+    "for continual releases: the run's date (YYYY-MM-DD; default today, UTC), or the current period's "
+    "number for integer periods; the periods complete before it are published"
+)
+
+
+def as_of_value(text: str) -> dt.date | int:
+    """``--as-of``: a date (YYYY-MM-DD) or a period number (an integer >= 0)."""
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        msg = (
+            f"--as-of must be a date (YYYY-MM-DD) or a period number (an integer >= 0). Got {text!r} instead."
+        )
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def add_commands(subparsers: Any) -> None:
@@ -303,6 +330,7 @@ def add_commands(subparsers: Any) -> None:
     run.add_argument(
         "--no-report", action="store_true", help="do not write the run's report (ppdm report writes it later)"
     )
+    run.add_argument("--as-of", type=as_of_value, metavar="DATE|N", help=_AS_OF_HELP)
     run.set_defaults(run=_run)
 
     report = subparsers.add_parser(
@@ -336,6 +364,7 @@ def add_commands(subparsers: Any) -> None:
     plan.add_argument("pipeline", metavar="PIPELINE", help="the pipeline file (TOML)")
     plan.add_argument("--ledger", metavar="PATH", help="the ledger (DuckDB file); default: [dataset] ledger")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--as-of", type=as_of_value, metavar="DATE|N", help=_AS_OF_HELP)
     plan.set_defaults(run=_plan)
 
     ledger = subparsers.add_parser(

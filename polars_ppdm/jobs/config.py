@@ -9,12 +9,13 @@ of anything under ``[secret]`` is never shown.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import re
 import stat
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -447,10 +448,98 @@ class DPGroupBy(_Mechanism):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class DPContinualCounts(_Model):
+    """Counts per public group of every period and their running totals, released
+    continually by the binary tree mechanism (:func:`polars_ppdm.dp_continual_counts`).
+
+    The privacy unit is the dataset's ``key`` (each row its own unit without one), with
+    at most ``max_contributions`` events over the whole horizon.  The tree is charged
+    ``rho`` once, by the run that starts it; every later run publishes the periods
+    completed by its ``--as-of`` date (or period number) from the nodes the ledger keeps,
+    charged nothing.  ``start`` (a TOML date) makes ``period`` a date column; without it
+    ``period`` holds period numbers."""
+
+    step: Literal["dp_continual_counts"]
+    by: Columns
+    period: Annotated[str, Field(min_length=1)]
+    start: dt.date | None = None
+    every: Literal["day", "week"] = "day"
+    horizon: Annotated[int, Field(ge=1, le=1 << 26)]
+    rho: Positive
+    max_contributions: Annotated[int, Field(ge=1)] = 1
+    public_groups: Annotated[list[PublicGroup], Field(min_length=1)]
+    output: Annotated[str, Field(min_length=1)]
+
+    @field_validator("by", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> DPContinualCounts:
+        for group in self.public_groups:
+            if sorted(group) != sorted(self.by):
+                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
+                raise ValueError(msg)
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """Every input column the step reads: the group keys and the period."""
+        return list(dict.fromkeys([*self.by, self.period]))
+
+    @property
+    def title(self) -> str:
+        return f"dp_continual_counts({', '.join(self.by)})"
+
+    def parameters(self) -> dict[str, Any]:
+        """The step's parameters as given (None left out), for plans and manifests."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def through(self, as_of: dt.date | int | None) -> int:
+        """The last period complete as of ``as_of`` (a date for a date ``period``, the
+        current period's number otherwise): the periods before it.  Refused when none
+        is complete yet, or when ``as_of`` is past the horizon's end."""
+        if self.start is None:
+            if not isinstance(as_of, int) or isinstance(as_of, bool):
+                msg = (
+                    f"{self.title} counts period numbers (no 'start'): give the current period's number, "
+                    f"`ppdm run --as-of N` (periods 0 .. N-1 are published). Got {as_of!r}."
+                )
+                raise PipelineError(msg)
+            current = as_of
+        else:
+            day = dt.datetime.now(dt.UTC).date() if as_of is None else as_of
+            if not isinstance(day, dt.date):
+                msg = f"{self.title} has dated periods (start = {self.start}): --as-of must be a date (YYYY-MM-DD). Got {as_of!r}."
+                raise PipelineError(msg)
+            current = (day - self.start).days // (7 if self.every == "week" else 1)
+        if current < 1:
+            msg = f"{self.title}: no period is complete as of {as_of!r} (period 0 ends later); nothing to publish yet."
+            raise PipelineError(msg)
+        if current > self.horizon:
+            msg = (
+                f"{self.title}: as of {as_of!r} the release's horizon of {self.horizon} periods is over; a "
+                "continual release never publishes past its horizon (start a new release: a new step with its "
+                "own output and budget)."
+            )
+            raise PipelineError(msg)
+        return current - 1
+
+
 ReleaseStep = Annotated[
-    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans | DPGroupBy, Field(discriminator="step")
+    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans | DPGroupBy | DPContinualCounts,
+    Field(discriminator="step"),
 ]
-RELEASE_STEPS = ("rr_support", "rr_apriori", "dp_histogram", "dp_quadtree", "dp_kmeans", "dp_group_by")
+RELEASE_STEPS = (
+    "rr_support",
+    "rr_apriori",
+    "dp_histogram",
+    "dp_quadtree",
+    "dp_kmeans",
+    "dp_group_by",
+    "dp_continual_counts",
+)
 
 # ---- the file ----------------------------------------------------------------------------
 
@@ -595,12 +684,16 @@ class Pipeline(_Model):
         has no finite epsilon and is not in the list) and each DP release."""
         return [(label, eps) for label, eps, _ in self.spends()]
 
-    def spends(self) -> list[tuple[str, float, float]]:
+    def spends(self, started: Collection[str] = ()) -> list[tuple[str, float, float]]:
         """``(step label, cost, delta)`` of everything that spends budget, the cost in
         the dataset's unit (:func:`step_cost`: epsilon, or rho for a zCDP dataset), with
-        each release's delta (0 but for partition selection)."""
+        each release's delta (0 but for partition selection).  ``started``: the labels of
+        the continual releases whose tree the ledger already holds (charged when it
+        started: their later runs spend nothing)."""
         out = []
         for section, index, step in self.steps():
+            if isinstance(step, DPContinualCounts) and step_label(section, index, step) in started:
+                continue
             cost = step_cost(step, zcdp=self.dataset.zcdp)
             if cost is not None:
                 out.append((step_label(section, index, step), cost, step_delta(step)))
@@ -614,6 +707,15 @@ class Pipeline(_Model):
         options added later (``accept_no_finite_epsilon``, ``max_values_per_unit``) appear
         only when given, so the run ids of pipelines written before them do not change."""
         dumped = self.model_dump(mode="json", exclude={"engine"})
+        # Fields added with zCDP appear only when given (pure pipelines keep their run ids).
+        for field in ("rho_budget", "accounting"):
+            if dumped["dataset"].get(field) is None:
+                dumped["dataset"].pop(field, None)
+        for step in dumped.get("release", ()):
+            if step.get("step") in ("dp_histogram", "dp_group_by") and step.get("mechanism") == "laplace":
+                del step["mechanism"]
+                if step.get("rho") is None:
+                    step.pop("rho", None)
         for step in dumped.get("perturb", ()):
             if step.get("step") == "rr_disguise":
                 if step.get("accept_no_finite_epsilon") is False:
@@ -644,7 +746,10 @@ def step_epsilon(step: Any) -> float | None:
 
 
 def step_rho(step: Any) -> float | None:
-    """The rho of a Gaussian release (None for any other step)."""
+    """The rho of a Gaussian release or of a continual release's whole tree (None for
+    any other step)."""
+    if isinstance(step, DPContinualCounts):
+        return step.rho
     return step.rho if isinstance(step, _Mechanism) and step.mechanism == "gaussian" else None
 
 
@@ -1023,8 +1128,13 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
     if not dataset.zcdp:
         for section, index, step in pipeline.steps():
             if step_rho(step) is not None:
+                what = (
+                    "'rho': a continual release"
+                    if isinstance(step, DPContinualCounts)
+                    else "'mechanism': \"gaussian\""
+                )
                 yield (
-                    f"{step_label(section, index, step)}, field 'mechanism': \"gaussian\" costs a rho (zCDP), "
+                    f"{step_label(section, index, step)}, field {what} costs a rho (zCDP), "
                     "which a pure epsilon budget does not count; give [dataset] rho_budget (or epsilon_budget with "
                     'delta_budget and accounting = "zcdp"), or use mechanism = "laplace" with epsilon.'
                 )

@@ -5,6 +5,7 @@ pipeline file, the inputs' metadata and the ledger; no row is read.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 from collections.abc import Callable
@@ -334,7 +335,7 @@ class Plan:
             if s.step == "rr_disguise" and s.charge is not None:
                 eps = (f"epsilon {s.epsilon:g}{zcdp_cost}: " if s.epsilon is not None else "") + s.charge
             elif s.rho is not None:
-                eps = f"Gaussian, rho {s.rho:g}"
+                eps = f"Gaussian, rho {s.rho:g}" + (f": {s.charge}" if s.charge else "")
             elif s.epsilon is not None:
                 eps = f"epsilon {s.epsilon:g}{zcdp_cost}" + (f", delta {s.delta:g}" if s.delta else "")
             elif s.step in ("rr_support", "rr_apriori"):
@@ -379,6 +380,22 @@ class Plan:
         return "\n".join(lines)
 
 
+def _continual_note(step: Any, through: int, started: bool) -> str:
+    """What a continual release's run publishes and costs, and the error of its totals."""
+    from polars_ppdm.dp.continual import expected_rmse
+
+    sd = expected_rmse(step.rho, step.horizon, through, step.max_contributions)
+    charged = (
+        "its tree was charged when it started: nothing now"
+        if started
+        else f"this run starts its tree: rho {step.rho:g} for all {step.horizon} periods, once"
+    )
+    return (
+        f"publishes periods 0 .. {through} of {step.horizon}; {charged}; running total's SD at period "
+        f"{through}: {sd:.3g} (the same in every group)"
+    )
+
+
 def _pass(section: str, step: Any) -> str:
     if section == "release":
         return "a pass over the " + ("perturbed" if step.step.startswith("rr_") else "input") + " rows"
@@ -389,7 +406,13 @@ def _pass(section: str, step: Any) -> str:
     return "row by row (streamed)"
 
 
-def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str] | None = None) -> Plan:
+def make_plan(
+    pipeline: Pipeline,
+    *,
+    source: str,
+    ledger: str | os.PathLike[str] | None = None,
+    as_of: dt.date | int | None = None,
+) -> Plan:
     """The plan of a run (reads metadata and the ledger; creates no file).
 
     Refuses what ``ppdm run`` would refuse before it reads a row, with the same error
@@ -399,11 +422,17 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
     inputs are fingerprinted (their bytes read, no row) to tell an identical re-run,
     which spends nothing, as ``ppdm run`` does."""
     from polars_ppdm.jobs.paths import check_paths
-    from polars_ppdm.jobs.run import check_steps_on_schema, read_secret
+    from polars_ppdm.jobs.run import (
+        check_continual_state,
+        check_steps_on_schema,
+        continual_throughs,
+        read_secret,
+    )
 
     path = ledger_path(pipeline, ledger)
     check_paths(pipeline, pipeline_file=Path(source), ledger=path)
     secret = read_secret(pipeline)
+    throughs = continual_throughs(pipeline, as_of)
     dataset = pipeline.dataset
     budget = dataset.budget
     delta_budget = dataset.delta_budget or (1e-6 if dataset.zcdp else 0.0)
@@ -426,6 +455,9 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
     check_steps_on_schema(pipeline, schema)
+    check_continual_state(pipeline, schema, book)
+    started = {label for label in throughs if book is not None and book.tree(dataset.name, label) is not None}
+    spends = pipeline.spends(started)
     steps = []
     outputs = []
     total = sum(i.rows or 0 for i in inputs) if all(i.rows is not None for i in inputs) else None
@@ -438,18 +470,21 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         elif isinstance(step, Spiral):
             out = f"key file {pipeline.resolve(step.path)} (mode 0600)"
             outputs.append(str(pipeline.resolve(step.path)))
+        label = step_label(section, index, step)
         steps.append(
             StepPlan(
-                label=step_label(section, index, step),
+                label=label,
                 section=section,
                 step=step.step,
                 columns=list(step.columns),
                 parameters=params,
                 epsilon=step_epsilon(step),
                 rho=step_rho(step),
-                cost=step_cost(step, zcdp=dataset.zcdp),
+                cost=0.0 if label in started else step_cost(step, zcdp=dataset.zcdp),
                 delta=step_delta(step),
-                charge=step_charge_note(step, pipeline.dataset.key),
+                charge=_continual_note(step, throughs[label], label in started)
+                if label in throughs
+                else step_charge_note(step, pipeline.dataset.key),
                 pass_=_pass(section, step),
                 output=out,
                 rows=total,
@@ -467,11 +502,11 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         format=fmt,
         steps=steps,
         outputs=outputs,
-        epsilon=math.fsum(eps for _, eps in pipeline.epsilons()),
+        epsilon=math.fsum(eps for _, eps, _ in spends),
         budget=budget,
         spent_before=spent,
         published=published_columns(pipeline, schema) if pipeline.output.table is not None else [],
-        delta=math.fsum(delta for _, _, delta in pipeline.spends()),
+        delta=math.fsum(delta for _, _, delta in spends),
         delta_budget=delta_budget,
         delta_spent_before=delta_spent,
         secret=f"fingerprint {secret.fingerprint()} (not guessable)",
@@ -481,6 +516,6 @@ def make_plan(pipeline: Pipeline, *, source: str, ledger: str | os.PathLike[str]
         from polars_ppdm.jobs.inputs import PinnedInputs
         from polars_ppdm.jobs.run import run_id
 
-        candidate = run_id(pipeline, PinnedInputs(files).fingerprints, secret)
+        candidate = run_id(pipeline, PinnedInputs(files).fingerprints, secret, throughs)
         plan.identical_rerun = book.run_spent(candidate) is not None
     return plan

@@ -57,6 +57,7 @@ from polars_ppdm.jobs.atomic import GrowingFileHash, file_sha256, remove_stale, 
 from polars_ppdm.jobs.config import (
     ENGINES,
     AddNoise,
+    DPContinualCounts,
     DPGroupBy,
     DPHistogram,
     DPKMeans,
@@ -178,20 +179,73 @@ def _read_secret(pipeline: Pipeline) -> Secret:
         raise PipelineError(msg) from None
 
 
-def run_id(pipeline: Pipeline, input_fingerprints: list[str], secret: Secret) -> str:
+def run_id(
+    pipeline: Pipeline, input_fingerprints: list[str], secret: Secret, throughs: dict[str, int] | None = None
+) -> str:
     """HMAC-SHA256, keyed by the secret, over (canonical pipeline content, the inputs'
-    fingerprints).
+    fingerprints[, the periods each continual release publishes through]).
 
     Keyed by the whole secret, not its 32-bit fingerprint: two secrets whose fingerprints
     collide would otherwise make a run with new noise look like an identical re-run that
-    spends nothing.  The HMAC reveals nothing of the secret.
+    spends nothing.  The HMAC reveals nothing of the secret.  A pipeline without
+    continual releases has the run id it always had.
     """
     content = json.dumps(pipeline.canonical(), sort_keys=True, separators=(",", ":"))
     digest = hmac.new(secret.key, b"polars_ppdm/run-id\x00", hashlib.sha256)
-    for part in (content, combined_fingerprint(input_fingerprints)):
+    parts = [content, combined_fingerprint(input_fingerprints)]
+    if throughs:
+        parts.append(json.dumps(throughs, sort_keys=True))
+    for part in parts:
         digest.update(part.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def continual_throughs(pipeline: Pipeline, as_of: dt.date | int | None) -> dict[str, int]:
+    """The last period each continual release publishes as of ``as_of`` (by label);
+    :class:`PipelineError` when a release has none complete or its horizon is over."""
+    return {
+        step_label("release", index, step): step.through(as_of)
+        for index, step in enumerate(pipeline.release, 1)
+        if isinstance(step, DPContinualCounts)
+    }
+
+
+def _continual(
+    pipeline: Pipeline,
+    index: int,
+    step: DPContinualCounts,
+    original: Any,
+    secret: Secret,
+    through: int,
+    book: Any,
+) -> tuple[pl.DataFrame, Any]:
+    """Publish a continual release through ``through`` from the nodes the ledger keeps:
+    the table, and the run's part of the commit (the nodes drawn now)."""
+    from polars_ppdm.dp.continual import TreeState, dp_continual_counts
+    from polars_ppdm.ledger import TreeUpdate
+
+    label = step_label("release", index, step)
+    held = book.tree(pipeline.dataset.name, label)
+    state = None if held is None else TreeState(*held)
+    result = dp_continual_counts(
+        original,
+        step.by,
+        period=step.period,
+        through=through,
+        horizon=step.horizon,
+        rho=step.rho,
+        public_groups=pl.DataFrame(step.public_groups).select(step.by),
+        start=step.start,
+        every=step.every,
+        privacy_unit=pipeline.dataset.key,
+        max_contributions=step.max_contributions,
+        secret=secret,
+        state=state,
+    )
+    before = 0 if state is None else state.nodes.height
+    drawn = result.state.nodes.slice(before)
+    return result.table, TreeUpdate(label, result.state.config, drawn)
 
 
 def check_engine(chosen: str | None, in_file: str) -> str:
@@ -421,6 +475,7 @@ class _Publisher:
         self.book, self.run, self.recorded = book, run, recorded
         self.staged: list[tuple[str, Path, Path, str]] = []
         self.saved_keys: list[Path] = []
+        self.trees: list[Any] = []  # TreeUpdate of each continual release, recorded at the commit
         self.committed = False
 
     def put(self, label: str, temporary: Path, target: Path, digest: str) -> None:
@@ -454,7 +509,7 @@ class _Publisher:
             raise
         self.staged.append(("manifest", temporary, manifest_path, digest))
         outputs = {label: sha for label, _, _, sha in self.staged if label != "manifest"}
-        self.book.publish(self.run, outputs, manifest_sha256=digest)
+        self.book.publish(self.run, outputs, manifest_sha256=digest, trees=self.trees)
         self.committed = True
         while self.staged:
             _, temporary, target, _ = self.staged.pop(0)
@@ -687,6 +742,38 @@ def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
                 raise PipelineError(msg) from None
 
 
+def check_continual_state(pipeline: Pipeline, schema: pl.Schema, book: Any) -> None:
+    """Each continual release's period column against ``start``, and its configuration
+    against the tree the ledger keeps (a release's groups, horizon, rho and bound never
+    change over its horizon): refused before anything is reserved."""
+    from polars_ppdm.dp.continual import release_config
+
+    for index, step in enumerate(pipeline.release, 1):
+        if not isinstance(step, DPContinualCounts):
+            continue
+        label = step_label("release", index, step)
+        dtype = schema[step.period]
+        dated = dtype == pl.Date or isinstance(dtype, pl.Datetime)
+        if dated != (step.start is not None) or not (dated or dtype.is_integer()):
+            msg = (
+                f"{label}, field 'period': the column {step.period!r} is {dtype}; a date column needs 'start' (the "
+                "first day of period 0), an integer column (period numbers) none."
+            )
+            raise PipelineError(msg)
+        held = None if book is None else book.tree(pipeline.dataset.name, label)
+        if held is None:
+            continue
+        groups = pl.DataFrame(step.public_groups).select(step.by)
+        config = release_config(step.title, groups, schema, step.horizon, step.rho, step.max_contributions)
+        if held[0] != config:
+            msg = (
+                f"{label}: the ledger keeps this continual release with other parameters (groups, horizon, rho or "
+                "max_contributions); they do not change over its horizon. Restore them, or start a new release "
+                "(a new step, charged anew)."
+            )
+            raise PipelineError(msg)
+
+
 def _interrupted_note(error: BaseException, note: str) -> None:
     if isinstance(error, BaseException) and hasattr(error, "add_note"):
         error.add_note(note)
@@ -741,12 +828,15 @@ def run_pipeline(
     ledger: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     engine: str | None = None,
+    as_of: dt.date | int | None = None,
 ) -> RunResult:
     """Run the pipeline file at ``path`` (see the module's docstring for the order).
 
     ``engine`` (``"polars"`` or ``"spark"``) overrides the file's ``engine``; both give the
     same outputs bit for bit, the same run id, and charge the same ledger (a run on one
-    engine is an identical re-run of the same run on the other).
+    engine is an identical re-run of the same run on the other).  ``as_of`` (the run's
+    date, default today in UTC; or the current period's number) says which periods the
+    continual releases publish: those complete before it.
 
     Raises
     ------
@@ -771,14 +861,16 @@ def run_pipeline(
     secret = read_secret(pipeline)
     name = pipeline.dataset.name
     budget, unit = pipeline.dataset.budget, pipeline.dataset.unit
-    spends = pipeline.spends()
-    needed = math.fsum(eps for _, eps, _ in spends)
+    throughs = continual_throughs(pipeline, as_of)
 
     from polars_ppdm.ledger import Ledger
 
     book_path.parent.mkdir(parents=True, exist_ok=True)
     book = Ledger(book_path)
     open_dataset(book, pipeline, book_path)
+    # A continual release is charged by the run that starts its tree, once.
+    spends = pipeline.spends(started={label for label in throughs if book.tree(name, label) is not None})
+    needed = math.fsum(eps for _, eps, _ in spends)
     # A run of this host killed before its commit published nothing: its reservation
     # is taken back before this run's budget is counted.
     reclaimed = book.reclaim(name)
@@ -789,7 +881,7 @@ def run_pipeline(
         # be opened cannot be one.
         try:
             pinned = PinnedInputs(expand(pipeline))
-            candidate = run_id(pipeline, pinned.fingerprints, secret)
+            candidate = run_id(pipeline, pinned.fingerprints, secret, throughs)
         except (InputError, OSError):
             raise _refusal(name, needed, left, budget, unit) from None
         if book.run_spent(candidate) is None:
@@ -802,6 +894,7 @@ def run_pipeline(
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
     check_steps_on_schema(pipeline, schema)
+    check_continual_state(pipeline, schema, book)
     check_readable(files, fmt)
     if engine == "spark":
         spark_engine.check_for_spark(pipeline, fmt)
@@ -810,7 +903,7 @@ def run_pipeline(
     check_values_per_unit(pipeline, files, fmt)
     for item, digest in zip(inputs, pinned.fingerprints, strict=True):
         item.fingerprint = digest
-    this_run = run_id(pipeline, pinned.fingerprints, secret)
+    this_run = run_id(pipeline, pinned.fingerprints, secret, throughs)
 
     manifest = Manifest(
         pipeline=str(source),
@@ -890,7 +983,15 @@ def run_pipeline(
         for index, release in enumerate(pipeline.release, 1):
             label = step_label("release", index, release)
             progress.start(label, None)
-            frame = _release(pipeline, release, original, disguised, release_secret(secret, this_run), api)
+            if isinstance(release, DPContinualCounts):
+                # Its nodes are drawn once and kept: keyed by the pipeline's secret and
+                # their data (not the run), so the same night reproduces them.
+                frame, update = _continual(pipeline, index, release, original, secret, throughs[label], book)
+                publisher.trees.append(update)
+            else:
+                frame = _release(
+                    pipeline, release, original, disguised, release_secret(secret, this_run), api
+                )
             target = pipeline.resolve(release.output)
             rows, digest = _write_frame(frame, target, label, publisher)
             progress.done(label)

@@ -28,7 +28,7 @@ import polars as pl
 
 from polars_ppdm._durable import fsync_folder
 from polars_ppdm.jobs.atomic import file_sha256, replace_whole
-from polars_ppdm.jobs.config import DPGroupBy, EcdfResample, Pipeline
+from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
 
 __all__ = ["check_for_spark", "scan", "session", "sink_table"]
@@ -51,10 +51,10 @@ def check_for_spark(pipeline: Pipeline, fmt: str) -> None:
                 "order, which a Spark table does not have; use link = 'rank' without shuffle on Spark"
             )
     for index, release in enumerate(pipeline.release, 1):
-        if isinstance(release, DPGroupBy):
+        if isinstance(release, DPGroupBy | DPContinualCounts):
             problems.append(
-                f"[[release]] {index} dp_group_by runs on the Polars engine only (the Spark front-end has no "
-                "dp_group_by yet); run this pipeline with --engine polars"
+                f"[[release]] {index} {release.step} runs on the Polars engine only (the Spark front-end has no "
+                f"{release.step} yet); run this pipeline with --engine polars"
             )
     if problems:
         raise PipelineError("; ".join(problems) + ".")
