@@ -172,10 +172,10 @@ sigmas AS (
 ),
 noise_params AS (
     SELECT *,
-           CASE WHEN __gauss AND NOT (__sigma BETWEEN 0.0078125 AND 134217728
-                                      AND (kind <> 'mean' OR __count_sigma BETWEEN 0.0078125 AND 134217728))
+           CASE WHEN __gauss AND NOT (__sigma BETWEEN 0.0078125 AND 1125899906842624
+                                      AND (kind <> 'mean' OR __count_sigma BETWEEN 0.0078125 AND 1125899906842624))
                     THEN error('The ''rho'' argument of ppdm_dp_' || if(kind = 'mean', 'avg', kind) || ' gives the discrete '
-                               || 'Gaussian a sigma outside [2^-7, 2^27] (~0.0078 to ~1.3e8): ' || __sigma::VARCHAR
+                               || 'Gaussian a sigma outside [2^-7, 2^50] (~0.0078 to ~1.1e15): ' || __sigma::VARCHAR
                                || if(kind = 'mean', ' and ' || __count_sigma::VARCHAR, '') || '; change rho or the '
                                || 'contribution bounds. Got rho ' || __rho::VARCHAR || '.')
                 WHEN __gauss THEN __sigma

@@ -88,9 +88,9 @@ __ppdm_params AS (
                -- The sampler's range of sigma (polars_ppdm.kernels.dp_noise.check_gaussian_sigma),
                -- before any row is read.
                WHEN mechanism::VARCHAR = 'gaussian'
-                    AND NOT (1.0 / sqrt(2 * TRY_CAST(rho AS DOUBLE)) BETWEEN 0.0078125 AND 134217728)
+                    AND NOT (1.0 / sqrt(2 * TRY_CAST(rho AS DOUBLE)) BETWEEN 0.0078125 AND 1125899906842624)
                    THEN error('The ''rho'' argument of ppdm_dp_histogram gives the discrete Gaussian a sigma (1 / sqrt(2 rho)) '
-                              || 'outside [2^-7, 2^27] (~0.0078 to ~1.3e8). Got rho ' || rho::VARCHAR || ' instead.')
+                              || 'outside [2^-7, 2^50] (~0.0078 to ~1.1e15). Got rho ' || rho::VARCHAR || ' instead.')
                WHEN mechanism::VARCHAR = 'laplace' AND rho IS NOT NULL
                    THEN error('ppdm_dp_histogram: rho is the budget of mechanism := ''gaussian''; the Laplace mechanism takes '
                               || 'epsilon. Got rho ' || rho::VARCHAR || '.')

@@ -4,6 +4,8 @@ bit for bit; every argument is checked by name; the Laplace releases keep their 
 
 from __future__ import annotations
 
+import math
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -11,7 +13,7 @@ import pytest
 
 import polars_ppdm as ppdm
 from polars_ppdm import dp
-from polars_ppdm.kernels.dp_noise import discrete_gaussian
+from polars_ppdm.kernels.dp_noise import MAX_GAUSSIAN_SIGMA, MIN_GAUSSIAN_SIGMA, discrete_gaussian
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.release_key import release_key
 from polars_ppdm.secret import Secret
@@ -113,10 +115,10 @@ def test_histogram_gaussian_noise_is_not_the_laplace_noise(con, visits):
         ("mechanism := 'laplace'", r"'epsilon' argument of ppdm_dp_histogram .* Got NULL"),
         (
             "mechanism := 'gaussian', rho := 1e20",
-            r"'rho' argument of ppdm_dp_histogram gives the discrete Gaussian a sigma .* outside \[2\^-7, 2\^27\]",
+            r"'rho' argument of ppdm_dp_histogram gives the discrete Gaussian a sigma .* outside \[2\^-7, 2\^50\]",
         ),
         (
-            "mechanism := 'gaussian', rho := 1e-20",
+            "mechanism := 'gaussian', rho := 1e-40",
             r"'rho' argument of ppdm_dp_histogram gives the discrete Gaussian a sigma",
         ),
     ],
@@ -228,7 +230,7 @@ def test_group_by_gaussian_noise_grows_with_the_square_root_of_the_groups(con, v
         (
             "ppdm_dp_count",
             "mechanism := 'gaussian', rho := 1e20, public_groups := ['a']",
-            r"'rho' argument of ppdm_dp_count gives the discrete Gaussian a sigma outside \[2\^-7, 2\^27\]",
+            r"'rho' argument of ppdm_dp_count gives the discrete Gaussian a sigma outside \[2\^-7, 2\^50\]",
         ),
         (
             "ppdm_dp_sum",
@@ -237,7 +239,7 @@ def test_group_by_gaussian_noise_grows_with_the_square_root_of_the_groups(con, v
         ),
         (
             "ppdm_dp_avg",
-            "'spend', contribution_bounds_per_row := [0, 10], mechanism := 'gaussian', rho := 1e-30, "
+            "'spend', contribution_bounds_per_row := [0, 10], mechanism := 'gaussian', rho := 1e-40, "
             "public_groups := ['a']",
             r"'rho' argument of ppdm_dp_avg gives the discrete Gaussian a sigma outside",
         ),
@@ -253,30 +255,58 @@ def test_group_by_arguments_are_checked_by_name(con, macro, arguments, match):
         con.sql(f"SELECT * FROM {macro}('visits', 'region', {arguments}, secret := '{SECRET}')").fetchall()
 
 
+# A count's sigma is 1 / sqrt(2 rho): rho = 1 / (2 sigma^2) at the sampler's ends, exactly
+# (they are powers of two); a little past them, refused.
+_ENDS = [1 / (2 * MIN_GAUSSIAN_SIGMA**2), 1 / (2 * MAX_GAUSSIAN_SIGMA**2)]
+
+
 @pytest.mark.parametrize(
-    ("rho", "refused"), [(8192.0, False), (8192.5, True), (2.0**-55, False), (2.0**-56, True)]
+    ("rho", "refused"),
+    [(_ENDS[0], False), (_ENDS[0] * 1.01, True), (_ENDS[1], False), (_ENDS[1] * 0.99, True)],
 )
 def test_sql_and_python_refuse_the_same_sigmas(con, visits, rho, refused):
-    """A count's sigma is 1 / sqrt(2 rho): rho 2^13 gives exactly 2^-7 and rho 2^-55
-    exactly 2^27, the sampler's ends; just past them both engines refuse."""
+    """The SQL checks hold the kernel's range of sigma (check_gaussian_sigma)."""
+    assert all(math.frexp(end)[0] == 0.5 for end in (MIN_GAUSSIAN_SIGMA, MAX_GAUSSIAN_SIGMA))
     groups = pl.DataFrame({"region": ["a", "b"]})
     sql = (
         f"FROM ppdm_dp_count('visits', 'region', mechanism := 'gaussian', rho := {rho!r}, "
         f"public_groups := ['a', 'b'], secret := '{SECRET}')"
     )
+    histogram = f"FROM ppdm_dp_histogram('visits', 'x', 0, 10, 3, mechanism := 'gaussian', rho := {rho!r}, secret := '{SECRET}')"
 
     def python() -> pl.DataFrame:
         return ppdm.dp_group_by(
             visits, "region", dp.count(), mechanism="gaussian", rho=rho, public_groups=groups, secret=SECRET
         )
 
+    def python_histogram() -> pl.DataFrame:
+        return ppdm.dp_histogram(
+            visits, "x", bounds=(0, 10), bins=3, mechanism="gaussian", rho=rho, secret=SECRET
+        )
+
     if refused:
-        with pytest.raises(ppdm.exceptions.InvalidParameterError, match="sigma must be a finite number in"):
-            python()
-        with pytest.raises(duckdb.Error, match="gives the discrete Gaussian a sigma outside"):
-            con.sql(sql).fetchall()
+        for call in (python, python_histogram):
+            with pytest.raises(
+                ppdm.exceptions.InvalidParameterError, match="sigma must be a finite number in"
+            ):
+                call()
+        for query in (sql, histogram):
+            with pytest.raises(duckdb.Error, match="gives the discrete Gaussian a sigma"):
+                con.sql(query).fetchall()
     else:
         assert con.sql(sql).pl().equals(python())
+        assert con.sql(histogram).pl().equals(python_histogram())
+
+
+def test_the_sql_states_the_kernels_range_of_sigma():
+    """The macros' bounds and messages are the kernel's (a change there must change them)."""
+    sql = "".join(
+        path.read_text(encoding="utf-8") for path in ppdm.duckdb.sql_files() if path.name.startswith("dp_")
+    )
+    low, high = repr(MIN_GAUSSIAN_SIGMA), str(int(MAX_GAUSSIAN_SIGMA))
+    assert sql.count(f"BETWEEN {low} AND {high}") == 3
+    exponents = f"[2^{math.frexp(MIN_GAUSSIAN_SIGMA)[1] - 1}, 2^{math.frexp(MAX_GAUSSIAN_SIGMA)[1] - 1}]"
+    assert sql.count(exponents) == 2
 
 
 # --- the Laplace releases keep their bits --------------------------------------------------
@@ -348,8 +378,8 @@ def test_discrete_gaussian_udf_is_the_kernel(con):
     ("sql", "match"),
     [
         (
-            f"SELECT ppdm_discrete_gaussian('{SECRET}', 's', 1, 1e9)",
-            r"sigma must be a finite number in \[2\^-7, 2\^27\]",
+            f"SELECT ppdm_discrete_gaussian('{SECRET}', 's', 1, 1e16)",
+            r"sigma must be a finite number in \[2\^-7, 2\^50\]",
         ),
         (
             f"SELECT ppdm_discrete_gaussian('{SECRET}', 's', 1, 'nan'::DOUBLE)",
@@ -358,7 +388,7 @@ def test_discrete_gaussian_udf_is_the_kernel(con):
         ("SELECT ppdm_discrete_gaussian('7', 's', 1, 2.0)", "guessable"),
         (
             f"SELECT ppdm_release_gaussian('{SECRET}', 'r', 1::UBIGINT, 's', 1::UBIGINT, 0.001)",
-            r"sigma must be a finite number in \[2\^-7, 2\^27\]",
+            r"sigma must be a finite number in \[2\^-7, 2\^50\]",
         ),
         (
             f"SELECT ppdm_release_gaussian('{SECRET}', 'r', 1::UBIGINT, 's', 1::UBIGINT, NULL)",
