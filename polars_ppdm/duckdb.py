@@ -60,7 +60,7 @@ The keyed randomness itself, for macros:
   differs between its releases into ``stream``.  Guessable secrets are refused;
 * ``ppdm_discrete_gaussian(secret, stream, key, sigma DOUBLE) -> BIGINT``: the same for
   the Gaussian mechanism, exact discrete Gaussian noise of ``sigma = l2 / sqrt(2 rho)``
-  (in [2^-7, 2^27]; the Gaussian DP macros draw theirs with ``ppdm_release_gaussian``);
+  (in [2^-7, 2^50]; the Gaussian DP macros draw theirs with ``ppdm_release_gaussian``);
 * ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
   one Polars applies to string key columns (``key := ppdm_key(email)`` equals Polars'
   ``key="email"``).

@@ -23,7 +23,7 @@ the same 64-bit words and noise as the Polars code, so the releases are the same
   discrete Gaussian noise of ``sigma = l2 / sqrt(2 rho)``
   (:func:`~polars_ppdm.kernels.dp_noise.discrete_gaussian`) under the same release key,
   as :class:`~polars_ppdm.dp.mechanism.Mechanism` draws it for ``mechanism="gaussian"``;
-  sigma must lie in [2^-7, 2^27];
+  sigma must lie in [2^-7, 2^50];
 * ``ppdm_grid(row_bound DOUBLE) -> DOUBLE`` -- the power-of-two grid of real values
   (:func:`~polars_ppdm.kernels.dp_noise.grid_of`);
 * ``ppdm_selection_threshold(epsilon, delta, max_groups) -> BIGINT`` -- partition

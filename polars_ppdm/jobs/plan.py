@@ -427,6 +427,7 @@ def make_plan(
         check_steps_on_schema,
         continual_throughs,
         read_secret,
+        started_trees,
     )
 
     path = ledger_path(pipeline, ledger)
@@ -456,7 +457,7 @@ def make_plan(
     check_columns(pipeline, schema)
     check_steps_on_schema(pipeline, schema)
     check_continual_state(pipeline, schema, book)
-    started = {label for label in throughs if book is not None and book.tree(dataset.name, label) is not None}
+    started = started_trees(pipeline, throughs, book)
     spends = pipeline.spends(started)
     steps = []
     outputs = []

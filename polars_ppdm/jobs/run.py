@@ -44,7 +44,7 @@ import hmac
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -201,6 +201,22 @@ def run_id(
     return digest.hexdigest()
 
 
+def tree_name(pipeline: Pipeline, label: str) -> str:
+    """A continual release's name in the ledger: its step's label and output (two
+    pipelines of one dataset may both have a "[[release]] 1 dp_continual_counts(...)")."""
+    index = int(label.split()[1]) - 1
+    return f"{label} -> {pipeline.resolve(pipeline.release[index].output)}"
+
+
+def started_trees(pipeline: Pipeline, labels: Iterable[str], book: Any) -> set[str]:
+    """The labels of the continual releases whose tree the ledger already holds."""
+    if book is None:
+        return set()
+    return {
+        label for label in labels if book.tree(pipeline.dataset.name, tree_name(pipeline, label)) is not None
+    }
+
+
 def continual_throughs(pipeline: Pipeline, as_of: dt.date | int | None) -> dict[str, int]:
     """The last period each continual release publishes as of ``as_of`` (by label);
     :class:`PipelineError` when a release has none complete or its horizon is over."""
@@ -226,7 +242,7 @@ def _continual(
     from polars_ppdm.ledger import TreeUpdate
 
     label = step_label("release", index, step)
-    held = book.tree(pipeline.dataset.name, label)
+    held = book.tree(pipeline.dataset.name, tree_name(pipeline, label))
     state = None if held is None else TreeState(*held)
     result = dp_continual_counts(
         original,
@@ -245,7 +261,7 @@ def _continual(
     )
     before = 0 if state is None else state.nodes.height
     drawn = result.state.nodes.slice(before)
-    return result.table, TreeUpdate(label, result.state.config, drawn)
+    return result.table, TreeUpdate(tree_name(pipeline, label), result.state.config, drawn)
 
 
 def check_engine(chosen: str | None, in_file: str) -> str:
@@ -760,7 +776,7 @@ def check_continual_state(pipeline: Pipeline, schema: pl.Schema, book: Any) -> N
                 "first day of period 0), an integer column (period numbers) none."
             )
             raise PipelineError(msg)
-        held = None if book is None else book.tree(pipeline.dataset.name, label)
+        held = None if book is None else book.tree(pipeline.dataset.name, tree_name(pipeline, label))
         if held is None:
             continue
         groups = pl.DataFrame(step.public_groups).select(step.by)
@@ -869,7 +885,7 @@ def run_pipeline(
     book = Ledger(book_path)
     open_dataset(book, pipeline, book_path)
     # A continual release is charged by the run that starts its tree, once.
-    spends = pipeline.spends(started={label for label in throughs if book.tree(name, label) is not None})
+    spends = pipeline.spends(started=started_trees(pipeline, throughs, book))
     needed = math.fsum(eps for _, eps, _ in spends)
     # A run of this host killed before its commit published nothing: its reservation
     # is taken back before this run's budget is counted.
