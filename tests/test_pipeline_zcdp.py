@@ -230,3 +230,13 @@ def test_a_budget_too_short_for_the_tree_is_refused_before_any_read(tmp_path, ca
         )
     )
     assert _run(second, "--as-of", "5") == EXIT_BUDGET  # another tree does not fit what is left
+
+
+def test_ppdm_ledger_sets_a_zcdp_budget_in_rho(tmp_path, capsys):
+    path = _pipeline(tmp_path, releases=HISTOGRAM.format(noise='mechanism = "gaussian"\nrho = 0.01'))
+    assert _run(path) == EXIT_OK
+    book = tmp_path / "ledger.duckdb"
+    assert main(["ledger", "--ledger", str(book), "--dataset", "events", "--set-budget", "2.5"]) == EXIT_OK
+    assert Ledger(book).status("events")[:2] == (2.5, pytest.approx(0.01))
+    assert main(["ledger", "--ledger", str(book), "--dataset", "events", "--set-budget", "0.001"]) != EXIT_OK
+    assert "at least what dataset 'events' has spent, 0.01 (spent rho cannot be unspent)" in capsys.readouterr().err
