@@ -313,16 +313,29 @@ def _split_epsilon(epsilon: float, aggregates: Sequence[DPAggregate], selection:
 def noise_request(
     aggregates: Sequence[DPAggregate],
     *,
-    epsilon: float,
+    epsilon: float | None,
     max_groups_contributed: int,
     max_rows_per_group: int,
     delta: float | None,
+    mechanism: str = "laplace",
+    rho: float | None = None,
 ) -> GroupByRequest:
     """The noise of a release with these (already checked) parameters, without its data:
-    what a report shows of a released frame."""
-    epsilons = _split_epsilon(epsilon, aggregates, selection=delta is not None)
+    what a report shows of a released frame.  ``mechanism="gaussian"`` takes ``rho`` (no
+    ``epsilon``), split evenly between the aggregates as :func:`dp_group_by` splits it."""
+    noise = check_mechanism(mechanism, epsilon, rho, _FUNC)
+    epsilons = _split_epsilon(noise.budget, aggregates, selection=delta is not None)
     return GroupByRequest(
-        [], list(aggregates), epsilons, None, max_groups_contributed, max_rows_per_group, None, delta, epsilon
+        [],
+        list(aggregates),
+        epsilons,
+        None,
+        max_groups_contributed,
+        max_rows_per_group,
+        None,
+        delta,
+        noise.budget,
+        noise if noise.name == "gaussian" else None,
     )
 
 

@@ -34,6 +34,7 @@ from polars_ppdm.jobs.config import (
 )
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.jobs.inputs import InputFile, expand, input_format, metadata, read_schema
+from polars_ppdm.reporting.model import YearAhead
 
 __all__ = ["Plan", "check_columns", "ledger_path", "make_plan", "open_dataset", "published_columns"]
 
@@ -239,6 +240,7 @@ class Plan:
     secret: str = ""  # what is known of the secret (its fingerprint; never the secret)
     identical_rerun: bool = False  # the budget is short, but the run is an identical re-run
     unit: str = "epsilon"  # of epsilon, budget and spent_before: "epsilon", or "rho" (zCDP)
+    ahead: YearAhead | None = None  # the budget over the runs after this one (one line of render)
 
     @property
     def short(self) -> bool:
@@ -371,6 +373,10 @@ class Plan:
                 f"delta: this run spends {self.delta:g}; delta budget {self.delta_budget:g}, left before "
                 f"{left:g}, after {left - self.delta:g}"
             )
+        if self.ahead is not None:
+            from polars_ppdm.reporting.ahead import ahead_text
+
+            lines.append(ahead_text(self.ahead))
         if self.secret:
             lines.append(f"secret: {self.secret}")
         if self.short and self.identical_rerun:
@@ -519,4 +525,24 @@ def make_plan(
 
         candidate = run_id(pipeline, PinnedInputs(files).fingerprints, secret, throughs)
         plan.identical_rerun = book.run_spent(candidate) is not None
+    plan.ahead = _year_ahead(pipeline, plan, throughs, as_of)
     return plan
+
+
+def _year_ahead(
+    pipeline: Pipeline, plan: Plan, throughs: dict[str, int], as_of: dt.date | int | None
+) -> YearAhead:
+    """The runs after this one at this pipeline: this run's spend counted (unless it is an
+    identical re-run), every continual tree started by then (their runs take nothing)."""
+    from polars_ppdm.reporting.ahead import pipeline_year_ahead
+
+    today = as_of if isinstance(as_of, dt.date) else dt.datetime.now(dt.UTC).date()
+    return pipeline_year_ahead(
+        pipeline,
+        spent=plan.spent_before + (0.0 if plan.identical_rerun else plan.epsilon),
+        budget=plan.budget,
+        throughs=throughs,
+        started=set(throughs),
+        today=today,
+        epsilon_delta=plan.delta_budget if plan.unit == "rho" else 0.0,
+    )

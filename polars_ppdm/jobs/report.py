@@ -23,7 +23,7 @@ import polars as pl
 from polars_ppdm.jobs.config import Pipeline
 from polars_ppdm.jobs.errors import InputError, PipelineError
 from polars_ppdm.jobs.paths import report_paths
-from polars_ppdm.reporting.model import VERSIONS, Budget, Version
+from polars_ppdm.reporting.model import VERSIONS, Budget, Version, YearAhead
 
 __all__ = ["report_paths", "write_pipeline_report"]
 
@@ -86,7 +86,9 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
     return scan(files, input_format(pipeline, files)).collect()
 
 
-def _budget(pipeline: Pipeline, ledger: Path | None, manifest: dict[str, Any]) -> Budget | None:
+def _budget(
+    pipeline: Pipeline, ledger: Path | None, manifest: dict[str, Any], releases: dict[str, pl.DataFrame]
+) -> Budget | None:
     """The dataset's budget just before and just after this run, from the ledger."""
     run_id = str(manifest.get("run_id", ""))
     if ledger is None or not ledger.exists():
@@ -102,7 +104,9 @@ def _budget(pipeline: Pipeline, ledger: Path | None, manifest: dict[str, Any]) -
     # An identical re-run spends nothing: the ledger's rows of its run id are the earlier
     # run's, so 'before' is all that was reserved before this run started (rows are in
     # time order), and this run adds 0.
-    repeats = bool(manifest.get("epsilon", {}).get("identical_rerun"))
+    # The run's spend is kept under its unit: "epsilon", or "rho" for a zCDP dataset.
+    amounts = manifest.get(str(manifest.get("unit") or "epsilon"))
+    repeats = bool(isinstance(amounts, dict) and amounts.get("identical_rerun"))
     if repeats:
         first = int((table["time"] < dt.datetime.fromisoformat(manifest["started"])).sum())
     else:
@@ -116,15 +120,49 @@ def _budget(pipeline: Pipeline, ledger: Path | None, manifest: dict[str, Any]) -
     }
     (before, this_run), (delta_before, delta_this_run) = spent["charged"], spent["delta_charged"]
     held = book.status(name)
+    zcdp = held.accounting == "zcdp"
     return Budget(
         dataset=name,
         total=held.epsilon,
         spent_before=before,
         spent_after=before + this_run,
-        delta_total=held.delta,
-        delta_before=delta_before,
-        delta_after=delta_before + delta_this_run,
+        # A zCDP dataset's delta is the one its rho is stated at, not a budget it spends.
+        delta_total=0.0 if zcdp else held.delta,
+        delta_before=0.0 if zcdp else delta_before,
+        delta_after=0.0 if zcdp else delta_before + delta_this_run,
         repeats=table.filter(mine)["time"][0].isoformat(timespec="seconds") if repeats else None,
+        unit=held.unit,
+        epsilon_delta=held.delta if zcdp else 0.0,
+        ahead=_year_ahead(pipeline, book, held, manifest, releases),
+    )
+
+
+def _year_ahead(
+    pipeline: Pipeline, book: Any, held: Any, manifest: dict[str, Any], releases: dict[str, pl.DataFrame]
+) -> YearAhead:
+    """The year ahead from the ledger (spent so far, the trees started) and the pipeline
+    (what each future run takes); a continual release's last period published is its
+    table's (its periods are public)."""
+    from polars_ppdm.jobs.config import DPContinualCounts, step_label
+    from polars_ppdm.jobs.run import started_trees
+    from polars_ppdm.reporting.ahead import pipeline_year_ahead
+
+    throughs = {}
+    for index, step in enumerate(pipeline.release, 1):
+        frame = releases.get(step.output)
+        if isinstance(step, DPContinualCounts) and frame is not None and frame.height:
+            throughs[step_label("release", index, step)] = int(frame["period"].cast(pl.Int64).max())  # type: ignore[arg-type]
+    started = started_trees(pipeline, throughs, book)
+    started_at = manifest.get("started")
+    today = dt.datetime.fromisoformat(started_at).date() if started_at else dt.datetime.now(dt.UTC).date()
+    return pipeline_year_ahead(
+        pipeline,
+        spent=held.spent,
+        budget=held.epsilon,
+        throughs=throughs,
+        started=started,
+        today=today,
+        epsilon_delta=held.delta if held.accounting == "zcdp" else 0.0,
     )
 
 
@@ -161,7 +199,7 @@ def write_pipeline_report(
             raise PipelineError(msg)
     versions = VERSIONS if versions is None else tuple(versions)
     releases = {step.output: _read(pipeline.resolve(step.output), "The release") for step in pipeline.release}
-    budget = _budget(pipeline, ledger, manifest)
+    budget = _budget(pipeline, ledger, manifest, releases)
     title = f"{pipeline.dataset.name}: privacy and utility report"
     original = _original(pipeline, manifest) if "internal" in versions else None
     written = []

@@ -178,6 +178,8 @@ def _budget(budget: Budget | None) -> str:
         if budget.repeats
         else ""
     )
+    if budget.unit == "rho":
+        return _zcdp_budget(budget, repeats)
     rows = [
         ("total epsilon budget", f"{budget.total:g}"),
         ("spent before this run", f"{budget.spent_before:g}"),
@@ -199,6 +201,92 @@ def _budget(budget: Budget | None) -> str:
         f'<div class="scroll"><table><tbody>{body}</tbody></table></div>{repeats}'
         f'<p class="note">{"Epsilon and delta" if deltas else "Epsilon"} of every run over this dataset add '
         f"up (basic composition), as kept in the ledger.</p></section>"
+    )
+
+
+def _zcdp_budget(budget: Budget, repeats: str) -> str:
+    """A zCDP dataset's budget: its rho, and the (epsilon, delta) each rho means."""
+    delta = f"{budget.epsilon_delta:g}"
+
+    def eps(rho: float) -> str:
+        return f"{budget.epsilon_at(rho):.4g}"
+
+    this_run = budget.spent_after - budget.spent_before
+    remaining = max(budget.remaining, 0.0)
+    rows = [
+        ("total rho budget (zCDP)", f"{budget.total:g}", eps(budget.total)),
+        ("rho spent before this run", f"{budget.spent_before:g}", eps(budget.spent_before)),
+        ("rho spent by this run", f"{this_run:g}", eps(this_run)),
+        ("rho spent after this run", f"{budget.spent_after:g}", eps(budget.spent_after)),
+        ("rho remaining", f"{remaining:g}", eps(remaining)),
+    ]
+    head = f"<tr><th></th><th>rho</th><th>epsilon it means at delta {_h(delta)}</th></tr>"
+    body = "".join(
+        f'<tr><th>{_h(k)}</th><td class="num">{_h(v)}</td><td class="num">{_h(e)}</td></tr>'
+        for k, v, e in rows
+    )
+    return (
+        f'<section class="budget" id="budget"><h2>Privacy budget of {_h(budget.dataset)} (zCDP)</h2>'
+        f'<div class="scroll"><table><thead>{head}</thead><tbody>{body}</tbody></table></div>{repeats}'
+        '<p class="note">Rho of every run over this dataset adds up (zCDP composition), as kept in the ledger; '
+        "Laplace and randomized-response steps enter as epsilon^2 / 2. Each rho is also stated as the "
+        f"(epsilon, delta = {_h(delta)}) guarantee it implies (Canonne, Kamath and Steinke 2020): the dataset's "
+        f"spends after this run mean ({_h(eps(budget.spent_after))}, {_h(delta)})-DP, its whole budget "
+        f"({_h(eps(budget.total))}, {_h(delta)})-DP. The epsilon of the remaining rho is what it would mean "
+        "alone: epsilons of parts do not add up, rho does.</p></section>"
+    )
+
+
+def _year_ahead(budget: Budget | None) -> str:
+    """The year ahead: budget used, each future run's cost, the runs that fit, when the
+    budget runs out, and each continual release's running-total SD to its horizon."""
+    if budget is None or budget.ahead is None:
+        return ""
+    from polars_ppdm.reporting.ahead import assumption, sd_summary
+
+    ahead = budget.ahead
+    unit = ahead.unit
+    zcdp = unit == "rho"
+
+    def amount(value: float) -> str:
+        shown = f"{value:.4g}"
+        if zcdp:
+            shown += f" (epsilon {ahead.epsilon_at(value):.4g} at delta {ahead.epsilon_delta:g})"
+        return shown
+
+    rows = [
+        (f"{unit} budget", amount(ahead.budget)),
+        (f"{unit} used so far", amount(ahead.spent)),
+        (f"{unit} left", f"{ahead.left:.4g}"),
+        (f"{unit} each future run takes", f"{ahead.per_run:.4g}"),
+        ("next run", ahead.when_next),
+    ]
+    if ahead.runs_possible is not None:
+        rows.append(("runs left before the horizon ends", f"{ahead.runs_possible:,}"))
+    if ahead.runs_fit is None:
+        rows.append(("more runs the budget pays for", "no limit: the runs spend nothing"))
+    else:
+        rows.append(("more runs the budget pays for", f"{ahead.runs_fit:,}"))
+    if ahead.refused is not None:
+        if ahead.last_fit is not None:
+            rows.append(("last run it pays for", ahead.last_fit))
+        rows.append(("budget runs out: first run refused", ahead.refused))
+    elif ahead.runs_fit is not None:
+        rows.append(("budget runs out", "not before the horizon ends"))
+    for o in ahead.continual:
+        if o.periods:
+            rows.append((f"{o.release}: SD of a running total ahead", sd_summary(o)))
+    body = "".join(f'<tr><th>{_h(k)}</th><td class="num">{_h(v)}</td></tr>' for k, v in rows)
+    note = (
+        f"Assumed: {assumption(ahead)}, each run at today's pipeline; a continual release's tree was charged "
+        "when it started, so its later runs take nothing for it. From public figures only: the budget and "
+        "spends in the ledger, the pipeline's parameters and the noise's law."
+    )
+    return (
+        '<section class="budget" id="year-ahead"><h2>The year ahead</h2>'
+        f'<div class="scroll"><table><tbody>{body}</tbody></table></div>'
+        + "".join(_plot(p) for p in ahead.plots)
+        + f'<p class="note">{_h(note)}</p></section>'
     )
 
 
@@ -285,7 +373,7 @@ def _verdict(report: Report) -> str:
         rows.append(
             (
                 f"privacy budget of {budget.dataset}",
-                f"this run spent epsilon {spent:g}{' (it repeats an earlier identical run)' if budget.repeats else ''}; "
+                f"this run spent {budget.unit} {spent:g}{' (it repeats an earlier identical run)' if budget.repeats else ''}; "
                 f"{budget.remaining:g} of {budget.total:g} left",
                 "what every aggregate release of this dataset may reveal, added up over its runs",
             )
@@ -317,6 +405,7 @@ def render(report: Report) -> str:
         *(_column(s, slug) for s, slug in zip(report.columns, column_slugs, strict=True)),
         *(_release(s, slug) for s, slug in zip(report.releases, release_slugs, strict=True)),
         _budget(report.budget),
+        _year_ahead(report.budget),
         _notes(report.notes),
         f"<footer>polars_ppdm {_h(__version__)}; {_h(report.version)} version, written "
         f"{_h(report.created)}. {_h(PAPERS)}</footer>",

@@ -17,6 +17,7 @@ __all__ = [
     "VERSIONS",
     "Budget",
     "ColumnSection",
+    "ContinualOutlook",
     "Figure",
     "Plot",
     "PlotSeries",
@@ -24,12 +25,13 @@ __all__ = [
     "Report",
     "Uniqueness",
     "Version",
+    "YearAhead",
 ]
 
 Version = Literal["internal", "public"]
 VERSIONS: tuple[Version, ...] = ("internal", "public")
 
-PlotKind = Literal["bars", "histogram", "ecdf", "scatter"]
+PlotKind = Literal["bars", "histogram", "ecdf", "scatter", "line"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,16 @@ class Figure:
 class PlotSeries:
     """One series of a plot: bars (``x`` categories or bin left edges, ``y`` heights and
     optional ``error`` half-widths), histogram (``x`` edges, len(y) + 1), ECDF (``x``
-    sorted values, ``y`` cumulative shares) or scatter (``x``, ``y`` points)."""
+    sorted values, ``y`` cumulative shares), scatter (``x``, ``y`` points) or line (``x``,
+    ``y`` points joined, ``error`` half-widths drawn as a band around them)."""
 
     label: str
     x: tuple[float | str, ...]
     y: tuple[float, ...]
     error: tuple[float, ...] | None = None
-    # "original" series appear in the internal version only (the renderer colours them).
-    source: Literal["original", "released", "estimate"] = "released"
+    # "original" series appear in the internal version only (the renderer colours them);
+    # "limit": a public bound drawn as a reference line (a budget).
+    source: Literal["original", "released", "estimate", "limit"] = "released"
 
 
 @dataclass(frozen=True)
@@ -103,8 +107,60 @@ class ReleaseSection:
 
 
 @dataclass(frozen=True)
+class ContinualOutlook:
+    """What a continual release will publish over the rest of its horizon: the standard
+    deviation of its running total (the same in every group) on the night each future
+    period is published.  Follows from its parameters only (the noise's law)."""
+
+    release: str  # the step's label
+    horizon: int
+    through: int  # the last period published so far
+    rho: float
+    periods: tuple[int, ...]  # future periods (evenly sampled when there are many)
+    sd: tuple[float, ...]  # the running total's SD at each of them
+
+
+@dataclass(frozen=True)
+class YearAhead:
+    """The budget of a dataset run on a schedule: what it has used, what each future run
+    of today's pipeline will take, and how many more runs it pays for.
+
+    Runs are assumed one per period of the (first) continual release, else one per day;
+    ``cadence`` says which.  ``when_next`` and ``last_fit`` / ``refused`` say the runs'
+    dates (ISO) or, for numbered periods, their ``--as-of`` numbers."""
+
+    unit: str  # "epsilon" or "rho"
+    budget: float
+    spent: float  # used so far, every run the ledger holds
+    per_run: float  # what each future run of today's pipeline takes
+    cadence: str  # "day", "week" or "period" (numbered periods)
+    when_next: str  # when the next run runs
+    runs_fit: int | None  # more runs the budget pays for; None: no limit (the runs spend nothing)
+    runs_possible: int | None  # runs left before a continual release's horizon ends; None: no horizon
+    last_fit: str | None = None  # when the last run the budget pays for runs
+    refused: str | None = None  # when the first run it cannot pay would run (refused)
+    epsilon_delta: float = 0.0  # zCDP: the delta at which rho is stated as an epsilon
+    continual: tuple[ContinualOutlook, ...] = ()
+    plots: tuple[Plot, ...] = ()
+
+    @property
+    def left(self) -> float:
+        return max(self.budget - self.spent, 0.0)
+
+    def epsilon_at(self, rho: float) -> float:
+        """zCDP: the epsilon ``rho`` means at :attr:`epsilon_delta` (0 for rho 0)."""
+        from polars_ppdm.dp.zcdp import rho_to_epsilon
+
+        return rho_to_epsilon(rho, self.epsilon_delta) if rho > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class Budget:
-    """The dataset's privacy budget in the ledger around this run."""
+    """The dataset's privacy budget in the ledger around this run.
+
+    ``unit`` "rho": a zCDP dataset, whose amounts are rho and whose ``epsilon_delta`` is
+    the delta at which they are stated as an epsilon (:meth:`epsilon_at`); its delta
+    fields stay 0 (zCDP spends no delta of its own)."""
 
     dataset: str
     total: float
@@ -116,6 +172,9 @@ class Budget:
     # When the identical earlier run that this one repeats was recorded (ISO time): the
     # ledger already holds its charge, so this run spent nothing.  None: a run that spent.
     repeats: str | None = None
+    unit: str = "epsilon"  # or "rho" (zCDP)
+    epsilon_delta: float = 0.0  # zCDP: the delta of the (epsilon, delta) a rho means
+    ahead: YearAhead | None = None  # the year ahead at this pipeline (None: not worked out)
 
     @property
     def remaining(self) -> float:
@@ -124,6 +183,12 @@ class Budget:
     @property
     def delta_remaining(self) -> float:
         return max(self.delta_total - self.delta_after, 0.0)
+
+    def epsilon_at(self, rho: float) -> float:
+        """zCDP: the epsilon ``rho`` means at :attr:`epsilon_delta` (0 for rho 0)."""
+        from polars_ppdm.dp.zcdp import rho_to_epsilon
+
+        return rho_to_epsilon(rho, self.epsilon_delta) if rho > 0 else 0.0
 
 
 @dataclass(frozen=True)

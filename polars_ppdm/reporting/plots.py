@@ -30,7 +30,20 @@ _STYLE = {
     "original": {"color": "#6b6b6b", "linestyle": "-", "hatch": "//"},
     "released": {"color": "#1f6fb4", "linestyle": "-", "hatch": ""},
     "estimate": {"color": "#d9730d", "linestyle": "--", "hatch": ""},
+    "limit": {"color": "#1d1d1f", "linestyle": ":", "hatch": ""},
 }
+# Lines of one plot from the same source (a group's running totals each): told apart by
+# colour and line style, in this order.
+_CYCLE = (
+    ("#1f6fb4", "-"),
+    ("#d9730d", "--"),
+    ("#2ca02c", "-."),
+    ("#9467bd", ":"),
+    ("#8c564b", "-"),
+    ("#e377c2", "--"),
+    ("#7f7f7f", "-."),
+    ("#bcbd22", ":"),
+)
 _RC: Any = {  # Any: matplotlib types rc_context's keys as a Literal of every setting
     "svg.hashsalt": "polars_ppdm-report",
     "svg.fonttype": "none",
@@ -113,6 +126,23 @@ def _scatter(ax: Any, series: PlotSeries) -> None:
     )
 
 
+def _lines(ax: Any, plot: Plot) -> None:
+    """Points joined by a line each series, its ``error`` half-widths a band around it."""
+    sources = [s.source for s in plot.series]
+    for i, series in enumerate(plot.series):
+        style = _STYLE[series.source]
+        color, linestyle = style["color"], style["linestyle"]
+        if sources.count(series.source) > 1:
+            color, linestyle = _CYCLE[sources[:i].count(series.source) % len(_CYCLE)]
+        ax.plot(series.x, series.y, color=color, linestyle=linestyle, linewidth=1.6, label=text(series.label))
+        if series.error is not None:
+            low = np.asarray(series.y, dtype=float) - np.asarray(series.error, dtype=float)
+            high = np.asarray(series.y, dtype=float) + np.asarray(series.error, dtype=float)
+            ax.fill_between(series.x, low, high, color=color, alpha=0.15, linewidth=0)
+    if "limit" in sources:  # an amount against its bound: from 0 up
+        ax.set_ylim(bottom=0)
+
+
 def plot_svg(plot: Plot) -> str:
     """The plot as an SVG document (text)."""
     with rc_context(_RC):
@@ -121,6 +151,8 @@ def plot_svg(plot: Plot) -> str:
         ax = figure.add_subplot()
         if plot.kind == "bars":
             _bars(ax, plot)
+        elif plot.kind == "line":
+            _lines(ax, plot)
         else:
             draw = {"histogram": _histogram, "ecdf": _ecdf, "scatter": _scatter}[plot.kind]
             for series in plot.series:

@@ -236,17 +236,32 @@ def _dp_kmeans(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found
 
 def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
     from polars_ppdm.dp.group_by import noise_request, selection_threshold
+    from polars_ppdm.dp.mechanism import Mechanism
 
     aggregates = [a.to_dp() for a in step.aggregates]
+    gaussian = getattr(step, "mechanism", "laplace") == "gaussian"
     request = noise_request(
         aggregates,
         epsilon=step.epsilon,
         max_groups_contributed=step.max_groups_contributed,
         max_rows_per_group=step.max_rows_per_group,
         delta=step.delta,
+        mechanism="gaussian" if gaussian else "laplace",
+        rho=step.rho if gaussian else None,
     )
     split = ", ".join(f"{name.strip('_')} {number(eps)}" for name, eps in request.epsilons.items())
-    figures = [Figure("epsilon", number(step.epsilon), f"charged to the dataset's budget; split: {split}")]
+    if gaussian:
+        figures = [
+            Figure(
+                "rho",
+                number(step.rho),
+                f"charged to the dataset's zCDP budget; split evenly over the aggregates: {split}",
+            )
+        ]
+    else:
+        figures = [
+            Figure("epsilon", number(step.epsilon), f"charged to the dataset's budget; split: {split}")
+        ]
     if step.delta is not None:
         threshold = selection_threshold(request.epsilons["__select"], step.delta, step.max_groups_contributed)
         figures += [
@@ -270,16 +285,21 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
             # figure's own units are the grid's multiples.
             units = request.scale(a)
             grid = a.grid("dp_group_by")
-            half = geometric_interval(units) * grid  # the grid of a count is 1
-            law = (
-                "two-sided geometric" if a.kind == "count" else f"two-sided geometric on a grid of {grid:.3g}"
-            )
+            if gaussian:
+                noise = Mechanism("gaussian", request.epsilons[a.name])
+                half = noise.half_width(units) * grid  # the grid of a count is 1
+                law = "discrete Gaussian" + ("" if a.kind == "count" else f" on a grid of {grid:.3g}")
+                spread = f"sigma {number(units * grid)} (SD {number(noise.sd(units) * grid)})"
+            else:
+                half = geometric_interval(units) * grid
+                law = "two-sided geometric" + ("" if a.kind == "count" else f" on a grid of {grid:.3g}")
+                spread = f"scale {number(units * grid)} (SD {number(geometric_sd(units) * grid)})"
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
                     f"± {int(half):,}" if a.kind == "count" else f"± {number(half)}",
-                    f"{law} noise of scale {number(units * grid)} (SD {number(geometric_sd(units) * grid)}), "
-                    "the same in every group",
+                    f"{law} noise of {spread}, the same in every group"
+                    + (" (exact quantile of the discrete law)" if gaussian else ""),
                 )
             )
             errors: tuple[float, ...] | None = tuple(float(half) for _ in labels)
@@ -315,6 +335,96 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
     return _Found(figures, plots)
 
 
+_LINES = 8  # groups a continual release's plot draws at most
+
+
+def _dp_continual_counts(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Found:
+    """A continual release: its one rho charge over the horizon, the periods published so
+    far, and the noise of its running totals at the last one (the table's own SDs)."""
+    from polars_ppdm.kernels.binary_tree import tree_sigma
+
+    periods = (
+        "days"
+        if step.start is not None and step.every == "day"
+        else ("weeks" if step.start is not None else "periods")
+    )
+    figures = [
+        Figure(
+            "rho",
+            number(step.rho),
+            f"charged to the dataset's zCDP budget once, by the run that started the tree, for all "
+            f"{step.horizon:,} periods: later runs publish from the same tree and are charged nothing",
+        ),
+        Figure(
+            "horizon",
+            f"{step.horizon:,} {periods}",
+            "periods 0 .. horizon - 1"
+            + (
+                f", period 0 the {step.every} starting {step.start.isoformat()}"
+                if step.start is not None
+                else ""
+            )
+            + "; nothing is published past it",
+        ),
+    ]
+    if frame.height == 0:
+        return _Found(figures, [])
+    through = int(frame["period"].cast(pl.Int64).max())  # type: ignore[arg-type]
+    last = frame.filter(pl.col("period") == through)
+    sd = float(last["running_total_sd"][0])
+    count_sd = float(last["count_sd"][0])
+    sigma = tree_sigma(step.rho, step.horizon, step.max_contributions)
+    figures += [
+        Figure(
+            "periods published so far",
+            f"{through + 1:,} of {step.horizon:,}",
+            f"periods 0 .. {through}, each with its count and running total per group",
+        ),
+        Figure(
+            f"SD of a running total at period {through}",
+            number(sd),
+            "exact, the same in every group: Honaker's estimate from the tree's nodes, each with discrete "
+            f"Gaussian noise of sigma {number(sigma)}; a period's count: SD {number(count_sd)}",
+        ),
+        Figure(
+            f"95% interval of a running total at period {through}",
+            f"± {number(_Z95 * sd)}",
+            "1.96 SD: a normal approximation (the estimate's noise is a sum of discrete Gaussians, close "
+            "to normal); a noisy total lies within this of the true one about 95% of the time",
+        ),
+    ]
+    by = list(step.by)
+    plots = []
+    groups = frame.select(by).unique(maintain_order=True)
+    if 0 < groups.height <= _LINES:
+        series = []
+        for row in groups.iter_rows():
+            mine = frame.filter(*(pl.col(c) == v for c, v in zip(by, row, strict=True))).sort("period")
+            series.append(
+                PlotSeries(
+                    " & ".join(str(v) for v in row),
+                    tuple(float(p) for p in mine["period"].to_list()),
+                    tuple(float(v) for v in mine["running_total"].cast(pl.Float64).to_list()),
+                    error=tuple(_Z95 * float(v) for v in mine["running_total_sd"].to_list()),
+                    source="released",
+                )
+            )
+        plots.append(
+            Plot(
+                "line",
+                "Noisy running totals per group (95% bands)",
+                "period",
+                "running total",
+                tuple(series),
+                caption="bands: 1.96 SD, a normal approximation",
+            )
+        )
+    notes = (
+        () if groups.height <= _LINES else (f"{groups.height:,} groups: too many to plot, see the table.",)
+    )
+    return _Found(figures, plots, notes)
+
+
 def _aggregate(a: Any) -> str:
     """An aggregate as the title of its release says it: ``count``, ``mean of amount``."""
     return a.kind if a.column is None else f"{a.kind} of {a.column}"
@@ -324,6 +434,8 @@ def _title(step: Any) -> str:
     """What a release releases, as its section's title."""
     if step.step == "dp_group_by":
         return f"dp_group_by by {', '.join(step.by)}: {', '.join(_aggregate(a.to_dp()) for a in step.aggregates)}"
+    if step.step == "dp_continual_counts":
+        return f"dp_continual_counts by {', '.join(step.by)}: counts per {step.period} and running totals"
     return f"{step.step} of {', '.join(step.columns)}"
 
 
@@ -334,6 +446,7 @@ _BUILDERS = {
     "dp_quadtree": _dp_quadtree,
     "dp_kmeans": _dp_kmeans,
     "dp_group_by": _dp_group_by,
+    "dp_continual_counts": _dp_continual_counts,
 }
 
 
