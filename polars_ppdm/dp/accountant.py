@@ -279,7 +279,10 @@ class BudgetAccountant:
         """What a release of ``epsilon`` (pure) or ``rho`` (zCDP) costs in :attr:`unit`:
         refuses a rho under pure accounting and a delta under zCDP accounting."""
         if (epsilon is None) == (rho is None):
-            msg = f"{release!r}: a release costs epsilon (Laplace) or rho (Gaussian), exactly one. Got epsilon={epsilon!r}, rho={rho!r}."
+            msg = (
+                f"{release!r}: give exactly one of the 'epsilon' parameter (what a Laplace release costs) and the "
+                f"'rho' parameter (what a Gaussian release costs). Got epsilon={epsilon!r}, rho={rho!r}."
+            )
             raise InvalidParameterError(msg)
         if self.accounting == "pure":
             if rho is not None:

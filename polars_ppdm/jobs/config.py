@@ -374,7 +374,24 @@ class Aggregate(_Model):
 PublicGroup = dict[str, Scalar]
 
 
-class DPGroupBy(_Mechanism):
+class _Grouped(_Model):
+    """A release per group: ``by`` (one column or several) and the public groups' check."""
+
+    by: Columns
+
+    @field_validator("by", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+    def _check_public_groups(self, groups: Sequence[PublicGroup] | None) -> None:
+        for group in groups or ():
+            if sorted(group) != sorted(self.by):
+                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
+                raise ValueError(msg)
+
+
+class DPGroupBy(_Mechanism, _Grouped):
     """Differentially private count / sum / mean per group (:func:`polars_ppdm.dp_group_by`).
 
     The privacy unit is the dataset's ``key`` (each row its own unit without one).
@@ -382,7 +399,6 @@ class DPGroupBy(_Mechanism):
     them the groups are chosen by DP partition selection, which needs ``delta``."""
 
     step: Literal["dp_group_by"]
-    by: Columns
     aggregates: Annotated[list[Aggregate], Field(min_length=1)]
     epsilon: Positive | None = None
     max_groups_contributed: Annotated[int, Field(ge=1)] = 1
@@ -393,11 +409,6 @@ class DPGroupBy(_Mechanism):
     non_negative: bool = False
     output: Annotated[str, Field(min_length=1)]
 
-    @field_validator("by", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
-
     @model_validator(mode="after")
     def _check(self) -> DPGroupBy:
         self._check_mechanism(self.epsilon)
@@ -407,10 +418,7 @@ class DPGroupBy(_Mechanism):
                 "partition selection, which releases only groups with enough people)"
             )
             raise ValueError(msg)
-        for group in self.public_groups or ():
-            if sorted(group) != sorted(self.by):
-                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
-                raise ValueError(msg)
+        self._check_public_groups(self.public_groups)
         return self
 
     def arguments(self, privacy_unit: str | None) -> dict[str, Any]:
@@ -448,7 +456,7 @@ class DPGroupBy(_Mechanism):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class DPContinualCounts(_Model):
+class DPContinualCounts(_Grouped):
     """Counts per public group of every period and their running totals, released
     continually by the binary tree mechanism (:func:`polars_ppdm.dp_continual_counts`).
 
@@ -460,7 +468,6 @@ class DPContinualCounts(_Model):
     ``period`` holds period numbers."""
 
     step: Literal["dp_continual_counts"]
-    by: Columns
     period: Annotated[str, Field(min_length=1)]
     start: dt.date | None = None
     every: Literal["day", "week"] = "day"
@@ -470,17 +477,9 @@ class DPContinualCounts(_Model):
     public_groups: Annotated[list[PublicGroup], Field(min_length=1)]
     output: Annotated[str, Field(min_length=1)]
 
-    @field_validator("by", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
-
     @model_validator(mode="after")
     def _check(self) -> DPContinualCounts:
-        for group in self.public_groups:
-            if sorted(group) != sorted(self.by):
-                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
-                raise ValueError(msg)
+        self._check_public_groups(self.public_groups)
         return self
 
     @property
