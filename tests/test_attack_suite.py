@@ -54,7 +54,10 @@ def con():
 
 def _sql_cells(con, sql: str, value: str, key: tuple[str, ...]) -> dict:
     out = con.sql(sql).pl()
-    return {tuple(row[:-1]) if len(key) > 1 else row[0]: float(row[-1]) for row in out.select(*key, value).iter_rows()}
+    return {
+        tuple(row[:-1]) if len(key) > 1 else row[0]: float(row[-1])
+        for row in out.select(*key, value).iter_rows()
+    }
 
 
 _GROUPS = "['a', 'b', 'c', 'd']"
@@ -66,26 +69,55 @@ DUCKDB_RELEASES = {
         ("x_bin",),
     ),
     "ppdm_dp_count": (
-        "SELECT * FROM ppdm_dp_count('{t}', 'group', epsilon := {eps}, " + _UNIT + ", public_groups := " + _GROUPS
+        "SELECT * FROM ppdm_dp_count('{t}', 'group', epsilon := {eps}, "
+        + _UNIT
+        + ", public_groups := "
+        + _GROUPS
         + ", secret := '{secret}')",
         "count",
         ("group",),
     ),
     "ppdm_dp_sum": (
         "SELECT * FROM ppdm_dp_sum('{t}', 'group', 'value', contribution_bounds_per_row := [0, 100], epsilon := {eps}, "
-        + _UNIT + ", public_groups := " + _GROUPS + ", secret := '{secret}')",
+        + _UNIT
+        + ", public_groups := "
+        + _GROUPS
+        + ", secret := '{secret}')",
         "value_sum",
         ("group",),
     ),
     "ppdm_dp_avg": (
         "SELECT * FROM ppdm_dp_avg('{t}', 'group', 'value', contribution_bounds_per_row := [0, 100], epsilon := {eps}, "
-        + _UNIT + ", public_groups := " + _GROUPS + ", secret := '{secret}')",
+        + _UNIT
+        + ", public_groups := "
+        + _GROUPS
+        + ", secret := '{secret}')",
         "value_mean",
         ("group",),
     ),
     "ppdm_dp_count selected": (
-        "SELECT * FROM ppdm_dp_count('{t}', 'group', epsilon := {eps}, " + _UNIT + ", delta := 1e-6, secret := '{secret}')",
+        "SELECT * FROM ppdm_dp_count('{t}', 'group', epsilon := {eps}, "
+        + _UNIT
+        + ", delta := 1e-6, secret := '{secret}')",
         "count",
+        ("group",),
+    ),
+    # The Gaussian mechanism: rho = epsilon / 100 (sigma 7 at epsilon 1: two draws agree ~4% of the time;
+    # the truth, epsilon 1e9, is capped: sigma >= 2^-7).
+    "ppdm_dp_histogram gaussian": (
+        "SELECT * FROM ppdm_dp_histogram('{t}', 'x', 0, 10, 8, mechanism := 'gaussian', rho := least({eps} / 100, 1e3), "
+        "secret := '{secret}')",
+        "count",
+        ("x_bin",),
+    ),
+    "ppdm_dp_sum gaussian": (
+        "SELECT * FROM ppdm_dp_sum('{t}', 'group', 'value', contribution_bounds_per_row := [0, 100], "
+        "mechanism := 'gaussian', rho := least({eps} / 100, 1e3), "
+        + _UNIT
+        + ", public_groups := "
+        + _GROUPS
+        + ", secret := '{secret}')",
+        "value_sum",
         ("group",),
     ),
 }
@@ -99,7 +131,9 @@ def test_duckdb_macro_redraws_noise_over_changed_data(con, name):
     sql, value, key = DUCKDB_RELEASES[name]
 
     def release(table, secret, epsilon):
-        return _sql_cells(con, sql.format(t=table, eps=repr(float(epsilon)), secret=secret.reveal_hex()), value, key)
+        return _sql_cells(
+            con, sql.format(t=table, eps=repr(float(epsilon)), secret=secret.reveal_hex()), value, key
+        )
 
     got = replay_cells(release, "small", "large", epsilon=1.0, target=name)
     assert got.passed, str(got)
@@ -131,15 +165,28 @@ def _group_cells(out: pl.DataFrame) -> dict:
 
 LAZY_RELEASES = {
     "dp_histogram": (
-        lambda lf, acc, **kw: ppdm.dp_histogram(lf, "x", bounds=(0, 10), bins=8, epsilon=1.0, accountant=acc, **kw),
+        lambda lf, acc, **kw: ppdm.dp_histogram(
+            lf, "x", bounds=(0, 10), bins=8, epsilon=1.0, accountant=acc, **kw
+        ),
         _hist_cells,
     ),
     "dp_group_by count": (
         lambda lf, acc, **kw: ppdm.dp_group_by(
-            lf, "group", dp.count(), epsilon=1.0, public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
-            accountant=acc, **kw,
+            lf,
+            "group",
+            dp.count(),
+            epsilon=1.0,
+            public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
+            accountant=acc,
+            **kw,
         ),
         _group_cells,
+    ),
+    "dp_histogram gaussian": (
+        lambda lf, acc, **kw: ppdm.dp_histogram(
+            lf, "x", bounds=(0, 10), bins=8, mechanism="gaussian", rho=0.005, accountant=acc, **kw
+        ),
+        _hist_cells,
     ),
 }
 
@@ -153,17 +200,34 @@ def test_lazy_release_collected_twice_is_charged_twice_and_redrawn(tmp_path, nam
     their exact change (the noise was drawn once, at the call)."""
     make, cells = LAZY_RELEASES[name]
     small, _ = _point_unit()
+    # What one evaluation charges: a rho for the Gaussian (sigma 10: two draws agree ~3% of the time).
+    epsilon = 0.005 if "gaussian" in name else 1.0
     large = pl.concat([small, small.head(1).with_columns(x=pl.lit(9.9), group=pl.lit("a"))])
 
-    got = lazy_recollect(make, cells, lambda t: _exact(name, t), small, large, tmp_path, epsilon=1.0, target=name)
+    got = lazy_recollect(
+        make,
+        cells,
+        lambda t: _exact(name, t),
+        small,
+        large,
+        tmp_path,
+        epsilon=epsilon,
+        target=name,
+        zcdp="gaussian" in name,
+    )
     assert got.passed, str(got)
 
 
 def _exact(name: str, table: pl.DataFrame) -> dict:
-    if name == "dp_histogram":
+    if name.startswith("dp_histogram"):
         return _hist_cells(ppdm.dp_histogram(table, "x", bounds=(0, 10), bins=8, epsilon=1e9, secret=T(0)))
     out = ppdm.dp_group_by(
-        table, "group", dp.count(), epsilon=1e9, public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}), secret=T(0)
+        table,
+        "group",
+        dp.count(),
+        epsilon=1e9,
+        public_groups=pl.DataFrame({"group": ["a", "b", "c", "d"]}),
+        secret=T(0),
     )
     return _group_cells(out)
 
@@ -201,9 +265,13 @@ def test_dp_sum_support_does_not_depend_on_the_data(persons, other):
 
     Measured at 9b4aef0: empty vs one person at the bound: 13.5% of the empty group's
     outputs impossible with the person present; 4 vs 5 persons: see the report."""
-    a = _group_release(_groups_table(persons, 100.0), dp.sum("value", bounds=(0, 100)))["value_sum"].to_numpy()
+    a = _group_release(_groups_table(persons, 100.0), dp.sum("value", bounds=(0, 100)))[
+        "value_sum"
+    ].to_numpy()
     b = _group_release(_groups_table(other, 100.0), dp.sum("value", bounds=(0, 100)))["value_sum"].to_numpy()
-    got = low_order_bits(a, 100.0 * persons, b, 100.0 * other, target=f"dp_group_by sum, {persons} vs {other} persons")
+    got = low_order_bits(
+        a, 100.0 * persons, b, 100.0 * other, target=f"dp_group_by sum, {persons} vs {other} persons"
+    )
     assert got.passed, str(got)
 
 
@@ -221,14 +289,18 @@ def test_dp_mean_support_does_not_depend_on_the_data():
         power = (np.frexp(d)[0] == 0.5) & (np.abs(m) < 100)
         return m[power] * d[power]
 
-    got = low_order_bits(sums(_groups_table(0, 0.0)), 0.0, sums(_groups_table(1, 100.0)), 100.0, target="dp_group_by mean")
+    got = low_order_bits(
+        sums(_groups_table(0, 0.0)), 0.0, sums(_groups_table(1, 100.0)), 100.0, target="dp_group_by mean"
+    )
     assert got.passed, str(got)
 
 
 def test_float_laplace_fails_the_support_test():
     """The control: float Laplace noise added to 0 and to 100."""
     rng = np.random.default_rng(3)
-    got = low_order_bits(rng.laplace(0, 100, 3000), 0.0, 100 + rng.laplace(0, 100, 3000), 100.0, target="float Laplace")
+    got = low_order_bits(
+        rng.laplace(0, 100, 3000), 0.0, 100 + rng.laplace(0, 100, 3000), 100.0, target="float Laplace"
+    )
     assert not got.passed and got.value > 0.05, str(got)
     grid = 2.0**-10
     on_grid = np.round(rng.laplace(0, 100, 3000) / grid) * grid
@@ -302,7 +374,9 @@ def test_rows_of_one_unit_get_independent_coins(kind):
         {
             "unit": np.repeat(np.arange(_UNITS), 2),
             "row": np.arange(2 * _UNITS),
-            "v": pl.concat([first, second]).gather(np.column_stack([np.arange(_UNITS), _UNITS + np.arange(_UNITS)]).ravel()),
+            "v": pl.concat([first, second]).gather(
+                np.column_stack([np.arange(_UNITS), _UNITS + np.arange(_UNITS)]).ravel()
+            ),
         }
     )
     disguise = _disguisers()[kind]
@@ -349,10 +423,14 @@ def test_whole_record_rr_keeps_the_xor_and_says_no_finite_epsilon():
     Measured at 9b4aef0: 100% of rows keep the XOR; rr_disguise's docstring did not say
     "no finite epsilon"."""
     rng = np.random.default_rng(4)
-    truth = pl.DataFrame({"id": np.arange(5_000), "a": rng.integers(0, 2, 5_000), "b": rng.integers(0, 2, 5_000)})
+    truth = pl.DataFrame(
+        {"id": np.arange(5_000), "a": rng.integers(0, 2, 5_000), "b": rng.integers(0, 2, 5_000)}
+    )
     released = ppdm.rr_disguise(truth, ["a", "b"], p=0.7, mode="whole_record", secret=T(1), key="id")
     share = whole_record_xor_share(released, truth, "a", "b")
-    assert share == 1.0, f"whole-record RR kept the XOR in {share:.1%} of rows (expected 100%: one coin per row)"
+    assert share == 1.0, (
+        f"whole-record RR kept the XOR in {share:.1%} of rows (expected 100%: one coin per row)"
+    )
     doc = " ".join((ppdm.rr_disguise.__doc__ or "").split()).lower()
     assert "no finite epsilon" in doc or "any finite epsilon" in doc, (
         "whole-record RR keeps the XOR of two columns in 100% of rows, but rr_disguise's docstring does not say "
@@ -387,9 +465,24 @@ def _nan_releases():
     box = {"x": (0, 10), "y": (0, 10)}
     public = pl.DataFrame({"group": [0, 1, 2]})
     return {
-        "dp_histogram": lambda t, acc: ppdm.dp_histogram(t, "x", bounds=(0, 10), bins=4, epsilon=1.0, accountant=acc),
+        "dp_histogram": lambda t, acc: ppdm.dp_histogram(
+            t, "x", bounds=(0, 10), bins=4, epsilon=1.0, accountant=acc
+        ),
         "dp_histogram lazy": lambda t, acc: ppdm.dp_histogram(
             t.lazy(), "x", bounds=(0, 10), bins=4, epsilon=1.0, accountant=acc
+        ),
+        "dp_histogram gaussian": lambda t, acc: ppdm.dp_histogram(
+            t, "x", bounds=(0, 10), bins=4, mechanism="gaussian", rho=1.0, accountant=acc
+        ),
+        "dp_continual_counts": lambda t, acc: ppdm.dp_continual_counts(
+            t.with_columns(pl.col("x").floor().fill_nan(None).cast(pl.Int64).alias("night")),
+            "group",
+            period="night",
+            through=9,
+            horizon=10,
+            rho=1.0,
+            public_groups=public,
+            accountant=acc,
         ),
         "dp_group_by sum": lambda t, acc: ppdm.dp_group_by(
             t, "group", dp.sum("x", bounds=(0, 10)), epsilon=1.0, public_groups=public, accountant=acc
@@ -398,9 +491,18 @@ def _nan_releases():
             t.lazy(), "group", dp.mean("x", bounds=(0, 10)), epsilon=1.0, public_groups=public, accountant=acc
         ),
         "dp_quadtree": lambda t, acc: ppdm.dp_quadtree(
-            t, ["x", "y"], bounds=box, epsilon=1.0, n=float(_ROWS), max_height=2, threshold=0.0, accountant=acc
+            t,
+            ["x", "y"],
+            bounds=box,
+            epsilon=1.0,
+            n=float(_ROWS),
+            max_height=2,
+            threshold=0.0,
+            accountant=acc,
         ),
-        "dp_kmeans": lambda t, acc: ppdm.dp_kmeans(t, ["x", "y"], k=2, bounds=box, epsilon=1.0, n=float(_ROWS), accountant=acc),
+        "dp_kmeans": lambda t, acc: ppdm.dp_kmeans(
+            t, ["x", "y"], k=2, bounds=box, epsilon=1.0, n=float(_ROWS), accountant=acc
+        ),
     }
 
 
@@ -409,7 +511,13 @@ def test_nan_is_refused_before_any_charge_naming_no_figure(name):
     """37 NaN in 911 rows: refused, nothing charged, neither 37 nor 911 in the message.
 
     Measured at 9b4aef0: charged 1.0 and the message said "37" (the exact NaN count)."""
-    got = refusal_before_charge(_nan_releases()[name], _nan_table(), [_NANS, _ROWS, _ROWS - _NANS], target=name)
+    got = refusal_before_charge(
+        _nan_releases()[name],
+        _nan_table(),
+        [_NANS, _ROWS, _ROWS - _NANS],
+        target=name,
+        zcdp="gaussian" in name or "continual" in name,
+    )
     assert got.passed, str(got)
 
 
@@ -437,18 +545,46 @@ def _secret_releases():
     box = {"x": (0, 10), "y": (0, 10)}
     public = pl.DataFrame({"group": ["a", "b", "c", "d"]})
     return {
-        "dp_histogram": lambda s: ppdm.dp_histogram(small, "x", bounds=(0, 10), bins=4, epsilon=1.0, secret=s),
-        "dp_group_by count": lambda s: ppdm.dp_group_by(small, "group", dp.count(), epsilon=1.0, public_groups=public, secret=s),
+        "dp_histogram": lambda s: ppdm.dp_histogram(
+            small, "x", bounds=(0, 10), bins=4, epsilon=1.0, secret=s
+        ),
+        "dp_group_by count": lambda s: ppdm.dp_group_by(
+            small, "group", dp.count(), epsilon=1.0, public_groups=public, secret=s
+        ),
         "dp_group_by sum": lambda s: ppdm.dp_group_by(
             small, "group", dp.sum("value", bounds=(0, 100)), epsilon=1.0, public_groups=public, secret=s
         ),
         "dp_group_by mean lazy": lambda s: ppdm.dp_group_by(
-            small.lazy(), "group", dp.mean("value", bounds=(0, 100)), epsilon=1.0, public_groups=public, secret=s
+            small.lazy(),
+            "group",
+            dp.mean("value", bounds=(0, 100)),
+            epsilon=1.0,
+            public_groups=public,
+            secret=s,
         ),
         "dp_quadtree": lambda s: ppdm.dp_quadtree(small, ["x", "y"], bounds=box, epsilon=1.0, secret=s),
         "dp_kmeans": lambda s: ppdm.dp_kmeans(small, ["x", "y"], k=2, bounds=box, epsilon=1.0, secret=s),
         "dp_kmeans refined": lambda s: ppdm.dp_kmeans(
             small, ["x", "y"], k=2, bounds=box, epsilon=1.0, secret=s, method="quadtree_refined"
+        ),
+        "dp_group_by sum gaussian": lambda s: ppdm.dp_group_by(
+            small,
+            "group",
+            dp.sum("value", bounds=(0, 100)),
+            mechanism="gaussian",
+            rho=1.0,
+            public_groups=public,
+            secret=s,
+        ),
+        "dp_continual_counts": lambda s: ppdm.dp_continual_counts(
+            small.with_columns(pl.col("x").floor().cast(pl.Int64).alias("night")),
+            "group",
+            period="night",
+            through=9,
+            horizon=10,
+            rho=1.0,
+            public_groups=public,
+            secret=s,
         ),
     }
 

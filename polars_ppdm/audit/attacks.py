@@ -183,14 +183,16 @@ def lazy_recollect(
     *,
     epsilon: float,
     target: str,
+    zcdp: bool = False,
 ) -> Measurement:
     """A lazy DP release (``secret=None``, an accountant) collected, its source grown by
     a row, collected again.
 
     ``make(lazy_source, accountant)`` returns the lazy release; ``cells`` reads a
     collected release; ``exact(table)`` the true cells.  Two evaluations must be charged
-    twice (``2 x epsilon``), and the second minus the first must not be the exact change
-    in every cell (noise drawn once, at the call, cancels).
+    twice (``2 x epsilon``; with ``zcdp`` the accountant counts rho and ``epsilon`` is
+    the release's rho), and the second minus the first must not be the exact change in
+    every cell (noise drawn once, at the call, cancels).
     """
     from polars_ppdm.dp.accountant import BudgetAccountant
 
@@ -199,7 +201,7 @@ def lazy_recollect(
     small.write_csv(path)
     grown = Path(folder) / "grown.csv"
     large.write_csv(grown)
-    accountant = BudgetAccountant(100 * epsilon)
+    accountant = BudgetAccountant(rho=100 * epsilon) if zcdp else BudgetAccountant(100 * epsilon)
     lazy = make(pl.scan_csv(path, schema=small.schema), accountant)
     first = cells(lazy.collect())
     os.replace(grown, path)  # the source grows between the evaluations
@@ -208,7 +210,8 @@ def lazy_recollect(
     true_small, true_large = exact(small), exact(large)
     common = [c for c in first if c in second and c in true_small and c in true_large]
     hits = sum(
-        _close(second[c] - first[c], true_large[c] - true_small[c], abs(first[c]) + abs(second[c])) for c in common
+        _close(second[c] - first[c], true_large[c] - true_small[c], abs(first[c]) + abs(second[c]))
+        for c in common
     )
     share = hits / len(common) if common else math.nan
     return Measurement(
@@ -441,21 +444,27 @@ def refusal_before_charge(
     figures: Sequence[float],
     *,
     target: str,
+    zcdp: bool = False,
 ) -> Measurement:
-    """A release over a table with NaN values, charged to an accountant.
+    """A release over a table with NaN values, charged to an accountant (a zCDP one with
+    ``zcdp``: a Gaussian release must be refused for its data, not for its kind of cost).
 
-    It must be refused (any exception) before the accountant is charged, and the message
-    must carry none of ``figures`` (the NaN count, the row count, the data's values).
-    ``release(table, accountant)`` runs it, collecting a lazy result.
+    It must be refused (any exception but a budget refusal) before the accountant is
+    charged, and the message must carry none of ``figures`` (the NaN count, the row
+    count, the data's values).  ``release(table, accountant)`` runs it, collecting a
+    lazy result.
     """
     from polars_ppdm.dp.accountant import BudgetAccountant
+    from polars_ppdm.exceptions import BudgetExceededError
 
-    accountant = BudgetAccountant(10.0)
+    accountant = BudgetAccountant(rho=10.0) if zcdp else BudgetAccountant(10.0)
     message, refused = "", False
     try:
         out = release(table, accountant)
         if isinstance(out, pl.LazyFrame):
             out.collect()
+    except BudgetExceededError as error:  # refused for its cost, not its data: not this test
+        message = str(error)
     except Exception as error:
         refused, message = True, str(error)
     numbers = {float(v) for v in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?", message)}
@@ -541,7 +550,6 @@ def guessable_secret(
     )
 
 
-
 def recompute_noise(
     release: Callable[[pl.DataFrame, Any, float], Cells],
     table: pl.DataFrame,
@@ -561,7 +569,9 @@ def recompute_noise(
     try:
         published = release(table, secret, epsilon)
     except SecretError as error:
-        return Measurement("recompute the noise of a guessable secret", target, 0.0, "refused", True, str(error)[:120])
+        return Measurement(
+            "recompute the noise of a guessable secret", target, 0.0, "refused", True, str(error)[:120]
+        )
     noise = release(empty, secret, epsilon)
     exact = release(table, _test_secret(0), EXACT_EPSILON)
     cells = [c for c in published if c in noise and c in exact]
