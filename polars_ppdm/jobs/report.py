@@ -105,7 +105,7 @@ def _budget(
     # run's, so 'before' is all that was reserved before this run started (rows are in
     # time order), and this run adds 0.
     # The run's spend is kept under its unit: "epsilon", or "rho" for a zCDP dataset.
-    amounts = manifest.get(str(manifest.get("unit") or "epsilon"))
+    amounts = manifest.get("rho") if isinstance(manifest.get("rho"), dict) else manifest.get("epsilon")
     repeats = bool(isinstance(amounts, dict) and amounts.get("identical_rerun"))
     if repeats:
         first = int((table["time"] < dt.datetime.fromisoformat(manifest["started"])).sum())

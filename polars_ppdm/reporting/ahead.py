@@ -206,7 +206,7 @@ def ahead_text(ahead: YearAhead) -> str:
     budget runs out (under :func:`assumption`)."""
     left = ahead.left
     used = f"used {_amount(ahead, ahead.spent)} of {ahead.budget:.4g}"
-    if ahead.unit == "rho":
+    if ahead.unit == "rho" and ahead.epsilon_delta > 0:
         used += (
             f" (epsilon {ahead.epsilon_at(ahead.spent):.4g} of {ahead.epsilon_at(ahead.budget):.4g} "
             f"at delta {ahead.epsilon_delta:g})"

@@ -209,7 +209,7 @@ def _zcdp_budget(budget: Budget, repeats: str) -> str:
     delta = f"{budget.epsilon_delta:g}"
 
     def eps(rho: float) -> str:
-        return f"{budget.epsilon_at(rho):.4g}"
+        return f"{budget.epsilon_at(rho):.4g}" if budget.epsilon_delta > 0 else "n/a (no delta given)"
 
     this_run = budget.spent_after - budget.spent_before
     remaining = max(budget.remaining, 0.0)
@@ -246,7 +246,7 @@ def _year_ahead(budget: Budget | None) -> str:
 
     ahead = budget.ahead
     unit = ahead.unit
-    zcdp = unit == "rho"
+    zcdp = unit == "rho" and ahead.epsilon_delta > 0
 
     def amount(value: float) -> str:
         shown = f"{value:.4g}"
