@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 REGIONS = ["north", "south", "east", "west"]
 
 
-def night_of_visits(night: int, people: int = 2_000, visits: int = 300) -> pl.DataFrame:
+def night_of_visits(night: int, people: int = 20_000, visits: int = 300) -> pl.DataFrame:
     rng = np.random.default_rng(1_000 + night)
     return pl.DataFrame(
         {
@@ -71,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     totals = pl.read_parquet(folder / "out" / "visits_per_region.parquet").filter(
         pl.col("period") == args.nights - 1
     )
-    print(f"\n== running totals after night {args.nights - 1} (true totals beside them):")
+    print(
+        f"\n== running totals after night {args.nights - 1}, true totals beside them (the release counts each "
+        "person's first 3 visits of the year: a person with more is bounded):"
+    )
     truth = log.group_by("region").len().rename({"len": "true_total"})
     print(totals.join(truth, on="region").select("region", "running_total", "running_total_sd", "true_total"))
     print(f"\nThe report: {folder / 'out' / 'report.public.html'} (and report.internal.html: do not publish it)")
