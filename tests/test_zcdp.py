@@ -151,3 +151,33 @@ def test_threads_never_overspend_a_zcdp_budget():
         t.join()
     assert acc.spent_rho <= 1.0 * (1 + 1e-12)
     assert len(acc.ledger) == 76 and len(refused) == 200 - 76
+
+
+def test_a_ledger_accountant_of_a_zcdp_dataset_spends_rho_across_sessions(tmp_path):
+    import polars as pl
+
+    import polars_ppdm as ppdm
+
+    path = tmp_path / "ledger.duckdb"
+    ppdm.Ledger(path).open_dataset("visits", rho_budget=0.5)
+    acc = ppdm.Ledger(path).accountant("visits")
+    assert (acc.accounting, acc.rho) == ("zcdp", 0.5)
+    frame = pl.DataFrame({"x": [0.1, 0.5, 0.9]})
+    ppdm.dp_histogram(
+        frame,
+        "x",
+        bounds=(0, 1),
+        bins=4,
+        mechanism="gaussian",
+        rho=0.2,
+        accountant=acc,
+        secret=ppdm.Secret.for_tests(1),
+    )
+    acc.spend(0.4, "a Laplace release")  # rho 0.08
+    later = ppdm.Ledger(path).accountant("visits")
+    assert later.spent == pytest.approx(0.28) and later.remaining_rho == pytest.approx(0.22)
+    assert later.ledger["epsilon"].to_list() == pytest.approx([0.2, 0.08])  # the ledger's amounts: rho
+    with pytest.raises(BudgetExceededError, match=r"needs rho 0\.3 .* 0\.22 left of 0\.5 rho"):
+        later.spend(None, "too much", rho=0.3)
+    with pytest.raises(InvalidParameterError, match=r"has a zCDP budget \(rho_budget\), not an epsilon budget"):
+        ppdm.Ledger(path).open_dataset("visits", epsilon_budget=1.0)
