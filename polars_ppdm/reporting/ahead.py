@@ -228,7 +228,8 @@ def ahead_text(ahead: YearAhead) -> str:
         tail = f"no more run fits in the {left:.4g} left: the next ({ahead.refused}) would be refused"
     else:
         tail = (
-            f"{ahead.runs_fit:,} more runs fit in the {left:.4g} left, the last {ahead.last_fit}; "
+            f"{ahead.runs_fit:,} more {'run fits' if ahead.runs_fit == 1 else 'runs fit'} in the {left:.4g} left, "
+            f"the last {ahead.last_fit}; "
             f"the budget runs out then: the run {ahead.refused} would be refused"
         )
     sds = "; ".join(f"{o.release}: running total's SD {sd_summary(o)}" for o in ahead.continual if o.periods)
