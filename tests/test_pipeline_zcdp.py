@@ -240,3 +240,9 @@ def test_ppdm_ledger_sets_a_zcdp_budget_in_rho(tmp_path, capsys):
     assert Ledger(book).status("events")[:2] == (2.5, pytest.approx(0.01))
     assert main(["ledger", "--ledger", str(book), "--dataset", "events", "--set-budget", "0.001"]) != EXIT_OK
     assert "at least what dataset 'events' has spent, 0.01 (spent rho cannot be unspent)" in capsys.readouterr().err
+
+
+def test_the_run_says_what_it_spent_in_rho(tmp_path, capsys):
+    path = _pipeline(tmp_path)
+    assert main(["run", "--no-report", "--as-of", "10", str(path)]) == EXIT_OK
+    assert "spent rho 0.26 (0.74 left of 1)" in capsys.readouterr().out

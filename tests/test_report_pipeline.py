@@ -119,7 +119,7 @@ def test_a_failing_report_fails_the_command_but_keeps_the_outputs(survey, capsys
     monkeypatch.setattr("polars_ppdm.reporting.html.render", broken)
     assert main(["run", "--quiet", str(survey)]) == 1
     err = capsys.readouterr().err
-    assert "The run had succeeded: its outputs are in place and its epsilon spent; only its report was not" in err
+    assert "The run had succeeded: its outputs are in place and its budget spent; only its report was not" in err
     assert "disk full" in err
     out = survey.parent / "out"
     assert (out / "survey_perturbed.parquet").exists()

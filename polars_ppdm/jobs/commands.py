@@ -155,14 +155,14 @@ def _run(args: argparse.Namespace) -> int:
             reports = _write_report(args.pipeline, args.ledger, None)
         except (Exception, KeyboardInterrupt) as error:
             error.add_note(
-                "The run had succeeded: its outputs are in place and its epsilon spent; only its report was not "
+                "The run had succeeded: its outputs are in place and its budget spent; only its report was not "
                 "written (ppdm report writes it)."
             )
             return _fail("run", error)
     try:
         if not args.quiet:
             spent = (
-                f"spent epsilon {result.spent:g}"
+                f"spent {result.unit} {result.spent:g}"
                 if result.new
                 else "identical to an earlier run: spent nothing"
             )
