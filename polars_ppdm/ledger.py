@@ -1357,10 +1357,22 @@ class LedgerAccountant(BudgetAccountant):
 
     @property
     def ledger(self) -> pl.DataFrame:
-        """Every release charged to the dataset, from the ledger: ``release``, ``epsilon``,
-        ``composition``, ``delta``."""
+        """Every release charged to the dataset, from the ledger, as
+        :attr:`BudgetAccountant.ledger` gives them: ``release``, ``epsilon``,
+        ``composition``, ``delta``, ``rho`` (a zCDP dataset records amounts in rho: a
+        Gaussian release has no epsilon, a Laplace one's is ``sqrt(2 rho)``)."""
         table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
-        return table.select(pl.col("step").alias("release"), "epsilon", "composition", "delta")
+        release = pl.col("step").alias("release")
+        if self.accounting != "zcdp":
+            return table.select(release, "epsilon", "composition", "delta", pl.lit(None, pl.Float64).alias("rho"))
+        converted = pl.col("composition").str.contains("epsilon^2/2", literal=True)
+        return table.select(
+            release,
+            pl.when(converted).then((2 * pl.col("epsilon")).sqrt()).alias("epsilon"),
+            "composition",
+            "delta",
+            pl.col("epsilon").alias("rho"),
+        )
 
     def _charge(self, cost: float, delta: float) -> tuple[float, float, str]:
         """What a release of ``cost`` (in the dataset's unit) adds to the spent budget and

@@ -373,7 +373,7 @@ def test_the_accountant_persists_across_sessions(path):
         second.spend(0.3, "right half")
         second.spend(0.1, "a smaller one")
     assert second.spent == pytest.approx(0.8) and first.spent == pytest.approx(0.8)
-    assert second.ledger.drop("delta").rows() == [
+    assert second.ledger.drop("delta", "rho").rows() == [
         ("dp_histogram(x)", 0.5, "sequential"),
         ("left half", 0.2, "parallel: one per half"),
         ("right half", 0.3, "parallel: one per half"),

@@ -176,7 +176,8 @@ def test_a_ledger_accountant_of_a_zcdp_dataset_spends_rho_across_sessions(tmp_pa
     acc.spend(0.4, "a Laplace release")  # rho 0.08
     later = ppdm.Ledger(path).accountant("visits")
     assert later.spent == pytest.approx(0.28) and later.remaining_rho == pytest.approx(0.22)
-    assert later.ledger["epsilon"].to_list() == pytest.approx([0.2, 0.08])  # the ledger's amounts: rho
+    assert later.ledger["rho"].to_list() == pytest.approx([0.2, 0.08])
+    assert later.ledger["epsilon"].to_list() == [None, pytest.approx(0.4)]  # a Gaussian release has none
     with pytest.raises(BudgetExceededError, match=r"needs rho 0\.3 .* 0\.22 left of 0\.5 rho"):
         later.spend(None, "too much", rho=0.3)
     with pytest.raises(InvalidParameterError, match=r"has a zCDP budget \(rho_budget\), not an epsilon budget"):
