@@ -1364,7 +1364,9 @@ class LedgerAccountant(BudgetAccountant):
         table = self._ledger.table(self.dataset).filter(pl.col("step").is_not_null())
         release = pl.col("step").alias("release")
         if self.accounting != "zcdp":
-            return table.select(release, "epsilon", "composition", "delta", pl.lit(None, pl.Float64).alias("rho"))
+            return table.select(
+                release, "epsilon", "composition", "delta", pl.lit(None, pl.Float64).alias("rho")
+            )
         converted = pl.col("composition").str.contains("epsilon^2/2", literal=True)
         return table.select(
             release,

@@ -180,5 +180,7 @@ def test_a_ledger_accountant_of_a_zcdp_dataset_spends_rho_across_sessions(tmp_pa
     assert later.ledger["epsilon"].to_list() == [None, pytest.approx(0.4)]  # a Gaussian release has none
     with pytest.raises(BudgetExceededError, match=r"needs rho 0\.3 .* 0\.22 left of 0\.5 rho"):
         later.spend(None, "too much", rho=0.3)
-    with pytest.raises(InvalidParameterError, match=r"has a zCDP budget \(rho_budget\), not an epsilon budget"):
+    with pytest.raises(
+        InvalidParameterError, match=r"has a zCDP budget \(rho_budget\), not an epsilon budget"
+    ):
         ppdm.Ledger(path).open_dataset("visits", epsilon_budget=1.0)
