@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from polars_ppdm import dp
+
 Z = 5.0  # standard errors in every statistical tolerance
 
 
@@ -56,3 +58,22 @@ def stdout_with_numpy_simd_off(script: str) -> str:
     }
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     return run.stdout.strip()
+
+
+# The DP group-by aggregates as Polars and the SQL macros name them (tests/test_dp_group_by_sql.py,
+# tests/test_gaussian_sql.py): the aggregate, its macro and the macro's extra arguments.
+SQL_SECRET = "5a1f3c9e0b7d2a4866c3e1f09b8d7a25"  # fixed for the tests; not a repeated pattern
+SQL_AGGREGATES = {
+    "count": (lambda: dp.count(), "ppdm_dp_count", ""),
+    "sum": (
+        lambda: dp.sum("spend", bounds=(0, 10)),
+        "ppdm_dp_sum",
+        ", 'spend', contribution_bounds_per_row := [0, 10]",
+    ),
+    "mean": (
+        lambda: dp.mean("spend", bounds=(-2, 10)),
+        "ppdm_dp_avg",
+        ", 'spend', contribution_bounds_per_row := [-2, 10]",
+    ),
+}
+SQL_GROUPS = {"region": ["a", "b", "c", "z"], "zone": [0, 1, 2, 3, 4, 9]}

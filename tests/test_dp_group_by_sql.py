@@ -6,25 +6,11 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from _helpers import SQL_AGGREGATES, SQL_GROUPS, SQL_SECRET
 
 import polars_ppdm as ppdm
-from polars_ppdm import dp
 
-SECRET = "5a1f3c9e0b7d2a4866c3e1f09b8d7a25"  # fixed for the tests; not a repeated pattern
-AGGREGATES = {
-    "count": (lambda: dp.count(), "ppdm_dp_count", ""),
-    "sum": (
-        lambda: dp.sum("spend", bounds=(0, 10)),
-        "ppdm_dp_sum",
-        ", 'spend', contribution_bounds_per_row := [0, 10]",
-    ),
-    "mean": (
-        lambda: dp.mean("spend", bounds=(-2, 10)),
-        "ppdm_dp_avg",
-        ", 'spend', contribution_bounds_per_row := [-2, 10]",
-    ),
-}
-GROUPS = {"region": ["a", "b", "c", "z"], "zone": [0, 1, 2, 3, 4, 9]}
+SECRET, AGGREGATES, GROUPS = SQL_SECRET, SQL_AGGREGATES, SQL_GROUPS
 
 
 @pytest.fixture(scope="module")
