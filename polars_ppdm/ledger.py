@@ -161,6 +161,14 @@ CREATE TABLE ppdm_tree_nodes (
     run_id VARCHAR NOT NULL,
     PRIMARY KEY (dataset, release, grp, level, idx)
 );
+CREATE TABLE ppdm_tree_periods (
+    dataset VARCHAR NOT NULL,
+    release VARCHAR NOT NULL,
+    period BIGINT NOT NULL,
+    digest BIGINT NOT NULL,
+    run_id VARCHAR NOT NULL,
+    PRIMARY KEY (dataset, release, period)
+);
 """
 
 _UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4, 5: _UPGRADE_TO_5}
@@ -303,12 +311,14 @@ class Reservation(NamedTuple):
 
 class TreeUpdate(NamedTuple):
     """A continual release's part of a run's commit (:meth:`Ledger.publish`): its name
-    (the step's label), configuration digest and the nodes the run drew (``group``,
-    ``level``, ``index``, ``value``)."""
+    (the step's label and output), configuration digest, the nodes the run drew
+    (``group``, ``level``, ``index``, ``value``) and the keyed digests of the periods it
+    published first (``period``, ``digest``: no data)."""
 
     release: str
     config: str
     nodes: pl.DataFrame
+    periods: pl.DataFrame
 
 
 class Budget(NamedTuple):
@@ -1118,10 +1128,10 @@ class Ledger:
 
     # --- continual releases ------------------------------------------------------------------
 
-    def tree(self, dataset: str, release: str) -> tuple[str, pl.DataFrame] | None:
-        """The configuration digest and published nodes (``group``, ``level``, ``index``,
-        ``value``) of the continual release ``release`` of ``dataset``, or None if no run
-        has started it."""
+    def tree(self, dataset: str, release: str) -> tuple[str, pl.DataFrame, pl.DataFrame] | None:
+        """The configuration digest, published nodes (``group``, ``level``, ``index``,
+        ``value``) and published periods' digests (``period``, ``digest``) of the continual
+        release ``release`` of ``dataset``, or None if no run has started it."""
         with self._transaction(read_only=True) as con:
             if not self._has_zcdp(con):
                 return None
@@ -1135,12 +1145,17 @@ class Ledger:
                 "ORDER BY level, idx, grp",
                 [dataset, release],
             ).fetchall()
+            periods = con.execute(
+                "SELECT period, digest FROM ppdm_tree_periods WHERE dataset = ? AND release = ? ORDER BY period",
+                [dataset, release],
+            ).fetchall()
         frame = pl.DataFrame(
             nodes,
             schema={"group": pl.UInt32, "level": pl.Int32, "index": pl.Int64, "value": pl.Int64},
             orient="row",
         )
-        return str(row[0]), frame
+        digests = pl.DataFrame(periods, schema={"period": pl.Int64, "digest": pl.Int64}, orient="row")
+        return str(row[0]), frame, digests
 
     def _record_tree(self, con: duckdb.DuckDBPyConnection, run_id: str, update: TreeUpdate) -> None:
         self._upgrade_to(con, 5)
@@ -1179,6 +1194,22 @@ class Ledger:
                     f"Ledger.publish: node ({level}, {index}) of group {group} of the continual release "
                     f"{update.release!r} is already published with another value (another run drew it over other "
                     "data); publishing both would release it twice. Nothing was published: run again."
+                )
+                raise PPDMError(msg)
+        for period, digest in update.periods.iter_rows():
+            found = con.execute(
+                "SELECT digest FROM ppdm_tree_periods WHERE dataset = ? AND release = ? AND period = ?",
+                [dataset[0], update.release, period],
+            ).fetchone()
+            if found is None:
+                con.execute(
+                    "INSERT INTO ppdm_tree_periods VALUES (?, ?, ?, ?, ?)",
+                    [dataset[0], update.release, period, digest, run_id],
+                )
+            elif found[0] != digest:
+                msg = (
+                    f"Ledger.publish: period {period} of the continual release {update.release!r} was published "
+                    "from other rows by another run; nothing was published: run again."
                 )
                 raise PPDMError(msg)
 

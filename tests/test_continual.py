@@ -88,15 +88,36 @@ def test_a_late_run_fills_the_nights_it_missed():
     )
 
 
-def test_changed_data_of_a_published_night_never_redraws_its_nodes():
+def test_changed_rows_of_a_published_night_are_refused_never_redrawn():
     """The attack: publish night 5, change night 5's data (add one person), publish again
     with the same secret. Redrawn noise keyed by the node only would show the exact change;
-    here the published nodes are reused, so nothing about the change comes out."""
+    a published period's rows may not change at all (refused, nothing charged)."""
     log = _log(6)
     first = _release(log, through=5)
     grown = pl.concat([log, pl.DataFrame({"person": [99_999], "region": ["n"], "night": [5]})])
-    again = _release(grown, through=5, state=first.state)
-    assert again.table.equals(first.table)
+    with pytest.raises(
+        InvalidParameterError, match=r"the rows of period 5, already published, are not the rows"
+    ):
+        _release(grown, through=5, state=first.state)
+    # The same rows in another order are the same period.
+    assert _release(log.reverse(), through=5, state=first.state).table.equals(first.table)
+
+
+def test_a_deleted_event_cannot_let_a_person_count_beyond_the_bound():
+    """Found by a new user: 200 people with 5 events on night 0 and 5 on night 1, bound 5.
+    Publish night 0; delete night 0's rows; publish night 1. The first-5 rule would then
+    count each person's night-1 events too: 10 on one level of the tree, the noise sized
+    for 5. Refused: a published period's rows never change."""
+    people = np.repeat(np.arange(200), 10)
+    log = pl.DataFrame({"person": people, "region": ["n"] * 2000, "night": np.tile([0] * 5 + [1] * 5, 200)})
+    args = {"privacy_unit": "person", "max_contributions": 5, "horizon": 8, "rho": 500.0}
+    first = _release(log, through=0, **args)
+    assert first.table.filter(pl.col("region") == "n")["count"][0] == pytest.approx(1000, abs=1)
+    with pytest.raises(InvalidParameterError, match="period 0, already published"):
+        _release(log.filter(pl.col("night") == 1), through=1, state=first.state, **args)
+    # The log as it was: night 1 adds nothing (each person's first 5 events were on night 0).
+    later = _release(log, through=1, state=first.state, **args).table.filter(pl.col("region") == "n")
+    assert later["running_total"][-1] == pytest.approx(1000, abs=1)
 
 
 def test_a_restart_without_the_state_is_a_new_release_charged_again_with_fresh_noise_over_new_data():

@@ -160,18 +160,26 @@ def test_the_tree_is_charged_once_over_the_nights(tmp_path):
     assert book.status("events").spent == pytest.approx(0.27)
 
 
-def test_late_events_of_a_published_night_change_nothing_already_published(tmp_path):
-    """The attack: publish night 9, add one person's events to night 5 (a late arrival),
-    publish night 9 again. Nodes redrawn over the changed data would let the difference
-    of the two tables show the late events exactly; the ledger's nodes are reused."""
+def test_changed_rows_of_a_published_night_are_refused(tmp_path, capsys):
+    """The attack: publish night 9, add one person's events to night 5 (a late arrival) or
+    delete night 5's rows, publish again. Nodes redrawn over the changed data would show
+    the change exactly, and after a deletion later events would take the deleted ones'
+    place beyond max_contributions: refused, nothing published or spent."""
     path = _pipeline(tmp_path, releases=CONTINUAL.format(horizon=365, rho=0.25))
     assert _run(path, "--as-of", "10") == EXIT_OK
     first = pl.read_parquet(tmp_path / "out" / "counts.parquet")
     events = pl.read_parquet(tmp_path / "events.parquet")
+    spent = Ledger(tmp_path / "ledger.duckdb").status("events").spent
     late = pl.DataFrame({"person": [9_999] * 3, "region": ["n"] * 3, "night": [5] * 3})
-    pl.concat([events, late]).write_parquet(tmp_path / "events.parquet")
-    assert _run(path, "--as-of", "10") == EXIT_OK  # new inputs: a new run, nothing new drawn
-    assert pl.read_parquet(tmp_path / "out" / "counts.parquet").equals(first)
+    for changed in (pl.concat([events, late]), events.filter(pl.col("night") != 5)):
+        changed.write_parquet(tmp_path / "events.parquet")
+        assert _run(path, "--as-of", "11") == EXIT_INVALID
+        assert "the rows of period 5, already published, are not the rows" in capsys.readouterr().err
+        assert pl.read_parquet(tmp_path / "out" / "counts.parquet").equals(first)
+        assert Ledger(tmp_path / "ledger.duckdb").status("events").spent == spent
+    # Late events given the next period to publish are fine.
+    pl.concat([events, late.with_columns(night=pl.lit(10, dtype=pl.Int64))]).write_parquet(tmp_path / "events.parquet")
+    assert _run(path, "--as-of", "11") == EXIT_OK
 
 
 def test_a_late_run_fills_the_nights_it_missed(tmp_path):
@@ -239,7 +247,10 @@ def test_ppdm_ledger_sets_a_zcdp_budget_in_rho(tmp_path, capsys):
     assert main(["ledger", "--ledger", str(book), "--dataset", "events", "--set-budget", "2.5"]) == EXIT_OK
     assert Ledger(book).status("events")[:2] == (2.5, pytest.approx(0.01))
     assert main(["ledger", "--ledger", str(book), "--dataset", "events", "--set-budget", "0.001"]) != EXIT_OK
-    assert "at least what dataset 'events' has spent, 0.01 (spent rho cannot be unspent)" in capsys.readouterr().err
+    assert (
+        "at least what dataset 'events' has spent, 0.01 (spent rho cannot be unspent)"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_run_says_what_it_spent_in_rho(tmp_path, capsys):

@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -49,7 +49,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import binary_tree as tree
 from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, contribution_words
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words, table_digest
 from polars_ppdm.secret import SecretLike
 
 __all__ = [
@@ -66,6 +66,7 @@ _FUNC = "dp_continual_counts"
 #: Period lengths for a Date or Datetime ``period`` column, in days.
 EVERY = {"day": 1, "week": 7}
 _NODE_SCHEMA = {"group": pl.UInt32, "level": pl.Int32, "index": pl.Int64, "value": pl.Int64}
+_PERIOD_SCHEMA = {"period": pl.Int64, "digest": pl.Int64}
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,16 @@ class TreeState:
     contribution bound): a state is refused by any other release.  ``nodes``: ``group``
     (its position in the public groups), ``level``, ``index`` and the noisy ``value``.
     A node is drawn once: a later call takes it from here, whatever the data say then.
-    Keep it as the release does (a pipeline keeps it in its ledger): without it the
-    release cannot go on (a call without it starts a new release, charged again).
+    ``periods``: a keyed digest of the rows of every period published (``period``,
+    ``digest``; no data), so that a later call refuses an event log whose published
+    periods changed.  Keep it as the release does (a pipeline keeps it in its ledger):
+    without it the release cannot go on (a call without it starts a new release, charged
+    again).
     """
 
     config: str
     nodes: pl.DataFrame
+    periods: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_PERIOD_SCHEMA))
 
 
 class ContinualResult(NamedTuple):
@@ -193,12 +198,12 @@ def dp_continual_counts(
     node's noise is drawn once (discrete Gaussian, keyed by the secret, the group, the
     node and a digest of the true values of the nodes drawn with it): a re-run of a
     period gives the same figures, and a late run publishes the periods it missed.  The
-    event log is expected to grow only: a unit's first events in time are then never
-    displaced by later ones, so the nodes of one level together count at most
-    ``max_contributions`` of its events, whenever each was drawn (a deleted event could
-    let a unit count more).  Rows dated after ``through`` wait for
-    their period; data of a period already published is never read again into its
-    nodes (a late event of a past period is counted nowhere).
+    event log must only grow: a unit's first events in time are then never displaced by
+    later ones, so the nodes of one level together count at most ``max_contributions``
+    of its events, whenever each was drawn.  A keyed digest of every published period's
+    rows is kept in ``state``, and a call whose published periods have other rows
+    (events deleted, or added late) is refused: give late events the next period.  Rows dated after ``through`` wait for
+    their period.
 
     Parameters
     ----------
@@ -298,10 +303,17 @@ def dp_continual_counts(
         charge(accountant, None, label, _FUNC, rho=rho, check_only=True)
     key = release_secret(secret, _FUNC)
 
-    counts = _period_counts(frame, schema, by, groups, period, start, every, through, privacy_unit, k, key)
+    counts, digests = _period_counts(
+        frame, schema, by, groups, period, start, every, through, privacy_unit, k, key
+    )
+    if state is not None:
+        _check_published_periods(state, digests)
     if state is None:
         charge(accountant, None, label, _FUNC, rho=rho)
         state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
+    known = state.periods["period"].max()
+    fresh = digests.filter(pl.col("period") > (-1 if known is None else known))
+    state = TreeState(state.config, state.nodes, pl.concat([state.periods, fresh]))
     nodes = tree.complete_nodes(horizon, through)
     noisy, state = _noisy_nodes(state, nodes, counts, horizon, sigma, key, label)
     periods, totals = tree.tree_estimate(noisy, horizon, through)
@@ -348,9 +360,10 @@ def _period_counts(
     unit: str | None,
     k: int,
     secret: bytes,
-) -> np.ndarray:
+) -> tuple[np.ndarray, pl.DataFrame]:
     """The (groups, through + 1) counts of the events kept: each unit's first ``k`` in
-    time up to ``through`` (ties by the keyed contribution word)."""
+    time up to ``through`` (ties by the keyed contribution word); and the keyed digest of
+    every period's rows, all of them (:func:`_period_digests`)."""
     (number, word, rank) = fresh_names([*schema.names(), *by], "__ppdm_group", "__ppdm_word", "__ppdm_rank")
     (at,) = fresh_names([*schema.names(), number, word, rank], "__ppdm_period")
     lazy = as_lazy(frame).with_columns(period_index(period, schema[period], start, every).alias(at))
@@ -367,6 +380,7 @@ def _period_counts(
         msg = f"{_FUNC}: some rows are dated before period 0 (before 'start'); a release counts periods 0 .. horizon - 1 only ({NOT_CHARGED})."
         raise InvalidParameterError(msg)
     known = lazy.filter(pl.col(at) <= through)
+    digests = _period_digests(known, at, by, unit, through, secret)
     if unit is not None:
         fields = [
             pl.col(unit).alias("unit"),
@@ -402,7 +416,66 @@ def _period_counts(
     )
     counts = np.zeros((groups.height, through + 1), dtype=np.int64)
     counts[counted[number].to_numpy().astype(np.int64), counted[at].to_numpy()] = counted["n"].to_numpy()
-    return counts
+    return counts, digests
+
+
+def _period_digests(
+    rows: pl.LazyFrame, at: str, by: list[str], unit: str | None, through: int, secret: bytes
+) -> pl.DataFrame:
+    """A keyed multiset digest of each period's rows (its unit, group and period), for
+    the periods ``0 .. through``, empty ones too: the same rows in any order give the same
+    digest (:func:`polars_ppdm.kernels.release_key.table_digest`); no one without the
+    secret learns anything from it but equality."""
+    fields = [pl.col(at).alias("at"), *(pl.col(c).alias(f"g{i}") for i, c in enumerate(by))]
+    if unit is not None:
+        fields.append(pl.col(unit).alias("unit"))
+
+    def words(batch_rows: pl.Series) -> pl.Series:
+        batch = batch_rows.struct.unnest()
+        group = group_words(secret, batch.select(f"g{i}" for i in range(len(by))))
+        units = (
+            row_keys(batch["unit"].rename(unit), func=_FUNC)
+            if unit is not None
+            else np.zeros(batch.height, dtype=np.uint64)
+        )
+        return pl.Series(row_words(secret, [batch["at"].to_numpy(), group, units]), dtype=pl.UInt64)
+
+    table = rows.select(
+        pl.col(at).alias("period"),
+        pl.struct(fields).map_batches(words, return_dtype=pl.UInt64, is_elementwise=True).alias("word"),
+    ).collect()
+    periods = table["period"].to_numpy()
+    order = np.argsort(periods, kind="stable")
+    periods, word = periods[order], table["word"].to_numpy()[order]
+    out = []
+    for p in range(through + 1):
+        lo, hi = np.searchsorted(periods, [p, p + 1])
+        total = int(np.sum(word[lo:hi], dtype=np.uint64))  # wraps modulo 2^64
+        out.append(finish_digest(secret, total, int(hi - lo)))
+    digests = np.array(out, dtype=np.uint64).view(np.int64)
+    return pl.DataFrame(
+        {"period": np.arange(through + 1, dtype=np.int64), "digest": digests}, schema=_PERIOD_SCHEMA
+    )
+
+
+def _check_published_periods(state: TreeState, digests: pl.DataFrame) -> None:
+    """Refuse an event log whose published periods have other rows than when they were
+    published: a deleted event would let a person count more than max_contributions
+    (later events would take its place), and a late one would go only into nodes drawn
+    later."""
+    joined = state.periods.join(digests, on="period", how="inner", suffix="_now")
+    changed = joined.filter(pl.col("digest") != pl.col("digest_now"))["period"].to_list()
+    if changed:
+        msg = (
+            f"{_FUNC}: the rows of period {min(changed)}, already published, are not the rows it was published "
+            f"from ({len(changed)} published period(s) changed: rows deleted or added late). A continual release "
+            "needs an event log whose published periods never change: after a deletion a person's later events "
+            "would take the deleted one's place and count beyond max_contributions, and a late event would "
+            "reach only the nodes drawn after it. Give late events the current period (e.g. max(period, the "
+            "next one to publish)); to remove events, start a new release (a new output, charged anew) "
+            f"({NOT_CHARGED})."
+        )
+        raise InvalidParameterError(msg)
 
 
 def _noisy_nodes(
@@ -454,7 +527,7 @@ def _noisy_nodes(
             },
             schema=_NODE_SCHEMA,
         )
-        state = TreeState(state.config, pl.concat([state.nodes, added]))
+        state = TreeState(state.config, pl.concat([state.nodes, added]), state.periods)
     return noisy, state
 
 

@@ -259,9 +259,9 @@ def _continual(
         secret=secret,
         state=state,
     )
-    before = 0 if state is None else state.nodes.height
-    drawn = result.state.nodes.slice(before)
-    return result.table, TreeUpdate(tree_name(pipeline, label), result.state.config, drawn)
+    drawn = result.state.nodes.slice(0 if state is None else state.nodes.height)
+    first = result.state.periods.slice(0 if state is None else state.periods.height)
+    return result.table, TreeUpdate(tree_name(pipeline, label), result.state.config, drawn, first)
 
 
 def check_engine(chosen: str | None, in_file: str) -> str:
