@@ -178,7 +178,9 @@ def test_changed_rows_of_a_published_night_are_refused(tmp_path, capsys):
         assert pl.read_parquet(tmp_path / "out" / "counts.parquet").equals(first)
         assert Ledger(tmp_path / "ledger.duckdb").status("events").spent == spent
     # Late events given the next period to publish are fine.
-    pl.concat([events, late.with_columns(night=pl.lit(10, dtype=pl.Int64))]).write_parquet(tmp_path / "events.parquet")
+    pl.concat([events, late.with_columns(night=pl.lit(10, dtype=pl.Int64))]).write_parquet(
+        tmp_path / "events.parquet"
+    )
     assert _run(path, "--as-of", "11") == EXIT_OK
 
 
@@ -257,3 +259,40 @@ def test_the_run_says_what_it_spent_in_rho(tmp_path, capsys):
     path = _pipeline(tmp_path)
     assert main(["run", "--no-report", "--as-of", "10", str(path)]) == EXIT_OK
     assert "spent rho 0.26 (0.74 left of 1)" in capsys.readouterr().out
+
+
+def test_as_of_may_not_go_back_over_new_data(tmp_path, capsys):
+    """Found by a new user: --as-of 1 after --as-of 4 overwrote the published table with
+    period 0 alone (and charged the nightly steps again). Refused unless it is the
+    identical earlier run."""
+    path = _pipeline(tmp_path)
+    assert _run(path, "--as-of", "4") == EXIT_OK
+    assert _run(path, "--as-of", "5") == EXIT_OK
+    published = pl.read_parquet(tmp_path / "out" / "counts.parquet")
+    assert _run(path, "--as-of", "4") == EXIT_OK  # the identical earlier run: reproduced, free
+    assert _run(path, "--as-of", "5") == EXIT_OK
+    events = pl.read_parquet(tmp_path / "events.parquet")
+    extra = pl.DataFrame({"person": [1], "region": ["n"], "night": [39]}, schema=events.schema)
+    pl.concat([events, extra]).write_parquet(tmp_path / "events.parquet")
+    spent = Ledger(tmp_path / "ledger.duckdb").status("events").spent
+    assert _run(path, "--as-of", "3") == EXIT_INVALID
+    assert "has published periods up to 4; --as-of would publish only up to 2" in capsys.readouterr().err
+    assert pl.read_parquet(tmp_path / "out" / "counts.parquet").equals(published)
+    assert Ledger(tmp_path / "ledger.duckdb").status("events").spent == spent
+
+
+def test_the_budget_change_a_refusal_suggests_works(tmp_path, capsys):
+    """Found by a new user: an (epsilon, delta) zCDP budget edited from 8 to 10 was shown as
+    the rho rounded to 6 digits, and the command suggested with it did not match."""
+    budget = 'epsilon_budget = {}\ndelta_budget = 1e-6\naccounting = "zcdp"'
+    path = _pipeline(tmp_path, budget.format(8.0), releases=HISTOGRAM.format(noise="epsilon = 0.5"))
+    assert _run(path) == EXIT_OK
+    _pipeline(tmp_path, budget.format(10.0), releases=HISTOGRAM.format(noise="epsilon = 0.5"))
+    assert main(["plan", str(path)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert f"the pipeline file says 10 (with its delta_budget: rho {rho_for(10.0, 1e-6)!r})" in err
+    suggested = err.split("To change it: ppdm ledger ")[1].split(" (never below")[0]
+    args = [a.strip("'") for a in suggested.split()]
+    assert main(["ledger", *args]) == EXIT_OK
+    capsys.readouterr()
+    assert main(["plan", str(path)]) == EXIT_OK

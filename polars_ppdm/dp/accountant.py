@@ -295,8 +295,9 @@ class BudgetAccountant:
             return check_epsilon(epsilon, release)
         if delta:
             msg = (
-                f"{release!r} needs delta {delta:g} (partition selection), which a zCDP accountant does not "
-                "compose; give the release public groups, or account in pure epsilon; nothing was released."
+                f"{release!r} needs delta {delta:g}, which a zCDP accountant does not compose (a delta of its "
+                "own, e.g. dp_group_by's partition selection: give the release public groups), or account in pure "
+                "epsilon; nothing was released."
             )
             raise BudgetExceededError(msg)
         if rho is not None:

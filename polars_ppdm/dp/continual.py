@@ -202,8 +202,8 @@ def dp_continual_counts(
     later ones, so the nodes of one level together count at most ``max_contributions``
     of its events, whenever each was drawn.  A keyed digest of every published period's
     rows is kept in ``state``, and a call whose published periods have other rows
-    (events deleted, or added late) is refused: give late events the next period.  Rows dated after ``through`` wait for
-    their period.
+    (events deleted, or added late) is refused: give late events the next period.  Rows
+    dated after ``through`` wait for their period.
 
     Parameters
     ----------

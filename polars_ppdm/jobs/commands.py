@@ -379,9 +379,9 @@ def add_commands(subparsers: Any) -> None:
     ledger.add_argument(
         "--set-budget",
         type=float,
-        metavar="EPSILON",
-        help="change the dataset's total epsilon budget (with --dataset; never below what it has spent), "
-        "then print the ledger",
+        metavar="BUDGET",
+        help="change the dataset's total budget, in its unit: epsilon, or rho for a zCDP dataset (with "
+        "--dataset; never below what it has spent), then print the ledger",
     )
     ledger.add_argument(
         "--set-delta-budget",

@@ -503,27 +503,32 @@ class DPContinualCounts(_Grouped):
             if not isinstance(as_of, int) or isinstance(as_of, bool):
                 msg = (
                     f"{self.title} counts period numbers (no 'start'): give the current period's number, "
-                    f"`ppdm run --as-of N` (periods 0 .. N-1 are published). Got {as_of!r}."
+                    f"`ppdm run --as-of N` (periods 0 .. N-1 are published). Got {_as_of_text(as_of)}."
                 )
                 raise PipelineError(msg)
             current = as_of
         else:
             day = dt.datetime.now(dt.UTC).date() if as_of is None else as_of
             if not isinstance(day, dt.date):
-                msg = f"{self.title} has dated periods (start = {self.start}): --as-of must be a date (YYYY-MM-DD). Got {as_of!r}."
+                msg = f"{self.title} has dated periods (start = {self.start}): --as-of must be a date (YYYY-MM-DD). Got {_as_of_text(as_of)}."
                 raise PipelineError(msg)
             current = (day - self.start).days // (7 if self.every == "week" else 1)
         if current < 1:
-            msg = f"{self.title}: no period is complete as of {as_of!r} (period 0 ends later); nothing to publish yet."
+            msg = f"{self.title}: no period is complete as of {_as_of_text(as_of)} (period 0 ends later); nothing to publish yet."
             raise PipelineError(msg)
         if current > self.horizon:
             msg = (
-                f"{self.title}: as of {as_of!r} the release's horizon of {self.horizon} periods is over; a "
+                f"{self.title}: as of {_as_of_text(as_of)} the release's horizon of {self.horizon} periods is over; a "
                 "continual release never publishes past its horizon (start a new release: a new step with its "
                 "own output and budget)."
             )
             raise PipelineError(msg)
         return current - 1
+
+
+def _as_of_text(as_of: dt.date | int | None) -> str:
+    """``--as-of`` as the user wrote it (a date as YYYY-MM-DD; none: today)."""
+    return "today (UTC)" if as_of is None else str(as_of)
 
 
 ReleaseStep = Annotated[

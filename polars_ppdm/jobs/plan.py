@@ -71,11 +71,17 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
         ("delta_budget", dataset.delta_budget, held.delta, "--set-delta-budget"),
     ):
         if asked is not None and not _math.isclose(asked, recorded, rel_tol=1e-12, abs_tol=0.0):
+            # A converted (epsilon, delta) zCDP budget is compared as the rho it means.
+            converted = field_name == "epsilon_budget" and dataset.zcdp
+            says = f"{getattr(dataset, field_name):g}" + (
+                f" (with its delta_budget: rho {asked!r})" if converted else ""
+            )
+            keep = f"rho_budget = {recorded!r}" if converted else f"{recorded!r}"
             return (
-                f"[dataset], field {field_name!r}: the pipeline file says {asked:g} but the ledger {str(path)!r} "
-                f"holds {recorded:g} for dataset {dataset.name!r}, and the ledger's holds (a budget is changed on "
+                f"[dataset], field {field_name!r}: the pipeline file says {says} but the ledger {str(path)!r} "
+                f"holds {recorded!r} for dataset {dataset.name!r}, and the ledger's holds (a budget is changed on "
                 f"purpose, not by editing a file). To change it: ppdm ledger --ledger {str(path)!r} --dataset "
-                f"{dataset.name!r} {option} {asked:g} (never below what is spent); or write {recorded:g} in the file."
+                f"{dataset.name!r} {option} {asked!r} (never below what is spent); or write {keep} in the file."
             )
     return None
 

@@ -758,6 +758,23 @@ def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
                 raise PipelineError(msg) from None
 
 
+def check_not_backwards(pipeline: Pipeline, throughs: dict[str, int], book: Any) -> None:
+    """Refuse a new run that would publish a continual release through an earlier period
+    than the ledger says it has published (``--as-of`` going back would overwrite the
+    published table with a shorter one); an identical re-run of an earlier run is fine
+    (it reproduces that run's bits and spends nothing)."""
+    for label, through in throughs.items():
+        held = book.tree(pipeline.dataset.name, tree_name(pipeline, label))
+        latest = None if held is None else held[2]["period"].max()
+        if latest is not None and through < int(latest):
+            msg = (
+                f"{label}: the release has published periods up to {latest}; --as-of would publish only up to "
+                f"{through}, overwriting its table with an older one. Give --as-of {int(latest) + 1} or later "
+                "(or re-run the identical earlier run: same inputs and --as-of, which spends nothing)."
+            )
+            raise PipelineError(msg)
+
+
 def check_continual_state(pipeline: Pipeline, schema: pl.Schema, book: Any) -> None:
     """Each continual release's period column against ``start``, and its configuration
     against the tree the ledger keeps (a release's groups, horizon, rho and bound never
@@ -920,6 +937,8 @@ def run_pipeline(
     for item, digest in zip(inputs, pinned.fingerprints, strict=True):
         item.fingerprint = digest
     this_run = run_id(pipeline, pinned.fingerprints, secret, throughs)
+    if book.run_spent(this_run) is None:
+        check_not_backwards(pipeline, throughs, book)
 
     manifest = Manifest(
         pipeline=str(source),
