@@ -237,3 +237,20 @@ def test_running_total_rmse_over_365_nights_matches_theory():
         se = math.sqrt(e2.var() / (4 * len(e2) * mse))
         assert abs(math.sqrt(mse) - sd[night]) <= 5 * se, (night, math.sqrt(mse), sd[night], se)
     del truth
+
+
+def test_a_release_is_continued_only_under_its_secret():
+    state = _release(_log(3), through=1).state
+    with pytest.raises(InvalidParameterError, match="needs the secret it started with"):
+        ppdm.dp_continual_counts(
+            _log(3),
+            "region",
+            period="night",
+            through=2,
+            horizon=30,
+            rho=0.5,
+            public_groups=GROUPS,
+            state=state,
+        )
+    with pytest.raises(InvalidParameterError, match="period 0, already published"):
+        _release(_log(3), through=2, state=state, secret=ppdm.Secret.for_tests(6))

@@ -236,8 +236,9 @@ def dp_continual_counts(
     max_contributions : int
         Events per unit over the horizon (>= 1): the noise grows in proportion.
     secret : Secret, bytes, hex str, 'env:NAME' or None
-        The secret (None: fresh OS entropy, and the release cannot be continued
-        reproducibly).  Guessable secrets are refused.
+        The secret (None: fresh OS entropy, and the release cannot be continued: a
+        call with ``state`` needs the secret the release started with).  Guessable
+        secrets are refused.
     accountant : BudgetAccountant, optional
         Charged ``rho`` when the release starts (a zCDP accountant; a pure-epsilon one
         refuses a rho).
@@ -298,6 +299,12 @@ def dp_continual_counts(
     label = f"{_FUNC}({', '.join(by)})"
     config = _config(label, groups, horizon, rho, k)
     state = _check_state(state, config)
+    if state is not None and secret is None:
+        msg = (
+            f"{_FUNC}: continuing a release (state=) needs the secret it started with; secret=None draws a new "
+            f"one, under which its published periods cannot be recognised ({NOT_CHARGED})."
+        )
+        raise InvalidParameterError(msg)
     check_accountant(accountant, _FUNC)
     if state is None:
         charge(accountant, None, label, _FUNC, rho=rho, check_only=True)
@@ -468,7 +475,7 @@ def _check_published_periods(state: TreeState, digests: pl.DataFrame) -> None:
     if changed:
         msg = (
             f"{_FUNC}: the rows of period {min(changed)}, already published, are not the rows it was published "
-            f"from ({len(changed)} published period(s) changed: rows deleted or added late). A continual release "
+            f"from ({len(changed)} published period(s) changed: rows deleted or added late; or the secret is not the release's). A continual release "
             "needs an event log whose published periods never change: after a deletion a person's later events "
             "would take the deleted one's place and count beyond max_contributions, and a late event would "
             "reach only the nodes drawn after it. Give late events the current period (e.g. max(period, the "
