@@ -104,6 +104,7 @@ def test_a_rho_budget_is_charged_in_rho_and_shown_as_epsilon_delta(tmp_path, cap
     assert (held.accounting, held.unit, held.epsilon, held.spent) == ("zcdp", "rho", 1.0, pytest.approx(0.26))
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["rho"]["total"] == pytest.approx(0.26)
+    assert manifest["steps"][0]["periods_published"] == [0, 9]  # --as-of 10
     assert manifest["rho"]["epsilon_of_this_run"] == pytest.approx(rho_to_epsilon(0.26, 1e-6))
     assert main(["ledger", "--ledger", str(tmp_path / "ledger.duckdb")]) == EXIT_OK
     text = capsys.readouterr().out

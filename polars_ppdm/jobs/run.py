@@ -957,6 +957,12 @@ def run_pipeline(
                 "parameters": step.parameters(),
                 "epsilon": step_epsilon(step),
                 **({"rho": rho} if (rho := step_rho(step)) is not None else {}),
+                # A continual release: the periods this run published (from --as-of).
+                **(
+                    {"periods_published": [0, throughs[label]]}
+                    if (label := step_label(section, index, step)) in throughs
+                    else {}
+                ),
                 **(
                     {"charge": note}
                     if (note := step_charge_note(step, pipeline.dataset.key)) is not None
