@@ -155,7 +155,9 @@ __ppdm_ranked_rows AS (
     SELECT *, row_number() OVER (
         ORDER BY __ppdm_x, ppdm_prf_word(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR || '/ties', __ppdm_key)
     ) AS __ppdm_r
-    FROM __ppdm_base WHERE __ppdm_x IS NOT NULL
+    -- Joined to the checks so that they run first (DuckDB 1.5 called the UDF before them,
+    -- which then named a null key where the argument was the wrong type).
+    FROM __ppdm_base SEMI JOIN __ppdm_stats ON __ppdm_stats.__ppdm_b IS NOT NULL WHERE __ppdm_x IS NOT NULL
 ),
 __ppdm_released AS (
     SELECT r.* EXCLUDE (__ppdm_r), s.__ppdm_v FROM __ppdm_ranked_rows r JOIN __ppdm_sample s ON s.__ppdm_r = r.__ppdm_r

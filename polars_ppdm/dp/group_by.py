@@ -642,6 +642,10 @@ def _release(
             request.epsilons["__select"], request.delta, request.max_groups
         )
         groups, words = groups.filter(pl.Series(keep)), words[keep]
+        # In the order of their keys: the hash table's order is neither stable across
+        # runs (Polars 1.34) nor free of the data (it follows the rows' order).
+        order = groups.select(pl.arg_sort_by([_sort_key(groups[c]) for c in by], nulls_last=True)).to_series()
+        groups, words = groups[order], words[order.to_numpy()]
     out: dict[str, pl.Series] = {c: groups[c] for c in by}
     rows = groups[request.helpers.rows].cast(pl.Int64).to_numpy()
     counts: dict[str, np.ndarray] = {}
@@ -680,6 +684,13 @@ def _release(
             for suffix, values in zip(INTERVAL_SUFFIXES, (spread, low, high), strict=True):
                 out[a.name + suffix] = pl.Series(a.name + suffix, np.asarray(values, dtype=np.float64))
     return pl.DataFrame(out)
+
+
+def _sort_key(column: pl.Series) -> pl.Series:
+    """What a group column sorts by: a Categorical by its text (its physical codes follow
+    the order the data met them in), any other group dtype by itself (an Enum by its
+    declared order)."""
+    return column.cast(pl.String) if column.dtype == pl.Categorical else column
 
 
 def _mean(
@@ -809,8 +820,8 @@ def dp_group_by(
     polars.DataFrame or polars.LazyFrame
         One row per released group: the ``by`` columns, then each aggregate's column
         (count Int64, sum and mean Float64) and, with ``intervals``, its accuracy
-        columns.  Public groups come in their given order; selected groups in no
-        promised order (sort them).
+        columns.  Public groups come in their given order; selected groups in the order of
+        their ``by`` values (nulls last), never in an order that follows the rows.
 
     Examples
     --------
