@@ -1,13 +1,16 @@
-"""Paper 004 reproduction: DPQT k-means against DPLloyd, EUG, diffprivlib and k-means.
+"""Paper 004 reproduction: DPQT k-means against DPLloyd, DPk-means++, IDPk-means, EUG,
+diffprivlib and k-means.
 
 Run ``python benchmarks/dpqt_kmeans.py`` (needs the ``eval`` extra; diffprivlib, the
 ``peers`` extra, is compared when installed).  Data: ``../shared/data/`` unbalance (k=8),
 s1 (k=15) and a1 (k=20); epsilon in {0.01, 0.05, 0.1, 0.5, 1}; ``--runs`` runs each
 (default 30, one fresh secret per run).  Public bounds: a round box around each set
 (below); in a deployment they come from what is known about the domain, never from the
-data.  Prints mean NICV per method, DPQT's ratio to DPLloyd, to diffprivlib and to
-non-private k-means, and RCP against EUG.  Then the speed: DPQT k-means on 1M 2-D points
-against diffprivlib's KMeans, in the same run.
+data.  Prints mean NICV per method, DPQT's ratio to DPLloyd, DPk-means++, IDPk-means,
+diffprivlib and non-private k-means, and RCP against EUG.  DPk-means++ and IDPk-means are
+the paper's two other baselines as its citations describe them (``baselines_004.py``
+beside this file states what had to be assumed).  Then the speed: DPQT k-means on 1M 2-D
+points against diffprivlib's KMeans, in the same run.
 
 diffprivlib 0.6.6 fails to import with scikit-learn 1.9 (it reads ``sklearn.tree._tree``
 names that moved); :func:`import_diffprivlib` sets them first.
@@ -18,9 +21,11 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import polars as pl
+from baselines_004 import dp_kmeans_pp, idp_kmeans  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 from polars_ppdm.datasets import find_shared_data
@@ -28,6 +33,9 @@ from polars_ppdm.metrics import nicv, rcp
 
 SETS = {"unbalance": (8, (0.0, 600_000.0)), "s1": (15, (0.0, 1_000_000.0)), "a1": (20, (0.0, 70_000.0))}
 EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)
+# Paper 004's DPk-means++ (its ref. [15]) and IDPk-means (ref. [11]): baselines_004.py.
+BASELINES = {"DPk-means++": dp_kmeans_pp, "IDPk-means": idp_kmeans}
+LIBRARY_METHODS = {"DPQT": "quadtree", "DPQT refined": "quadtree_refined", "DPLloyd": "lloyd", "EUG": "grid"}
 
 
 def import_diffprivlib():
@@ -51,7 +59,9 @@ def load(name: str) -> np.ndarray:
     return np.loadtxt(path)
 
 
-def centres_of(method: str, frame, k, eps, bounds, run, peer):
+def centres_of(
+    method: str, frame: pl.DataFrame, k: int, eps: float, bounds: tuple[float, float], run: int, peer: Any
+) -> np.ndarray | None:
     if method == "diffprivlib":
         lows, highs = [bounds[0]] * 2, [bounds[1]] * 2
         with warnings.catch_warnings():
@@ -61,7 +71,13 @@ def centres_of(method: str, frame, k, eps, bounds, run, peer):
                 .fit(frame.to_numpy())
                 .cluster_centers_
             )
-    method = {"DPQT": "quadtree", "DPQT refined": "quadtree_refined", "DPLloyd": "lloyd", "EUG": "grid"}[method]
+    if method in BASELINES:
+        return (
+            BASELINES[method](
+                frame, ["x", "y"], k=k, epsilon=eps, bounds=[bounds] * 2, secret=ppdm.new_secret()
+            )
+        ).centres
+    method = LIBRARY_METHODS[method]
     try:
         fit = ppdm.dp_kmeans(
             frame, ["x", "y"], k=k, epsilon=eps, bounds=[bounds] * 2, method=method, secret=ppdm.new_secret()
@@ -81,14 +97,14 @@ def main() -> None:
     from sklearn.cluster import KMeans
 
     peer = import_diffprivlib()
-    methods = ["DPQT", "DPQT refined", "DPLloyd", "EUG"] + (["diffprivlib"] if peer else [])
+    methods = ["DPQT", "DPQT refined", "DPLloyd", *BASELINES, "EUG"] + (["diffprivlib"] if peer else [])
     rows = []
     for name, (k, bounds) in SETS.items():
         points = load(name)
         frame = pl.DataFrame({"x": points[:, 0], "y": points[:, 1]})
         plain = nicv(points, KMeans(k, n_init=10, random_state=0).fit(points).cluster_centers_)
         for eps in EPSILONS:
-            row = {"data": name, "epsilon": eps}
+            row: dict[str, Any] = {"data": name, "epsilon": eps}
             for method in methods:
                 scores = []
                 for run in range(args.runs):
@@ -97,6 +113,8 @@ def main() -> None:
                         scores.append(nicv(points, centres))
                 row[method] = float(np.mean(scores)) if len(scores) == args.runs else float("nan")
             row["DPQT / DPLloyd"] = row["DPQT"] / row["DPLloyd"]
+            for baseline in BASELINES:
+                row[f"DPQT / {baseline}"] = row["DPQT"] / row[baseline]
             if peer:
                 row["DPQT / diffprivlib"] = row["DPQT"] / row["diffprivlib"]
             row["DPQT / k-means"] = row["DPQT"] / plain
@@ -132,7 +150,9 @@ def main() -> None:
         big = rng.normal(0, 1, (args.speed_rows, 2)) + rng.integers(0, 5, (args.speed_rows, 1)) * 3
         frame = pl.DataFrame({"x": big[:, 0], "y": big[:, 1]})
         started = time.perf_counter()
-        ppdm.dp_kmeans(frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, secret=ppdm.Secret.for_tests(1))
+        ppdm.dp_kmeans(
+            frame, ["x", "y"], k=5, epsilon=1.0, bounds=[(-5, 20)] * 2, secret=ppdm.Secret.for_tests(1)
+        )
         ours = time.perf_counter() - started
         started = time.perf_counter()
         with warnings.catch_warnings():
