@@ -376,8 +376,12 @@ def _group_by(
 
         aggregate = {
             "count": aggregates.count(),
+            "count_units": aggregates.count_units(),
             "sum": aggregates.sum("value", bounds=(0, 100)),
             "mean": aggregates.mean("value", bounds=(0, 100)),
+            "variance": aggregates.variance("value", bounds=(0, 100)),
+            # 101 candidates (every unit): the new unit's values (100) pull the median up.
+            "median": aggregates.median("value", bounds=(0, 100), candidates=101),
         }[kind]
         groups: dict[str, Any] = (
             {"delta": 1e-6} if selection else {"public_groups": pl.DataFrame({"group": ["a", "b", "c", "d"]})}
@@ -445,6 +449,23 @@ DP_RELEASES: tuple[AuditedRelease, ...] = (
         touched="a",
     ),
     AuditedRelease("dp_continual_counts", 1.0, _continual, _point_unit, None, touched=("a", 9)),
+    # Issue 29's aggregates: a unit counts once per group; a variance is not linear in the
+    # data and a quantile is a choice (no sensitivity: the event test and the untouched
+    # groups' replay only).
+    AuditedRelease("dp_group_by count_units", 1.0, _group_by("count_units"), _point_unit, 1.0, touched="a"),
+    AuditedRelease("dp_group_by variance", 1.0, _group_by("variance"), _point_unit, None, touched="a"),
+    AuditedRelease("dp_group_by median", 1.0, _group_by("median"), _point_unit, None, touched="a"),
+    AuditedRelease(
+        "dp_group_by median selected", 1.0, _group_by("median", selection=True), _point_unit, None
+    ),
+    AuditedRelease(
+        "dp_group_by variance gaussian",
+        1.0,
+        _group_by("variance", mechanism="gaussian"),
+        _point_unit,
+        None,
+        touched="a",
+    ),
 )
 
 

@@ -2,7 +2,17 @@
 quadtree, k-means (paper 004); their accounting (pure epsilon or zCDP)."""
 
 from polars_ppdm.dp.accountant import BudgetAccountant
-from polars_ppdm.dp.aggregates import DPAggregate, count, mean, sum
+from polars_ppdm.dp.aggregates import (
+    DPAggregate,
+    count,
+    count_units,
+    mean,
+    median,
+    quantile,
+    std,
+    sum,
+    variance,
+)
 from polars_ppdm.dp.consistency import consistent_totals
 from polars_ppdm.dp.continual import ContinualResult, TreeState, dp_continual_counts
 from polars_ppdm.dp.group_by import dp_group_by
@@ -18,11 +28,16 @@ __all__ = [
     "TreeState",
     "consistent_totals",
     "count",
+    "count_units",
     "dp_continual_counts",
     "dp_group_by",
     "dp_histogram",
     "dp_kmeans",
     "dp_quadtree",
     "mean",
+    "median",
+    "quantile",
+    "std",
     "sum",
+    "variance",
 ]

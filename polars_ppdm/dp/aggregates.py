@@ -1,27 +1,47 @@
-"""The aggregates of :func:`polars_ppdm.dp_group_by`: ``dp.count()``, ``dp.sum(col, bounds=...)``,
-``dp.mean(col, bounds=...)``.
+"""The aggregates of :func:`polars_ppdm.dp_group_by`: ``dp.count()``, ``dp.count_units()``,
+``dp.sum(col, bounds=...)``, ``dp.mean(col, bounds=...)``, ``dp.variance`` and ``dp.std``
+(population), ``dp.quantile(col, q, bounds=...)`` and ``dp.median``.
 
 Each is a description (what to compute, over which public bounds, with which share of
 epsilon), checked when it is made; :func:`polars_ppdm.dp_group_by` computes them all in
-one lazy query.  Named after Polars' expressions (``pl.len()``, ``pl.col(c).sum()``) and
-BigQuery's differentially private aggregates (``COUNT``, ``SUM``, ``AVG`` with
-``contribution_bounds_per_row``).
+one lazy query.  Named after Polars' expressions (``pl.len()``, ``pl.col(c).sum()``,
+``pl.col(c).quantile(q)``) and BigQuery's differentially private aggregates (``COUNT``,
+``COUNT(DISTINCT unit)``, ``SUM``, ``AVG``, ``VAR_POP``, ``STDDEV_POP``,
+``PERCENTILE_CONT`` with ``contribution_bounds_per_row``).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
-from polars_ppdm._validation import is_real
+import numpy as np
+
+from polars_ppdm._validation import is_count, is_real
 from polars_ppdm.dp.accountant import check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import grid_of, to_grid
 
-__all__ = ["DPAggregate", "count", "mean", "sum"]
+__all__ = ["DPAggregate", "count", "count_units", "mean", "median", "quantile", "std", "sum", "variance"]
 
-Kind = Literal["count", "sum", "mean"]
+Kind = Literal["count", "count_units", "sum", "mean", "variance", "std", "quantile"]
+
+#: Kinds whose values are summed on a grid (with ``bounds``); a variance or std also sums
+#: the squares of its grid values.
+SUMMED: tuple[str, ...] = ("sum", "mean", "variance", "std")
+#: The candidates of a quantile when none are given: this many points, evenly spaced over
+#: the bounds (both ends included).
+DEFAULT_CANDIDATES = 1001
+#: The most candidates a quantile may have (its noise is one draw per group and candidate).
+MAX_CANDIDATES = 100_000
+#: q is used as the nearest fraction with a denominator up to this (0.9 is 9/10 exactly).
+Q_DENOMINATOR = 10_000
+#: The square of a grid value is rounded to this many bits (a coarser grid of its own).
+SQUARE_BITS = 24
 
 
 @dataclass(frozen=True)
@@ -34,17 +54,36 @@ class DPAggregate:
     bounds: tuple[float, float] | None
     name: str
     epsilon: float | None  # None: an even share of what the release's epsilon leaves
+    q: Fraction | None = None  # a quantile's q
+    candidates: tuple[float, ...] | None = field(default=None, repr=False)  # a quantile's outputs
 
     @property
     def label(self) -> str:
-        """What the noise stream is named after: the kind and the column."""
+        """What the noise stream is named after: the kind and the column (and a quantile's q)."""
+        if self.kind == "quantile":
+            return f"quantile({self.column},{self.q})"
         return f"{self.kind}({self.column or ''})"
+
+    @property
+    def summed(self) -> bool:
+        """Whether the values are summed on a grid (sum, mean, variance, std)."""
+        return self.kind in SUMMED
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether the release has accuracy columns for it (all but a quantile, whose
+        error is in ranks, not in the values)."""
+        return self.kind != "quantile"
+
+    @property
+    def is_variance(self) -> bool:
+        return self.kind in ("variance", "std")
 
     def row_bound(self) -> float:
         """The most one row moves the aggregate's noisy quantity: 1 for a count, the
-        largest |bound| for a sum, half the bounds' width for a mean's normalised sum
-        (the values minus the bounds' midpoint)."""
-        if self.kind == "count":
+        largest |bound| for a sum, half the bounds' width for a mean's (and a variance's)
+        normalised sum (the values minus the bounds' midpoint)."""
+        if not self.summed:
             return 1.0
         assert self.bounds is not None
         low, high = self.bounds
@@ -53,14 +92,15 @@ class DPAggregate:
     def grid(self, func: str) -> float:
         """The power-of-two grid this aggregate's values are summed and released on
         (:func:`polars_ppdm.kernels.dp_noise.grid_of` of :meth:`row_bound`); 1 for a count."""
-        if self.kind == "count":
+        if not self.summed:
             return 1.0
         return grid_of(self.row_bound(), func, what=f"bounds of dp.{self.kind}({self.column!r})")
 
     def shift_units(self, func: str) -> int:
         """What a row's grid value is shifted by: 0 for a sum, the bounds' midpoint rounded
-        to the grid for a mean (so the shift is exact: an integer number of grid units)."""
-        if self.kind != "mean":
+        to the grid for a mean, variance or std (so the shift is exact: an integer number
+        of grid units)."""
+        if self.kind not in ("mean", "variance", "std"):
             return 0
         assert self.bounds is not None
         low, high = self.bounds
@@ -70,7 +110,7 @@ class DPAggregate:
         """The most one row moves the noisy quantity, in grid units, exactly: the largest
         ``|round(bound / grid) - shift|`` over the two bounds (rounding widens the
         sensitivity by at most half a unit per bound, and this counts it)."""
-        if self.kind == "count":
+        if not self.summed:
             return 1
         assert self.bounds is not None
         grid, shift = self.grid(func), self.shift_units(func)
@@ -82,6 +122,30 @@ class DPAggregate:
             )
             raise InvalidParameterError(msg)
         return max(1, *(abs(e) for e in ends))
+
+    def square_shift(self, func: str) -> int:
+        """A variance's squares are ``(u^2 + 2^(k-1)) // 2^k`` for its grid value ``u``:
+        ``k`` makes the largest about 2^SQUARE_BITS (integers, exact in every engine)."""
+        bound = self.units_bound(func)
+        return max(0, (bound * bound).bit_length() - SQUARE_BITS)
+
+    def square_bound(self, func: str) -> int:
+        """The largest rounded square: the squares lie in [0, this]."""
+        bound, k = self.units_bound(func), self.square_shift(func)
+        return (bound * bound + ((1 << k) >> 1)) >> k
+
+    def square_middle(self, func: str) -> int:
+        """What the rounded squares are shifted by (half their range), so that one row
+        moves their sum by at most ``square_bound - square_middle``."""
+        return self.square_bound(func) // 2
+
+    def square_units_bound(self, func: str) -> int:
+        return max(1, self.square_bound(func) - self.square_middle(func))
+
+    def quantile_fraction(self) -> tuple[int, int]:
+        """(numerator, denominator) of q."""
+        assert self.q is not None
+        return self.q.numerator, self.q.denominator
 
 
 def _bounds(kind: str, column: str, bounds: Any) -> tuple[float, float]:
@@ -126,14 +190,17 @@ def _epsilon(kind: str, epsilon: Any) -> float | None:
     return None if epsilon is None else check_epsilon(epsilon, f"dp.{kind}")
 
 
-def _of_column(kind: Kind, column: Any, bounds: Any, name: Any, epsilon: Any) -> DPAggregate:
-    """A sum or mean of ``column``, each argument checked (named ``<column>_<kind>``)."""
+def _of_column(
+    kind: Kind, column: Any, bounds: Any, name: Any, epsilon: Any, default: str | None = None
+) -> DPAggregate:
+    """A sum, mean, variance or std of ``column``, each argument checked (named
+    ``default``, or ``<column>_<kind>``)."""
     column = _column(kind, column)
     return DPAggregate(
         kind,
         column,
         _bounds(kind, column, bounds),
-        _name(kind, name, f"{column}_{kind}"),
+        _name(kind, name, default or f"{column}_{kind}"),
         _epsilon(kind, epsilon),
     )
 
@@ -152,7 +219,7 @@ def count(*, name: str | None = None, epsilon: float | None = None) -> DPAggrega
     --------
     >>> from polars_ppdm import dp
     >>> dp.count()
-    DPAggregate(kind='count', column=None, bounds=None, name='count', epsilon=None)
+    DPAggregate(kind='count', column=None, bounds=None, name='count', epsilon=None, q=None)
     """
     return DPAggregate("count", None, None, _name("count", name, "count"), _epsilon("count", epsilon))
 
@@ -203,6 +270,235 @@ def mean(
     --------
     >>> from polars_ppdm import dp
     >>> dp.mean("age", bounds=(18, 100), epsilon=0.5)
-    DPAggregate(kind='mean', column='age', bounds=(18.0, 100.0), name='age_mean', epsilon=0.5)
+    DPAggregate(kind='mean', column='age', bounds=(18.0, 100.0), name='age_mean', epsilon=0.5, q=None)
     """
     return _of_column("mean", column, bounds, name, epsilon)
+
+
+def count_units(*, name: str | None = None, epsilon: float | None = None) -> DPAggregate:
+    """The noisy number of distinct privacy units in each group (Int64; BigQuery's
+    ``COUNT(DISTINCT unit)``, Tumult's ``count_distinct`` of the privacy id).
+
+    Each unit counts once in each group it is kept in (at most
+    ``max_groups_contributed``): its sensitivity is ``max_groups_contributed`` (L1) and
+    ``sqrt(max_groups_contributed)`` (L2), whatever ``max_rows_per_group``.  Without a
+    privacy unit every row is one, and this is the count of rows.
+
+    Parameters
+    ----------
+    name : str, optional
+        The output column (default ``"units"``).
+    epsilon : float, optional
+        This aggregate's share of the release's epsilon (default: an even share).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.count_units().name
+    'units'
+    """
+    return DPAggregate(
+        "count_units", None, None, _name("count_units", name, "units"), _epsilon("count_units", epsilon)
+    )
+
+
+def variance(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate:
+    """The noisy population variance of ``column`` per group, each value clamped to
+    ``bounds`` (Float64; BigQuery's ``VAR_POP``).
+
+    The standard decomposition (as Google's and Tumult's libraries): a noisy count, a
+    noisy sum of the values minus the bounds' midpoint and a noisy sum of their squares,
+    each on an integer grid with exact noise; then ``mean of squares - square of the
+    mean``, clamped to ``[0, ((high - low) / 2)^2]``.  The epsilon is split evenly
+    between the sums (and a count of its own, unless the release has a :func:`count`,
+    whose noisy figure it divides by).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.variance("age", bounds=(18, 100)).name
+    'age_var'
+    """
+    return _of_column("variance", column, bounds, name, epsilon, default=f"{column}_var")
+
+
+def std(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate:
+    """The noisy population standard deviation of ``column`` per group (Float64;
+    BigQuery's ``STDDEV_POP``): the square root of :func:`variance` (post-processing).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.std("age", bounds=(18, 100)).name
+    'age_std'
+    """
+    return _of_column("std", column, bounds, name, epsilon, default=f"{column}_std")
+
+
+def quantile(
+    column: str,
+    q: float | Sequence[float],
+    *,
+    bounds: tuple[float, float] | None = None,
+    candidates: int | Sequence[float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate | list[DPAggregate]:
+    """The noisy ``q``-quantile of ``column`` per group, one of public ``candidates``
+    (Float64; BigQuery's ``PERCENTILE_CONT``, OpenDP's and Tumult's quantile).
+
+    The exponential mechanism over the candidates (Smith 2011), as report-noisy-max with
+    exact integer noise: candidate ``c`` scores ``|(1 - q) #{x < c} - q #{x > c}|`` (0
+    at the true quantile; one row moves it by at most ``max(q, 1 - q)``), each score
+    gets two-sided geometric noise of scale ``2 x max_groups_contributed x
+    max_rows_per_group x max(q, 1 - q) / epsilon`` keyed by (release, group,
+    candidate), and the candidate of the best noisy score is released (the first on a
+    tie).  Scores are integers: ``q`` is used as the nearest fraction of denominator at
+    most 10,000 (0.9 is exactly 9/10).  Under ``mechanism="gaussian"`` a quantile's
+    share ``rho`` buys the epsilon ``sqrt(2 rho)`` (pure DP is zCDP).  A quantile has no
+    interval columns: its error is in ranks, and ranks of the data are not released.
+
+    Parameters
+    ----------
+    column : str
+        The numeric column.
+    q : float or sequence of float
+        In [0, 1]; several give one aggregate each (a list), each with its own share of
+        epsilon, named ``<column>_q<q>``.
+    bounds : (float, float)
+        Public bounds of the values: the default candidates span them.  Values outside
+        them are not clamped (a rank needs no clamping); the result is a candidate.
+    candidates : int or sequence of float, optional
+        The public values the result is chosen from: a strictly increasing sequence of
+        finite numbers within ``bounds``, or how many points to space evenly over them
+        (default 1001, ends included; at most 100,000).  Their spacing is the finest
+        resolution of the result.
+    name : str, optional
+        The output column (one q only).
+    epsilon : float, optional
+        The aggregate's share of the release's epsilon, split evenly between several q.
+
+    References
+    ----------
+    Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
+    STOC 2011.  McSherry, Talwar, "Mechanism design via differential privacy", FOCS 2007.
+    Dwork, Roth, *The Algorithmic Foundations of Differential Privacy*, 2014, 3.3-3.4
+    (report noisy max).
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> [a.name for a in dp.quantile("age", [0.25, 0.75], bounds=(18, 100))]
+    ['age_q0.25', 'age_q0.75']
+    >>> dp.quantile("age", 0.9, bounds=(18, 100), candidates=83).candidates[:3]
+    (18.0, 19.0, 20.0)
+    """
+    column = _column("quantile", column)
+    low, high = _bounds("quantile", column, bounds)
+    grid = _candidates(column, candidates, (low, high))
+    many = isinstance(q, Sequence) and not isinstance(q, str)
+    qs = [_q(column, v) for v in (q if many else [q])]  # type: ignore[union-attr]
+    if not qs:
+        msg = f"The 'q' parameter of dp.quantile({column!r}) must be a number in [0, 1] or a non-empty list of them."
+        raise InvalidParameterError(msg)
+    if len(set(qs)) != len(qs):
+        msg = f"The 'q' parameter of dp.quantile({column!r}) repeats a quantile: {[str(v) for v in qs]}."
+        raise InvalidParameterError(msg)
+    if many and name is not None:
+        msg = f"The 'name' parameter of dp.quantile({column!r}) names one quantile; with several q leave it out."
+        raise InvalidParameterError(msg)
+    share = _epsilon("quantile", epsilon)
+    if share is not None:
+        share /= len(qs)
+    made = [
+        DPAggregate(
+            "quantile",
+            column,
+            (low, high),
+            _name("quantile", name, f"{column}_q{float(v):g}"),
+            share,
+            q=v,
+            candidates=grid,
+        )
+        for v in qs
+    ]
+    return made if many else made[0]
+
+
+def median(
+    column: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    candidates: int | Sequence[float] | None = None,
+    name: str | None = None,
+    epsilon: float | None = None,
+) -> DPAggregate:
+    """The noisy median of ``column`` per group: :func:`quantile` at 0.5, named
+    ``<column>_median``.
+
+    Examples
+    --------
+    >>> from polars_ppdm import dp
+    >>> dp.median("age", bounds=(18, 100)).name
+    'age_median'
+    """
+    made = quantile(
+        column, 0.5, bounds=bounds, candidates=candidates, name=name or f"{column}_median", epsilon=epsilon
+    )
+    assert isinstance(made, DPAggregate)
+    return made
+
+
+def _q(column: str, value: Any) -> Fraction:
+    if not is_real(value) or not 0 <= value <= 1 or math.isnan(value):
+        msg = (
+            f"The 'q' parameter of dp.quantile({column!r}) must be a number in [0, 1]. Got {value!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    return Fraction(str(float(value))).limit_denominator(Q_DENOMINATOR)
+
+
+def _candidates(column: str, candidates: Any, bounds: tuple[float, float]) -> tuple[float, ...]:
+    where = f"The 'candidates' parameter of dp.quantile({column!r})"
+    low, high = bounds
+    if candidates is None:
+        candidates = DEFAULT_CANDIDATES
+    if is_count(candidates):
+        if not 2 <= candidates <= MAX_CANDIDATES:
+            msg = f"{where} must be between 2 and {MAX_CANDIDATES:,} points. Got {candidates!r} instead."
+            raise InvalidParameterError(msg)
+        spaced = np.linspace(low, high, int(candidates))
+        spaced[-1] = high
+        return tuple(float(v) for v in spaced)
+    if isinstance(candidates, str) or not isinstance(candidates, Sequence | np.ndarray):
+        msg = f"{where} must be a number of points or a sequence of numbers. Got {candidates!r} instead."
+        raise InvalidParameterError(msg)
+    values = list(candidates)
+    if not all(is_real(v) and math.isfinite(v) for v in values):
+        msg = (
+            f"{where} must hold finite numbers only. Got {values[:10]!r}{'...' if len(values) > 10 else ''}."
+        )
+        raise InvalidParameterError(msg)
+    points = [float(v) for v in values]
+    if not 1 <= len(points) <= MAX_CANDIDATES:
+        msg = f"{where} must hold 1 to {MAX_CANDIDATES:,} values. Got {len(points)}."
+        raise InvalidParameterError(msg)
+    if any(b <= a for a, b in itertools.pairwise(points)):
+        msg = f"{where} must be strictly increasing (sorted, no repeats)."
+        raise InvalidParameterError(msg)
+    if points[0] < low or points[-1] > high:
+        msg = f"{where} must lie within the bounds {bounds}. Got {points[0]:g} to {points[-1]:g}."
+        raise InvalidParameterError(msg)
+    return tuple(points)

@@ -71,7 +71,7 @@ from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import first_words, stream_id
-from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.kernels.release_key import release_key, row_words, table_digest
 from polars_ppdm.secret import SecretLike
 
 __all__ = [
@@ -101,17 +101,35 @@ class _Helpers:
     keep: str  # a row within the contribution bounds
     row_word: str  # orders a unit's rows in a group
     pair_word: str  # orders a unit's groups
-    grid: dict[str, str]  # per sum or mean (by its name): the values in grid units
+    grid: dict[str, str]  # per summed aggregate (by its name): the values in grid units
+    squares: dict[str, str]  # per variance or std (by its name): the rounded squares, shifted
+    values: dict[str, str]  # per quantile column: the group's values (a list)
 
     @classmethod
     def apart_from(cls, kept: Sequence[str], aggregates: Sequence[DPAggregate]) -> _Helpers:
-        summed = [a.name for a in aggregates if a.kind != "count"]
-        rows, units, bad, keep, row_word, pair_word, *grid = fresh_names(
+        summed = [a.name for a in aggregates if a.summed]
+        squared = [a.name for a in aggregates if a.is_variance]
+        ranked = list(dict.fromkeys(a.column for a in aggregates if a.kind == "quantile" and a.column))
+        names = fresh_names(
             kept,
             *(f"__ppdm_{h}" for h in ("rows", "units", "bad", "keep", "row_word", "pair_word")),
             *(f"__ppdm_grid_{i}" for i in range(len(summed))),
+            *(f"__ppdm_square_{i}" for i in range(len(squared))),
+            *(f"__ppdm_values_{i}" for i in range(len(ranked))),
         )
-        return cls(rows, units, bad, keep, row_word, pair_word, dict(zip(summed, grid, strict=True)))
+        rows, units, bad, keep, row_word, pair_word = names[:6]
+        grid, rest = names[6 : 6 + len(summed)], names[6 + len(summed) :]
+        return cls(
+            rows,
+            units,
+            bad,
+            keep,
+            row_word,
+            pair_word,
+            dict(zip(summed, grid, strict=True)),
+            dict(zip(squared, rest[: len(squared)], strict=True)),
+            dict(zip(ranked, rest[len(squared) :], strict=True)),
+        )
 
 
 def selection_threshold(epsilon: float, delta: float, max_groups: int) -> int:
@@ -231,27 +249,56 @@ class GroupByRequest:
         l2 = math.sqrt(self.max_groups) * self.max_rows * units
         return self.noise.scale(l1, l2, budget)
 
+    def _part(self, aggregate: DPAggregate) -> float:
+        """The budget of each noisy figure of ``aggregate``: its share split evenly between
+        them (epsilon or rho alike).  A mean has a sum and, unless the release has a
+        count it divides by (post-processing), a count of its own; a variance or std a sum,
+        a sum of squares and maybe its own count."""
+        figures = 1
+        if aggregate.kind == "mean":
+            figures = 1 if self.shared_count() else 2
+        elif aggregate.is_variance:
+            figures = 2 if self.shared_count() else 3
+        return self.epsilons[aggregate.name] / figures
+
     def scale(self, aggregate: DPAggregate) -> float:
         """The noise scale (Laplace) or sigma (Gaussian) of ``aggregate``'s noisy
-        quantity (a mean's: its normalised sum), in its grid units (rows for a count)."""
-        budget = self.epsilons[aggregate.name]
-        if aggregate.kind == "mean" and self._mean_has_own_count():
-            budget /= 2  # half for its count, half for its sum (epsilon or rho alike)
+        quantity (a mean's or variance's: its normalised sum), in its grid units (rows
+        for a count, privacy units for a count of units)."""
+        budget = self._part(aggregate)
+        if aggregate.kind == "count_units":  # a unit is once in at most max_groups groups
+            return self.noise.scale(self.max_groups, math.sqrt(self.max_groups), budget)
         return self._scale(aggregate.units_bound(_FUNC), budget)
 
+    def square_scale(self, aggregate: DPAggregate) -> float:
+        """The noise scale of a variance's sum of (shifted, rounded) squares."""
+        return self._scale(aggregate.square_units_bound(_FUNC), self._part(aggregate))
+
     def count_scale(self, aggregate: DPAggregate) -> float:
-        """The noise scale of the count a mean divides by: the released count's when the
-        release has one (post-processing), else the mean's own (half its budget)."""
+        """The noise scale of the count a mean or variance divides by: the released
+        count's when the release has one (post-processing), else its own."""
         shared = self.shared_count()
         if shared is not None:
             return self.scale(shared)
-        return self._scale(1, self.epsilons[aggregate.name] / 2)
+        return self._scale(1, self._part(aggregate))
+
+    def quantile_epsilon(self, aggregate: DPAggregate) -> float:
+        """A quantile's epsilon: its share, or ``sqrt(2 rho)`` for a share of rho (an
+        epsilon-DP mechanism is epsilon^2/2-zCDP)."""
+        share = self.epsilons[aggregate.name]
+        return math.sqrt(2 * share) if self.noise.name == "gaussian" else share
+
+    def quantile_scale(self, aggregate: DPAggregate) -> float:
+        """The geometric noise of a quantile's scores (integers: ``q`` = num/den, scores
+        times den): a unit moves a group's scores by at most ``max_rows x max(num, den -
+        num)`` in at most ``max_groups`` groups; report noisy max over scores that move
+        both ways takes twice the sensitivity."""
+        num, den = aggregate.quantile_fraction()
+        sensitivity = self.max_rows * max(num, den - num)
+        return 2 * sensitivity * self.max_groups / self.quantile_epsilon(aggregate)
 
     def shared_count(self) -> DPAggregate | None:
         return next((a for a in self.aggregates if a.kind == "count"), None)
-
-    def _mean_has_own_count(self) -> bool:
-        return self.shared_count() is None
 
     @cached_property
     def helpers(self) -> _Helpers:
@@ -361,14 +408,19 @@ def check_group_by(
         _check_group_dtype(schema, column)
     if isinstance(aggregates, DPAggregate):
         aggregates = [aggregates]
+    if isinstance(aggregates, Sequence) and not isinstance(
+        aggregates, str
+    ):  # dp.quantile(c, [q, ...]) is a list
+        aggregates = [b for a in aggregates for b in (a if isinstance(a, list) else [a])]
     if (
         not isinstance(aggregates, Sequence)
         or not aggregates
         or not all(isinstance(a, DPAggregate) for a in aggregates)
     ):
         msg = (
-            f"The 'aggregates' parameter of {_FUNC} must be a non-empty list of dp.count(), "
-            f"dp.sum(column, bounds=...) and dp.mean(column, bounds=...). Got {aggregates!r} instead."
+            f"The 'aggregates' parameter of {_FUNC} must be a non-empty list of dp.count(), dp.count_units(), "
+            "dp.sum / dp.mean / dp.variance / dp.std(column, bounds=...) and dp.quantile(column, q, bounds=...). "
+            f"Got {aggregates!r} instead."
         )
         raise InvalidParameterError(msg)
     aggregates = list(aggregates)
@@ -435,9 +487,14 @@ def check_group_by(
     # Integer noise for every figure: counts in rows, sums and means in grid units (a
     # mean's own count too).
     for a in aggregates:
+        if a.kind == "quantile":  # report noisy max: geometric noise whatever the mechanism
+            check_integer_scale(request.quantile_scale(a), _FUNC)
+            continue
         noise.check_scale(request.scale(a), _FUNC)
-        if a.kind == "mean":
+        if a.kind == "mean" or a.is_variance:
             noise.check_scale(request.count_scale(a), _FUNC)
+        if a.is_variance:
+            noise.check_scale(request.square_scale(a), _FUNC)
     if groups is None:  # partition selection's noise
         check_integer_scale(int(max_groups) / epsilons["__select"], _FUNC)
     return request
@@ -495,18 +552,29 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
     """Per sum and mean: the value clamped to the bounds, rounded to the aggregate's
     power-of-two grid and, for a mean, minus the midpoint's grid value (Int64 grid units:
     integer sums are exact and the same in any order, so every engine, batch size and
-    thread count gives the same bits); a null or NaN value is counted as bad instead."""
+    thread count gives the same bits); a null or NaN value is counted as bad instead.
+    Per variance or std also the square of the grid value, rounded to its own coarser
+    grid and shifted by half its range (:meth:`DPAggregate.square_shift`), all in Int64."""
     exprs: list[pl.Expr] = []
     for a in request.aggregates:
-        if a.kind == "count":
+        if not a.summed:
             continue
         assert a.column is not None and a.bounds is not None
         low, high = a.bounds
         clamped = pl.col(a.column).cast(pl.Float64).clip(low, high)
         # floor(x / grid + 0.5), not round(): the same bits in every engine and Polars version.
-        units = (clamped / a.grid(_FUNC) + 0.5).floor() - a.shift_units(_FUNC)
-        exprs.append(units.fill_nan(0).cast(pl.Int64).alias(request.helpers.grid[a.name]))
+        units = ((clamped / a.grid(_FUNC) + 0.5).floor() - a.shift_units(_FUNC)).fill_nan(0).cast(pl.Int64)
+        exprs.append(units.alias(request.helpers.grid[a.name]))
+        if a.is_variance:
+            k = a.square_shift(_FUNC)
+            square = (units * units + ((1 << k) >> 1)) // (1 << k) - a.square_middle(_FUNC)
+            exprs.append(square.alias(request.helpers.squares[a.name]))
     return exprs
+
+
+def _ranked_values(request: GroupByRequest) -> list[pl.Expr]:
+    """Per quantile column: its values as Float64 (not clamped: a rank needs no bound)."""
+    return [pl.col(c).cast(pl.Float64).alias(name) for c, name in request.helpers.values.items()]
 
 
 def _bad_rows(request: GroupByRequest) -> pl.Expr:
@@ -523,21 +591,24 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     by, unit, h = request.by, request.privacy_unit, request.helpers
     sums = _per_row_sums(request)
     sum_names = [e.meta.output_name() for e in sums]
-    rows = lazy.select(*by, *([unit] if unit else []), *sums, _bad_rows(request).alias(h.bad))
+    ranked = list(h.values.values())
+    rows = lazy.select(
+        *by, *([unit] if unit else []), *sums, *_ranked_values(request), _bad_rows(request).alias(h.bad)
+    )
+    per_group = [
+        *(pl.col(s).sum() for s in sum_names),
+        *(pl.col(v) for v in ranked),  # the group's values, as a list
+        pl.col(h.bad).sum(),
+    ]
     if unit is None:
-        return rows.group_by(by).agg(
-            pl.len().alias(h.rows),
-            pl.len().alias(h.units),
-            *(pl.col(s).sum() for s in sum_names),
-            pl.col(h.bad).sum(),
-        )
+        return rows.group_by(by).agg(pl.len().alias(h.rows), pl.len().alias(h.units), *per_group)
     # One sort by (unit, pair word, group, row word) puts each unit's groups in keyed
     # order and each group's rows in keyed order; positions then say which pairs and rows
     # to keep, in linear passes (window ranks over millions of units cost ~10x more).
     pair = _words(unit, by, secret, h.pair_word, groups=True)
     row = (
-        _words(unit, sum_names, secret, h.row_word)
-        if sum_names
+        _words(unit, sum_names + ranked, secret, h.row_word)
+        if sum_names or ranked
         else pl.lit(0, dtype=pl.UInt64).alias(h.row_word)
     )
     first = pl.int_range(pl.len()) == 0
@@ -561,8 +632,7 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     return kept.group_by(by).agg(
         pl.len().alias(h.rows),
         pl.col(h.units).sum(),  # a unit's kept rows in a group: one pair, its first row
-        *(pl.col(s).sum() for s in sum_names),
-        pl.col(h.bad).sum(),
+        *per_group,
     )
 
 
@@ -593,7 +663,7 @@ def _refuse_bad_data(groups: pl.DataFrame, request: GroupByRequest) -> None:
             f"drop or fill them first ({NOT_CHARGED})."
         )
         raise InvalidParameterError(msg)
-    bound = max((a.units_bound(_FUNC) for a in request.aggregates if a.kind != "count"), default=0)
+    bound = max((a.units_bound(_FUNC) for a in request.aggregates if a.summed), default=0)
     rows = groups[request.helpers.rows]
     if bound and groups.height and int(rows.to_numpy().max()) * bound >= _MAX_SUM_UNITS:
         msg = (
@@ -610,9 +680,25 @@ def statistics_digest(groups: pl.DataFrame, words: np.ndarray, request: GroupByR
     h = request.helpers
     columns = [words, groups[h.rows].cast(pl.Int64).to_numpy(), groups[h.units].cast(pl.Int64).to_numpy()]
     for a in request.aggregates:
-        if a.kind != "count":
+        if a.summed:
             columns.append(groups[h.grid[a.name]].cast(pl.Int64).to_numpy())
+        if a.is_variance:
+            columns.append(groups[h.squares[a.name]].cast(pl.Int64).to_numpy())
+    for name in h.values.values():  # every value a quantile ranks, per group
+        columns.append(_values_digests(groups[name], words, secret))
     return table_digest(secret, columns)
+
+
+def _values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.ndarray:
+    """Per group (a list of values): the order-free keyed digest of its values, so that a
+    quantile's noise changes whenever any value it ranks changes."""
+    lengths = values.list.len().fill_null(0).to_numpy()
+    flat = values.explode().drop_nulls().to_numpy().astype(np.float64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    row = row_words(secret, [words[owner], flat])
+    out = np.zeros(len(lengths), dtype=np.uint64)
+    np.add.at(out, owner, row)  # wraps modulo 2^64, in any order
+    return out
 
 
 def _release(
@@ -652,14 +738,24 @@ def _release(
     for a in request.aggregates:
         stream = stream_id(prefix + a.label)
         sd: float | np.ndarray
-        if a.kind == "count":
+        if a.kind in ("count", "count_units"):
             scale = request.scale(a)
-            value = rows + request.noise.draw(key, stream, words, scale)
+            truth = rows if a.kind == "count" else groups[request.helpers.units].cast(pl.Int64).to_numpy()
+            value = truth + request.noise.draw(key, stream, words, scale)
             counts[a.name] = value.astype(np.float64)
             shown = np.maximum(value, 0) if non_negative else value
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
             sd, half = request.noise.sd(scale), float(request.noise.half_width(scale))
             low, high = value - half, value + half
+        elif a.kind == "quantile":
+            values = groups[request.helpers.values[a.column or ""]]
+            out[a.name] = pl.Series(
+                a.name, _quantile(a, values, words, request, key, stream), dtype=pl.Float64
+            )
+            continue
+        elif a.is_variance:
+            value, sd, low, high = _variance(a, groups, rows, words, request, key, stream, counts)
+            out[a.name] = pl.Series(a.name, value)
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
             units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
@@ -679,11 +775,135 @@ def _release(
             low = np.clip(value - _Z95 * sd_values, *a.bounds)
             high = np.clip(value + _Z95 * sd_values, *a.bounds)
             sd = sd_values
-        if intervals:  # INTERVAL_SUFFIXES' columns (check_output_names keeps them apart)
+        if intervals and a.has_interval:  # INTERVAL_SUFFIXES' columns (check_output_names keeps them apart)
             spread = np.broadcast_to(np.asarray(sd, dtype=np.float64), (len(words),))
             for suffix, values in zip(INTERVAL_SUFFIXES, (spread, low, high), strict=True):
                 out[a.name + suffix] = pl.Series(a.name + suffix, np.asarray(values, dtype=np.float64))
     return pl.DataFrame(out)
+
+
+def _own_count(
+    a: DPAggregate,
+    rows: np.ndarray,
+    words: np.ndarray,
+    request: GroupByRequest,
+    key: bytes,
+    counts: dict[str, np.ndarray],
+) -> np.ndarray:
+    """The noisy count a mean or variance divides by: the release's count (post-processing)
+    or its own, drawn in a stream of its own."""
+    shared = request.shared_count()
+    if shared is not None:
+        return counts[shared.name]
+    stream = stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}")
+    return (rows + request.noise.draw(key, stream, words, request.count_scale(a))).astype(np.float64)
+
+
+def _variance(
+    a: DPAggregate,
+    groups: pl.DataFrame,
+    rows: np.ndarray,
+    words: np.ndarray,
+    request: GroupByRequest,
+    key: bytes,
+    stream: int,
+    counts: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A variance (or its square root, a std) with its standard deviation and 95% interval.
+
+    In grid units ``u`` (values minus the midpoint): ``m1 = noisy sum u / n`` and ``m2 =
+    (noisy sum of shifted rounded squares / n + middle) 2^k``; the variance is ``(m2 -
+    m1^2) grid^2``, clamped to ``[0, (width / 2)^2]`` (post-processing).  Its standard
+    deviation by the delta method over the three noises; the interval is clamped, and a
+    std's is the square root of the variance's (a monotone map)."""
+    assert a.bounds is not None
+    h = request.helpers
+    grid, k, middle = a.grid(_FUNC), a.square_shift(_FUNC), a.square_middle(_FUNC)
+    sum_scale, square_scale = request.scale(a), request.square_scale(a)
+    units = groups[h.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
+        key, stream, words, sum_scale
+    )
+    square_stream = stream_id(f"{_FUNC}/{chr(31).join(request.by)}/squares-of-{a.label}")
+    squares = groups[h.squares[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
+        key, square_stream, words, square_scale
+    )
+    count = _own_count(a, rows, words, request, key, counts)
+    n = np.maximum(count, 1.0)
+    m1 = units.astype(np.float64) / n
+    m2 = (squares.astype(np.float64) / n + middle) * 2.0**k
+    largest = ((a.bounds[1] - a.bounds[0]) / 2) ** 2
+    variance = np.clip((m2 - m1 * m1) * grid * grid, 0.0, largest)
+    sd_sum, sd_squares, sd_count = (
+        request.noise.sd(sum_scale),
+        request.noise.sd(square_scale),
+        request.noise.sd(request.count_scale(a)),
+    )
+    spread = (
+        np.sqrt(
+            (2.0**k * sd_squares / n) ** 2
+            + (2 * m1 * sd_sum / n) ** 2
+            + ((m2 - middle * 2.0**k - 2 * m1 * m1) / n * sd_count) ** 2
+        )
+        * grid
+        * grid
+    )
+    low = np.clip(variance - _Z95 * spread, 0.0, largest)
+    high = np.clip(variance + _Z95 * spread, 0.0, largest)
+    if a.kind == "std":
+        deviation = np.sqrt(variance)
+        return deviation, spread / (2 * np.maximum(deviation, np.sqrt(spread))), np.sqrt(low), np.sqrt(high)
+    return variance, spread, low, high
+
+
+#: Groups x candidates scored at once (the scores are a dense matrix).
+_SCORE_BLOCK = 1 << 22
+
+
+def _quantile(
+    a: DPAggregate,
+    values: pl.Series,
+    words: np.ndarray,
+    request: GroupByRequest,
+    key: bytes,
+    stream: int,
+) -> np.ndarray:
+    """Report noisy max over the candidates, per group: scores ``|(den - num) L - num G|``
+    (L values below the candidate, G above) plus geometric noise keyed by (group,
+    candidate); the first best candidate wins."""
+    assert a.candidates is not None
+    candidates = np.asarray(a.candidates, dtype=np.float64)
+    width = len(candidates)
+    num, den = a.quantile_fraction()
+    scale = request.quantile_scale(a)
+    lengths = values.list.len().fill_null(0).to_numpy()
+    flat = values.explode().drop_nulls().to_numpy().astype(np.float64)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    below_or_at = np.searchsorted(candidates, flat, side="right")  # candidates <= x: x < c_j iff j >= this
+    below = np.searchsorted(candidates, flat, side="left")  # candidates < x: x > c_j iff j < this
+    chosen = np.empty(len(lengths), dtype=np.int64)
+    per_block = max(1, _SCORE_BLOCK // width)
+    for start in range(0, len(lengths), per_block):
+        stop = min(len(lengths), start + per_block)
+        mine = (owner >= start) & (owner < stop)
+        local = owner[mine] - start
+        size = (stop - start) * (width + 1)
+        # L[g, j] = #{x < c_j}: rows whose below_or_at <= j; G[g, j] = #{x > c_j} = n - #{below <= j}
+        under = np.bincount(local * (width + 1) + below_or_at[mine], minlength=size).reshape(-1, width + 1)
+        not_over = np.bincount(local * (width + 1) + below[mine], minlength=size).reshape(-1, width + 1)
+        less = np.cumsum(under, axis=1)[:, :width]
+        greater = lengths[start:stop, None] - np.cumsum(not_over, axis=1)[:, :width]
+        scores = np.abs((den - num) * less - num * greater)
+        # One keyed word per (group, candidate): the group's word plus the candidate's
+        # index, through the PRF.  Two cells share a word only if two group words lie
+        # within `width` of each other: odds ~ groups^2 x width / 2^64.
+        cells = first_words(
+            key,
+            stream_id(f"{_FUNC}/quantile-candidate"),
+            (words[start:stop, None] + np.arange(width, dtype=np.uint64)[None, :]).ravel(),
+        )
+        noise = discrete_laplace(key, stream, cells, scale).reshape(stop - start, width)
+        chosen[start:stop] = np.argmax(noise - scores, axis=1)
+    return candidates[chosen]
 
 
 def _sort_key(column: pl.Series) -> pl.Series:
@@ -715,17 +935,8 @@ def _mean(
         key, stream, words, sum_scale
     )
     shifted = units.astype(np.float64) * grid
-    shared = request.shared_count()
     count_scale = request.count_scale(a)
-    if shared is not None:
-        count = counts[shared.name]
-    else:
-        count = (
-            rows
-            + request.noise.draw(
-                key, stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}"), words, count_scale
-            )
-        ).astype(np.float64)
+    count = _own_count(a, rows, words, request, key, counts)
     denominator = np.maximum(count, 1.0)
     value = np.clip(mid + shifted / denominator, low, high)
     variance = (
@@ -857,10 +1068,14 @@ def dp_group_by(
     key = release_secret(secret, _FUNC)
     grouped = _bounded_groups(as_lazy(frame), request, key)
     if request.public_groups is not None:
+        lists = list(request.helpers.values.values())
         grouped = (
             request.public_groups.lazy()
             .join(grouped, on=request.by, how="left", nulls_equal=True, maintain_order="left")
-            .with_columns(pl.exclude(request.by).fill_null(0))
+            .with_columns(
+                pl.exclude(*request.by, *lists).fill_null(0),
+                *(pl.col(v).fill_null(pl.lit([], dtype=pl.List(pl.Float64))) for v in lists),
+            )
         )
     schema_out = _output_schema(request, schema, intervals)
     query = grouped.map_batches(
@@ -879,8 +1094,8 @@ def _check_flag(name: str, value: Any) -> bool:
 def _output_schema(request: GroupByRequest, schema: pl.Schema, intervals: bool) -> dict[str, pl.DataType]:
     out: dict[str, pl.DataType] = {c: schema[c] for c in request.by}
     for a in request.aggregates:
-        out[a.name] = pl.Int64() if a.kind == "count" else pl.Float64()
-        if intervals:
+        out[a.name] = pl.Int64() if a.kind in ("count", "count_units") else pl.Float64()
+        if intervals and a.has_interval:
             for suffix in INTERVAL_SUFFIXES:
                 out[a.name + suffix] = pl.Float64()
     return out
