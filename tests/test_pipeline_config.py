@@ -292,8 +292,8 @@ def test_a_dp_group_by_step_is_valid_and_spends_its_delta():
         ),
         ({"aggregates": [{"aggregate": "count", "column": "x"}]}, "a count takes no 'column' or 'bounds'"),
         (
-            {"aggregates": [{"aggregate": "median"}]},
-            "item 1, field 'aggregate': must be one of 'count', 'sum' or 'mean'",
+            {"aggregates": [{"aggregate": "mode"}]},
+            "item 1, field 'aggregate': must be one of 'count', 'count_units', 'sum', 'mean', 'variance', 'std', 'quantile' or 'median'",
         ),
         (
             {"aggregates": [{"aggregate": "count", "colour": 1}]},

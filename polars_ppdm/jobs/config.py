@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from polars_ppdm.audit.ldp import rr_epsilon
+from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.jobs.errors import PipelineError
 
 __all__ = [
@@ -333,41 +334,93 @@ class DPKMeans(_DP):
 
 
 class Aggregate(_Model):
-    """One aggregate of a dp_group_by step: ``{ aggregate = "count" }``, or
-    ``{ aggregate = "sum" | "mean", column = "...", bounds = [low, high] }``, with an
-    optional ``name`` and ``epsilon`` (its share; default an even share)."""
+    """One aggregate of a dp_group_by step: ``{ aggregate = "count" | "count_units" }``,
+    ``{ aggregate = "sum" | "mean" | "variance" | "std", column = "...", bounds = [low,
+    high] }`` or ``{ aggregate = "quantile", column = "...", q = 0.9 (or [0.25, 0.75]),
+    bounds = [low, high], candidates = 1001 (or a list) }`` (``"median"``: q = 0.5), with
+    an optional ``name`` and ``epsilon`` (its share; default an even share)."""
 
-    aggregate: Literal["count", "sum", "mean"]
+    aggregate: Literal["count", "count_units", "sum", "mean", "variance", "std", "quantile", "median"]
     column: Annotated[str, Field(min_length=1)] | None = None
     bounds: Bound | None = None
+    q: (
+        Annotated[float, Field(ge=0, le=1)]
+        | Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+        | None
+    ) = None
+    candidates: Annotated[int, Field(ge=2)] | Annotated[list[float], Field(min_length=1)] | None = None
     name: Annotated[str, Field(min_length=1)] | None = None
     epsilon: Positive | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Aggregate:
-        if self.aggregate == "count":
+        ranked = self.aggregate in ("quantile", "median")
+        if self.aggregate in ("count", "count_units"):
             if self.column is not None or self.bounds is not None:
-                msg = "a count takes no 'column' or 'bounds' (it counts rows)"
+                what = "rows" if self.aggregate == "count" else "privacy units"
+                msg = f"a {self.aggregate} takes no 'column' or 'bounds' (it counts {what})"
                 raise ValueError(msg)
         elif self.column is None or self.bounds is None:
-            msg = f"a {self.aggregate} needs 'column' and 'bounds' = [low, high] (public bounds each value is clamped to)"
+            msg = (
+                f"a {self.aggregate} needs 'column' and 'bounds' = [low, high] (public bounds of the values)"
+            )
             raise ValueError(msg)
         elif not self.bounds[0] < self.bounds[1]:
             msg = f"'bounds' must have low < high. Got [{self.bounds[0]:g}, {self.bounds[1]:g}] instead"
             raise ValueError(msg)
+        if (self.q is None) == (self.aggregate == "quantile"):
+            msg = (
+                "a quantile needs 'q' (in [0, 1], or a list)"
+                if self.aggregate == "quantile"
+                else f"a {self.aggregate} takes no 'q'"
+            )
+            raise ValueError(msg)
+        if self.candidates is not None and not ranked:
+            msg = f"a {self.aggregate} takes no 'candidates' (only a quantile or median chooses among them)"
+            raise ValueError(msg)
+        if ranked:
+            self.to_dp()  # the candidates within the bounds, increasing; q not repeated
         return self
 
     def to_dp(self) -> Any:
-        """The library's :class:`~polars_ppdm.dp.DPAggregate` of this table."""
+        """The library's :class:`~polars_ppdm.dp.DPAggregate` of this table (a list of
+        them for a quantile of several q)."""
         from polars_ppdm import dp
 
         if self.aggregate == "count":
             return dp.count(name=self.name, epsilon=self.epsilon)
+        if self.aggregate == "count_units":
+            return dp.count_units(name=self.name, epsilon=self.epsilon)
         assert self.column is not None and self.bounds is not None  # checked above
-        make = dp.sum if self.aggregate == "sum" else dp.mean
-        return make(
-            self.column, bounds=(self.bounds[0], self.bounds[1]), name=self.name, epsilon=self.epsilon
-        )
+        bounds = (self.bounds[0], self.bounds[1])
+        if self.aggregate in ("quantile", "median"):
+            try:
+                if self.aggregate == "median":
+                    return dp.median(
+                        self.column,
+                        bounds=bounds,
+                        candidates=self.candidates,
+                        name=self.name,
+                        epsilon=self.epsilon,
+                    )
+                assert self.q is not None
+                return dp.quantile(
+                    self.column,
+                    self.q,
+                    bounds=bounds,
+                    candidates=self.candidates,
+                    name=self.name,
+                    epsilon=self.epsilon,
+                )
+            except InvalidParameterError as error:
+                raise ValueError(str(error)) from None
+        make = {"sum": dp.sum, "mean": dp.mean, "variance": dp.variance, "std": dp.std}[self.aggregate]
+        return make(self.column, bounds=bounds, name=self.name, epsilon=self.epsilon)
+
+    def names(self) -> list[str]:
+        """The output columns it makes."""
+        made = self.to_dp()
+        return [a.name for a in (made if isinstance(made, list) else [made])]
 
 
 # A public group: one value per group-key column.
@@ -716,6 +769,10 @@ class Pipeline(_Model):
             if dumped["dataset"].get(field) is None:
                 dumped["dataset"].pop(field, None)
         for step in dumped.get("release", ()):
+            for aggregate in step.get("aggregates", ()):  # fields added with quantiles (issue 29)
+                for field in ("q", "candidates"):
+                    if aggregate.get(field) is None:
+                        aggregate.pop(field, None)
             if step.get("step") in ("dp_histogram", "dp_group_by") and step.get("mechanism") == "laplace":
                 del step["mechanism"]
                 if step.get("rho") is None:

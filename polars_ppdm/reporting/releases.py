@@ -238,7 +238,7 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
     from polars_ppdm.dp.group_by import noise_request, selection_threshold
     from polars_ppdm.dp.mechanism import Mechanism
 
-    aggregates = [a.to_dp() for a in step.aggregates]
+    aggregates = dp_aggregates(step)
     gaussian = getattr(step, "mechanism", "laplace") == "gaussian"
     request = noise_request(
         aggregates,
@@ -280,7 +280,20 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
     plots = []
     labels = tuple(" & ".join(str(v) for v in row) for row in frame.select(step.by).iter_rows())
     for a in aggregates:
-        if a.kind in ("count", "sum"):
+        errors: tuple[float, ...] | None
+        if a.kind == "quantile":
+            assert a.candidates is not None
+            num, den = a.quantile_fraction()
+            figures.append(
+                Figure(
+                    f"noise of {a.name}",
+                    f"one of {len(a.candidates):,} public candidates",
+                    f"report noisy max over the candidates' rank scores (q = {num}/{den}), geometric noise of "
+                    f"scale {number(request.quantile_scale(a) / den)} ranks: its error is in ranks, not in the values",
+                )
+            )
+            errors = None
+        elif a.kind in ("count", "count_units", "sum"):
             # The noise is integer, in grid units for a sum: its scale and spread in the
             # figure's own units are the grid's multiples.
             units = request.scale(a)
@@ -288,28 +301,28 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
             if gaussian:
                 noise = Mechanism("gaussian", request.epsilons[a.name])
                 half = noise.half_width(units) * grid  # the grid of a count is 1
-                law = "discrete Gaussian" + ("" if a.kind == "count" else f" on a grid of {grid:.3g}")
+                law = "discrete Gaussian" + ("" if a.kind != "sum" else f" on a grid of {grid:.3g}")
                 spread = f"sigma {number(units * grid)} (SD {number(noise.sd(units) * grid)})"
             else:
                 half = geometric_interval(units) * grid
-                law = "two-sided geometric" + ("" if a.kind == "count" else f" on a grid of {grid:.3g}")
+                law = "two-sided geometric" + ("" if a.kind != "sum" else f" on a grid of {grid:.3g}")
                 spread = f"scale {number(units * grid)} (SD {number(geometric_sd(units) * grid)})"
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
-                    f"± {int(half):,}" if a.kind == "count" else f"± {number(half)}",
+                    f"± {int(half):,}" if a.kind != "sum" else f"± {number(half)}",
                     f"{law} noise of {spread}, the same in every group"
                     + (" (exact quantile of the discrete law)" if gaussian else ""),
                 )
             )
-            errors: tuple[float, ...] | None = tuple(float(half) for _ in labels)
+            errors = tuple(float(half) for _ in labels)
         elif f"{a.name}_sd" in frame.columns and frame.height:
             sd = frame[f"{a.name}_sd"].cast(pl.Float64)
             figures.append(
                 Figure(
                     f"95% interval of {a.name}",
                     f"± {number(float(np.median(sd.to_numpy())) * _Z95)}",
-                    "median over the groups: a mean's noise shrinks as its group grows (noisy sum / noisy count)",
+                    f"median over the groups: a {a.kind}'s noise shrinks as its group grows (noisy sums / noisy count)",
                 )
             )
             errors = tuple(float(v) * _Z95 for v in sd.to_list())
@@ -318,7 +331,7 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
                 Figure(
                     f"noise of {a.name}",
                     "depends on the group's size",
-                    "noisy sum / noisy count; intervals = true adds each group's SD and 95% interval",
+                    "noisy sums / noisy count; intervals = true adds each group's SD and 95% interval",
                 )
             )
             errors = None
@@ -425,15 +438,25 @@ def _dp_continual_counts(step: Any, frame: pl.DataFrame, perturb: Sequence[Any])
     return _Found(figures, plots, notes)
 
 
+def dp_aggregates(step: Any) -> list[Any]:
+    """A dp_group_by step's :class:`~polars_ppdm.dp.DPAggregate` list (a quantile of
+    several q is one of each)."""
+    made = [a.to_dp() for a in step.aggregates]
+    return [b for a in made for b in (a if isinstance(a, list) else [a])]
+
+
 def _aggregate(a: Any) -> str:
-    """An aggregate as the title of its release says it: ``count``, ``mean of amount``."""
+    """An aggregate as the title of its release says it: ``count``, ``mean of amount``,
+    ``quantile 0.9 of amount``."""
+    if a.kind == "quantile":
+        return f"quantile {float(a.q):g} of {a.column}"
     return a.kind if a.column is None else f"{a.kind} of {a.column}"
 
 
 def _title(step: Any) -> str:
     """What a release releases, as its section's title."""
     if step.step == "dp_group_by":
-        return f"dp_group_by by {', '.join(step.by)}: {', '.join(_aggregate(a.to_dp()) for a in step.aggregates)}"
+        return f"dp_group_by by {', '.join(step.by)}: {', '.join(_aggregate(a) for a in dp_aggregates(step))}"
     if step.step == "dp_continual_counts":
         return f"dp_continual_counts by {', '.join(step.by)}: counts per {step.period} and running totals"
     return f"{step.step} of {', '.join(step.columns)}"
