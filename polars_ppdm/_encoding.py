@@ -184,7 +184,7 @@ class Domain:
             low, high = values.min(), values.max()
             # An integer column: both are ints, or both None when every value is null.
             if isinstance(low, int) and isinstance(high, int) and (low < 0 or high > 1):
-                bad = values.filter(values.is_not_null() & ~values.is_in([0, 1]))
+                bad = values.filter(values.is_not_null() & ~values.is_between(0, 1))
                 msg = (
                     f"The column {values.name!r} of {func} is binary (an integer column with no "
                     "'categories') and must hold only 0 and 1. Got "

@@ -492,6 +492,18 @@ def _nan_releases():
         "dp_group_by mean lazy": lambda t, acc: ppdm.dp_group_by(
             t.lazy(), "group", dp.mean("x", bounds=(0, 10)), epsilon=1.0, public_groups=public, accountant=acc
         ),
+        # A quantile ranks the values without clamping them: a NaN has no rank.
+        "dp_group_by median": lambda t, acc: ppdm.dp_group_by(
+            t, "group", dp.median("x", bounds=(0, 10)), epsilon=1.0, public_groups=public, accountant=acc
+        ),
+        "dp_group_by variance lazy": lambda t, acc: ppdm.dp_group_by(
+            t.lazy(),
+            "group",
+            dp.variance("x", bounds=(0, 10)),
+            epsilon=1.0,
+            public_groups=public,
+            accountant=acc,
+        ),
         "dp_quadtree": lambda t, acc: ppdm.dp_quadtree(
             t,
             ["x", "y"],
@@ -560,6 +572,18 @@ def _secret_releases():
             small.lazy(),
             "group",
             dp.mean("value", bounds=(0, 100)),
+            epsilon=1.0,
+            public_groups=public,
+            secret=s,
+        ),
+        "dp_group_by quantiles": lambda s: ppdm.dp_group_by(
+            small,
+            "group",
+            [
+                dp.count_units(),
+                *dp.quantile("value", [0.1, 0.9], bounds=(0, 100)),
+                dp.std("value", bounds=(0, 100)),
+            ],
             epsilon=1.0,
             public_groups=public,
             secret=s,

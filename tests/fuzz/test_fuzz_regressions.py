@@ -16,6 +16,19 @@ import polars_ppdm as ppdm
 from polars_ppdm import InvalidParameterError
 
 FIXED: dict[str, tuple[Any, str]] = {
+    # Polars 1.34 (the declared minimum): is_in([0, 1]) on a UInt128 column above 2^127 raised
+    # "conversion from u128 to i128 failed" from inside pattern_rules' binary check.
+    "a UInt128 column above 2^127 as a binary item": (
+        lambda: ppdm.pattern_rules(
+            pl.DataFrame(
+                {"x": pl.Series([None, 2**127], dtype=pl.UInt128), "y": [True, None], "f": [0, 0]}
+            ),
+            ["x", "y"],
+            frequency="f",
+            min_confidence=0.5,
+        ),
+        "'x' of pattern_rules has 1 null value",
+    ),
     "categories not a list": (
         lambda: ppdm.rr_disguise(pl.DataFrame({"x": [True, False]}), "x", p=0.7, secret=1, categories=True),
         "'categories' parameter of rr_disguise .* must be a list",
