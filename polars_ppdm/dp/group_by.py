@@ -585,16 +585,59 @@ def _bad_rows(request: GroupByRequest) -> pl.Expr:
     return bad
 
 
+def row_helpers(lazy: pl.LazyFrame, request: GroupByRequest) -> pl.LazyFrame:
+    """Per row: the group columns, the privacy unit and the helper columns that are
+    functions of the row alone (grid units, squares, ranked values, bad) -- element-wise,
+    so any engine may compute them batch by batch (Spark does, through ``mapInArrow``)."""
+    unit = request.privacy_unit
+    return lazy.select(
+        *request.by,
+        *([unit] if unit else []),
+        *_per_row_sums(request),
+        *_ranked_values(request),
+        _bad_rows(request).alias(request.helpers.bad),
+    )
+
+
+def row_word_exprs(request: GroupByRequest, secret: bytes) -> tuple[pl.Expr, pl.Expr]:
+    """Over :func:`row_helpers`' columns, with a privacy unit: the pair word (orders a
+    unit's groups, ``helpers.pair_word``) and the row word (orders a unit's rows in a
+    group, ``helpers.row_word``), both element-wise."""
+    unit, h = request.privacy_unit, request.helpers
+    assert unit is not None
+    summed = [e.meta.output_name() for e in _per_row_sums(request)]  # in their order: it keys the word
+    ranked = list(h.values.values())
+    pair = _words(unit, request.by, secret, h.pair_word, groups=True)
+    row = (
+        _words(unit, summed + ranked, secret, h.row_word)
+        if summed or ranked
+        else pl.lit(0, dtype=pl.UInt64).alias(h.row_word)
+    )
+    return pair, row
+
+
+def with_public_groups(grouped: pl.LazyFrame, request: GroupByRequest) -> pl.LazyFrame:
+    """The per-group statistics of exactly the public groups, in their order (empty ones:
+    zeros and empty value lists)."""
+    assert request.public_groups is not None
+    lists = list(request.helpers.values.values())
+    return (
+        request.public_groups.lazy()
+        .join(grouped, on=request.by, how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(
+            pl.exclude(*request.by, *lists).fill_null(0),
+            *(pl.col(v).fill_null(pl.lit([], dtype=pl.List(pl.Float64))) for v in lists),
+        )
+    )
+
+
 def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
     """Per group: the rows, the privacy units, the sums and the bad values (the helper
     columns of ``request.helpers``), after contribution bounding."""
     by, unit, h = request.by, request.privacy_unit, request.helpers
-    sums = _per_row_sums(request)
-    sum_names = [e.meta.output_name() for e in sums]
+    sum_names = [e.meta.output_name() for e in _per_row_sums(request)]
     ranked = list(h.values.values())
-    rows = lazy.select(
-        *by, *([unit] if unit else []), *sums, *_ranked_values(request), _bad_rows(request).alias(h.bad)
-    )
+    rows = row_helpers(lazy, request)
     per_group = [
         *(pl.col(s).sum() for s in sum_names),
         *(pl.col(v) for v in ranked),  # the group's values, as a list
@@ -605,12 +648,7 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     # One sort by (unit, pair word, group, row word) puts each unit's groups in keyed
     # order and each group's rows in keyed order; positions then say which pairs and rows
     # to keep, in linear passes (window ranks over millions of units cost ~10x more).
-    pair = _words(unit, by, secret, h.pair_word, groups=True)
-    row = (
-        _words(unit, sum_names + ranked, secret, h.row_word)
-        if sum_names or ranked
-        else pl.lit(0, dtype=pl.UInt64).alias(h.row_word)
-    )
+    pair, row = row_word_exprs(request, secret)
     first = pl.int_range(pl.len()) == 0
     new_unit = first | pl.col(unit).ne_missing(pl.col(unit).shift(1))
     new_pair = new_unit | pl.col(h.pair_word).ne(pl.col(h.pair_word).shift(1))
@@ -1068,15 +1106,7 @@ def dp_group_by(
     key = release_secret(secret, _FUNC)
     grouped = _bounded_groups(as_lazy(frame), request, key)
     if request.public_groups is not None:
-        lists = list(request.helpers.values.values())
-        grouped = (
-            request.public_groups.lazy()
-            .join(grouped, on=request.by, how="left", nulls_equal=True, maintain_order="left")
-            .with_columns(
-                pl.exclude(*request.by, *lists).fill_null(0),
-                *(pl.col(v).fill_null(pl.lit([], dtype=pl.List(pl.Float64))) for v in lists),
-            )
-        )
+        grouped = with_public_groups(grouped, request)
     schema_out = _output_schema(request, schema, intervals)
     query = grouped.map_batches(
         lambda g: _release(g, request, key, intervals, non_negative, accountant), schema=schema_out

@@ -15,12 +15,14 @@ does not, calling a function without PySpark raises an ImportError that says so.
 
 from polars_ppdm.spark.dp import dp_histogram, dp_kmeans, dp_quadtree
 from polars_ppdm.spark.ecdf import ecdf_resample
+from polars_ppdm.spark.group_by import dp_group_by
 from polars_ppdm.spark.mine import rr_apriori, rr_support
 from polars_ppdm.spark.rows import add_noise, apply_spiral_key, invert_spiral_key, rr_disguise
 
 __all__ = [
     "add_noise",
     "apply_spiral_key",
+    "dp_group_by",
     "dp_histogram",
     "dp_kmeans",
     "dp_quadtree",
