@@ -339,3 +339,26 @@ def test_q_is_used_as_a_short_fraction():
     assert dp.quantile("x", 0.9, bounds=(0, 1)).q == Fraction(9, 10)
     assert dp.quantile("x", 1 / 3, bounds=(0, 1)).q == Fraction(1, 3)
     assert dp.median("x", bounds=(0, 1)).label == "quantile(x,1/2)"
+
+
+def test_under_zcdp_a_units_groups_compose_in_rho():
+    """A unit in g groups: each group's choice is sqrt(2 rho / g)-DP (g choices of
+    epsilon^2/2 each add up to rho); pure accounting would give sqrt(2 rho) / g."""
+    from polars_ppdm.dp.group_by import noise_request
+
+    median = dp.median("x", bounds=(0, 1))
+    zcdp = noise_request(
+        [median],
+        epsilon=None,
+        max_groups_contributed=4,
+        max_rows_per_group=3,
+        delta=None,
+        mechanism="gaussian",
+        rho=0.5,
+    )
+    pure = noise_request([median], epsilon=1.0, max_groups_contributed=4, max_rows_per_group=3, delta=None)
+    assert zcdp.quantile_epsilon(median) == pytest.approx(math.sqrt(2 * 0.5 / 4))
+    assert pure.quantile_epsilon(median) == pytest.approx(1.0 / 4)
+    assert zcdp.quantile_scale(median) == pytest.approx(
+        2 * 3 * 1 / math.sqrt(2 * 0.5 / 4)
+    )  # q = 1/2: max(1, 1) = 1

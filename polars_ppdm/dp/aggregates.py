@@ -367,7 +367,9 @@ def quantile(
     candidate), and the candidate of the best noisy score is released (the first on a
     tie).  Scores are integers: ``q`` is used as the nearest fraction of denominator at
     most 10,000 (0.9 is exactly 9/10).  Under ``mechanism="gaussian"`` a quantile's
-    share ``rho`` buys the epsilon ``sqrt(2 rho)`` (pure DP is zCDP).  A quantile has no
+    share ``rho`` makes each group's choice ``sqrt(2 rho / max_groups_contributed)``-DP
+    (an epsilon-DP choice is epsilon^2/2-zCDP, and a unit's groups add up in rho, not in
+    epsilon: a scale ``sqrt(max_groups_contributed)`` times smaller).  A quantile has no
     interval columns: its error is in ranks, and ranks of the data are not released.
 
     Parameters

@@ -283,19 +283,26 @@ class GroupByRequest:
         return self._scale(1, self._part(aggregate))
 
     def quantile_epsilon(self, aggregate: DPAggregate) -> float:
-        """A quantile's epsilon: its share, or ``sqrt(2 rho)`` for a share of rho (an
-        epsilon-DP mechanism is epsilon^2/2-zCDP)."""
+        """The epsilon of a quantile's choice in each group.
+
+        A unit is in at most ``max_groups`` groups, each choice independent.  Laplace
+        accounting composes them purely: ``share / max_groups`` each.  Under zCDP an
+        epsilon-DP choice costs ``epsilon^2 / 2`` and the unit's groups add up:
+        ``sqrt(2 rho / max_groups)`` each, ``sqrt(max_groups)`` times more than pure
+        composition would allow (Bun and Steinke 2016, Prop. 1.4 and Lemma 2.3)."""
         share = self.epsilons[aggregate.name]
-        return math.sqrt(2 * share) if self.noise.name == "gaussian" else share
+        if self.noise.name == "gaussian":
+            return math.sqrt(2 * share / self.max_groups)
+        return share / self.max_groups
 
     def quantile_scale(self, aggregate: DPAggregate) -> float:
         """The geometric noise of a quantile's scores (integers: ``q`` = num/den, scores
         times den): a unit moves a group's scores by at most ``max_rows x max(num, den -
-        num)`` in at most ``max_groups`` groups; report noisy max over scores that move
-        both ways takes twice the sensitivity."""
+        num)``; report noisy max over scores that move both ways takes twice the
+        sensitivity, over the epsilon of one group's choice."""
         num, den = aggregate.quantile_fraction()
         sensitivity = self.max_rows * max(num, den - num)
-        return 2 * sensitivity * self.max_groups / self.quantile_epsilon(aggregate)
+        return 2 * sensitivity / self.quantile_epsilon(aggregate)
 
     def shared_count(self) -> DPAggregate | None:
         return next((a for a in self.aggregates if a.kind == "count"), None)
