@@ -75,8 +75,12 @@ k := 2)``; and the table macros ``ppdm_ecdf_resample(tbl, col, key, bins, secret
 ``ppdm_dp_histogram(tbl, col, low, high, bins, epsilon, secret, mechanism := 'laplace',
 rho := NULL)`` (columns ``<col>_bin, <col>_low, <col>_high, count`` as in Polars); and
 the DP aggregates per group with a privacy unit, ``ppdm_dp_count(tbl, group_col, ...)``,
+``ppdm_dp_count_units(tbl, group_col, ...)`` (distinct privacy units),
 ``ppdm_dp_sum(tbl, group_col, value_col, contribution_bounds_per_row := [low, high],
-...)`` and ``ppdm_dp_avg(...)`` with BigQuery's option names (``epsilon``,
+...)``, ``ppdm_dp_avg(...)``, ``ppdm_dp_var_pop(...)``, ``ppdm_dp_stddev_pop(...)`` and
+``ppdm_dp_percentile_cont(tbl, group_col, value_col, q, contribution_bounds_per_row :=
+[low, high], candidates := 1001, ...)`` (``candidates``: a number of points or a list, as
+``dp.quantile``'s) with BigQuery's names and option names (``epsilon``,
 ``privacy_unit_column``, ``max_groups_contributed``, ``max_rows_per_group``,
 ``public_groups`` (a list), ``delta``, ``secret``) and ``mechanism``, ``rho``: the same
 numbers as :func:`polars_ppdm.dp_group_by` with that one aggregate (their keyed words and

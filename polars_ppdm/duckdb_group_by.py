@@ -1,8 +1,10 @@
 """The keyed pieces the SQL macros of :func:`polars_ppdm.dp_group_by` need, as DuckDB UDFs.
 
-The macros ``ppdm_dp_count``, ``ppdm_dp_sum`` and ``ppdm_dp_avg`` (``sql/dp_group_by.sql``)
-do the contribution bounding, the grid sums and the joins in SQL; these UDFs give them
-the same 64-bit words and noise as the Polars code, so the releases are the same bits:
+The macros ``ppdm_dp_count``, ``ppdm_dp_count_units``, ``ppdm_dp_sum``, ``ppdm_dp_avg``,
+``ppdm_dp_var_pop``, ``ppdm_dp_stddev_pop`` and ``ppdm_dp_percentile_cont``
+(``sql/dp_group_by.sql``) do the contribution bounding, the grid sums and the joins in
+SQL; these UDFs give them the same 64-bit words and noise as the Polars code, so the
+releases are the same bits:
 
 * ``ppdm_bits(x BIGINT) -> UBIGINT``, ``ppdm_double_bits(x DOUBLE) -> UBIGINT`` and
   ``ppdm_string_bits(secret, x VARCHAR) -> UBIGINT`` -- the 64-bit pattern of an integer
@@ -27,11 +29,27 @@ the same 64-bit words and noise as the Polars code, so the releases are the same
 * ``ppdm_grid(row_bound DOUBLE) -> DOUBLE`` -- the power-of-two grid of real values
   (:func:`~polars_ppdm.kernels.dp_noise.grid_of`);
 * ``ppdm_selection_threshold(epsilon, delta, max_groups) -> BIGINT`` -- partition
-  selection's threshold (:func:`polars_ppdm.dp.group_by.selection_threshold`).
+  selection's threshold (:func:`polars_ppdm.dp.group_by.selection_threshold`);
+* ``ppdm_dp_square_shape(low DOUBLE, high DOUBLE) -> BIGINT[]`` -- ``[k, middle]`` of a
+  variance's rounded squares ``(u^2 + 2^(k-1)) // 2^k - middle`` over its grid values
+  ``u`` (:meth:`~polars_ppdm.dp.aggregates.DPAggregate.square_shift` and
+  ``square_middle`` of ``dp.variance`` with those bounds);
+* ``ppdm_values_digest(secret, word UBIGINT, values DOUBLE[]) -> UBIGINT`` -- per group,
+  the order-free keyed digest of the values a quantile ranks (the release's digest holds
+  it, so a value changed anywhere redraws the noise);
+* ``ppdm_dp_release_value(secret, spec VARCHAR, digest UBIGINT, word UBIGINT, rows
+  BIGINT, grid_sum BIGINT, squares BIGINT, values DOUBLE[]) -> DOUBLE`` -- a variance,
+  std or quantile per group from its bounded statistics: ``spec`` (JSON, one constant per
+  query, made by the macro) holds the call's parameters, from which
+  :func:`~polars_ppdm.dp.group_by.check_group_by` makes the very request Polars makes,
+  and the value is that of Polars' own code (``_variance``, ``_quantile``) under the
+  release key of (secret, ``dp_group_by(<group>)``, digest).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import duckdb
@@ -40,7 +58,17 @@ import polars as pl
 import pyarrow as pa
 from duckdb.func import ARROW, SPECIAL
 
-from polars_ppdm.dp.group_by import selection_threshold, string_bits
+from polars_ppdm.dp import aggregates as dp
+from polars_ppdm.dp.aggregates import DPAggregate
+from polars_ppdm.dp.group_by import (
+    GroupByRequest,
+    _quantile,
+    _values_digests,
+    _variance,
+    check_group_by,
+    selection_threshold,
+    string_bits,
+)
 from polars_ppdm.duckdb import _constant as constant
 from polars_ppdm.duckdb import _secret as secret_of
 from polars_ppdm.exceptions import InvalidParameterError
@@ -137,6 +165,71 @@ def _selection_threshold_udf(epsilon, delta, max_groups):
     return pa.array([threshold] * len(epsilon), type=pa.int64())
 
 
+def _square_shape_udf(low, high):
+    func = "ppdm_dp_square_shape"
+    made = dp.variance("value", bounds=(constant(low, "low", func), constant(high, "high", func)))
+    shape = [made.square_shift(func), made.square_middle(func)]
+    return pa.array([shape] * len(low), type=pa.list_(pa.int64()))
+
+
+def _values_digest_udf(secret, word, values):
+    if len(word) == 0:
+        return pa.array([], type=pa.uint64())
+    key = secret_of(secret, "ppdm_values_digest").key
+    return pa.array(_values_digests(pl.Series(values), pl.Series(word).to_numpy(), key), type=pa.uint64())
+
+
+@functools.lru_cache(maxsize=16)
+def _release_request(spec: str) -> tuple[GroupByRequest, DPAggregate]:
+    """The request Polars makes for the one aggregate of a macro call (``spec``: its
+    parameters as JSON), checked by :func:`check_group_by` over a schema of the group,
+    value and unit columns (nothing is read from the data)."""
+    p = json.loads(spec)
+    column, bounds, kind = p["column"], (p["low"], p["high"]), p["kind"]
+    made = (
+        dp.quantile(column, p["q"], bounds=bounds, candidates=p["candidates"])
+        if kind == "quantile"
+        else getattr(dp, kind)(column, bounds=bounds)
+    )
+    # The group column last: an integer group column may be the value column too.
+    schema = pl.Schema(
+        {column: pl.Float64, **({p["unit"]: pl.Int64} if p["unit"] else {}), p["group"]: pl.Int64}
+    )
+    request = check_group_by(
+        schema,
+        p["group"],
+        made,
+        epsilon=p["epsilon"],
+        privacy_unit=p["unit"],
+        max_groups_contributed=p["max_groups"],
+        max_rows_per_group=p["max_rows"],
+        public_groups=None if p["delta"] is not None else pl.DataFrame(schema={p["group"]: pl.Int64}),
+        delta=p["delta"],
+        mechanism=p["mechanism"],
+        rho=p["rho"],
+    )
+    assert isinstance(made, DPAggregate)
+    return request, made
+
+
+def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, values):
+    func = "ppdm_dp_release_value"
+    if len(word) == 0:
+        return pa.array([], type=pa.float64())
+    request, a = _release_request(str(constant(spec, "spec", func)))
+    resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0])
+    key = release_key(resolved.key, request.label, int(constant(digest, "digest", func)))
+    stream = stream_id(f"dp_group_by/{request.by[0]}/{a.label}")
+    words = pl.Series(word).to_numpy()
+    if a.kind == "quantile":
+        return pa.array(_quantile(a, pl.Series(values), words, request, key, stream), type=pa.float64())
+    h = request.helpers
+    groups = pl.DataFrame({h.grid[a.name]: pl.Series(grid_sum), h.squares[a.name]: pl.Series(squares)})
+    n = pl.Series(rows).cast(pl.Int64).to_numpy()
+    value, *_ = _variance(a, groups, n, words, request, key, stream, {})
+    return pa.array(value, type=pa.float64())
+
+
 def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
     """Register the UDFs above on ``con`` (:func:`polars_ppdm.duckdb.register` calls it)."""
     T = duckdb.sqltypes
@@ -162,6 +255,20 @@ def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
         **arrow,
     )
     con.create_function("ppdm_grid", _grid_udf, [T.DOUBLE], T.DOUBLE, **arrow)
+    con.create_function(
+        "ppdm_dp_square_shape", _square_shape_udf, [T.DOUBLE, T.DOUBLE], duckdb.list_type(T.BIGINT), **arrow
+    )
+    doubles = duckdb.list_type(T.DOUBLE)
+    con.create_function(
+        "ppdm_values_digest", _values_digest_udf, [T.VARCHAR, T.UBIGINT, doubles], T.UBIGINT, **arrow
+    )
+    con.create_function(
+        "ppdm_dp_release_value",
+        _release_value_udf,
+        [T.VARCHAR, T.VARCHAR, T.UBIGINT, T.UBIGINT, T.BIGINT, T.BIGINT, T.BIGINT, doubles],
+        T.DOUBLE,
+        **arrow,
+    )
     con.create_function(
         "ppdm_selection_threshold",
         _selection_threshold_udf,
