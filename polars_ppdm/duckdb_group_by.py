@@ -42,7 +42,7 @@ releases are the same bits:
   std or quantile per group from its bounded statistics: ``spec`` (JSON, one constant per
   query, made by the macro) holds the call's parameters, from which
   :func:`~polars_ppdm.dp.group_by.check_group_by` makes the very request Polars makes,
-  and the value is that of Polars' own code (``_variance``, ``_quantile``) under the
+  and the value is that of Polars' own code (``variance_of``, ``quantile_of`` over a ``GroupDraws``) under the
   release key of (secret, ``dp_group_by(<group>)``, digest).
 """
 
@@ -62,12 +62,13 @@ from polars_ppdm.dp import aggregates as dp
 from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.dp.group_by import (
     GroupByRequest,
-    _quantile,
-    _values_digests,
-    _variance,
+    GroupDraws,
     check_group_by,
+    quantile_of,
     selection_threshold,
     string_bits,
+    values_digests,
+    variance_of,
 )
 from polars_ppdm.duckdb import _constant as constant
 from polars_ppdm.duckdb import _secret as secret_of
@@ -176,7 +177,7 @@ def _values_digest_udf(secret, word, values):
     if len(word) == 0:
         return pa.array([], type=pa.uint64())
     key = secret_of(secret, "ppdm_values_digest").key
-    return pa.array(_values_digests(pl.Series(values), pl.Series(word).to_numpy(), key), type=pa.uint64())
+    return pa.array(values_digests(pl.Series(values), pl.Series(word).to_numpy(), key), type=pa.uint64())
 
 
 @functools.lru_cache(maxsize=16)
@@ -219,14 +220,21 @@ def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, valu
     request, a = _release_request(str(constant(spec, "spec", func)))
     resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0])
     key = release_key(resolved.key, request.label, int(constant(digest, "digest", func)))
-    stream = stream_id(f"dp_group_by/{request.by[0]}/{a.label}")
-    words = pl.Series(word).to_numpy()
-    if a.kind == "quantile":
-        return pa.array(_quantile(a, pl.Series(values), words, request, key, stream), type=pa.float64())
     h = request.helpers
-    groups = pl.DataFrame({h.grid[a.name]: pl.Series(grid_sum), h.squares[a.name]: pl.Series(squares)})
-    n = pl.Series(rows).cast(pl.Int64).to_numpy()
-    value, *_ = _variance(a, groups, n, words, request, key, stream, {})
+    if a.kind == "quantile":
+        assert a.column is not None
+        groups = pl.DataFrame({h.values[a.column]: pl.Series(values)})
+    else:
+        groups = pl.DataFrame(
+            {
+                h.rows: pl.Series(rows),
+                h.grid[a.name]: pl.Series(grid_sum),
+                h.squares[a.name]: pl.Series(squares),
+            }
+        )
+    # The very draws Polars' release makes (dp.group_by.GroupDraws), over the macro's groups.
+    draws = GroupDraws(request, key, pl.Series(word).to_numpy(), groups)
+    value = quantile_of(a, draws) if a.kind == "quantile" else variance_of(a, draws)[0]
     return pa.array(value, type=pa.float64())
 
 

@@ -42,7 +42,7 @@ import hashlib
 import hmac
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -77,11 +77,16 @@ from polars_ppdm.secret import SecretLike
 __all__ = [
     "GROUP_STREAM",
     "GroupByRequest",
+    "GroupDraws",
     "check_group_by",
     "dp_group_by",
     "group_words",
+    "quantile_of",
+    "release_stream",
     "selection_threshold",
     "string_bits",
+    "values_digests",
+    "variance_of",
 ]
 
 _FUNC = "dp_group_by"
@@ -730,11 +735,11 @@ def statistics_digest(groups: pl.DataFrame, words: np.ndarray, request: GroupByR
         if a.is_variance:
             columns.append(groups[h.squares[a.name]].cast(pl.Int64).to_numpy())
     for name in h.values.values():  # every value a quantile ranks, per group
-        columns.append(_values_digests(groups[name], words, secret))
+        columns.append(values_digests(groups[name], words, secret))
     return table_digest(secret, columns)
 
 
-def _values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.ndarray:
+def values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.ndarray:
     """Per group (a list of values): the order-free keyed digest of its values, so that a
     quantile's noise changes whenever any value it ranks changes."""
     lengths = values.list.len().fill_null(0).to_numpy()
@@ -744,6 +749,43 @@ def _values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.n
     out = np.zeros(len(lengths), dtype=np.uint64)
     np.add.at(out, owner, row)  # wraps modulo 2^64, in any order
     return out
+
+
+def release_stream(by: Sequence[str], label: str) -> int:
+    """The noise stream of a figure of a release by ``by``: an aggregate's label,
+    ``count-of-<label>`` or ``squares-of-<label>`` for its own count and squares, or
+    ``select`` for partition selection."""
+    return stream_id(f"{_FUNC}/{chr(31).join(by)}/{label}")
+
+
+@dataclass
+class GroupDraws:
+    """What every aggregate of one release draws its noise from: the released groups'
+    helper columns (``request.helpers``), their keyed words, the request and the release
+    key; and the counts already released (a mean or variance divides by the release's
+    count).  Every engine builds one to release the same bits (DuckDB's variance and
+    quantile UDFs too)."""
+
+    request: GroupByRequest
+    key: bytes
+    words: np.ndarray
+    groups: pl.DataFrame
+    counts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        return self.groups[self.request.helpers.rows].cast(pl.Int64).to_numpy()
+
+    def stream(self, label: str) -> int:
+        return release_stream(self.request.by, label)
+
+    def draw(self, label: str, scale: float) -> np.ndarray:
+        """Exact integer noise of ``scale``, one draw per group, in the stream of ``label``."""
+        return self.request.noise.draw(self.key, self.stream(label), self.words, scale)
+
+    def column(self, name: str) -> np.ndarray:
+        """A per-group helper column as int64 (grid sums, squares, units)."""
+        return self.groups[name].cast(pl.Int64).to_numpy()
 
 
 def _release(
@@ -764,11 +806,10 @@ def _release(
     by = request.by
     words = group_words(secret, groups.select(by))
     key = release_key(secret, request.label, statistics_digest(groups, words, request, secret))
-    prefix = f"{_FUNC}/{chr(31).join(by)}/"
     if request.public_groups is None:
         assert request.delta is not None
         scale = request.max_groups / request.epsilons["__select"]
-        noise = discrete_laplace(key, stream_id(prefix + "select"), words, scale)
+        noise = discrete_laplace(key, release_stream(by, "select"), words, scale)
         keep = groups[request.helpers.units].to_numpy() + noise >= selection_threshold(
             request.epsilons["__select"], request.delta, request.max_groups
         )
@@ -778,34 +819,27 @@ def _release(
         order = groups.select(pl.arg_sort_by([_sort_key(groups[c]) for c in by], nulls_last=True)).to_series()
         groups, words = groups[order], words[order.to_numpy()]
     out: dict[str, pl.Series] = {c: groups[c] for c in by}
-    rows = groups[request.helpers.rows].cast(pl.Int64).to_numpy()
-    counts: dict[str, np.ndarray] = {}
+    draws = GroupDraws(request, key, words, groups)
     for a in request.aggregates:
-        stream = stream_id(prefix + a.label)
         sd: float | np.ndarray
         if a.kind in ("count", "count_units"):
             scale = request.scale(a)
-            truth = rows if a.kind == "count" else groups[request.helpers.units].cast(pl.Int64).to_numpy()
-            value = truth + request.noise.draw(key, stream, words, scale)
-            counts[a.name] = value.astype(np.float64)
+            truth = draws.rows if a.kind == "count" else draws.column(request.helpers.units)
+            value = truth + draws.draw(a.label, scale)
+            draws.counts[a.name] = value.astype(np.float64)
             shown = np.maximum(value, 0) if non_negative else value
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
             sd, half = request.noise.sd(scale), float(request.noise.half_width(scale))
             low, high = value - half, value + half
         elif a.kind == "quantile":
-            values = groups[request.helpers.values[a.column or ""]]
-            out[a.name] = pl.Series(
-                a.name, _quantile(a, values, words, request, key, stream), dtype=pl.Float64
-            )
+            out[a.name] = pl.Series(a.name, quantile_of(a, draws), dtype=pl.Float64)
             continue
         elif a.is_variance:
-            value, sd, low, high = _variance(a, groups, rows, words, request, key, stream, counts)
+            value, sd, low, high = variance_of(a, draws)
             out[a.name] = pl.Series(a.name, value)
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
-            units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
-                key, stream, words, scale
-            )
+            units = draws.column(request.helpers.grid[a.name]) + draws.draw(a.label, scale)
             value = units.astype(np.float64) * grid  # an integer number of grid steps
             assert a.bounds is not None
             if non_negative and a.bounds[0] >= 0:
@@ -814,7 +848,7 @@ def _release(
             sd, half = request.noise.sd(scale) * grid, float(request.noise.half_width(scale)) * grid
             low, high = value - half, value + half
         else:
-            value, sd_values = _mean(a, groups, rows, words, request, key, stream, counts)
+            value, sd_values = _mean(a, draws)
             out[a.name] = pl.Series(a.name, value)
             assert a.bounds is not None
             low = np.clip(value - _Z95 * sd_values, *a.bounds)
@@ -827,33 +861,16 @@ def _release(
     return pl.DataFrame(out)
 
 
-def _own_count(
-    a: DPAggregate,
-    rows: np.ndarray,
-    words: np.ndarray,
-    request: GroupByRequest,
-    key: bytes,
-    counts: dict[str, np.ndarray],
-) -> np.ndarray:
+def _own_count(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
     """The noisy count a mean or variance divides by: the release's count (post-processing)
     or its own, drawn in a stream of its own."""
-    shared = request.shared_count()
+    shared = draws.request.shared_count()
     if shared is not None:
-        return counts[shared.name]
-    stream = stream_id(f"{_FUNC}/{chr(31).join(request.by)}/count-of-{a.label}")
-    return (rows + request.noise.draw(key, stream, words, request.count_scale(a))).astype(np.float64)
+        return draws.counts[shared.name]
+    return (draws.rows + draws.draw(f"count-of-{a.label}", draws.request.count_scale(a))).astype(np.float64)
 
 
-def _variance(
-    a: DPAggregate,
-    groups: pl.DataFrame,
-    rows: np.ndarray,
-    words: np.ndarray,
-    request: GroupByRequest,
-    key: bytes,
-    stream: int,
-    counts: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def variance_of(a: DPAggregate, draws: GroupDraws) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A variance (or its square root, a std) with its standard deviation and 95% interval.
 
     In grid units ``u`` (values minus the midpoint): ``m1 = noisy sum u / n`` and ``m2 =
@@ -862,17 +879,12 @@ def _variance(
     deviation by the delta method over the three noises; the interval is clamped, and a
     std's is the square root of the variance's (a monotone map)."""
     assert a.bounds is not None
-    h = request.helpers
+    request, h = draws.request, draws.request.helpers
     grid, k, middle = a.grid(_FUNC), a.square_shift(_FUNC), a.square_middle(_FUNC)
     sum_scale, square_scale = request.scale(a), request.square_scale(a)
-    units = groups[h.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
-        key, stream, words, sum_scale
-    )
-    square_stream = stream_id(f"{_FUNC}/{chr(31).join(request.by)}/squares-of-{a.label}")
-    squares = groups[h.squares[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
-        key, square_stream, words, square_scale
-    )
-    count = _own_count(a, rows, words, request, key, counts)
+    units = draws.column(h.grid[a.name]) + draws.draw(a.label, sum_scale)
+    squares = draws.column(h.squares[a.name]) + draws.draw(f"squares-of-{a.label}", square_scale)
+    count = _own_count(a, draws)
     n = np.maximum(count, 1.0)
     m1 = units.astype(np.float64) / n
     m2 = (squares.astype(np.float64) / n + middle) * 2.0**k
@@ -904,18 +916,13 @@ def _variance(
 _SCORE_BLOCK = 1 << 22
 
 
-def _quantile(
-    a: DPAggregate,
-    values: pl.Series,
-    words: np.ndarray,
-    request: GroupByRequest,
-    key: bytes,
-    stream: int,
-) -> np.ndarray:
+def quantile_of(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
     """Report noisy max over the candidates, per group: scores ``|(den - num) L - num G|``
     (L values below the candidate, G above) plus geometric noise keyed by (group,
     candidate); the first best candidate wins."""
-    assert a.candidates is not None
+    assert a.candidates is not None and a.column is not None
+    request, key, words, stream = draws.request, draws.key, draws.words, draws.stream(a.label)
+    values = draws.groups[request.helpers.values[a.column]]
     candidates = np.asarray(a.candidates, dtype=np.float64)
     width = len(candidates)
     num, den = a.quantile_fraction()
@@ -958,16 +965,7 @@ def _sort_key(column: pl.Series) -> pl.Series:
     return column.cast(pl.String) if column.dtype == pl.Categorical else column
 
 
-def _mean(
-    a: DPAggregate,
-    groups: pl.DataFrame,
-    rows: np.ndarray,
-    words: np.ndarray,
-    request: GroupByRequest,
-    key: bytes,
-    stream: int,
-    counts: dict[str, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
+def _mean(a: DPAggregate, draws: GroupDraws) -> tuple[np.ndarray, np.ndarray]:
     """midpoint + noisy normalised sum / noisy count, clamped to the bounds (all on the
     grid until the division, post-processing); and its standard deviation by the delta
     method (the noise's, from the noisy figures)."""
@@ -975,13 +973,12 @@ def _mean(
     low, high = a.bounds
     grid = a.grid(_FUNC)
     mid = a.shift_units(_FUNC) * grid
+    request = draws.request
     sum_scale = request.scale(a)
-    units = groups[request.helpers.grid[a.name]].cast(pl.Int64).to_numpy() + request.noise.draw(
-        key, stream, words, sum_scale
-    )
+    units = draws.column(request.helpers.grid[a.name]) + draws.draw(a.label, sum_scale)
     shifted = units.astype(np.float64) * grid
     count_scale = request.count_scale(a)
-    count = _own_count(a, rows, words, request, key, counts)
+    count = _own_count(a, draws)
     denominator = np.maximum(count, 1.0)
     value = np.clip(mid + shifted / denominator, low, high)
     variance = (
