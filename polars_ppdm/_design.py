@@ -76,7 +76,8 @@ class RRDesign:
         """Aggregates counting nulls and non-binary values, to fail loudly on bad rows."""
         out = [pl.col(c).null_count().alias(f"__nulls_{i}") for i, c in enumerate(self.columns)]
         for i, c in enumerate(self.columns):
-            if self.domains[c].binary_int:  # an integer column: 0 or 1 is between 0 and 1 (is_in fails on UInt128 in Polars 1.34)
+            # An integer column: 0 or 1 is between 0 and 1 (is_in fails on UInt128 in Polars 1.34).
+            if self.domains[c].binary_int:
                 out.append((~pl.col(c).is_between(0, 1)).fill_null(False).sum().alias(f"__bad_{i}"))
         return out
 

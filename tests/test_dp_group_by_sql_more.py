@@ -112,7 +112,10 @@ def test_gaussian_equals_polars_bit_for_bit(con, visits, kind):
 def test_a_value_changed_anywhere_redraws_the_noise(con, visits, kind):
     """One value changed in group 'a' only (each row its own unit: the row is kept): the
     release key changes, so groups 'b' and 'c', whose statistics did not change, get new
-    figures; still Polars' bits."""
+    figures; still Polars' bits.  (A median's choice may land on the same candidate
+    under new noise: its fresh noise over 200 groups is tested in
+    test_dp_quantile_variance; here its bits must follow Polars' and the variance's
+    figures must move.)"""
     changed = visits.with_columns(
         pl.when(pl.int_range(pl.len()) == pl.col("region").eq("a").arg_true().first())
         .then(pl.col("spend").clip(-1, 9) + 0.5)  # within every aggregate's bounds: seen
@@ -124,6 +127,8 @@ def test_a_value_changed_anywhere_redraws_the_noise(con, visits, kind):
     after, want = _both(con, changed, "changed", kind, "region", None, True)
     assert after.equals(want)
     column = after.columns[1]
+    if kind == "median":
+        return
     assert (
         before.filter(pl.col("region").is_in(["b", "c"]))[column].to_list()
         != after.filter(pl.col("region").is_in(["b", "c"]))[column].to_list()

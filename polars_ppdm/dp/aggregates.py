@@ -359,13 +359,13 @@ def quantile(
     """The noisy ``q``-quantile of ``column`` per group, one of public ``candidates``
     (Float64; BigQuery's ``PERCENTILE_CONT``, OpenDP's and Tumult's quantile).
 
-    The exponential mechanism over the candidates (Smith 2011), as report-noisy-max with
-    exact integer noise: candidate ``c`` scores ``|(1 - q) #{x < c} - q #{x > c}|`` (0
-    at the true quantile; one row moves it by at most ``max(q, 1 - q)``), each score
-    gets two-sided geometric noise of scale ``2 x max_groups_contributed x
-    max_rows_per_group x max(q, 1 - q) / epsilon`` keyed by (release, group,
-    candidate), and the candidate of the best noisy score is released (the first on a
-    tie).  Scores are integers: ``q`` is used as the nearest fraction of denominator at
+    The exponential mechanism over the candidates (Smith 2011), as report noisy max with
+    exact one-sided integer noise (the discrete permute-and-flip of McKenna and Sheldon
+    2020): candidate ``c`` scores ``|(1 - q) #{x < c} - q #{x > c}|`` (0 at the true
+    quantile; one row moves it by at most ``max(q, 1 - q)``), each score gets one-sided
+    geometric noise of scale ``2 x max_groups_contributed x max_rows_per_group x max(q,
+    1 - q) / epsilon`` keyed by (release, group, candidate), and the candidate of the
+    best noisy score is released (the first on a tie).  Scores are integers: ``q`` is used as the nearest fraction of denominator at
     most 10,000 (0.9 is exactly 9/10).  Under ``mechanism="gaussian"`` a quantile's
     share ``rho`` makes each group's choice ``sqrt(2 rho / max_groups_contributed)``-DP
     (an epsilon-DP choice is epsilon^2/2-zCDP, and a unit's groups add up in rho, not in
@@ -396,6 +396,9 @@ def quantile(
     ----------
     Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
     STOC 2011.  McSherry, Talwar, "Mechanism design via differential privacy", FOCS 2007.
+    McKenna, Sheldon, "Permute-and-flip: a new mechanism for differentially private
+    selection", NeurIPS 2020; Ding, Kifer, Wang, Wang, "The permute-and-flip mechanism is
+    identical to report-noisy-max with exponential noise", 2021.
     Dwork, Roth, *The Algorithmic Foundations of Differential Privacy*, 2014, 3.3-3.4
     (report noisy max).
 

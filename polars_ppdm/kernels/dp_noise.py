@@ -244,13 +244,70 @@ def discrete_laplace(secret: bytes, stream: int, keys: np.ndarray, scale: float)
     Canonne, Kamath, Steinke, "The discrete Gaussian for differential privacy",
     NeurIPS 2020.  Ghosh, Roughgarden, Sundararajan, STOC 2009.
     """
-    check_integer_scale(scale, "discrete_laplace")
+    return _geometric(secret, stream, keys, scale, two_sided=True)
+
+
+def one_sided_geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float) -> np.ndarray:
+    """One-sided geometric noise (int64, >= 0), ``P(x) = (1 - a) a^x`` with ``a =
+    exp(-1 / scale)``, sampled exactly: the magnitude of :func:`discrete_laplace`'s
+    sampler (Canonne, Kamath and Steinke's Algorithm 2 before its sign), with words of
+    its own (``dp/discrete_geometric/...`` streams).
+
+    Report noisy max with it (the discrete exponential noise of permute-and-flip, McKenna
+    and Sheldon 2020; Ding et al. 2021) is epsilon-DP at ``scale = 2 sensitivity /
+    epsilon``: for fixed other draws a candidate wins on an upper set ``x >= r`` of its
+    own draw, and ``P(X >= r) / P(X >= r + 2 sensitivity) <= a^(-2 sensitivity) =
+    e^epsilon``.
+
+    Examples
+    --------
+    >>> from polars_ppdm.kernels.prf import stream_id
+    >>> noise = one_sided_geometric(bytes(range(16)), stream_id("demo"), np.arange(200_000), 2.0)
+    >>> a = math.exp(-1 / 2.0)
+    >>> int(noise.min()), round(float(noise.mean()) / (a / (1 - a)), 1)
+    (0, 1.0)
+    """
+    return _geometric(secret, stream, keys, scale, two_sided=False)
+
+
+def _geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float, *, two_sided: bool) -> np.ndarray:
+    """The exact sampler of :func:`discrete_laplace` (``two_sided``) or of its magnitude
+    alone (:func:`one_sided_geometric`, whose samples finish at the sign step)."""
+    name = "discrete_laplace" if two_sided else "one_sided_geometric"
+    check_integer_scale(scale, name)
     keys = _key_words(keys)
     t, shift = sampler_scale(scale)
     n = len(keys)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
+    prefix = (
+        _laplace_prefix(stream, t, shift)
+        if two_sided
+        else f"dp/discrete_geometric/{stream:016x}/{t:x}/{shift}"
+    )
+    words_of = _Words(secret, prefix)
+    step = _LaplaceStep(t, shift, name)
+    # The pending samples' state, compacted as samples finish (no gathers or scatters
+    # per step: element-wise updates over the pending ones).
+    index = np.arange(n)
+    key = keys.copy()
+    state = np.full(n, _U, dtype=np.int8)
+    draw = np.zeros(n, dtype=np.int64)
+    u = np.zeros(n, dtype=np.uint64)
+    k = np.ones(n, dtype=np.uint64)
+    v = np.zeros(n, dtype=np.uint64)
+    while index.size:
+        words = words_of(draw, key)
+        draw += 1
+        at_sign = state == _B
+        state, u, k, v, finished, y, negative = step(words, state, u, k, v)
+        if not two_sided:  # the magnitude is the draw: every sample at the sign step is done
+            finished, negative = at_sign, np.zeros_like(negative)
+        if finished.any():
+            out[index[finished]] = _signed(y[finished], negative[finished])
+            index, key, state, draw, u, k, v = _compact(~finished, index, key, state, draw, u, k, v)
+    return out
     words_of = _Words(secret, _laplace_prefix(stream, t, shift))
     step = _LaplaceStep(t, shift, "discrete_laplace")
     # The pending samples' state, compacted as samples finish (no gathers or scatters

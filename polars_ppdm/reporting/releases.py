@@ -288,7 +288,7 @@ def _dp_group_by(step: Any, frame: pl.DataFrame, perturb: Sequence[Any]) -> _Fou
                 Figure(
                     f"noise of {a.name}",
                     f"one of {len(a.candidates):,} public candidates",
-                    f"report noisy max over the candidates' rank scores (q = {num}/{den}), geometric noise of "
+                    f"report noisy max over the candidates' rank scores (q = {num}/{den}), one-sided geometric noise of "
                     f"scale {number(request.quantile_scale(a) / den)} ranks: its error is in ranks, not in the values",
                 )
             )
