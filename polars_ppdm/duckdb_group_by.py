@@ -63,6 +63,7 @@ from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.dp.group_by import (
     GroupByRequest,
     GroupDraws,
+    candidate_codes,
     check_group_by,
     quantile_of,
     selection_threshold,
@@ -222,8 +223,18 @@ def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, valu
     key = release_key(resolved.key, request.label, int(constant(digest, "digest", func)))
     h = request.helpers
     if a.kind == "quantile":
-        assert a.column is not None
-        groups = pl.DataFrame({h.values[a.column]: pl.Series(values)})
+        assert a.candidates is not None
+        groups = pl.DataFrame({"v": pl.Series(values)}).select(
+            pl.col("v")
+            .list.eval(
+                pl.element().map_batches(
+                    lambda x: pl.Series(candidate_codes(x.to_numpy(), np.asarray(a.candidates))),
+                    return_dtype=pl.Int64,
+                )
+            )
+            .alias(h.ranks[a.name])
+        )
+        groups = groups.select(pl.col(h.ranks[a.name]).list.eval(pl.element().value_counts(name="n")))
     else:
         groups = pl.DataFrame(
             {

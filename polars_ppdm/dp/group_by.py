@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -108,22 +108,28 @@ class _Helpers:
     pair_word: str  # orders a unit's groups
     grid: dict[str, str]  # per summed aggregate (by its name): the values in grid units
     squares: dict[str, str]  # per variance or std (by its name): the rounded squares, shifted
-    values: dict[str, str]  # per quantile column: the group's values (a list)
+    values: dict[str, str]  # per quantile column: its value per row (the row word reads it)
+    ranks: dict[str, str]  # per quantile (by its name): per row its candidate code; per group their counts
+    digests: dict[str, tuple[str, str]]  # per quantile column: low and high halves of its values' digest
 
     @classmethod
     def apart_from(cls, kept: Sequence[str], aggregates: Sequence[DPAggregate]) -> _Helpers:
         summed = [a.name for a in aggregates if a.summed]
         squared = [a.name for a in aggregates if a.is_variance]
         ranked = list(dict.fromkeys(a.column for a in aggregates if a.kind == "quantile" and a.column))
-        names = fresh_names(
-            kept,
-            *(f"__ppdm_{h}" for h in ("rows", "units", "bad", "keep", "row_word", "pair_word")),
-            *(f"__ppdm_grid_{i}" for i in range(len(summed))),
-            *(f"__ppdm_square_{i}" for i in range(len(squared))),
-            *(f"__ppdm_values_{i}" for i in range(len(ranked))),
+        quantiles = [a.name for a in aggregates if a.kind == "quantile"]
+        names = iter(
+            fresh_names(
+                kept,
+                *(f"__ppdm_{h}" for h in ("rows", "units", "bad", "keep", "row_word", "pair_word")),
+                *(f"__ppdm_grid_{i}" for i in range(len(summed))),
+                *(f"__ppdm_square_{i}" for i in range(len(squared))),
+                *(f"__ppdm_values_{i}" for i in range(len(ranked))),
+                *(f"__ppdm_ranks_{i}" for i in range(len(quantiles))),
+                *(f"__ppdm_digest_{half}_{i}" for i in range(len(ranked)) for half in ("low", "high")),
+            )
         )
-        rows, units, bad, keep, row_word, pair_word = names[:6]
-        grid, rest = names[6 : 6 + len(summed)], names[6 + len(summed) :]
+        rows, units, bad, keep, row_word, pair_word = (next(names) for _ in range(6))
         return cls(
             rows,
             units,
@@ -131,9 +137,11 @@ class _Helpers:
             keep,
             row_word,
             pair_word,
-            dict(zip(summed, grid, strict=True)),
-            dict(zip(squared, rest[: len(squared)], strict=True)),
-            dict(zip(ranked, rest[len(squared) :], strict=True)),
+            {a: next(names) for a in summed},
+            {a: next(names) for a in squared},
+            {c: next(names) for c in ranked},
+            {a: next(names) for a in quantiles},
+            {c: (next(names), next(names)) for c in ranked},
         )
 
 
@@ -584,9 +592,60 @@ def _per_row_sums(request: GroupByRequest) -> list[pl.Expr]:
     return exprs
 
 
-def _ranked_values(request: GroupByRequest) -> list[pl.Expr]:
-    """Per quantile column: its values as Float64 (not clamped: a rank needs no bound)."""
-    return [pl.col(c).cast(pl.Float64).alias(name) for c, name in request.helpers.values.items()]
+def _ranked_values(request: GroupByRequest, secret: bytes) -> list[pl.Expr]:
+    """Per quantile column: its values as Float64 (not clamped: a rank needs no bound) and
+    the two 32-bit halves of each value's keyed digest word (summed per group: the
+    group's :func:`values_digests`); per quantile: each value's candidate code
+    (:func:`candidate_codes`).  All element-wise."""
+    h = request.helpers
+    exprs: list[pl.Expr] = []
+    for c, name in h.values.items():
+        value = pl.col(c).cast(pl.Float64)
+        exprs.append(value.alias(name))
+        word = pl.struct(
+            *(pl.col(b).alias(f"g{i}") for i, b in enumerate(request.by)), value.alias("v")
+        ).map_batches(
+            lambda batch: pl.Series(_row_digest_words(batch, secret)),
+            return_dtype=pl.UInt64,
+            is_elementwise=True,
+        )
+        low, high = h.digests[c]
+        exprs += [
+            (word % (1 << 32)).cast(pl.Int64).alias(low),
+            (word // (1 << 32)).cast(pl.Int64).alias(high),
+        ]
+    for a in request.aggregates:
+        if a.kind == "quantile":
+            assert a.candidates is not None and a.column is not None
+            exprs.append(
+                pl.col(a.column)
+                .cast(pl.Float64)
+                .map_batches(_coder(a.candidates), return_dtype=pl.Int64, is_elementwise=True)
+                .alias(h.ranks[a.name])
+            )
+    return exprs
+
+
+def _coder(candidates: Sequence[float]) -> Callable[[pl.Series], pl.Series]:
+    """The batch function of :func:`candidate_codes` over these candidates."""
+    points = np.asarray(candidates, dtype=np.float64)
+    return lambda x: pl.Series(candidate_codes(x.fill_null(0.0).to_numpy(), points))
+
+
+def _row_digest_words(batch: pl.Series, secret: bytes) -> np.ndarray:
+    """Each row's digest word: the keyed word of (its group's word, its value)."""
+    frame = batch.struct.unnest()
+    words = group_words(secret, frame.drop("v"))
+    return row_words(secret, [words, frame["v"].fill_null(0.0).to_numpy()])
+
+
+def candidate_codes(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Each value's place among the candidates, as ``at_or_below * (C + 1) + below``
+    (the candidates at or below it, those below it): what its rank score needs."""
+    width = len(candidates) + 1
+    at_or_below = np.searchsorted(candidates, values, side="right")
+    below = np.searchsorted(candidates, values, side="left")
+    return at_or_below.astype(np.int64) * width + below
 
 
 def _bad_rows(request: GroupByRequest) -> pl.Expr:
@@ -597,16 +656,17 @@ def _bad_rows(request: GroupByRequest) -> pl.Expr:
     return bad
 
 
-def row_helpers(lazy: pl.LazyFrame, request: GroupByRequest) -> pl.LazyFrame:
+def row_helpers(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
     """Per row: the group columns, the privacy unit and the helper columns that are
-    functions of the row alone (grid units, squares, ranked values, bad) -- element-wise,
-    so any engine may compute them batch by batch (Spark does, through ``mapInArrow``)."""
+    functions of the row alone (grid units, squares, ranked values with their digest
+    halves and candidate codes, bad) -- element-wise, so any engine may compute them batch
+    by batch (Spark does, through ``mapInArrow``)."""
     unit = request.privacy_unit
     return lazy.select(
         *request.by,
         *([unit] if unit else []),
         *_per_row_sums(request),
-        *_ranked_values(request),
+        *_ranked_values(request, secret),
         _bad_rows(request).alias(request.helpers.bad),
     )
 
@@ -630,15 +690,16 @@ def row_word_exprs(request: GroupByRequest, secret: bytes) -> tuple[pl.Expr, pl.
 
 def with_public_groups(grouped: pl.LazyFrame, request: GroupByRequest) -> pl.LazyFrame:
     """The per-group statistics of exactly the public groups, in their order (empty ones:
-    zeros and empty value lists)."""
+    zeros and empty lists of candidate counts)."""
     assert request.public_groups is not None
-    lists = list(request.helpers.values.values())
+    lists = list(request.helpers.ranks.values())
+    schema = grouped.collect_schema()
     return (
         request.public_groups.lazy()
         .join(grouped, on=request.by, how="left", nulls_equal=True, maintain_order="left")
         .with_columns(
             pl.exclude(*request.by, *lists).fill_null(0),
-            *(pl.col(v).fill_null(pl.lit([], dtype=pl.List(pl.Float64))) for v in lists),
+            *(pl.col(v).fill_null(pl.lit([], dtype=schema[v])) for v in lists),
         )
     )
 
@@ -648,11 +709,11 @@ def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) 
     columns of ``request.helpers``), after contribution bounding."""
     by, unit, h = request.by, request.privacy_unit, request.helpers
     sum_names = [e.meta.output_name() for e in _per_row_sums(request)]
-    ranked = list(h.values.values())
-    rows = row_helpers(lazy, request)
+    rows = row_helpers(lazy, request, secret)
     per_group = [
         *(pl.col(s).sum() for s in sum_names),
-        *(pl.col(v) for v in ranked),  # the group's values, as a list
+        *(pl.col(half).sum() for halves in h.digests.values() for half in halves),
+        *(pl.col(r).value_counts(name="n") for r in h.ranks.values()),  # (code, rows) pairs
         pl.col(h.bad).sum(),
     ]
     if unit is None:
@@ -734,14 +795,17 @@ def statistics_digest(groups: pl.DataFrame, words: np.ndarray, request: GroupByR
             columns.append(groups[h.grid[a.name]].cast(pl.Int64).to_numpy())
         if a.is_variance:
             columns.append(groups[h.squares[a.name]].cast(pl.Int64).to_numpy())
-    for name in h.values.values():  # every value a quantile ranks, per group
-        columns.append(values_digests(groups[name], words, secret))
+    for low, high in h.digests.values():  # every value a quantile ranks, per group
+        halves = [groups[half].cast(pl.Int64).to_numpy().view(np.uint64) for half in (low, high)]
+        columns.append(halves[0] + (halves[1] << np.uint64(32)))  # the words' sum, modulo 2^64
     return table_digest(secret, columns)
 
 
 def values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.ndarray:
     """Per group (a list of values): the order-free keyed digest of its values, so that a
-    quantile's noise changes whenever any value it ranks changes."""
+    quantile's noise changes whenever any value it ranks changes: the sum modulo 2^64 of
+    the keyed words of (group word, value), which the engines add up per group from
+    their 32-bit halves (:func:`row_helpers`)."""
     lengths = values.list.len().fill_null(0).to_numpy()
     flat = values.explode().drop_nulls().to_numpy().astype(np.float64)
     owner = np.repeat(np.arange(len(lengths)), lengths)
@@ -924,26 +988,31 @@ def quantile_of(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
     theory says); the first best candidate wins."""
     assert a.candidates is not None and a.column is not None
     request, key, words, stream = draws.request, draws.key, draws.words, draws.stream(a.label)
-    values = draws.groups[request.helpers.values[a.column]]
+    counted = draws.groups[request.helpers.ranks[a.name]]
     candidates = np.asarray(a.candidates, dtype=np.float64)
     width = len(candidates)
     num, den = a.quantile_fraction()
     scale = request.quantile_scale(a)
-    lengths = values.list.len().fill_null(0).to_numpy()
-    flat = values.explode().drop_nulls().to_numpy().astype(np.float64)
-    owner = np.repeat(np.arange(len(lengths)), lengths)
-    below_or_at = np.searchsorted(candidates, flat, side="right")  # candidates <= x: x < c_j iff j >= this
-    below = np.searchsorted(candidates, flat, side="left")  # candidates < x: x > c_j iff j < this
+    pairs = counted.list.len().fill_null(0).to_numpy()
+    owner = np.repeat(np.arange(len(pairs)), pairs)
+    flat = counted.explode().drop_nulls().struct.unnest()
+    codes = flat.to_series(0).cast(pl.Int64).to_numpy()
+    weight = flat.to_series(1).cast(pl.Int64).to_numpy()
+    below_or_at = codes // (width + 1)  # candidates <= x: x < c_j iff j >= this
+    below = codes % (width + 1)  # candidates < x: x > c_j iff j < this
+    lengths = np.bincount(owner, weights=weight, minlength=len(pairs)).astype(np.int64)
     chosen = np.empty(len(lengths), dtype=np.int64)
     per_block = max(1, _SCORE_BLOCK // width)
     for start in range(0, len(lengths), per_block):
         stop = min(len(lengths), start + per_block)
         mine = (owner >= start) & (owner < stop)
-        local = owner[mine] - start
+        local, weights = owner[mine] - start, weight[mine]
         size = (stop - start) * (width + 1)
         # L[g, j] = #{x < c_j}: rows whose below_or_at <= j; G[g, j] = #{x > c_j} = n - #{below <= j}
-        under = np.bincount(local * (width + 1) + below_or_at[mine], minlength=size).reshape(-1, width + 1)
-        not_over = np.bincount(local * (width + 1) + below[mine], minlength=size).reshape(-1, width + 1)
+        under = np.bincount(local * (width + 1) + below_or_at[mine], weights, minlength=size)
+        not_over = np.bincount(local * (width + 1) + below[mine], weights, minlength=size)
+        under = under.astype(np.int64).reshape(-1, width + 1)
+        not_over = not_over.astype(np.int64).reshape(-1, width + 1)
         less = np.cumsum(under, axis=1)[:, :width]
         greater = lengths[start:stop, None] - np.cumsum(not_over, axis=1)[:, :width]
         scores = np.abs((den - num) * less - num * greater)

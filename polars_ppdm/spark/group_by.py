@@ -11,7 +11,8 @@ What runs where:
   smallest pair word (``dense_rank()`` over the unit), in each the ``max_rows_per_group``
   rows of smallest row word (``row_number()`` over unit and group; both windows share the
   one shuffle by unit) -- and aggregates per group (rows, units, grid sums, sums of
-  squares, bad values, and ``collect_list`` of the values a quantile ranks);
+  squares, the halves of a quantile's value digests, bad values, and per quantile its
+  (candidate code, rows) pairs: a histogram over the candidates, never the values);
 * driver -- the checks (the Polars ones, before anything runs), then, on the small
   per-group table with the Polars helper columns and dtypes, the same public-groups join
   and the same release (:func:`polars_ppdm.dp.group_by._release`): the data checks, the
@@ -19,9 +20,9 @@ What runs where:
   partition selection keyed by group.
 
 What crosses to the driver: one row per non-empty group with its true statistics and,
-for a quantile, the list of its kept values (a quantile's release ranks every value).
-Every statistic is an integer sum or an unordered list, so neither partitioning nor row
-order nor a retried task changes a bit.
+for a quantile, at most ~2 pairs per candidate (how many kept values lie at or between
+candidates) -- no value.  Every statistic is an integer sum or an unordered list of
+counts, so neither partitioning nor row order nor a retried task changes a bit.
 
 References
 ----------
@@ -55,6 +56,7 @@ from polars_ppdm.spark._engine import map_polars, polars_schema, spark_column, s
 from polars_ppdm.spark.dp import _collect
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import Column
     from pyspark.sql import DataFrame as SparkFrame
 
 __all__ = ["dp_group_by"]
@@ -76,6 +78,9 @@ class _Names:
         self.grid = {name: f"_grid{i}" for i, name in enumerate(h.grid.values())}
         self.squares = {name: f"_square{i}" for i, name in enumerate(h.squares.values())}
         self.values = {name: f"_values{i}" for i, name in enumerate(h.values.values())}
+        self.ranks = {name: f"_ranks{i}" for i, name in enumerate(h.ranks.values())}
+        halves = [half for pair in h.digests.values() for half in pair]
+        self.digests = {name: f"_digest{i}" for i, name in enumerate(halves)}
         self.bad, self.rows, self.units = "_bad", "_rows", "_units"
         self.pair_word, self.row_word = "_pair_word", "_row_word"
         self.pair_rank, self.row_rank = "_pair_rank", "_row_rank"
@@ -86,6 +91,8 @@ class _Names:
             **self.grid,
             **self.squares,
             **self.values,
+            **self.ranks,
+            **self.digests,
             h.bad: self.bad,
             h.pair_word: self.pair_word,
             h.row_word: self.row_word,
@@ -97,7 +104,12 @@ class _Names:
             self.units: h.units,
             **{
                 spark: name
-                for name, spark in (*self.grid.items(), *self.squares.items(), *self.values.items())
+                for name, spark in (
+                    *self.grid.items(),
+                    *self.squares.items(),
+                    *self.ranks.items(),
+                    *self.digests.items(),
+                )
             },
             self.bad: h.bad,
         }
@@ -113,7 +125,7 @@ def _per_row(sdf: SparkFrame, request: GroupByRequest, secret: bytes, names: _Na
     words = row_word_exprs(request, secret) if unit else ()
 
     def rows(lazy: pl.LazyFrame) -> pl.LazyFrame:
-        return row_helpers(lazy, request).with_columns(*words)
+        return row_helpers(lazy, request, secret).with_columns(*words)
 
     schema = rows(pl.LazyFrame(schema=polars_schema(source))).collect_schema()
     word_names = [request.helpers.pair_word, request.helpers.row_word] if unit else []
@@ -134,7 +146,10 @@ def _per_row(sdf: SparkFrame, request: GroupByRequest, secret: bytes, names: _Na
 
 def _per_group(rows: SparkFrame, request: GroupByRequest, names: _Names) -> SparkFrame:
     """Per group, after contribution bounding: rows, units, grid sums, sums of squares,
-    bad values and the lists of ranked values (under the Spark-side names)."""
+    the halves of the ranked values' digests, bad values and, per quantile, its
+    (candidate code, rows) pairs (under the Spark-side names).  With quantiles, first per
+    group and codes, then per group: a code may come in several pairs (another
+    quantile's code split its rows), which the release adds up."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -153,13 +168,26 @@ def _per_group(rows: SparkFrame, request: GroupByRequest, names: _Names) -> Spar
             )
         )
         units = F.sum(F.when(F.col(names.row_rank) == 1, 1).otherwise(0))  # a pair's first row
-    summed = [*names.grid.values(), *names.squares.values()]
-    return rows.groupBy(*groups).agg(
-        F.count(F.lit(1)).alias(names.rows),
-        units.cast("long").alias(names.units),
-        *(F.coalesce(F.sum(F.col(s)), F.lit(0).cast("long")).alias(s) for s in summed),
-        *(F.collect_list(F.col(v)).alias(v) for v in names.values.values()),
-        F.sum(F.col(names.bad).cast("long")).alias(names.bad),
+    summed = [*names.grid.values(), *names.squares.values(), *names.digests.values()]
+
+    def sums(count: Column, unit_count: Column) -> list[Column]:
+        return [
+            count.alias(names.rows),
+            unit_count.cast("long").alias(names.units),
+            *(F.coalesce(F.sum(F.col(s)), F.lit(0).cast("long")).alias(s) for s in summed),
+            F.sum(F.col(names.bad).cast("long")).alias(names.bad),
+        ]
+
+    if not names.ranks:
+        return rows.groupBy(*groups).agg(*sums(F.count(F.lit(1)), units))
+    codes = [F.col(c) for c in names.ranks.values()]
+    per_code = rows.groupBy(*groups, *codes).agg(*sums(F.count(F.lit(1)), units))
+    return per_code.groupBy(*groups).agg(
+        *sums(F.sum(F.col(names.rows)), F.sum(F.col(names.units))),
+        *(
+            F.collect_list(F.struct(F.col(spark).alias(name), F.col(names.rows).alias("n"))).alias(spark)
+            for name, spark in names.ranks.items()
+        ),
     )
 
 
