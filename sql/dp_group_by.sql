@@ -17,7 +17,7 @@
 -- value_col (all but the counts): a numeric column.  contribution_bounds_per_row (all but
 --   the counts): [low, high], each value is clamped to it (a percentile's values are not
 --   clamped: its candidates span them).  q (percentile_cont): in [0, 1], used as the
---   nearest fraction of denominator <= 10,000.  candidates (percentile_cont): the public
+--   fraction of denominator <= 1,000,000 it is (at most six decimals; another is refused).  candidates (percentile_cont): the public
 --   values the result is chosen from: a number of points spaced evenly over the bounds
 --   (default 1001, ends included, 2 to 100,000) or a strictly increasing list within them
 --   (report noisy max, geometric noise whatever the mechanism; under 'gaussian' its rho
@@ -128,10 +128,12 @@ params AS (
                               || ' must be [low, high], finite, with low < high (public: never read off the data). Got '
                               || coalesce(bounds::VARCHAR, 'NULL') || '.')
                -- A quantile's q and candidates, as dp.quantile checks them.
-               WHEN kind = 'quantile' AND (q IS NULL OR NOT regexp_full_match(typeof(q), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
+               -- (DECIMAL(p,s) exactly: 'DECIMAL.*' also matched a list, DECIMAL(2,1)[].)
+               WHEN kind = 'quantile' AND (q IS NULL OR NOT regexp_full_match(typeof(q), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\([0-9]+,[0-9]+\))')
                                            OR NOT (TRY_CAST(q AS DOUBLE) BETWEEN 0 AND 1))
                    THEN error('The ''q'' argument of ' || _ppdm_dp_fn(kind) || ' must be a number in [0, 1]. Got '
-                              || if(q IS NULL, 'NULL', q::VARCHAR || ' (' || typeof(q) || ')') || '.')
+                              || if(q IS NULL, 'NULL', q::VARCHAR || ' (' || typeof(q) || ')')
+                              || if(ends_with(typeof(q), '[]'), '; one q per call (a list of q is for Python''s dp.quantile).', '.'))
                WHEN kind = 'quantile' AND _ppdm_dp_candidates_problem(to_json(candidates), bounds[1]::DOUBLE, bounds[2]::DOUBLE) IS NOT NULL
                    THEN error('The ''candidates'' argument of ' || _ppdm_dp_fn(kind) || ' '
                               || _ppdm_dp_candidates_problem(to_json(candidates), bounds[1]::DOUBLE, bounds[2]::DOUBLE))

@@ -236,6 +236,27 @@ def test_post_processing_and_accountant():
         ppdm.dp_group_by(frame, "region", dp.count(), epsilon=0.95, public_groups=PUBLIC, accountant=acc)
 
 
+def test_non_negative_clips_each_interval_with_its_value():
+    """A clipped figure lies in its own interval: the interval is clipped at 0 too (a true
+    count or non-negative sum is >= 0, so it is covered exactly as often).  Found by a
+    new user: a count of 0 shown with the interval [-33, -3]."""
+    frame = one_row_each(30)
+    out = ppdm.dp_group_by(
+        frame,
+        "region",
+        [dp.count(), dp.count_units(), dp.sum("spend", bounds=(0, 100))],
+        epsilon=0.1,
+        public_groups=pl.DataFrame({"region": [f"r{i}" for i in range(200)]}),
+        secret=SECRET,
+        non_negative=True,
+        intervals=True,
+    )
+    for name in ("count", "units", "spend_sum"):
+        value, low, high = out[name].cast(pl.Float64), out[f"{name}_ci_low"], out[f"{name}_ci_high"]
+        assert ((low <= value) & (value <= high) & (low >= 0)).all(), name
+        assert (value == 0).sum() > 20  # empty groups clipped: the case is exercised
+
+
 # ---- bad input -----------------------------------------------------------------------------
 
 

@@ -162,6 +162,8 @@ QUANTILE = (
         ),
         ("-0.1", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]", {"q": -0.1}),
         ("NULL", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]. Got NULL", {"q": None}),
+        # A list was taken for a DECIMAL (its type DECIMAL(2,1)[] matched 'DECIMAL.*').
+        ("[0.1, 0.9]", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]. Got \\[0.1, 0.9\\] .*; one q per call", None),
         (
             "'half'",
             "[-5, 12]",

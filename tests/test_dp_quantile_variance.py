@@ -335,10 +335,26 @@ def test_a_string_column_is_refused_for_a_quantile_and_a_variance():
             )
 
 
-def test_q_is_used_as_a_short_fraction():
+def test_q_is_used_exactly_or_refused():
+    """q is the fraction it is (at most six decimals, or 1/3 and the like), never snapped:
+    0.999999 stays below 1 (a new user saw it become the maximum when q was rounded to
+    a denominator of 10,000), 0.1234567 is refused, not moved."""
     assert dp.quantile("x", 0.9, bounds=(0, 1)).q == Fraction(9, 10)
     assert dp.quantile("x", 1 / 3, bounds=(0, 1)).q == Fraction(1, 3)
+    assert dp.quantile("x", 0.999999, bounds=(0, 1)).q == Fraction(999999, 1000000)
     assert dp.median("x", bounds=(0, 1)).label == "quantile(x,1/2)"
+    with pytest.raises(InvalidParameterError, match=r"at most six decimals.* Got 0.1234567, which is not one"):
+        dp.quantile("x", 0.1234567, bounds=(0, 1))
+    with pytest.raises(InvalidParameterError, match=r"repeats a quantile: \[0.5, 0.5\]"):
+        dp.quantile("x", [0.5, 0.5], bounds=(0, 1))
+
+
+def test_median_errors_say_median_and_candidates_may_be_a_series():
+    with pytest.raises(InvalidParameterError, match=r"'bounds' parameter of dp.median\('x'\)"):
+        dp.median("x", bounds=(1, 0))
+    with pytest.raises(InvalidParameterError, match=r"candidates' parameter of dp.median\('x'\) .* Got 2 after 3"):
+        dp.median("x", bounds=(0, 5), candidates=[1, 3, 2])
+    assert dp.median("x", bounds=(0, 5), candidates=pl.Series([1.0, 2.0])).candidates == (1.0, 2.0)
 
 
 def test_under_zcdp_a_units_groups_compose_in_rho():

@@ -122,7 +122,10 @@ def test_pipelines_written_before_quantiles_keep_their_run_ids(tmp_path, monkeyp
             "takes no 'column'",
         ),
         ("q = [0.1, 0.9], ", "", "a quantile needs 'q'"),
-        ("q = [0.1, 0.9]", "q = 1.5", "must be at most 1"),
+        ("q = [0.1, 0.9]", "q = 1.5", "must be a number in [0, 1]. Got 1.5"),
+        ("q = [0.1, 0.9]", "q = [0.5, 2]", "must be a number in [0, 1]. Got 2"),
+        ("q = [0.1, 0.9]", 'q = "high"', "must be a number in [0, 1]. Got 'high'"),
+        ("candidates = 501", "candidates = 1", "between 2 and 100,000 points. Got 1"),
         ("q = [0.1, 0.9]", "q = [0.5, 0.5]", "repeats a quantile"),
         ("candidates = 501", "candidates = [0.0, 600.0]", r"within the bounds"),
         (
@@ -142,3 +145,4 @@ def test_bad_aggregates_are_refused_by_plan_naming_the_item(tmp_path, monkeypatc
     assert main(["plan", str(path)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert message in err and "aggregates" in err, err
+    assert ".." not in err, err  # the library's sentence, not doubled by the pipeline's

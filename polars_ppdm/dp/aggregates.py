@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
+import polars as pl
 
 from polars_ppdm._validation import is_count, is_real
 from polars_ppdm.dp.accountant import check_epsilon
@@ -38,8 +39,9 @@ SUMMED: tuple[str, ...] = ("sum", "mean", "variance", "std")
 DEFAULT_CANDIDATES = 1001
 #: The most candidates a quantile may have (its noise is one draw per group and candidate).
 MAX_CANDIDATES = 100_000
-#: q is used as the nearest fraction with a denominator up to this (0.9 is 9/10 exactly).
-Q_DENOMINATOR = 10_000
+#: q is used exactly, as a fraction with a denominator up to this (0.9 is 9/10, 1/3 is
+#: 1/3); a q that is no such fraction (0.1234567) is refused, never rounded.
+Q_DENOMINATOR = 1_000_000
 #: The square of a grid value is rounded to this many bits (a coarser grid of its own).
 SQUARE_BITS = 24
 
@@ -365,8 +367,9 @@ def quantile(
     quantile; one row moves it by at most ``max(q, 1 - q)``), each score gets one-sided
     geometric noise of scale ``2 x max_groups_contributed x max_rows_per_group x max(q,
     1 - q) / epsilon`` keyed by (release, group, candidate), and the candidate of the
-    best noisy score is released (the first on a tie).  Scores are integers: ``q`` is used as the nearest fraction of denominator at
-    most 10,000 (0.9 is exactly 9/10).  Under ``mechanism="gaussian"`` a quantile's
+    best noisy score is released (the first on a tie).  Scores are integers: ``q`` must
+    be a fraction of denominator at most 1,000,000 (six decimals, or 1/3 and the like),
+    used exactly (0.9 is 9/10); another q is refused, not rounded.  Under ``mechanism="gaussian"`` a quantile's
     share ``rho`` makes each group's choice ``sqrt(2 rho / max_groups_contributed)``-DP
     (an epsilon-DP choice is epsilon^2/2-zCDP, and a unit's groups add up in rho, not in
     epsilon: a scale ``sqrt(max_groups_contributed)`` times smaller).  A quantile has no
@@ -377,8 +380,9 @@ def quantile(
     column : str
         The numeric column.
     q : float or sequence of float
-        In [0, 1]; several give one aggregate each (a list), each with its own share of
-        epsilon, named ``<column>_q<q>``.
+        In [0, 1], at most six decimals; several give one aggregate each (a list), named
+        ``<column>_q<q>``, each with its own share of the release's epsilon (an
+        ``epsilon=`` given here is split evenly between them).
     bounds : (float, float)
         Public bounds of the values: the default candidates span them.  Values outside
         them are not clamped (a rank needs no clamping); the result is a candidate.
@@ -410,21 +414,29 @@ def quantile(
     >>> dp.quantile("age", 0.9, bounds=(18, 100), candidates=83).candidates[:3]
     (18.0, 19.0, 20.0)
     """
-    column = _column("quantile", column)
-    low, high = _bounds("quantile", column, bounds)
-    grid = _candidates(column, candidates, (low, high))
+    return _quantile(column, q, bounds, candidates, name, epsilon, "quantile")
+
+
+def _quantile(
+    column: Any, q: Any, bounds: Any, candidates: Any, name: Any, epsilon: Any, kind: str
+) -> DPAggregate | list[DPAggregate]:
+    """:func:`quantile` (or :func:`median`: ``kind`` names the function in messages)."""
+    column = _column(kind, column)
+    low, high = _bounds(kind, column, bounds)
+    grid = _candidates(kind, column, candidates, (low, high))
     many = isinstance(q, Sequence) and not isinstance(q, str)
-    qs = [_q(column, v) for v in (q if many else [q])]  # type: ignore[union-attr]
+    given = list(q) if many else [q]
+    qs = [_q(column, v) for v in given]
     if not qs:
         msg = f"The 'q' parameter of dp.quantile({column!r}) must be a number in [0, 1] or a non-empty list of them."
         raise InvalidParameterError(msg)
     if len(set(qs)) != len(qs):
-        msg = f"The 'q' parameter of dp.quantile({column!r}) repeats a quantile: {[str(v) for v in qs]}."
+        msg = f"The 'q' parameter of dp.quantile({column!r}) repeats a quantile: {given}."
         raise InvalidParameterError(msg)
     if many and name is not None:
         msg = f"The 'name' parameter of dp.quantile({column!r}) names one quantile; with several q leave it out."
         raise InvalidParameterError(msg)
-    share = _epsilon("quantile", epsilon)
+    share = _epsilon(kind, epsilon)
     if share is not None:
         share /= len(qs)
     made = [
@@ -459,9 +471,7 @@ def median(
     >>> dp.median("age", bounds=(18, 100)).name
     'age_median'
     """
-    made = quantile(
-        column, 0.5, bounds=bounds, candidates=candidates, name=name or f"{column}_median", epsilon=epsilon
-    )
+    made = _quantile(column, 0.5, bounds, candidates, name or f"{column}_median", epsilon, "median")
     assert isinstance(made, DPAggregate)
     return made
 
@@ -472,14 +482,25 @@ def _q(column: str, value: Any) -> Fraction:
             f"The 'q' parameter of dp.quantile({column!r}) must be a number in [0, 1]. Got {value!r} instead."
         )
         raise InvalidParameterError(msg)
-    return Fraction(str(float(value))).limit_denominator(Q_DENOMINATOR)
+    decimal = Fraction(str(float(value)))  # 0.9 as 9/10, not as its binary float
+    exact = decimal if decimal.denominator <= Q_DENOMINATOR else decimal.limit_denominator(Q_DENOMINATOR)
+    if float(exact) != float(value):  # 1/3 passes: its fraction rounds to the very float
+        msg = (
+            f"The 'q' parameter of dp.quantile({column!r}) must be a fraction of denominator at most "
+            f"{Q_DENOMINATOR:,} (at most six decimals), which it is used as exactly. Got {value!r}, which is "
+            f"not one (the nearest is {exact}); round it to six decimals."
+        )
+        raise InvalidParameterError(msg)
+    return exact
 
 
-def _candidates(column: str, candidates: Any, bounds: tuple[float, float]) -> tuple[float, ...]:
-    where = f"The 'candidates' parameter of dp.quantile({column!r})"
+def _candidates(kind: str, column: str, candidates: Any, bounds: tuple[float, float]) -> tuple[float, ...]:
+    where = f"The 'candidates' parameter of dp.{kind}({column!r})"
     low, high = bounds
     if candidates is None:
         candidates = DEFAULT_CANDIDATES
+    if isinstance(candidates, pl.Series):  # as a list (a NumPy array is taken as it is)
+        candidates = candidates.to_list()
     if is_count(candidates):
         if not 2 <= candidates <= MAX_CANDIDATES:
             msg = f"{where} must be between 2 and {MAX_CANDIDATES:,} points. Got {candidates!r} instead."
@@ -500,8 +521,11 @@ def _candidates(column: str, candidates: Any, bounds: tuple[float, float]) -> tu
     if not 1 <= len(points) <= MAX_CANDIDATES:
         msg = f"{where} must hold 1 to {MAX_CANDIDATES:,} values. Got {len(points)}."
         raise InvalidParameterError(msg)
-    if any(b <= a for a, b in itertools.pairwise(points)):
-        msg = f"{where} must be strictly increasing (sorted, no repeats)."
+    wrong = next(((a, b) for a, b in itertools.pairwise(points) if b <= a), None)
+    if wrong is not None:
+        msg = (
+            f"{where} must be strictly increasing (sorted, no repeats). Got {wrong[1]:g} after {wrong[0]:g}."
+        )
         raise InvalidParameterError(msg)
     if points[0] < low or points[-1] > high:
         msg = f"{where} must lie within the bounds {bounds}. Got {points[0]:g} to {points[-1]:g}."

@@ -895,6 +895,8 @@ def _release(
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
             sd, half = request.noise.sd(scale), float(request.noise.half_width(scale))
             low, high = value - half, value + half
+            if non_negative:  # a true count is >= 0: the interval clipped covers it as often
+                low, high = np.maximum(low, 0), np.maximum(high, 0)
         elif a.kind == "quantile":
             out[a.name] = pl.Series(a.name, quantile_of(a, draws), dtype=pl.Float64)
             continue
@@ -905,12 +907,12 @@ def _release(
             scale, grid = request.scale(a), a.grid(_FUNC)
             units = draws.column(request.helpers.grid[a.name]) + draws.draw(a.label, scale)
             value = units.astype(np.float64) * grid  # an integer number of grid steps
-            assert a.bounds is not None
-            if non_negative and a.bounds[0] >= 0:
-                value = np.maximum(value, 0.0)
-            out[a.name] = pl.Series(a.name, value)
             sd, half = request.noise.sd(scale) * grid, float(request.noise.half_width(scale)) * grid
             low, high = value - half, value + half
+            assert a.bounds is not None
+            if non_negative and a.bounds[0] >= 0:  # the value and its interval clipped alike
+                value, low, high = np.maximum(value, 0.0), np.maximum(low, 0.0), np.maximum(high, 0.0)
+            out[a.name] = pl.Series(a.name, value)
         else:
             value, sd_values = _mean(a, draws)
             out[a.name] = pl.Series(a.name, value)

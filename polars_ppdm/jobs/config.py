@@ -343,12 +343,9 @@ class Aggregate(_Model):
     aggregate: Literal["count", "count_units", "sum", "mean", "variance", "std", "quantile", "median"]
     column: Annotated[str, Field(min_length=1)] | None = None
     bounds: Bound | None = None
-    q: (
-        Annotated[float, Field(ge=0, le=1)]
-        | Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
-        | None
-    ) = None
-    candidates: Annotated[int, Field(ge=2)] | Annotated[list[float], Field(min_length=1)] | None = None
+    # Checked by dp.quantile, with its messages ("a number in [0, 1]", "at most six decimals").
+    q: Any = None
+    candidates: Any = None
     name: Annotated[str, Field(min_length=1)] | None = None
     epsilon: Positive | None = None
 
@@ -413,7 +410,7 @@ class Aggregate(_Model):
                     epsilon=self.epsilon,
                 )
             except InvalidParameterError as error:
-                raise ValueError(str(error)) from None
+                raise ValueError(str(error).rstrip(".")) from None
         make = {"sum": dp.sum, "mean": dp.mean, "variance": dp.variance, "std": dp.std}[self.aggregate]
         return make(self.column, bounds=bounds, name=self.name, epsilon=self.epsilon)
 
