@@ -184,8 +184,11 @@ def test_selected_groups_come_in_key_order_whatever_the_row_order(dtype):
         pl.Series("region", names[rng.integers(0, 6, n)]).cast(pl.String)
     )
     if dtype == pl.Int64:
-        frame = frame.with_columns(pl.col("region").replace_strict(
-            {"m": 5, "c": -2, "x": 40, "a": 3, "q": 0}, default=None, return_dtype=pl.Int64))
+        frame = frame.with_columns(
+            pl.col("region").replace_strict(
+                {"m": 5, "c": -2, "x": 40, "a": 3, "q": 0}, default=None, return_dtype=pl.Int64
+            )
+        )
     else:
         frame = frame.with_columns(pl.col("region").cast(dtype))
     kwargs = {"epsilon": 1.0, "privacy_unit": "person", "delta": 1e-6, "secret": SECRET}
@@ -519,3 +522,37 @@ def test_a_privacy_unit_or_group_column_named_like_a_helper_gives_the_same_bits(
         **quiet,
     )
     assert got.equals(expected.rename({"region": helper}))
+
+
+@pytest.mark.parametrize("release", ["dp_group_by", "dp_histogram"])
+def test_a_null_privacy_unit_is_refused_before_any_charge_and_says_so(release):
+    """The message said "an accountant keeps the epsilon charged" while nothing was
+    charged (a new user's finding): the unit's words are made before the charge."""
+    frame = pl.DataFrame(
+        {"person": [1, None, 3] * 50, "region": ["a", "b", "a"] * 50, "spend": [1.0, 2.0, 3.0] * 50}
+    )
+    acc = ppdm.BudgetAccountant(5.0)
+    with pytest.raises(InvalidParameterError, match=r"has null values.*\(nothing was released or charged\)"):
+        if release == "dp_group_by":
+            ppdm.dp_group_by(
+                frame,
+                "region",
+                dp.count_units(),
+                epsilon=1.0,
+                privacy_unit="person",
+                public_groups=pl.DataFrame({"region": ["a", "b"]}),
+                secret=SECRET,
+                accountant=acc,
+            )
+        else:
+            ppdm.dp_histogram(
+                frame,
+                "spend",
+                bounds=(0, 4),
+                bins=4,
+                epsilon=1.0,
+                key="person",
+                secret=SECRET,
+                accountant=acc,
+            )
+    assert acc.spent == 0

@@ -20,7 +20,6 @@ from polars_ppdm.secret import SecretLike, require_strong_secret, resolve_secret
 
 __all__ = [
     "DATA_BOUNDS",
-    "NOTHING_RELEASED",
     "NOT_CHARGED",
     "bound_contributions",
     "charge",
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 # Said by every error raised after charge(): the budget stays spent.
-NOTHING_RELEASED = "nothing was released; an accountant keeps the epsilon charged"
 # Said by every refusal of bad data: it happens before any charge.
 NOT_CHARGED = "nothing was released or charged"
 
@@ -83,7 +81,7 @@ def unit_words(
     if units.null_count():
         msg = (
             f"The key column {key!r} of {func} has null values; every row needs its privacy "
-            f"unit. Drop or fill them first ({NOTHING_RELEASED})."
+            f"unit. Drop or fill them first ({NOT_CHARGED})."
         )
         raise InvalidParameterError(msg)
     values, nulls = [], []
