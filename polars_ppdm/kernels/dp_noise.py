@@ -308,25 +308,6 @@ def _geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float, *, tw
             out[index[finished]] = _signed(y[finished], negative[finished])
             index, key, state, draw, u, k, v = _compact(~finished, index, key, state, draw, u, k, v)
     return out
-    words_of = _Words(secret, _laplace_prefix(stream, t, shift))
-    step = _LaplaceStep(t, shift, "discrete_laplace")
-    # The pending samples' state, compacted as samples finish (no gathers or scatters
-    # per step: element-wise updates over the pending ones).
-    index = np.arange(n)
-    key = keys.copy()
-    state = np.full(n, _U, dtype=np.int8)
-    draw = np.zeros(n, dtype=np.int64)
-    u = np.zeros(n, dtype=np.uint64)
-    k = np.ones(n, dtype=np.uint64)
-    v = np.zeros(n, dtype=np.uint64)
-    while index.size:
-        words = words_of(draw, key)
-        draw += 1
-        state, u, k, v, finished, y, negative = step(words, state, u, k, v)
-        if finished.any():
-            out[index[finished]] = _signed(y[finished], negative[finished])
-            index, key, state, draw, u, k, v = _compact(~finished, index, key, state, draw, u, k, v)
-    return out
 
 
 #: The discrete Gaussian's supported sigma: [2^-7, 2^50] (~0.0078 to ~1.1e15).  Below,
