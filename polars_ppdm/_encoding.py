@@ -184,7 +184,7 @@ class Domain:
             low, high = values.min(), values.max()
             # An integer column: both are ints, or both None when every value is null.
             if isinstance(low, int) and isinstance(high, int) and (low < 0 or high > 1):
-                bad = values.filter(values.is_not_null() & ~values.is_between(0, 1))
+                bad = values.filter(values.is_not_null() & ~values.cast(pl.Float64).is_in([0.0, 1.0]))
                 msg = (
                     f"The column {values.name!r} of {func} is binary (an integer column with no "
                     "'categories') and must hold only 0 and 1. Got "
@@ -231,8 +231,8 @@ class Domain:
 
 
 def with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
-    """``series`` with nulls where ``valid`` is False (None: no nulls), set in place:
-    pass a Series of your own."""
+    """``series`` with nulls where ``valid`` is False (None: no nulls)."""
     if valid is None or valid.all():
         return series
-    return series.scatter(np.flatnonzero(~valid), None)
+    # when/then, not scatter: Polars 1.34 has no scatter for 128-bit integers.
+    return series.to_frame().select(pl.when(pl.lit(pl.Series(valid))).then(pl.first())).to_series()

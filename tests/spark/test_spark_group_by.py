@@ -177,6 +177,7 @@ def test_bad_input_gets_the_polars_message(spark, table, change, by, aggregates,
     assert acc_spark.spent == acc_polars.spent == 0  # refused before any charge
 
 
-def test_a_polars_frame_is_refused(table):
+def test_a_polars_frame_is_refused(spark, table):
+    """(Through the spark fixture: without PySpark the call says PySpark is missing.)"""
     with pytest.raises(InvalidParameterError, match=r"takes a pyspark\.sql\.DataFrame"):
         ppdm_spark.dp_group_by(table, "g", dp.count(), epsilon=1.0, delta=1e-6)
