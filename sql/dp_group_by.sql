@@ -351,12 +351,8 @@ checked_groups AS (
 -- keyed words of every candidate group's (word, rows, units[, grid sum]), plus the word of
 -- their number. The noise is drawn under a key of (secret, release, digest): other data,
 -- other noise.
-digested AS (
-    SELECT c.*,
-           ((sum(__w::HUGEINT) OVER ()
-             + ppdm_word(secret::VARCHAR, 'dp/digest/rows', 0::UBIGINT, ppdm_bits(count(*) OVER ())))
-            % 18446744073709551616)::UBIGINT AS __digest
-    FROM (
+group_words AS MATERIALIZED (
+    SELECT * FROM (
         -- Then a variance's sum of squares.
         SELECT *, if(kind IN ('variance', 'std'), ppdm_word(secret::VARCHAR, 'dp/digest/4', __w3, ppdm_bits(__sq::BIGINT)), __w3) AS __w
         FROM (
@@ -374,7 +370,18 @@ digested AS (
         )
         )
         )
-    ) c
+        ) c
+),
+-- (An aggregate joined back, not sum() OVER (): DuckDB up to 1.5.5 races in parallel
+-- window aggregates over small inputs -- "Attempted to access index 0 within vector of
+-- size 0", which invalidates the database; duckdb/duckdb#22846, #25713.)
+digested AS (
+    SELECT w.*, t.__digest
+    FROM group_words w,
+         (SELECT ((sum(__w::HUGEINT)
+                   + ppdm_word(secret::VARCHAR, 'dp/digest/rows', 0::UBIGINT, ppdm_bits(count(*))))
+                  % 18446744073709551616)::UBIGINT AS __digest
+          FROM group_words) t
 ),
 selected AS (
     SELECT k.* FROM digested k, grid_params
