@@ -24,7 +24,9 @@ unit's draw is stable while its value is and fresh when it changes: :func:`value
 (one AES call, a small value code in the stream half) and :func:`chained_prf_words` (an
 AES chain over the unit key and 64-bit value words).
 
-This module is pure NumPy plus pyca/cryptography; it knows nothing of dataframes.
+This module is pure NumPy plus pyca/cryptography, or the compiled kernels of
+:mod:`polars_ppdm.kernels._native` where installed (the same bits, the GIL released); it
+knows nothing of dataframes.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ import functools
 import hashlib
 import math
 from collections.abc import Callable, Iterator
+from types import ModuleType
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, CipherContext, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import _native
 from polars_ppdm.kernels._slices import slices
 
 __all__ = [
@@ -146,11 +150,20 @@ def fnv1a_64(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     return hashes
 
 
-def _encryptor(secret: bytes) -> CipherContext:
+def _check_secret(secret: bytes) -> None:
     if len(secret) not in (16, 32):
         msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {len(secret)} bytes."
         raise ValueError(msg)
+
+
+def _encryptor(secret: bytes) -> CipherContext:
+    _check_secret(secret)
     return Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+
+
+#: What ``_BlockBuffers.encrypt`` encrypts with: a pyca context, or the secret itself for
+#: the compiled kernel (which expands the key per call: ~0.1 us with AES-NI).
+_Encryptor = CipherContext | bytes
 
 
 class _BlockBuffers:
@@ -180,20 +193,34 @@ class _BlockBuffers:
             self.stream = stream
         return self
 
-    def encryptor(self, secret: bytes) -> CipherContext:
+    def encryptor(self, secret: bytes) -> _Encryptor:
         """The AES-ECB context of ``secret``, kept while the secret stays the same: the key
         schedule costs ~45 us, as much as encrypting 20k blocks.  ECB carries no state
-        between whole blocks, and the buffers are borrowed by one call at a time."""
+        between whole blocks, and the buffers are borrowed by one call at a time.  With
+        the compiled kernel, the checked secret itself."""
+        if _native.NATIVE is not None:
+            _check_secret(secret)
+            return bytes(secret)
         if self._encryptor is None or secret != self._secret:
             self._encryptor = _encryptor(secret)
             self._secret = secret
         return self._encryptor
 
-    def encrypt(self, encryptor: CipherContext, keys: np.ndarray) -> np.ndarray:
+    def encrypt(self, encryptor: _Encryptor, keys: np.ndarray) -> np.ndarray:
         m = len(keys)
         self.plain[:m, 1] = keys
-        encryptor.update_into(self._plain_bytes[: m * 16], self._cipher_bytes[: m * 16 + 15])
+        if isinstance(encryptor, bytes):
+            _compiled().encrypt_into(encryptor, self.plain[:m], self.cipher[:m])
+        else:
+            encryptor.update_into(self._plain_bytes[: m * 16], self._cipher_bytes[: m * 16 + 15])
         return self.cipher[:m]
+
+
+def _compiled() -> ModuleType:
+    """The compiled kernels (the caller checked ``_native.NATIVE``)."""
+    native = _native.NATIVE
+    assert native is not None
+    return native
 
 
 # Idle buffers, shared by all threads: one per concurrent call at most.  Not thread-local
@@ -284,9 +311,18 @@ def prf_words(
     buffers = _take_buffers(stream)
     try:
         enc = buffers.encryptor(secret)
+        if isinstance(enc, bytes):
+            # The compiled kernel writes the words straight from the keys.
+            keys = np.ascontiguousarray(keys)
+            native = _compiled()
         for start in range(0, n, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, n)
-            consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
+            if isinstance(enc, bytes):
+                words = buffers.cipher[: stop - start]
+                native.prf_words_into(enc, stream, keys[start:stop], words)
+                consume(start, stop, words)
+            else:
+                consume(start, stop, buffers.encrypt(enc, keys[start:stop]))
     finally:
         _idle_buffers.append(buffers)
 
@@ -617,6 +653,17 @@ def chained_prf_words(
     buffers = _take_free_buffers()
     try:
         enc = buffers.encryptor(secret)
+        if isinstance(enc, bytes):
+            # The compiled kernel runs the whole chain of a chunk without the GIL.
+            native = _compiled()
+            keys = np.ascontiguousarray(keys)
+            parts = [np.ascontiguousarray(part) for part in parts]
+            for start in range(0, n, CHUNK_ROWS):
+                stop = min(start + CHUNK_ROWS, n)
+                words = buffers.cipher[: stop - start]
+                native.chained_words_into(enc, steps, keys[start:stop], [p[start:stop] for p in parts], words)
+                consume(start, stop, words)
+            return
         word = np.empty(min(n, CHUNK_ROWS), dtype=np.uint64)
         for start in range(0, n, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, n)

@@ -40,13 +40,17 @@ from collections.abc import Callable
 
 import numpy as np
 
+from polars_ppdm.kernels import _native
 from polars_ppdm.kernels.prf import (
     CHUNK_ROWS,
+    _as_keys,
+    _check_secret,
     bernoulli_threshold,
     bit_value_prf_words,
     chained_prf_words,
     choice_index,
     value_prf_words,
+    value_stream,
 )
 
 __all__ = [
@@ -182,6 +186,19 @@ def keep_decisions(codes: np.ndarray, p: float, secret: bytes, stream: int, keys
     if threshold is None:
         out[:] = True
         return out
+    native = _native.NATIVE
+    if native is not None and codes.dtype in (np.bool_, np.uint8) and len(codes) == len(keys):
+        # One call without the GIL: the blocks, AES and the compare, per row.
+        _check_secret(secret)
+        native.keep_codes_into(
+            secret,
+            value_stream(stream),
+            np.ascontiguousarray(codes).view(np.uint8),
+            np.ascontiguousarray(_as_keys(keys)),
+            threshold,
+            out.view(np.uint8),
+        )
+        return out
     value_prf_words(secret, stream, codes, keys, _keep_into(out, threshold))
     return out
 
@@ -228,6 +245,21 @@ def keep_decisions_bits(
     threshold = bernoulli_threshold(p)
     if threshold is None:
         out[:] = True
+        return out
+    native = _native.NATIVE
+    bits = np.asarray(bits)
+    if native is not None and bits.dtype == np.uint8 and bits.ndim == 1 and int(bit_offset) >= 0:
+        # One call without the GIL: each row's bit, its block, AES and the compare.
+        _check_secret(secret)
+        native.keep_bits_into(
+            secret,
+            value_stream(stream),
+            np.ascontiguousarray(bits),
+            int(bit_offset),
+            np.ascontiguousarray(_as_keys(keys)),
+            threshold,
+            out.view(np.uint8),
+        )
         return out
     bit_value_prf_words(secret, stream, bits, bit_offset, keys, _keep_into(out, threshold))
     return out

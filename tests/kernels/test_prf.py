@@ -6,8 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from native_paths import kernel_path  # noqa: F401 - a fixture, used by pytestmark
 
 from polars_ppdm.kernels import prf
+
+# Every test here runs on the compiled kernels and on the pure path: the same bits.
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 # FIPS-197, Appendix C.1 (AES-128) and C.3 (AES-256).
 PLAINTEXT = bytes.fromhex("00112233445566778899aabbccddeeff")

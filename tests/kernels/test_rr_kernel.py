@@ -7,9 +7,13 @@ import itertools
 
 import numpy as np
 import pytest
+from native_paths import kernel_path  # noqa: F401 - a fixture, used by pytestmark
 
 from polars_ppdm.kernels import rr
 from polars_ppdm.kernels.prf import stream_id
+
+# Every test here runs on the compiled kernels and on the pure path: the same bits.
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 
 @pytest.mark.parametrize(("p", "k"), [(0.9, 2), (0.2, 2), (0.6, 3), (0.1, 5)])

@@ -1,0 +1,332 @@
+//! Compiled kernels of polars_ppdm: the keyed AES PRF (`polars_ppdm.kernels.prf`) and the
+//! per-row draws built on it, with the same bits as the NumPy / pyca-cryptography path.
+//!
+//! Every function works on caller-owned NumPy buffers (C-contiguous; the Python wrapper
+//! in `polars_ppdm/kernels/_native.py` checks dtypes and makes them so) and releases the
+//! GIL for the whole call, so Polars' threads run their batches side by side.
+//!
+//! The PRF block of a row is the 16 bytes `stream || key`, both little-endian u64; its
+//! AES ciphertext read as two little-endian u64 is `(w0, w1)`.
+
+use aes::cipher::{BlockCipherEncrypt, KeyInit};
+use aes::{Aes128, Aes256, Block};
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// Blocks encrypted per batch: 4 KiB on the stack, enough for the AES pipelines.
+const BATCH: usize = 256;
+
+enum Cipher {
+    A128(Aes128),
+    A256(Aes256),
+}
+
+impl Cipher {
+    fn new(secret: &[u8]) -> PyResult<Self> {
+        match secret.len() {
+            16 => Ok(Cipher::A128(Aes128::new_from_slice(secret).expect("16 bytes"))),
+            32 => Ok(Cipher::A256(Aes256::new_from_slice(secret).expect("32 bytes"))),
+            n => Err(PyValueError::new_err(format!(
+                "The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {n} bytes."
+            ))),
+        }
+    }
+
+    #[inline]
+    fn encrypt(&self, blocks: &mut [Block]) {
+        match self {
+            Cipher::A128(c) => c.encrypt_blocks(blocks),
+            Cipher::A256(c) => c.encrypt_blocks(blocks),
+        }
+    }
+}
+
+#[inline]
+fn set_block(block: &mut Block, stream: u64, key: u64) {
+    block[..8].copy_from_slice(&stream.to_le_bytes());
+    block[8..].copy_from_slice(&key.to_le_bytes());
+}
+
+#[inline]
+fn word(block: &Block, half: usize) -> u64 {
+    u64::from_le_bytes(block[half * 8..half * 8 + 8].try_into().expect("8 bytes"))
+}
+
+/// A checked view of a buffer: its address and item count (address as usize so that the
+/// closure run without the GIL is Send; the PyUntypedBuffer keeps the memory alive).
+struct View {
+    _buffer: PyUntypedBuffer,
+    address: usize,
+    len: usize,
+}
+
+fn view(obj: &Bound<'_, PyAny>, name: &str, item_size: usize, writable: bool) -> PyResult<View> {
+    let buffer = PyUntypedBuffer::get(obj)?;
+    if buffer.item_size() != item_size || !buffer.is_c_contiguous() {
+        return Err(PyTypeError::new_err(format!(
+            "'{name}' must be a C-contiguous buffer of {item_size}-byte items. Got {}-byte items{}.",
+            buffer.item_size(),
+            if buffer.is_c_contiguous() { "" } else { ", not contiguous" }
+        )));
+    }
+    if writable && buffer.readonly() {
+        return Err(PyTypeError::new_err(format!("'{name}' must be writable.")));
+    }
+    let address = buffer.buf_ptr() as usize;
+    let len = buffer.item_count();
+    Ok(View { _buffer: buffer, address, len })
+}
+
+impl View {
+    /// # Safety
+    /// The buffer holds `len` items of `T` (checked by `view`'s item size) and nobody
+    /// else writes it during the call.
+    unsafe fn slice<'a, T>(&self) -> &'a [T] {
+        if self.len == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(self.address as *const T, self.len) }
+    }
+    /// # Safety
+    /// As `slice`, and the caller has the only reference to the memory during the call.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut<'a, T>(&self) -> &'a mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        unsafe { std::slice::from_raw_parts_mut(self.address as *mut T, self.len) }
+    }
+}
+
+fn check_len(name: &str, got: usize, want: usize) -> PyResult<()> {
+    if got != want {
+        return Err(PyValueError::new_err(format!("'{name}' must hold {want} items. Got {got}.")));
+    }
+    Ok(())
+}
+
+/// AES-ECB of the blocks of `plain` into `out`: both (n, 2) uint64, little-endian.
+#[pyfunction]
+fn encrypt_into(
+    py: Python<'_>,
+    secret: &[u8],
+    plain: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let plain = view(plain, "plain", 8, false)?;
+    let out = view(out, "out", 8, true)?;
+    check_len("out", out.len, plain.len)?;
+    if plain.len % 2 != 0 {
+        return Err(PyValueError::new_err("'plain' must hold whole 16-byte blocks."));
+    }
+    py.detach(|| {
+        let (src, dst) = unsafe { (plain.slice::<u64>(), out.slice_mut::<u64>()) };
+        let mut batch = [Block::default(); BATCH];
+        for (src, dst) in src.chunks(2 * BATCH).zip(dst.chunks_mut(2 * BATCH)) {
+            let m = src.len() / 2;
+            for (i, block) in batch[..m].iter_mut().enumerate() {
+                set_block(block, src[2 * i], src[2 * i + 1]);
+            }
+            cipher.encrypt(&mut batch[..m]);
+            for (i, block) in batch[..m].iter().enumerate() {
+                dst[2 * i] = word(block, 0);
+                dst[2 * i + 1] = word(block, 1);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The PRF words of every key at one stream: `out[i] = AES(stream || keys[i])`.
+#[pyfunction]
+fn prf_words_into(
+    py: Python<'_>,
+    secret: &[u8],
+    stream: u64,
+    keys: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 8, true)?;
+    check_len("out", out.len, 2 * keys.len)?;
+    py.detach(|| {
+        let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<u64>()) };
+        let mut batch = [Block::default(); BATCH];
+        for (keys, dst) in keys.chunks(BATCH).zip(dst.chunks_mut(2 * BATCH)) {
+            let m = keys.len();
+            for (block, &key) in batch[..m].iter_mut().zip(keys) {
+                set_block(block, stream, key);
+            }
+            cipher.encrypt(&mut batch[..m]);
+            for (i, block) in batch[..m].iter().enumerate() {
+                dst[2 * i] = word(block, 0);
+                dst[2 * i + 1] = word(block, 1);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The keep decisions of randomized response on a Boolean bitmap:
+/// `out[i] = word 0 of AES((base XOR bit_i) || keys[i]) < threshold`, with bit_i the bit
+/// `bit_offset + i` of `bits` (least significant bit first) and `out` one byte per row.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn keep_bits_into(
+    py: Python<'_>,
+    secret: &[u8],
+    base: u64,
+    bits: &Bound<'_, PyAny>,
+    bit_offset: usize,
+    keys: &Bound<'_, PyAny>,
+    threshold: u64,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let bits = view(bits, "bits", 1, false)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 1, true)?;
+    check_len("out", out.len, keys.len)?;
+    if bits.len * 8 < bit_offset + keys.len {
+        return Err(PyValueError::new_err(format!(
+            "'bits' needs one bit per key: {} keys from bit {bit_offset} of a {}-byte bitmap.",
+            keys.len, bits.len
+        )));
+    }
+    py.detach(|| {
+        let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
+        let mut batch = [Block::default(); BATCH];
+        for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
+            let first = bit_offset + c * BATCH;
+            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
+                let at = first + i;
+                let bit = u64::from((bits[at >> 3] >> (at & 7)) & 1);
+                set_block(block, base ^ bit, key);
+            }
+            let m = keys.len();
+            cipher.encrypt(&mut batch[..m]);
+            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
+                *d = u8::from(word(block, 0) < threshold);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The keep decisions at value-keyed blocks of byte codes (a Boolean column unpacked,
+/// or codes below 256): `out[i] = word 0 of AES((base XOR codes[i]) || keys[i]) < threshold`.
+#[pyfunction]
+fn keep_codes_into(
+    py: Python<'_>,
+    secret: &[u8],
+    base: u64,
+    codes: &Bound<'_, PyAny>,
+    keys: &Bound<'_, PyAny>,
+    threshold: u64,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let codes = view(codes, "codes", 1, false)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 1, true)?;
+    check_len("codes", codes.len, keys.len)?;
+    check_len("out", out.len, keys.len)?;
+    py.detach(|| {
+        let (codes, keys, dst) = unsafe { (codes.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
+        let mut batch = [Block::default(); BATCH];
+        for ((codes, keys), dst) in codes.chunks(BATCH).zip(keys.chunks(BATCH)).zip(dst.chunks_mut(BATCH)) {
+            let m = keys.len();
+            for ((block, &key), &code) in batch.iter_mut().zip(keys).zip(codes) {
+                set_block(block, base ^ u64::from(code), key);
+            }
+            cipher.encrypt(&mut batch[..m]);
+            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
+                *d = u8::from(word(block, 0) < threshold);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The chained PRF of `polars_ppdm.kernels.prf.chained_prf_words`:
+/// `w = word 0 of AES(steps[0] || key)`, then for each part j
+/// `block = AES(steps[j + 1] || (w XOR parts[j][i]))`, `w = word 0 of block`; `out[i]` is
+/// the last block (two uint64).
+#[pyfunction]
+fn chained_words_into(
+    py: Python<'_>,
+    secret: &[u8],
+    steps: Vec<u64>,
+    keys: &Bound<'_, PyAny>,
+    parts: Vec<Bound<'_, PyAny>>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    if parts.is_empty() || steps.len() != parts.len() + 1 {
+        return Err(PyValueError::new_err("'steps' must hold one stream word more than 'parts', at least two."));
+    }
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 8, true)?;
+    check_len("out", out.len, 2 * keys.len)?;
+    let parts = parts
+        .iter()
+        .map(|p| {
+            let v = view(p, "parts", 8, false)?;
+            check_len("parts", v.len, keys.len)?;
+            Ok(v)
+        })
+        .collect::<PyResult<Vec<View>>>()?;
+    py.detach(|| {
+        let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<u64>()) };
+        let parts: Vec<&[u64]> = parts.iter().map(|p| unsafe { p.slice::<u64>() }).collect();
+        let mut batch = [Block::default(); BATCH];
+        for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(2 * BATCH)).enumerate() {
+            let m = keys.len();
+            let first = c * BATCH;
+            for (block, &key) in batch.iter_mut().zip(keys) {
+                set_block(block, steps[0], key);
+            }
+            cipher.encrypt(&mut batch[..m]);
+            for (j, part) in parts.iter().enumerate() {
+                let part = &part[first..first + m];
+                for (block, &b) in batch[..m].iter_mut().zip(part) {
+                    let w = word(block, 0);
+                    set_block(block, steps[j + 1], w ^ b);
+                }
+                cipher.encrypt(&mut batch[..m]);
+            }
+            for (i, block) in batch[..m].iter().enumerate() {
+                dst[2 * i] = word(block, 0);
+                dst[2 * i + 1] = word(block, 1);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The CPU features the AES backend uses here (for benchmarks' reports).
+#[pyfunction]
+fn backend() -> &'static str {
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    {
+        if std::arch::is_x86_feature_detected!("aes") { "aes-ni" } else { "soft" }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+    {
+        "portable"
+    }
+}
+
+#[pymodule]
+fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(encrypt_into, m)?)?;
+    m.add_function(wrap_pyfunction!(prf_words_into, m)?)?;
+    m.add_function(wrap_pyfunction!(keep_bits_into, m)?)?;
+    m.add_function(wrap_pyfunction!(keep_codes_into, m)?)?;
+    m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
+    m.add_function(wrap_pyfunction!(backend, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+"""The compiled kernels (polars_ppdm_native) give the pure path's bits: random secrets
+(16 and 32 bytes), streams, keys and values; empty and non-contiguous inputs; and the
+switch between the paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polars_ppdm.kernels import _native, noise, prf, rr
+
+NATIVE = _native.load()
+pytestmark = pytest.mark.skipif(
+    NATIVE is None, reason="the compiled kernels are not installed (or PPDM_NATIVE=0)"
+)
+
+
+def both(monkeypatch, run):
+    """``run()`` on the compiled path, then on the pure path."""
+    monkeypatch.setattr(_native, "NATIVE", NATIVE)
+    fast = run()
+    monkeypatch.setattr(_native, "NATIVE", None)
+    return fast, run()
+
+
+def all_kernels(secret, stream, keys, codes, values, p):
+    """Every kernel the compiled path serves, on one input."""
+    bits = np.packbits(codes, bitorder="little")
+    return [
+        prf.encrypt_blocks(secret, stream, keys),
+        prf.uniform(secret, stream, keys),
+        prf.bernoulli(secret, stream, keys, p),
+        rr.keep_decisions(codes, p, secret, stream, keys),
+        rr.keep_decisions(codes.view(np.uint8), p, secret, stream, keys),
+        rr.keep_decisions_bits(bits, 0, p, secret, stream, keys),
+        rr.disguise_codes(codes.astype(np.int64), 2, p, secret, stream, keys),
+        rr.disguise_codes(np.arange(len(keys)) % 5, 5, p, secret, stream, keys),
+        rr.whole_record_keep(secret, stream, keys, rr.record_words([codes, ~codes], [None, None]), p),
+        noise.uniform_noise(secret, stream, keys, 2.0, values=values),
+        noise.gaussian_noise(secret, stream, keys, 3.0, values=values),
+        noise.gaussian_noise(secret, stream, keys, 3.0),
+    ]
+
+
+def assert_same(fast, pure):
+    assert len(fast) == len(pure)
+    for i, (a, b) in enumerate(zip(fast, pure, strict=True)):
+        assert a.dtype == b.dtype and np.array_equal(a, b), f"kernel {i} differs"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    secret=st.binary(min_size=16, max_size=16) | st.binary(min_size=32, max_size=32),
+    stream=st.integers(0, 2**64 - 1),
+    n=st.integers(0, 700),
+    seed=st.integers(0, 2**32 - 1),
+    p=st.floats(0.0, 1.0),
+)
+def test_same_bits_on_random_inputs(secret, stream, n, seed, p):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    codes = rng.integers(0, 2, n).astype(bool)
+    values = rng.normal(0, 10, n)
+    with pytest.MonkeyPatch.context() as mp:
+        assert_same(*both(mp, lambda: all_kernels(secret, stream, keys, codes, values, p)))
+
+
+def test_same_bits_across_chunks_and_empty(monkeypatch):
+    n = 2 * prf.CHUNK_ROWS + 301
+    rng = np.random.default_rng(0)
+    keys, codes, values = (
+        rng.integers(0, 2**64 - 1, n, dtype=np.uint64),
+        rng.integers(0, 2, n).astype(bool),
+        rng.normal(size=n),
+    )
+    assert_same(*both(monkeypatch, lambda: all_kernels(bytes(range(32)), 77, keys, codes, values, 0.7)))
+    empty = np.empty(0, dtype=np.uint64)
+    assert_same(
+        *both(
+            monkeypatch,
+            lambda: all_kernels(bytes(16), 1, empty, empty.astype(bool), empty.astype(float), 0.7),
+        )
+    )
+
+
+def test_non_contiguous_inputs(monkeypatch):
+    n = 5_001
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 2**63, 2 * n, dtype=np.uint64)[::2]
+    codes = rng.integers(0, 2, 3 * n).astype(bool)[::3]
+    values = rng.normal(size=(n, 2))[:, 1]
+    assert not keys.flags.c_contiguous and not codes.flags.c_contiguous and not values.flags.c_contiguous
+    assert_same(*both(monkeypatch, lambda: all_kernels(bytes(16), 5, keys, codes, values, 0.6)))
+
+
+@pytest.mark.parametrize("offset", [0, 1, 7, 8, 13])
+def test_bitmap_offsets(monkeypatch, offset):
+    rng = np.random.default_rng(offset)
+    n = 1_000
+    codes = rng.integers(0, 2, n + offset).astype(bool)
+    bits = np.packbits(codes, bitorder="little")
+    keys = np.arange(n)
+    fast, pure = both(monkeypatch, lambda: rr.keep_decisions_bits(bits, offset, 0.6, bytes(16), 3, keys))
+    assert np.array_equal(fast, pure)
+    assert np.array_equal(fast, rr.keep_decisions(codes[offset:], 0.6, bytes(16), 3, keys))
+
+
+def test_errors_are_the_pure_paths(monkeypatch):
+    monkeypatch.setattr(_native, "NATIVE", NATIVE)
+    with pytest.raises(ValueError, match="16 or 32 bytes"):
+        prf.encrypt_blocks(bytes(8), 0, np.arange(3))
+    with pytest.raises(ValueError, match="16 or 32 bytes"):
+        rr.keep_decisions_bits(np.zeros(1, np.uint8), 0, 0.5, bytes(8), 0, np.arange(3))
+    with pytest.raises(TypeError, match="integer array"):
+        prf.encrypt_blocks(bytes(16), 0, np.array([1.5]))
+
+
+def test_ppdm_native_0_forces_the_pure_path():
+    code = "from polars_ppdm.kernels import _native; print(_native.NATIVE is None)"
+    env = {**os.environ, "PPDM_NATIVE": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
