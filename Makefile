@@ -3,7 +3,10 @@
 # stamp file per install level, so they work in either order and a second run installs
 # nothing (a changed pyproject.toml makes the stamps stale and reinstalls).
 #   make demo   the main job (examples/survey/pipeline.toml, run twice); installs the package and its dependencies
-#   make test   the whole test suite; installs the test stack (scikit-learn, river, Jupyter...)
+#   make test   the fast tier of the tests, on every core (a few minutes on 2 cores: run it
+#               before every commit); installs the test stack (scikit-learn, river, Jupyter...)
+#   make test-all  every tier one after another, as CI runs them (.ci/run); or one tier:
+#               make test-slow | test-spark | test-browser | test-kill | test-fuzz-slow
 #   make check  ruff and mypy; installs the lint extra
 # Another interpreter: make demo PYTHON=python3.12 (or a full path).
 PYTHON ?= python3
@@ -14,7 +17,7 @@ PIP := $(BIN)/python -m pip install --quiet
 GOAL := $(or $(firstword $(MAKECMDGOALS)),demo)
 
 .DEFAULT_GOAL := demo
-.PHONY: demo test check bench clean
+.PHONY: demo test test-all test-slow test-spark test-browser test-kill test-fuzz-slow tiers-check check bench clean
 
 # The interpreter is checked before anything is created: an unsupported or missing
 # Python stops here, not halfway through with a .venv that later runs would trust.
@@ -67,8 +70,46 @@ demo: $(VENV)/.core
 	  echo "(and report.internal.html, which shows the original data: do not publish it)."; \
 	  echo "The groceries rules comparison: $(BIN)/ppdm rules"
 
+# The tiers of the tests, as pytest -m expressions over the markers (pyproject.toml;
+# tests/conftest.py marks whole folders and files). Every test is in exactly one tier:
+# .ci/tiers_check.py reads these lines and checks it on the collected suite.
+TIER_FAST := not (slow or spark or browser or notebook or kill)
+TIER_SLOW := slow and not (spark or browser or notebook or kill)
+TIER_SPARK := spark
+TIER_BROWSER := (browser or notebook) and not (spark or kill)
+TIER_KILL := kill and not spark
+PYTEST := $(BIN)/python -m pytest -q
+
+# The fast tier (the package's doctests too) on every core with pytest-xdist.
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -n auto -m "$(TIER_FAST)"
+
+test-all: test test-slow test-spark test-browser test-kill test-fuzz-slow
+
+# Every collected test is in exactly one tier above (CI's first test leg).
+tiers-check: $(VENV)/.test
+	$(BIN)/python .ci/tiers_check.py
+
+# Statistical tests and the data sets: many seconds each, so on every core too.
+test-slow: $(VENV)/.test
+	$(PYTEST) -n auto -m "$(TIER_SLOW)"
+
+# One local Spark session (a JVM of two cores) serves the whole run: no xdist.
+test-spark: $(VENV)/.test
+	$(PYTEST) -m "$(TIER_SPARK)"
+
+# The report in headless Chromium and the notebooks, each in its own kernel.
+test-browser: $(VENV)/.test
+	$(PYTEST) -n auto -m "$(TIER_BROWSER)"
+
+# SIGKILL at fractions of a large write: alone, so the timing is the run's own.
+test-kill: $(VENV)/.test
+	$(PYTEST) -m "$(TIER_KILL)"
+
+# tests/fuzz again under the slow Hypothesis profile (15x the examples, every memory case
+# in a subprocess), with the table of generated cases per target.
+test-fuzz-slow: $(VENV)/.test
+	HYPOTHESIS_PROFILE=slow PPDM_FUZZ_TABLE=1 $(PYTEST) -p no:cacheprovider tests/fuzz
 
 # Both tools run even when the first finds something; the target fails if either did.
 check: $(VENV)/.lint

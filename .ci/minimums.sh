@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The declared lower bounds hold: install exactly the minimum of every core dependency
 # (read from pyproject.toml, so they cannot drift apart) with the test stack into a clean
-# venv, and run the fast tests (-m "not slow") there.
+# venv, and run the fast tier there (the Makefile's TIER_FAST, what `make test` runs, on
+# every core with pytest-xdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -27,4 +28,6 @@ echo "minimum versions: $(tr '\n' ' ' < "$work/minimums.txt")"
 "$work/venv/bin/python" -m pip list 2>/dev/null \
     | grep -iE '^(polars|pyarrow|duckdb|numpy|cryptography|polars-runtime-32) ' | tr -s ' ' | paste -sd ',' -
 
-"$work/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow"
+fast=$(sed -n 's/^TIER_FAST := //p' Makefile)
+[ -n "$fast" ] || { echo "minimums: no TIER_FAST := ... line in the Makefile" >&2; exit 1; }
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider -n auto -m "$fast"
