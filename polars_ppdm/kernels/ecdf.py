@@ -28,6 +28,7 @@ import numpy as np
 
 from polars_ppdm.kernels._slices import slices
 from polars_ppdm.kernels.prf import first_words, prf_words, uniform
+from polars_ppdm.kernels.sorting import sort_words, stable_arg_sort
 from polars_ppdm.kernels.spacings import normalise, running_sums
 
 _MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -289,7 +290,7 @@ def _rank_order(
         by_tie, collide, tie_collisions = _sorted_by_prefix(ties, ws)
         if tie_collisions:  # 64-bit words rarely share their top bits, but may
             _exact_within_runs(by_tie, collide, lambda rows: (ties[rows],))
-        return by_tie[np.argsort(bits[by_tie], kind="stable")], None
+        return by_tie[stable_arg_sort(bits[by_tie])], None
     if collisions:
         _exact_within_runs(
             order, collide, lambda rows: (tie_words(secret, tie_stream, row_keys[rows]), bits[rows])
@@ -359,7 +360,7 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
         np.right_shift(words[start:stop], shift, out=part)
         np.left_shift(part, shift, out=part)
         np.bitwise_or(part, index[start:stop], out=part)
-    packed.sort()
+    sort_words(packed)  # NumPy's or Polars' sort, whichever is fast on this CPU
     collisions = 0
     for start, stop in _passes(n):
         part = packed[start:stop]

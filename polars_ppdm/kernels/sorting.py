@@ -1,0 +1,131 @@
+"""The kernels' large sorts, on whichever of NumPy's and Polars' sorts is fast on this CPU.
+
+Why not just ``np.sort``: NumPy dispatches its sort on the CPU's instruction sets
+(x86-simd-sort for AVX-512 or AVX2, else its own introsort), and its speed swings with
+that by 3-6x from machine to machine -- 10M float64 in 0.70 s with AVX-512 dispatch and
+0.11 s without on one VM, 0.22 s with AVX2 and 0.81 s without on another -- while Polars'
+sort (Rust, the same code everywhere) took 0.2-0.4 s on both.  So :func:`sort_words` times
+both once per process on a sample and keeps the faster; :func:`stable_arg_sort` uses
+Polars, whose stable arg-sort beat NumPy's timsort on every machine measured.
+
+The bits never depend on the choice: :func:`sort_words` sorts integers (every correct
+sort gives the same array), and :func:`stable_arg_sort` is stable by contract
+(``maintain_order=True``), so equal keys keep their positions, as NumPy's
+``kind="stable"`` keeps them.  Arrays go in and come out as NumPy arrays; Polars only
+borrows the buffers (``pl.Series`` of a NumPy array copies nothing).
+
+``PPDM_SORT=numpy`` or ``PPDM_SORT=polars`` forces one path (read at call time: tests
+and benchmarks compare them); anything else, or unset, measures.
+
+Examples
+--------
+>>> words = np.array([5, 1, 4, 1], dtype=np.uint64)
+>>> sort_words(words)
+>>> words.tolist()
+[1, 1, 4, 5]
+>>> stable_arg_sort(np.array([3, 1, 3, 1])).tolist()
+[1, 3, 0, 2]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import polars as pl
+
+__all__ = ["SMALL", "sort_path", "sort_words", "stable_arg_sort"]
+
+#: Below this many elements NumPy sorts in place without asking (Polars' call overhead
+#: and the copy back would cost more than any difference between the two sorts).
+SMALL = 1 << 16
+
+#: Elements of the calibration sample: large enough to leave the caches, small enough
+#: (a few ms per sort) to be paid once per process without notice.
+_SAMPLE = 1 << 18
+
+_lock = threading.Lock()
+_measured: str | None = None
+
+
+def sort_path() -> str:
+    """``"numpy"`` or ``"polars"``: the path :func:`sort_words` takes for large arrays
+    (``PPDM_SORT`` when it names one, else the faster one measured on this machine).
+
+    Examples
+    --------
+    >>> sort_path() in ("numpy", "polars")
+    True
+    """
+    forced = os.environ.get("PPDM_SORT", "").strip().lower()
+    if forced in ("numpy", "polars"):
+        return forced
+    global _measured
+    with _lock:  # one measurement per process, even when column threads ask together
+        if _measured is None:
+            _measured = _calibrate()
+        return _measured
+
+
+def _calibrate() -> str:
+    """Time both sorts on the same random words, in turn, best of two each (a shared
+    machine's noise hits both alike)."""
+    words = np.random.default_rng(0).integers(0, 2**63, _SAMPLE, dtype=np.uint64)
+    best = {"numpy": float("inf"), "polars": float("inf")}
+    for _ in range(2):
+        for path in best:
+            trial = words.copy()
+            started = time.perf_counter()
+            _SORTS[path](trial)
+            best[path] = min(best[path], time.perf_counter() - started)
+    return min(best, key=best.__getitem__)
+
+
+def _numpy_sort(words: np.ndarray) -> None:
+    words.sort()
+
+
+def _polars_sort(words: np.ndarray) -> None:
+    words[:] = pl.Series(words).sort().to_numpy()
+
+
+_SORTS = {"numpy": _numpy_sort, "polars": _polars_sort}
+
+
+def sort_words(words: np.ndarray) -> None:
+    """Sort the 1-D integer array ``words`` ascending, in place, on the faster path
+    (:func:`sort_path`); arrays below :data:`SMALL` always on NumPy.
+
+    Examples
+    --------
+    >>> words = np.random.default_rng(1).integers(0, 2**63, 100_000, dtype=np.uint64)
+    >>> want = np.sort(words)
+    >>> sort_words(words)
+    >>> bool((words == want).all())
+    True
+    """
+    _SORTS["numpy" if len(words) < SMALL else sort_path()](words)
+
+
+def stable_arg_sort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` (int64 indices) of the 1-D integer ``keys``,
+    from Polars' stable arg-sort for large arrays (floats go to NumPy: Polars orders
+    -0.0 before 0.0, NumPy counts them equal).
+
+    Examples
+    --------
+    >>> keys = np.random.default_rng(2).integers(0, 50, 100_000)
+    >>> bool((stable_arg_sort(keys) == np.argsort(keys, kind="stable")).all())
+    True
+    """
+    if (
+        len(keys) < SMALL
+        or keys.dtype.kind not in "iu"
+        or os.environ.get("PPDM_SORT", "").strip().lower() == "numpy"
+    ):
+        return np.argsort(keys, kind="stable")
+    frame = pl.DataFrame({"k": keys})
+    order = frame.select(pl.arg_sort_by("k", maintain_order=True)).to_series()
+    return order.cast(pl.Int64).to_numpy()
