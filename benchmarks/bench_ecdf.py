@@ -4,7 +4,11 @@ Run ``python benchmarks/bench_ecdf.py`` (``--rows`` scales it).  All are measure
 this one run, in turn (best of ``--repeats`` each); the ratios are printed with issue
 19's bars (rank link <= 1.5x, with ``shuffle=True`` <= 2.0x; both with NumPy's AVX-512
 sort and without,
-``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"``).  Peak memory is measured
+``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"``; on a CPU without AVX-512,
+``NPY_DISABLE_CPU_FEATURES="X86_V3"`` turns off NumPy's AVX2 sort instead -- see which
+names NumPy accepts with ``np.show_runtime()``).  The kernels' large sorts take NumPy's
+or Polars' sort, whichever :mod:`polars_ppdm.kernels.sorting` measures faster here; the
+rank-link rows are also timed with each forced (``PPDM_SORT``), to show both.  Peak memory is measured
 in a fresh process: the high-water RSS during the resampling minus the RSS with the
 input loaded, against the input's size (bar <= 3x).
 """
@@ -12,6 +16,7 @@ input loaded, against the input's size (bar <= 3x).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,6 +26,7 @@ import polars as pl
 from _timing import best_seconds_interleaved, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
+from polars_ppdm.kernels.sorting import sort_path
 
 
 def table(rows: int, columns: int) -> pl.DataFrame:
@@ -70,21 +76,46 @@ def main() -> None:
     print(machine())
     df = table(args.rows, args.columns)
     secret = ppdm.new_secret()
+    chosen = sort_path()  # measured once in this process, before PPDM_SORT is set below
+
+    def with_sort(path: str, run):  # the kernels read PPDM_SORT at call time
+        def timed() -> object:
+            os.environ["PPDM_SORT"] = path
+            try:
+                return run()
+            finally:
+                os.environ.pop("PPDM_SORT")
+
+        return timed
+
+    def rank() -> object:
+        return ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret)
+
+    def shuffled() -> object:
+        return ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret, shuffle=True)
+
     seconds = best_seconds_interleaved(
         {
             "sort": lambda: df.select(pl.all().sort()),
-            "rank": lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret),
-            "shuffle": lambda: ppdm.ecdf_resample(df, df.columns, bins=100, secret=secret, shuffle=True),
+            "rank": rank,
+            "shuffle": shuffled,
+            **{f"rank {path}": with_sort(path, rank) for path in ("numpy", "polars")},
+            **{f"shuffle {path}": with_sort(path, shuffled) for path in ("numpy", "polars")},
         },
         args.repeats,
     )
-    sort_s, ecdf_s, shuffle_s = seconds["sort"], seconds["rank"], seconds["shuffle"]
-    print(f"{args.rows:,} rows x {args.columns} columns, best of {args.repeats}")
-    print(f"Polars sort of the columns          {sort_s:7.3f} s")
-    print(f"ecdf_resample (rank link)           {ecdf_s:7.3f} s  {ecdf_s / sort_s:5.2f}x sort (bar 1.5)")
-    print(
-        f"ecdf_resample (rank link, shuffle)  {shuffle_s:7.3f} s  {shuffle_s / sort_s:5.2f}x sort (bar 2.0)"
-    )
+    sort_s = seconds["sort"]
+    print(f"{args.rows:,} rows x {args.columns} columns, best of {args.repeats}; the kernels' sort: {chosen}")
+    print(f"{'Polars sort of the columns':56s} {sort_s:7.3f} s")
+    for label, bar in (("rank", 1.5), ("shuffle", 2.0)):
+        name = "rank link" if label == "rank" else "rank link, shuffle"
+        for suffix, how in (
+            ("", f"{chosen}, measured"),
+            (" numpy", "NumPy forced"),
+            (" polars", "Polars forced"),
+        ):
+            s = seconds[label + suffix]
+            print(f"{f'ecdf_resample ({name}; {how})':56s} {s:7.3f} s  {s / sort_s:5.2f}x sort (bar {bar})")
     extra, size = peak_memory(args.rows, args.columns)
     print(
         f"peak memory above the input: {extra:.0f} MB for a {size:.0f} MB input = {extra / size:.2f}x (bar 3.0)"
