@@ -1,33 +1,31 @@
-"""Atomic output files: written under a temporary name in the target's folder, fsync-ed,
-then renamed over the target (:func:`os.replace`), and the folder fsync-ed.
+"""The SHA-256 of a pipeline's outputs: of a finished file (:func:`file_sha256`) and of
+a file still being written (:class:`GrowingFileHash`).
 
-A reader, or a run killed at any point, sees the previous file or the new one whole,
-never a part of one under the final name.  A killed run leaves its temporary file
-(``.NAME.ppdm-PID-XXXXXXXX.tmp``) behind; the next write to the same target removes
-those whose process is gone.
-
-(:mod:`polars_ppdm.secret_files` writes secret files the same way, with mode 0600 and
-without ever replacing an existing file.)
+The atomic writes themselves (a temporary name, fsync, rename over the target, fsync the
+folder) are :mod:`polars_ppdm._durable`'s, shared with :mod:`polars_ppdm.reporting`;
+their names stay importable from here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import re
-import secrets
-import shutil
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from polars_ppdm._durable import fsync_folder
+from polars_ppdm._durable import (
+    atomic_path,
+    check_replaceable_folder,
+    remove_stale,
+    replace_whole,
+    write_bytes_atomic,
+)
 
 __all__ = [
     "GrowingFileHash",
     "atomic_path",
+    "check_replaceable_folder",
     "file_sha256",
     "remove_stale",
     "replace_whole",
@@ -35,38 +33,6 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20
-
-
-def _temporary_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.tmp")
-
-
-def remove_stale(target: Path) -> list[Path]:
-    """Remove temporary files of ``target`` left by processes that no longer run."""
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.ppdm-(\d+)-[0-9a-f]{{8}}\.tmp")
-    removed: list[Path] = []
-    folder = target.parent
-    if not folder.is_dir():
-        return removed
-    for entry in folder.iterdir():
-        match = pattern.fullmatch(entry.name)
-        if match and not _alive(int(match[1])):
-            with contextlib.suppress(OSError):
-                entry.unlink()
-                removed.append(entry)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def file_sha256(path: Path, *, sync: bool = False) -> str:
@@ -140,80 +106,3 @@ class GrowingFileHash:
         """Stop following (the write failed); nothing is raised."""
         self._written.set()
         self._thread.join()
-
-
-@contextlib.contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
-    """A temporary path beside ``target`` to write to; when the block ends without an
-    error the file is fsync-ed and renamed to ``target``, otherwise removed.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> target = Path(tempfile.mkdtemp()) / "out.txt"
-    >>> with atomic_path(target) as temporary:
-    ...     _ = temporary.write_text("new")
-    ...     target.exists()
-    False
-    >>> target.read_text()
-    'new'
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target)
-    temporary = _temporary_name(target)
-    try:
-        yield temporary
-        with open(temporary, "rb") as file:
-            os.fsync(file.fileno())
-        replace_whole(temporary, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-
-
-# What a table Spark wrote holds: its part files, Hadoop's markers and checksums.
-_TABLE_FOLDER_ENTRY = re.compile(r"(part-.*|_SUCCESS|_committed_.*|_started_.*|\..*\.crc)")
-
-
-def check_replaceable_folder(target: Path) -> None:
-    """Refuse to replace a folder that is not a table a run wrote (Spark's part files):
-    an output path that names a user's folder must never delete what is in it."""
-    foreign = sorted(p.name for p in target.iterdir() if not _TABLE_FOLDER_ENTRY.fullmatch(p.name))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        msg = (
-            f"{str(target)!r} is a folder holding files no run wrote ({shown}); an output is never written over "
-            "it. Choose another output path, or move the folder away."
-        )
-        raise IsADirectoryError(msg)
-
-
-def replace_whole(temporary: Path, target: Path) -> None:
-    """Rename ``temporary`` (a file or a folder) to ``target`` in one step, then fsync the
-    folder.  A file replaces a file atomically (:func:`os.replace`); a folder in the way
-    (e.g. Spark's output of the same table by ``ppdm run --engine spark``) cannot be
-    replaced so: it is renamed aside first and removed after, so a reader finds the old
-    output, then for an instant none, then the new one -- never a part of either."""
-    if (target.is_dir() and not target.is_symlink()) or (temporary.is_dir() and target.exists()):
-        if target.is_dir() and not target.is_symlink():
-            check_replaceable_folder(target)
-        aside = target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.old")
-        os.replace(target, aside)
-        os.replace(temporary, target)
-        fsync_folder(target.parent)
-        if aside.is_dir():
-            shutil.rmtree(aside, ignore_errors=True)
-        else:
-            aside.unlink(missing_ok=True)
-        return
-    os.replace(temporary, target)
-    fsync_folder(target.parent)
-
-
-def write_bytes_atomic(target: Path, data: bytes) -> str:
-    """Write ``data`` to ``target`` atomically; returns its SHA-256."""
-    with atomic_path(target) as temporary:
-        with open(temporary, "wb") as file:
-            file.write(data)
-    return hashlib.sha256(data).hexdigest()

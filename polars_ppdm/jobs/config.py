@@ -5,6 +5,10 @@ library"); the row key and the secret are given once, in ``[dataset]`` and ``[se
 and passed to every step.  A bad file is refused with one line per problem naming the
 step, the field, what is allowed and what was found (:class:`PipelineError`); the value
 of anything under ``[secret]`` is never shown.
+
+The steps themselves are the vocabulary of :mod:`polars_ppdm.steps` (below this package
+and :mod:`polars_ppdm.reporting`, which describes them too); their names are importable
+from here as well.
 """
 
 from __future__ import annotations
@@ -15,15 +19,52 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from polars_ppdm.audit.ldp import rr_epsilon
-from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.jobs.errors import PipelineError
+
+# The steps are the vocabulary of polars_ppdm.steps, below jobs/ and reporting/ (the report
+# describes steps without knowing the job); every name stays importable from here.
+from polars_ppdm.steps import (
+    FULL_PASS_STEPS,  # noqa: F401 -- re-exported
+    NO_FINITE_EPSILON,
+    PERTURB_STEPS,
+    RELEASE_STEPS,
+    AddNoise,
+    Aggregate,
+    Bound,  # noqa: F401 -- re-exported
+    Columns,  # noqa: F401 -- re-exported
+    DPContinualCounts,
+    DPGroupBy,
+    DPHistogram,
+    DPKMeans,
+    DPQuadtree,
+    Drop,
+    EcdfResample,
+    Keep,
+    PerturbStep,
+    Positive,
+    Probability,  # noqa: F401 -- re-exported
+    PublicGroup,  # noqa: F401 -- re-exported
+    ReleaseStep,
+    RRApriori,
+    RRDisguise,
+    RRSupport,
+    Scalar,  # noqa: F401 -- re-exported
+    Spiral,
+    StrictModel,
+    listify,
+    step_charge_note,
+    step_cost,
+    step_delta,
+    step_epsilon,
+    step_label,
+    step_rho,
+)
 
 __all__ = [
     "NO_FINITE_EPSILON",
@@ -32,6 +73,7 @@ __all__ = [
     "Pipeline",
     "load_pipeline",
     "parse_pipeline",
+    "periods_through",
     "step_charge_note",
     "step_cost",
     "step_delta",
@@ -39,568 +81,12 @@ __all__ = [
     "step_rho",
 ]
 
-# A value a k-ary column may take (TOML has no null).
-Scalar = str | int | float | bool
-Columns = Annotated[list[str], Field(min_length=1)]
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-# A (low, high) pair: a TOML array of two numbers.
-Bound = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
-
-
-def _listify(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
-
-
-class _Model(BaseModel):
-    # extra="forbid": an unknown parameter is an error, never ignored.  strict: "1" is not 1.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class _Step(_Model):
-    columns: Columns
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
-
-    @field_validator("columns")
-    @classmethod
-    def _distinct(cls, value: list[str]) -> list[str]:
-        twice = sorted({c for c in value if value.count(c) > 1})
-        if twice:
-            msg = f"names the column(s) {twice} more than once"
-            raise ValueError(msg)
-        return value
-
-    @property
-    def title(self) -> str:
-        return f"{getattr(self, 'step', '?')}({', '.join(self.columns)})"
-
-    def parameters(self) -> dict[str, Any]:
-        """The step's parameters as given (None left out), for plans and manifests."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-
-def _bounds_cover(bounds: dict[str, Bound], columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in bounds]
-    extra = [c for c in bounds if c not in columns]
-    if missing or extra:
-        msg = (
-            f"'bounds' needs one public [low, high] pair per column of 'columns' {list(columns)}"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; {extra} are not in 'columns'" if extra else "")
-        )
-        raise ValueError(msg)
-    for column, (low, high) in bounds.items():
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            msg = f"'bounds' of column {column!r} must be finite with low < high. Got [{low:g}, {high:g}] instead"
-            raise ValueError(msg)
-
-
-# ---- perturb steps ---------------------------------------------------------------------
-
-
-#: What whole-record randomized response over two or more columns protects, in words.
-NO_FINITE_EPSILON = (
-    "no finite epsilon: the record is deniable only up to its complement (whole-record randomized "
-    "response flips every column of the step with one coin, so the XOR of any two released columns "
-    "is the true XOR; paper 003, Du & Zhan)"
-)
-
-
-class RRDisguise(_Step):
-    """Randomized response (:func:`polars_ppdm.rr_disguise`).
-
-    What it is charged
-        The coins are keyed by (privacy unit, column, value): a unit whose rows hold m
-        distinct values of a column gets m independent epsilon-LDP releases of that
-        column.  With a ``[dataset] key`` (a unit may have several rows) the step is
-        charged ``epsilon x max_values_per_unit`` per column, where
-        ``max_values_per_unit`` is a **declared public bound** (default 1): ``ppdm run``
-        reads the key and the step's columns before it reserves anything and refuses data
-        in which some unit has more distinct values of a column than the bound, with a
-        message that carries no count from the data.  Without a key every row is its own
-        unit (one value per column), and ``max_values_per_unit`` is refused.
-
-    Whole record
-        ``mode = "whole_record"`` over two or more columns (one coin for the whole record)
-        is not epsilon-LDP for any finite epsilon: the record is deniable only up to its
-        complement.  A pipeline (every pipeline has a budget) refuses it unless the step
-        says ``accept_no_finite_epsilon = true``; it is then charged nothing, and the plan,
-        manifest and report say what it protects (:data:`NO_FINITE_EPSILON`).  Its ``p``
-        or ``epsilon`` is the coin's parameter, never the step's epsilon.
-    """
-
-    step: Literal["rr_disguise"]
-    p: Probability | dict[str, Probability] | None = None
-    epsilon: Positive | dict[str, Positive] | None = None
-    mode: Literal["per_attribute", "whole_record"] = "per_attribute"
-    categories: list[Scalar] | dict[str, list[Scalar]] | None = None
-    accept_no_finite_epsilon: bool = False
-    max_values_per_unit: Annotated[int, Field(ge=1)] | None = None
-
-    @property
-    def no_finite_epsilon(self) -> bool:
-        """Whole-record randomized response over two or more columns: no finite epsilon."""
-        return self.mode == "whole_record" and len(self.columns) >= 2
-
-    @property
-    def values_per_unit(self) -> int:
-        """The declared bound on a unit's distinct values per column (1 if not declared)."""
-        return self.max_values_per_unit or 1
-
-    @model_validator(mode="after")
-    def _one_of(self) -> RRDisguise:
-        if (self.p is None) == (self.epsilon is None):
-            msg = "needs exactly one of 'p' and 'epsilon' (the keep probability or the local-DP epsilon)"
-            raise ValueError(msg)
-        if self.accept_no_finite_epsilon and not self.no_finite_epsilon:
-            msg = (
-                "'accept_no_finite_epsilon' is only for mode = \"whole_record\" over two or more columns (the one "
-                "randomized response without a finite epsilon); this step has a finite epsilon: leave it out"
-            )
-            raise ValueError(msg)
-        for name in ("p", "epsilon", "categories"):
-            value = getattr(self, name)
-            if isinstance(value, dict):
-                _per_column_keys(name, value, self.columns)
-        return self
-
-    def k(self, column: str) -> int:
-        """The number of values of ``column``: its categories, else 2 (binary)."""
-        cats = self.categories
-        if isinstance(cats, dict):
-            cats = cats.get(column)
-        return len(cats) if cats else 2
-
-    def column_epsilon(self, column: str) -> float:
-        if self.epsilon is not None:
-            return self.epsilon[column] if isinstance(self.epsilon, dict) else self.epsilon
-        assert self.p is not None
-        p = self.p[column] if isinstance(self.p, dict) else self.p
-        return rr_epsilon(p, self.k(column))
-
-
-class EcdfResample(_Step):
-    """ECDF resampling (:func:`polars_ppdm.ecdf_resample`); needs a full pass (ranks)."""
-
-    step: Literal["ecdf_resample"]
-    bins: Annotated[int, Field(ge=1)] | dict[str, Annotated[int, Field(ge=1)]] = 100
-    link: Literal["rank", "none"] = "rank"
-    shuffle: bool = False
-    round_integers: bool = False
-
-
-class Spiral(_Step):
-    """Log-spiral perturbation (:func:`polars_ppdm.spiral`); its key goes to ``path`` (0600)."""
-
-    step: Literal["spiral"]
-    bounds: dict[str, Bound]
-    path: Annotated[str, Field(min_length=1)]
-    rounds: Annotated[int, Field(ge=1)] = 7
-    factors: Bound = [0.1, 5.0]
-    angle: Bound = [0.01 * math.pi, 0.5 * math.pi]
-    growth: Positive | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Spiral:
-        if len(self.columns) < 2:
-            msg = "rotates at least 2 columns"
-            raise ValueError(msg)
-        _bounds_cover(self.bounds, self.columns)
-        return self
-
-
-class AddNoise(_Step):
-    """Additive noise (:func:`polars_ppdm.add_noise`)."""
-
-    step: Literal["add_noise"]
-    scale: Positive | dict[str, Positive]
-    dist: Literal["gaussian", "uniform"] = "gaussian"
-
-    @model_validator(mode="after")
-    def _check(self) -> AddNoise:
-        if isinstance(self.scale, dict):
-            _per_column_keys("scale", self.scale, self.columns)
-        return self
-
-
-class Keep(_Step):
-    """Columns published as they are."""
-
-    step: Literal["keep"]
-
-
-class Drop(_Step):
-    """Columns left out of the published table."""
-
-    step: Literal["drop"]
-
-
-PerturbStep = Annotated[
-    RRDisguise | EcdfResample | Spiral | AddNoise | Keep | Drop, Field(discriminator="step")
-]
-PERTURB_STEPS = ("rr_disguise", "ecdf_resample", "spiral", "add_noise", "keep", "drop")
-# Steps whose output depends on the whole column, not on each row alone.
-FULL_PASS_STEPS = {"ecdf_resample": "ranks and the empirical distribution of the whole column"}
-
-# ---- release steps ---------------------------------------------------------------------
-
-
-class _Release(_Step):
-    output: Annotated[str, Field(min_length=1)]
-
-
-class RRSupport(_Release):
-    """Corrected supports of disguised columns (:func:`polars_ppdm.rr_support`); the
-    randomized-response parameters are those of the rr_disguise steps of the columns."""
-
-    step: Literal["rr_support"]
-    itemsets: list[list[str]] | None = None
-
-
-class RRApriori(_Release):
-    """Association rules from disguised binary columns (:func:`polars_ppdm.rr_apriori`)."""
-
-    step: Literal["rr_apriori"]
-    min_support: Probability
-    min_confidence: Probability
-    max_length: Annotated[int, Field(ge=1)] | None = None
-
-
-class _DP(_Release):
-    epsilon: Positive
-    bounds: dict[str, Bound]
-    max_contributions: Annotated[int, Field(ge=1)] = 1
-
-    @model_validator(mode="after")
-    def _check(self) -> _DP:
-        _bounds_cover(self.bounds, self.columns)
-        return self
-
-
-class _Mechanism(_Model):
-    """``mechanism = "laplace"`` (the default; ``epsilon``) or ``"gaussian"`` (``rho``, a
-    zCDP cost: the dataset needs a zCDP budget)."""
-
-    mechanism: Literal["laplace", "gaussian"] = "laplace"
-    rho: Positive | None = None
-
-    def _check_mechanism(self, epsilon: float | None) -> None:
-        if self.mechanism == "gaussian" and (self.rho is None or epsilon is not None):
-            msg = "mechanism = \"gaussian\" takes 'rho' (its zCDP cost) and no 'epsilon'"
-            raise ValueError(msg)
-        if self.mechanism == "laplace" and (epsilon is None or self.rho is not None):
-            msg = "mechanism = \"laplace\" (the default) takes 'epsilon' and no 'rho' (rho is for mechanism = \"gaussian\")"
-            raise ValueError(msg)
-
-
-class DPHistogram(_Mechanism, _DP):
-    """A differentially private histogram (:func:`polars_ppdm.dp_histogram`)."""
-
-    step: Literal["dp_histogram"]
-    epsilon: Positive | None = None  # type: ignore[assignment]
-    bins: Annotated[int, Field(ge=1)] | dict[str, Annotated[int, Field(ge=1)]] = 10
-
-    @model_validator(mode="after")
-    def _check_noise(self) -> DPHistogram:
-        self._check_mechanism(self.epsilon)
-        return self
-
-
-class DPQuadtree(_DP):
-    """A differentially private quadtree (:func:`polars_ppdm.dp_quadtree`)."""
-
-    step: Literal["dp_quadtree"]
-    gamma: Annotated[float, Field(gt=0, lt=1)] = 0.3
-    max_height: Annotated[int, Field(ge=0)] | None = None
-    threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    n: Positive | None = None
-
-
-class DPKMeans(_DP):
-    """Differentially private k-means centres (:func:`polars_ppdm.dp_kmeans`)."""
-
-    step: Literal["dp_kmeans"]
-    k: Annotated[int, Field(ge=1)]
-    method: Literal["quadtree", "lloyd", "grid"] = "quadtree"
-    gamma: Annotated[float, Field(gt=0, lt=1)] = 0.3
-    max_height: Annotated[int, Field(ge=0)] | None = None
-    threshold: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    n: Positive | None = None
-    iterations: Annotated[int, Field(ge=1)] = 5
-
-
-class Aggregate(_Model):
-    """One aggregate of a dp_group_by step: ``{ aggregate = "count" | "count_units" }``,
-    ``{ aggregate = "sum" | "mean" | "variance" | "std", column = "...", bounds = [low,
-    high] }`` or ``{ aggregate = "quantile", column = "...", q = 0.9 (or [0.25, 0.75]),
-    bounds = [low, high], candidates = 1001 (or a list) }`` (``"median"``: q = 0.5), with
-    an optional ``name`` and ``epsilon`` (its share; default an even share)."""
-
-    aggregate: Literal["count", "count_units", "sum", "mean", "variance", "std", "quantile", "median"]
-    column: Annotated[str, Field(min_length=1)] | None = None
-    bounds: Bound | None = None
-    # Checked by dp.quantile, with its messages ("a number in [0, 1]", "at most six decimals").
-    q: Any = None
-    candidates: Any = None
-    name: Annotated[str, Field(min_length=1)] | None = None
-    epsilon: Positive | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Aggregate:
-        ranked = self.aggregate in ("quantile", "median")
-        if self.aggregate in ("count", "count_units"):
-            if self.column is not None or self.bounds is not None:
-                what = "rows" if self.aggregate == "count" else "privacy units"
-                msg = f"a {self.aggregate} takes no 'column' or 'bounds' (it counts {what})"
-                raise ValueError(msg)
-        elif self.column is None or self.bounds is None:
-            msg = (
-                f"a {self.aggregate} needs 'column' and 'bounds' = [low, high] (public bounds of the values)"
-            )
-            raise ValueError(msg)
-        elif not self.bounds[0] < self.bounds[1]:
-            msg = f"'bounds' must have low < high. Got [{self.bounds[0]:g}, {self.bounds[1]:g}] instead"
-            raise ValueError(msg)
-        if (self.q is None) == (self.aggregate == "quantile"):
-            msg = (
-                "a quantile needs 'q' (in [0, 1], or a list)"
-                if self.aggregate == "quantile"
-                else f"a {self.aggregate} takes no 'q'"
-            )
-            raise ValueError(msg)
-        if self.candidates is not None and not ranked:
-            msg = f"a {self.aggregate} takes no 'candidates' (only a quantile or median chooses among them)"
-            raise ValueError(msg)
-        if ranked:
-            self.to_dp()  # the candidates within the bounds, increasing; q not repeated
-        return self
-
-    def to_dp(self) -> Any:
-        """The library's :class:`~polars_ppdm.dp.DPAggregate` of this table (a list of
-        them for a quantile of several q)."""
-        from polars_ppdm import dp
-
-        if self.aggregate == "count":
-            return dp.count(name=self.name, epsilon=self.epsilon)
-        if self.aggregate == "count_units":
-            return dp.count_units(name=self.name, epsilon=self.epsilon)
-        assert self.column is not None and self.bounds is not None  # checked above
-        bounds = (self.bounds[0], self.bounds[1])
-        if self.aggregate in ("quantile", "median"):
-            try:
-                if self.aggregate == "median":
-                    return dp.median(
-                        self.column,
-                        bounds=bounds,
-                        candidates=self.candidates,
-                        name=self.name,
-                        epsilon=self.epsilon,
-                    )
-                assert self.q is not None
-                return dp.quantile(
-                    self.column,
-                    self.q,
-                    bounds=bounds,
-                    candidates=self.candidates,
-                    name=self.name,
-                    epsilon=self.epsilon,
-                )
-            except InvalidParameterError as error:
-                raise ValueError(str(error).rstrip(".")) from None
-        make = {"sum": dp.sum, "mean": dp.mean, "variance": dp.variance, "std": dp.std}[self.aggregate]
-        return make(self.column, bounds=bounds, name=self.name, epsilon=self.epsilon)
-
-    def names(self) -> list[str]:
-        """The output columns it makes."""
-        made = self.to_dp()
-        return [a.name for a in (made if isinstance(made, list) else [made])]
-
-
-# A public group: one value per group-key column.
-PublicGroup = dict[str, Scalar]
-
-
-class _Grouped(_Model):
-    """A release per group: ``by`` (one column or several) and the public groups' check."""
-
-    by: Columns
-
-    @field_validator("by", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
-
-    def _check_public_groups(self, groups: Sequence[PublicGroup] | None) -> None:
-        for group in groups or ():
-            if sorted(group) != sorted(self.by):
-                msg = f"each of 'public_groups' must give a value for each column of 'by' {self.by}. Got {group} instead"
-                raise ValueError(msg)
-
-
-class DPGroupBy(_Mechanism, _Grouped):
-    """Differentially private count / sum / mean per group (:func:`polars_ppdm.dp_group_by`).
-
-    The privacy unit is the dataset's ``key`` (each row its own unit without one).
-    ``public_groups`` lists the groups inline (``[{ region = "north" }, ...]``); without
-    them the groups are chosen by DP partition selection, which needs ``delta``."""
-
-    step: Literal["dp_group_by"]
-    aggregates: Annotated[list[Aggregate], Field(min_length=1)]
-    epsilon: Positive | None = None
-    max_groups_contributed: Annotated[int, Field(ge=1)] = 1
-    max_rows_per_group: Annotated[int, Field(ge=1)] = 1
-    public_groups: Annotated[list[PublicGroup], Field(min_length=1)] | None = None
-    delta: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
-    intervals: bool = False
-    non_negative: bool = False
-    output: Annotated[str, Field(min_length=1)]
-
-    @model_validator(mode="after")
-    def _check(self) -> DPGroupBy:
-        self._check_mechanism(self.epsilon)
-        if (self.public_groups is None) == (self.delta is None):
-            msg = (
-                "needs exactly one of 'public_groups' (the groups to release, listed) and 'delta' (for DP "
-                "partition selection, which releases only groups with enough people)"
-            )
-            raise ValueError(msg)
-        self._check_public_groups(self.public_groups)
-        return self
-
-    def arguments(self, privacy_unit: str | None) -> dict[str, Any]:
-        """The step's arguments of :func:`polars_ppdm.dp_group_by` (and of its checks),
-        with the dataset's privacy unit."""
-        import polars as pl
-
-        return {
-            "by": self.by,
-            "aggregates": [a.to_dp() for a in self.aggregates],
-            "epsilon": self.epsilon,
-            "privacy_unit": privacy_unit,
-            "max_groups_contributed": self.max_groups_contributed,
-            "max_rows_per_group": self.max_rows_per_group,
-            "public_groups": None
-            if self.public_groups is None
-            else pl.DataFrame(self.public_groups).select(self.by),
-            "delta": self.delta,
-            "mechanism": self.mechanism,
-            "rho": self.rho,
-        }
-
-    @property
-    def columns(self) -> list[str]:
-        """Every input column the step reads: the group keys, then the aggregated columns."""
-        read = [a.column for a in self.aggregates if a.column is not None]
-        return list(dict.fromkeys([*self.by, *read]))
-
-    @property
-    def title(self) -> str:
-        return f"dp_group_by({', '.join(self.by)})"
-
-    def parameters(self) -> dict[str, Any]:
-        """The step's parameters as given (None left out), for plans and manifests."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-
-class DPContinualCounts(_Grouped):
-    """Counts per public group of every period and their running totals, released
-    continually by the binary tree mechanism (:func:`polars_ppdm.dp_continual_counts`).
-
-    The privacy unit is the dataset's ``key`` (each row its own unit without one), with
-    at most ``max_contributions`` events over the whole horizon.  The tree is charged
-    ``rho`` once, by the run that starts it; every later run publishes the periods
-    completed by its ``--as-of`` date (or period number) from the nodes the ledger keeps,
-    charged nothing.  ``start`` (a TOML date) makes ``period`` a date column; without it
-    ``period`` holds period numbers."""
-
-    step: Literal["dp_continual_counts"]
-    period: Annotated[str, Field(min_length=1)]
-    start: dt.date | None = None
-    every: Literal["day", "week"] = "day"
-    horizon: Annotated[int, Field(ge=1, le=1 << 26)]
-    rho: Positive
-    max_contributions: Annotated[int, Field(ge=1)] = 1
-    public_groups: Annotated[list[PublicGroup], Field(min_length=1)]
-    output: Annotated[str, Field(min_length=1)]
-
-    @model_validator(mode="after")
-    def _check(self) -> DPContinualCounts:
-        self._check_public_groups(self.public_groups)
-        return self
-
-    @property
-    def columns(self) -> list[str]:
-        """Every input column the step reads: the group keys and the period."""
-        return list(dict.fromkeys([*self.by, self.period]))
-
-    @property
-    def title(self) -> str:
-        return f"dp_continual_counts({', '.join(self.by)})"
-
-    def parameters(self) -> dict[str, Any]:
-        """The step's parameters as given (None left out), for plans and manifests."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-    def through(self, as_of: dt.date | int | None) -> int:
-        """The last period complete as of ``as_of`` (a date for a date ``period``, the
-        current period's number otherwise): the periods before it.  Refused when none
-        is complete yet, or when ``as_of`` is past the horizon's end."""
-        if self.start is None:
-            if not isinstance(as_of, int) or isinstance(as_of, bool):
-                msg = (
-                    f"{self.title} counts period numbers (no 'start'): give the current period's number, "
-                    f"`ppdm run --as-of N` (periods 0 .. N-1 are published). Got {_as_of_text(as_of)}."
-                )
-                raise PipelineError(msg)
-            current = as_of
-        else:
-            day = dt.datetime.now(dt.UTC).date() if as_of is None else as_of
-            if not isinstance(day, dt.date):
-                msg = f"{self.title} has dated periods (start = {self.start}): --as-of must be a date (YYYY-MM-DD). Got {_as_of_text(as_of)}."
-                raise PipelineError(msg)
-            current = (day - self.start).days // (7 if self.every == "week" else 1)
-        if current < 1:
-            msg = f"{self.title}: no period is complete as of {_as_of_text(as_of)} (period 0 ends later); nothing to publish yet."
-            raise PipelineError(msg)
-        if current > self.horizon:
-            msg = (
-                f"{self.title}: as of {_as_of_text(as_of)} the release's horizon of {self.horizon} periods is over; a "
-                "continual release never publishes past its horizon (start a new release: a new step with its "
-                "own output and budget)."
-            )
-            raise PipelineError(msg)
-        return current - 1
-
-
-def _as_of_text(as_of: dt.date | int | None) -> str:
-    """``--as-of`` as the user wrote it (a date as YYYY-MM-DD; none: today)."""
-    return "today (UTC)" if as_of is None else str(as_of)
-
-
-ReleaseStep = Annotated[
-    RRSupport | RRApriori | DPHistogram | DPQuadtree | DPKMeans | DPGroupBy | DPContinualCounts,
-    Field(discriminator="step"),
-]
-RELEASE_STEPS = (
-    "rr_support",
-    "rr_apriori",
-    "dp_histogram",
-    "dp_quadtree",
-    "dp_kmeans",
-    "dp_group_by",
-    "dp_continual_counts",
-)
-
 # ---- the file ----------------------------------------------------------------------------
 
 _HEX_SECRET = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{64})")
 
 
-class Dataset(_Model):
+class Dataset(StrictModel):
     """The data, its privacy unit and its budget: ``epsilon_budget`` (pure accounting),
     ``rho_budget`` (zCDP), or ``epsilon_budget`` with ``delta_budget`` and ``accounting =
     "zcdp"`` (converted, explicitly, to the largest rho within them)."""
@@ -620,7 +106,7 @@ class Dataset(_Model):
     @field_validator("inputs", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
+        return listify(value)
 
     @model_validator(mode="after")
     def _budget_kind(self) -> Dataset:
@@ -679,7 +165,7 @@ class Dataset(_Model):
         return "rho_budget" if self.rho_budget is not None else "epsilon_budget"
 
 
-class SecretSource(_Model):
+class SecretSource(StrictModel):
     env: Annotated[str, Field(min_length=1)] | None = None
     file: Annotated[str, Field(min_length=1)] | None = None
 
@@ -696,7 +182,7 @@ class SecretSource(_Model):
         return self
 
 
-class Output(_Model):
+class Output(StrictModel):
     manifest: Annotated[str, Field(min_length=1)]
     table: Annotated[str, Field(min_length=1)] | None = None
 
@@ -705,15 +191,16 @@ class Output(_Model):
 ENGINES = ("polars", "spark")
 
 
-class Pipeline(_Model):
+class Pipeline(StrictModel):
     """A validated pipeline file.  Paths are as written; :attr:`base` resolves them."""
 
     engine: Literal["polars", "spark"] = "polars"
     dataset: Dataset
     secret: SecretSource
     output: Output
-    perturb: list[PerturbStep] = []
-    release: list[ReleaseStep] = []
+    # pydantic fields (each model gets a copy of the default), not class attributes
+    perturb: list[PerturbStep] = []  # noqa: RUF012
+    release: list[ReleaseStep] = []  # noqa: RUF012
     base: Path = Field(default=Path(), exclude=True)
 
     def resolve(self, path: str) -> Path:
@@ -783,88 +270,51 @@ class Pipeline(_Model):
         return dumped
 
 
-def step_label(section: str, index: int, step: Any) -> str:
-    """How a step is named in messages, plans, manifests and the ledger."""
-    return f"[[{section}]] {index} {step.title}"
+def periods_through(step: DPContinualCounts, as_of: dt.date | int | None) -> int:
+    """The last period of continual release ``step`` complete as of ``as_of`` (``ppdm run
+    --as-of``: a date for a date ``period``, the current period's number otherwise): the
+    periods before it.  Refused (:class:`PipelineError`) when none is complete yet, or
+    when ``as_of`` is past the horizon's end.
 
-
-def step_epsilon(step: Any) -> float | None:
-    """The epsilon a step spends, or None when it is not differentially private.
-
-    rr_disguise: the sum over its columns of the column's epsilon (per distinct value)
-    times the declared ``max_values_per_unit`` (1 if not declared); whole-record over two
-    or more columns has no finite epsilon (None: it is never charged as one coin's)."""
-    if isinstance(step, RRDisguise):
-        if step.no_finite_epsilon:
-            return None
-        return step.values_per_unit * math.fsum(step.column_epsilon(c) for c in step.columns)
-    if isinstance(step, _DP | DPGroupBy):
-        return step.epsilon
-    return None
-
-
-def step_rho(step: Any) -> float | None:
-    """The rho of a Gaussian release or of a continual release's whole tree (None for
-    any other step)."""
-    if isinstance(step, DPContinualCounts):
-        return step.rho
-    return step.rho if isinstance(step, _Mechanism) and step.mechanism == "gaussian" else None
-
-
-def step_cost(step: Any, *, zcdp: bool) -> float | None:
-    """What a step charges a dataset, in its unit, or None when it charges nothing.
-
-    Pure accounting: the step's epsilon (:func:`step_epsilon`).  zCDP accounting: a
-    Gaussian release's rho, and a pure epsilon-DP step's ``epsilon^2 / 2`` (Bun and
-    Steinke 2016, Proposition 1.4; for rr_disguise, the epsilon of a unit's whole
-    disguised record)."""
-    rho = step_rho(step)
-    if rho is not None:
-        return rho if zcdp else None
-    epsilon = step_epsilon(step)
-    if epsilon is None:
-        return None
-    return epsilon * epsilon / 2 if zcdp else epsilon
-
-
-def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
-    """How a randomized-response step's charge was worked out (or why it has none), for
-    plans, manifests and reports; None for other steps."""
-    if not isinstance(step, RRDisguise):
-        return None
-    if step.no_finite_epsilon:
-        return (
-            f"{NO_FINITE_EPSILON}; accepted by accept_no_finite_epsilon = true; never charged as an epsilon"
-        )
-    per = " + ".join(f"{step.column_epsilon(c):g}" for c in step.columns)
-    if privacy_unit is None:
-        return f"epsilon per distinct value ({per}); each row is its own unit (no [dataset] key): one value per column"
-    bound = (
-        f"max_values_per_unit = {step.max_values_per_unit} (a declared public bound)"
-        if step.max_values_per_unit is not None
-        else "max_values_per_unit = 1 (the default: one value per unit and column)"
-    )
-    return (
-        f"epsilon per distinct value ({per}) x {bound}: the coins are keyed by unit, column and value; the "
-        f"run refuses, before it reserves anything, data in which a unit ({privacy_unit!r}) has more"
-    )
-
-
-def step_delta(step: Any) -> float:
-    """The delta a step spends: partition selection's, else 0."""
-    return step.delta if isinstance(step, DPGroupBy) and step.delta is not None else 0.0
-
-
-def _per_column_keys(name: str, value: dict[str, Any], columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in value]
-    extra = [c for c in value if c not in columns]
-    if missing or extra:
+    Examples
+    --------
+    >>> from pydantic import TypeAdapter
+    >>> step = TypeAdapter(ReleaseStep).validate_python(
+    ...     {"step": "dp_continual_counts", "by": "region", "period": "day", "horizon": 30,
+    ...      "rho": 0.1, "public_groups": [{"region": "north"}], "output": "c.parquet"})
+    >>> periods_through(step, 5)
+    4
+    """
+    if step.start is None:
+        if not isinstance(as_of, int) or isinstance(as_of, bool):
+            msg = (
+                f"{step.title} counts period numbers (no 'start'): give the current period's number, "
+                f"`ppdm run --as-of N` (periods 0 .. N-1 are published). Got {_as_of_text(as_of)}."
+            )
+            raise PipelineError(msg)
+        current = as_of
+    else:
+        day = dt.datetime.now(dt.UTC).date() if as_of is None else as_of
+        if not isinstance(day, dt.date):
+            msg = f"{step.title} has dated periods (start = {step.start}): --as-of must be a date (YYYY-MM-DD). Got {_as_of_text(as_of)}."
+            raise PipelineError(msg)
+        current = (day - step.start).days // (7 if step.every == "week" else 1)
+    if current < 1:
+        msg = f"{step.title}: no period is complete as of {_as_of_text(as_of)} (period 0 ends later); nothing to publish yet."
+        raise PipelineError(msg)
+    if current > step.horizon:
         msg = (
-            f"'{name}' as a table needs one entry per column of 'columns' {list(columns)}"
-            + (f"; missing {missing}" if missing else "")
-            + (f"; {extra} are not in 'columns'" if extra else "")
+            f"{step.title}: as of {_as_of_text(as_of)} the release's horizon of {step.horizon} periods is over; a "
+            "continual release never publishes past its horizon (start a new release: a new step with its "
+            "own output and budget)."
         )
-        raise ValueError(msg)
+        raise PipelineError(msg)
+    return current - 1
+
+
+def _as_of_text(as_of: dt.date | int | None) -> str:
+    """``--as-of`` as the user wrote it (a date as YYYY-MM-DD; none: today)."""
+    return "today (UTC)" if as_of is None else str(as_of)
 
 
 # ---- loading and the messages ------------------------------------------------------------

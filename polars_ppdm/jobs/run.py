@@ -69,6 +69,7 @@ from polars_ppdm.jobs.config import (
     RRSupport,
     Spiral,
     load_pipeline,
+    periods_through,
     step_charge_note,
     step_epsilon,
     step_label,
@@ -221,7 +222,7 @@ def continual_throughs(pipeline: Pipeline, as_of: dt.date | int | None) -> dict[
     """The last period each continual release publishes as of ``as_of`` (by label);
     :class:`PipelineError` when a release has none complete or its horizon is over."""
     return {
-        step_label("release", index, step): step.through(as_of)
+        step_label("release", index, step): periods_through(step, as_of)
         for index, step in enumerate(pipeline.release, 1)
         if isinstance(step, DPContinualCounts)
     }
@@ -550,11 +551,11 @@ class _Publisher:
 
 
 def _temporary(target: Path) -> Path:
-    from polars_ppdm.jobs.atomic import _temporary_name
+    from polars_ppdm._durable import temporary_name
 
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target)
-    return _temporary_name(target)
+    return temporary_name(target)
 
 
 def _write_frame(frame: pl.DataFrame, target: Path, label: str, publisher: _Publisher) -> tuple[int, str]:

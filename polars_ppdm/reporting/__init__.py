@@ -48,7 +48,7 @@ def _steps(steps: Any) -> tuple[list[Any], list[Any]]:
     """The ``[[perturb]]`` and ``[[release]]`` steps, validated as in a pipeline file."""
     from pydantic import TypeAdapter, ValidationError
 
-    from polars_ppdm.jobs.config import PERTURB_STEPS, RELEASE_STEPS, PerturbStep, ReleaseStep
+    from polars_ppdm.steps import PERTURB_STEPS, RELEASE_STEPS, PerturbStep, ReleaseStep
 
     if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
         _refuse("steps", "a list of steps (dicts in the pipeline file's vocabulary)", steps)
@@ -268,7 +268,7 @@ def report(
     )
     page = render(content)
     if target is not None:
-        from polars_ppdm.jobs.atomic import write_bytes_atomic
+        from polars_ppdm._durable import write_bytes_atomic
 
         write_bytes_atomic(target, page.encode())
     return page

@@ -249,7 +249,7 @@ def pipeline_year_ahead(
     """The year ahead of ``pipeline`` (a validated :class:`~polars_ppdm.jobs.config.Pipeline`):
     ``throughs`` the last period each continual release (by label) has published,
     ``started`` the labels of those whose tree is charged (their runs take nothing)."""
-    from polars_ppdm.jobs.config import DPContinualCounts, step_label
+    from polars_ppdm.steps import DPContinualCounts, step_label
 
     continual = [
         ContinualSchedule(
