@@ -51,7 +51,7 @@ from duckdb.func import ARROW, SPECIAL
 
 import polars_ppdm as ppdm
 from polars_ppdm._validation import keep_probability
-from polars_ppdm.duckdb import _binary_disguise
+from polars_ppdm.duckdb.scalar import _binary_disguise
 from polars_ppdm.kernels.prf import prf_words, stream_id, uniform
 from polars_ppdm.kernels.rr import disguise_codes, keep_decisions
 

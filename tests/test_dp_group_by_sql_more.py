@@ -12,7 +12,7 @@ from _helpers import SQL_GROUPS, SQL_SECRET
 
 import polars_ppdm as ppdm
 from polars_ppdm import dp
-from polars_ppdm import duckdb_group_by as udfs
+from polars_ppdm.duckdb import group_by as udfs
 from polars_ppdm.exceptions import InvalidParameterError
 
 SECRET, GROUPS = SQL_SECRET, SQL_GROUPS

@@ -561,7 +561,7 @@ def _polars_disguise(x: pa.Array, key: pa.Array) -> list:
 
 
 def _call_binary_udf(x, key) -> list:
-    from polars_ppdm.duckdb import _rr_binary_udf
+    from polars_ppdm.duckdb.scalar import _rr_binary_udf
 
     n = len(x)
     constants = (pa.array([0.7] * n), pa.nulls(n, pa.float64()), pa.array(["5" * 32] * n))
@@ -602,7 +602,7 @@ def test_binary_udf_fast_path_gives_the_polars_bits(case):
     ],
 )
 def test_a_string_parameter_that_varies_is_refused(values):
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
         _constant(pa.array(values), "stream", "f")
@@ -611,7 +611,7 @@ def test_a_string_parameter_that_varies_is_refused(values):
 
 @pytest.mark.parametrize("values", [[0.5, 0.5, 0.25], [0.0, -0.0, 0.0], [1, 1, 2]])
 def test_a_number_parameter_that_varies_is_refused(values):
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
         _constant(pa.array(values), "p", "f")
@@ -621,7 +621,7 @@ def test_a_number_parameter_that_varies_is_refused(values):
 def test_a_vector_like_the_last_constant_one_is_still_checked():
     """A verified constant is remembered with its buffers; the next vector reuses it only
     when byte-equal, so a column that varies, or has a NULL, right after it is refused."""
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     n = 2048
     assert _constant(pa.array([0.25] * n), "p", "remembered") == 0.25
@@ -650,7 +650,7 @@ def test_categories_with_a_null_are_refused_by_the_categories_check(con):
 
 
 def test_a_list_of_numbers_is_compared_as_values():
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     assert _constant(pa.array([[1, 2]] * 4), "numbers", "f") == [1, 2]
     with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
@@ -660,27 +660,27 @@ def test_a_list_of_numbers_is_compared_as_values():
 def test_the_secret_comes_from_the_variable_value_read_once(monkeypatch):
     """The secret is made from the value whose change it was cached by: a variable that
     changes between the read and the use cannot be cached under its old value."""
-    from polars_ppdm import duckdb as ppdm_duckdb
+    from polars_ppdm.duckdb import _shared
 
     monkeypatch.setenv("PPDM_TEST_ONCE", "11" * 16)
     reads = []
-    real = ppdm_duckdb.os.environ.get
+    real = _shared.os.environ.get
 
     def counting(name, default=None):
         reads.append(name)
         return real(name, default)
 
-    monkeypatch.setattr(ppdm_duckdb.os.environ, "get", counting)
+    monkeypatch.setattr(_shared.os.environ, "get", counting)
     text = pa.array(["env:PPDM_TEST_ONCE"] * 4)
-    ppdm_duckdb._resolved_secret.cache_clear()
-    assert ppdm_duckdb._secret(text, "f").key == bytes.fromhex("11" * 16)
+    _shared._resolved_secret.cache_clear()
+    assert _shared.secret_of(text, "f").key == bytes.fromhex("11" * 16)
     assert reads.count("PPDM_TEST_ONCE") == 1
     with pytest.raises(ppdm.SecretError, match="without '=' or NUL"):
-        ppdm_duckdb._secret(pa.array(["env:PPDM_\0X"] * 4), "f")
+        _shared.secret_of(pa.array(["env:PPDM_\0X"] * 4), "f")
 
 
 def test_a_parameter_that_changes_late_in_a_vector_shows_both_values():
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     with pytest.raises(ppdm.InvalidParameterError, match=r"Got 0\.8, 0\.6 instead"):
         _constant(pa.array([0.8] * 2000 + [0.6] * 48), "p", "late")
@@ -707,7 +707,7 @@ def test_bulk_path_keeps_the_query_order_over_many_batches(con):
 def test_bulk_path_gathers_a_table_scans_row_groups_into_batch_rows(con, monkeypatch):
     """A table scan hands out one row group at a time, whatever batch size is asked for;
     the bulk path gathers them so that each disguise call has about batch_rows rows."""
-    import polars_ppdm.duckdb as ppdm_duckdb
+    import polars_ppdm.duckdb.bulk as ppdm_duckdb
 
     heights = []
 
@@ -782,7 +782,7 @@ def test_an_abandoned_bulk_reader_stops_cleanly(con):
     ],
 )
 def test_a_list_parameter_that_varies_is_refused(lists):
-    from polars_ppdm.duckdb import _constant
+    from polars_ppdm.duckdb._shared import constant as _constant
 
     with pytest.raises(ppdm.InvalidParameterError, match="one non-null constant per query"):
         _constant(pa.array(lists), "categories", "f")

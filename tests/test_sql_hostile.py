@@ -150,7 +150,7 @@ FAMILIES = {
 CASES = [
     (family, name)
     for family, (files, _) in FAMILIES.items()
-    for name in _internal(*files, extra=ppdm.duckdb._MACROS if family == "row-wise" else "")
+    for name in _internal(*files, extra=ppdm.duckdb.scalar._MACROS if family == "row-wise" else "")
 ]
 
 

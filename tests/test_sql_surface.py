@@ -57,7 +57,7 @@ def by_id(con, sql: str) -> pl.DataFrame:
 
 
 def test_every_python_noise_distribution_has_a_sql_kernel():
-    assert set(ppdm.duckdb._NOISE_KERNELS) == set(DISTRIBUTIONS)
+    assert set(ppdm.duckdb.scalar._NOISE_KERNELS) == set(DISTRIBUTIONS)
 
 
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)

@@ -71,8 +71,7 @@ from polars_ppdm.dp.group_by import (
     values_digests,
     variance_of,
 )
-from polars_ppdm.duckdb import _constant as constant
-from polars_ppdm.duckdb import _secret as secret_of
+from polars_ppdm.duckdb._shared import constant, secret_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import (
     NULL_BITS,
