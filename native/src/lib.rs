@@ -307,6 +307,148 @@ fn chained_words_into(
     Ok(())
 }
 
+/// The tables and the exact steps of `polars_ppdm.kernels.portable_math`, bit for bit:
+/// only IEEE-754 `+ - * /`, `floor`, `sqrt` and bit operations, each correctly rounded
+/// (Rust never fuses a multiply and an add unless asked).
+struct PortableMath<'a> {
+    minus_log_centres: &'a [f64],
+    sines: &'a [f64],
+    cosines: &'a [f64],
+}
+
+const CELLS: f64 = 1024.0;
+const LOW_BITS: u32 = 52 - 10;
+const KEEP: u64 = !((1u64 << LOW_BITS) - 1);
+const HALF_CELL: u64 = 1u64 << (LOW_BITS - 1);
+const FIRST_CELL: u64 = ((1023 - 54) as u64) << 10;
+const QUADRANT_SIGN: [f64; 4] = [1.0, -1.0, -1.0, 1.0];
+
+impl PortableMath<'_> {
+    /// `-ln v` for v in [2**-54, 1] (`portable_math.minus_log`).
+    #[inline]
+    fn minus_log(&self, v: f64) -> f64 {
+        let bits = v.to_bits();
+        let centre = f64::from_bits((bits & KEEP) | HALF_CELL);
+        let t = (v - centre) / centre;
+        let index = ((bits >> LOW_BITS) - FIRST_CELL) as usize;
+        let mut out = t * -0.25;
+        out += 1.0 / 3.0;
+        out *= t;
+        out -= 0.5;
+        out *= t;
+        out *= t;
+        out += t;
+        let out = self.minus_log_centres[index] - out;
+        // np.maximum(out, 0.0): out unless it is below 0 (-0.0 stays -0.0).
+        if out >= 0.0 { out } else { 0.0 }
+    }
+
+    /// `cos(2 pi u)` for u in [0, 1) (`portable_math.cos_two_pi`).
+    #[inline]
+    fn cos_two_pi(&self, u: f64) -> f64 {
+        let mut r = u * 4.0;
+        let quadrant = r.floor();
+        r -= quadrant;
+        let cell = (r * CELLS).floor();
+        let mut a = r - (cell + 0.5) / CELLS;
+        a *= std::f64::consts::PI / 2.0;
+        let index = cell as usize;
+        let (s, c) = (self.sines[index], self.cosines[index]);
+        let a2 = a * a;
+        let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
+        let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
+        let q = quadrant as usize;
+        let out = if q & 1 == 1 {
+            s + (s * cos_a_minus_1 + c * sin_a)
+        } else {
+            c + (c * cos_a_minus_1 - s * sin_a)
+        };
+        out * QUADRANT_SIGN[q]
+    }
+}
+
+/// `(w >> 11) * 2**-53` (`prf.unit_doubles`).
+#[inline]
+fn unit_double(w: u64) -> f64 {
+    ((w >> 11) as i64 as f64) * (1.0 / 9007199254740992.0)
+}
+
+/// The additive noise of `polars_ppdm.kernels.noise`, whole batch: each row's block is
+/// `AES(steps[0] || key)` without values, else the chain of `chained_words_into` over the
+/// float64 bits of `values[i] + 0.0`; then uniform `(2 u0 - 1) * scale` or Gaussian
+/// `scale * sqrt(2 (-ln(1 - u0))) * cos(2 pi u1)`, written to `out` (float64).
+#[pyfunction]
+#[pyo3(signature = (secret, steps, keys, values, gaussian, scale, minus_log_centres, sines, cosines, out))]
+#[allow(clippy::too_many_arguments)]
+fn noise_into(
+    py: Python<'_>,
+    secret: &[u8],
+    steps: Vec<u64>,
+    keys: &Bound<'_, PyAny>,
+    values: Option<&Bound<'_, PyAny>>,
+    gaussian: bool,
+    scale: f64,
+    minus_log_centres: &Bound<'_, PyAny>,
+    sines: &Bound<'_, PyAny>,
+    cosines: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 8, true)?;
+    check_len("out", out.len, keys.len)?;
+    let values = match values {
+        Some(v) => {
+            let v = view(v, "values", 8, false)?;
+            check_len("values", v.len, keys.len)?;
+            Some(v)
+        }
+        None => None,
+    };
+    if steps.len() != 1 + usize::from(values.is_some()) {
+        return Err(PyValueError::new_err("'steps' must hold one stream word, two with values."));
+    }
+    let centres = view(minus_log_centres, "minus_log_centres", 8, false)?;
+    let sines = view(sines, "sines", 8, false)?;
+    let cosines = view(cosines, "cosines", 8, false)?;
+    if centres.len != 55 * 1024 || sines.len != 1024 || cosines.len != 1024 {
+        return Err(PyValueError::new_err("the portable_math tables have the wrong sizes."));
+    }
+    py.detach(|| {
+        let math = unsafe {
+            PortableMath { minus_log_centres: centres.slice::<f64>(), sines: sines.slice::<f64>(), cosines: cosines.slice::<f64>() }
+        };
+        let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<f64>()) };
+        let values = values.as_ref().map(|v| unsafe { v.slice::<f64>() });
+        let mut batch = [Block::default(); BATCH];
+        for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
+            let m = keys.len();
+            for (block, &key) in batch.iter_mut().zip(keys) {
+                set_block(block, steps[0], key);
+            }
+            cipher.encrypt(&mut batch[..m]);
+            if let Some(values) = values {
+                let values = &values[c * BATCH..c * BATCH + m];
+                for (block, &v) in batch[..m].iter_mut().zip(values) {
+                    let w = word(block, 0);
+                    set_block(block, steps[1], w ^ (v + 0.0).to_bits());
+                }
+                cipher.encrypt(&mut batch[..m]);
+            }
+            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
+                let u0 = unit_double(word(block, 0));
+                *d = if gaussian {
+                    let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
+                    scale * radius * math.cos_two_pi(unit_double(word(block, 1)))
+                } else {
+                    (2.0 * u0 - 1.0) * scale
+                };
+            }
+        }
+    });
+    Ok(())
+}
+
 /// The CPU features the AES backend uses here (for benchmarks' reports).
 #[pyfunction]
 fn backend() -> &'static str {
@@ -327,6 +469,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keep_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(keep_codes_into, m)?)?;
     m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
+    m.add_function(wrap_pyfunction!(noise_into, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
     Ok(())
 }

@@ -21,8 +21,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from polars_ppdm.kernels.portable_math import cos_two_pi
-from polars_ppdm.kernels.prf import chained_prf_words, prf_words, unit_doubles
+from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.portable_math import _minus_log_centres, _quarter_turn_cells, cos_two_pi
+from polars_ppdm.kernels.prf import (
+    _as_keys,
+    _check_secret,
+    chained_prf_words,
+    derived_stream,
+    prf_words,
+    unit_doubles,
+)
 from polars_ppdm.kernels.spacings import exponentials
 
 __all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise", "value_words"]
@@ -38,6 +46,37 @@ def value_words(values: np.ndarray) -> np.ndarray:
     True
     """
     return (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
+
+
+def _compiled_noise(
+    secret: bytes,
+    stream: int,
+    keys: np.ndarray,
+    values: np.ndarray | None,
+    scale: float,
+    *,
+    gaussian: bool,
+) -> np.ndarray | None:
+    """The noise from the compiled kernel in one call without the GIL (the same blocks
+    and the same IEEE steps as below), or None without it."""
+    native = _native.NATIVE
+    if native is None:
+        return None
+    _check_secret(secret)
+    keys = np.ascontiguousarray(_as_keys(keys))
+    if values is None:
+        steps = [int(stream)]
+    else:
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if len(values) != len(keys):
+            return None  # the pure path names the mismatch
+        steps = [derived_stream(stream, "unit"), derived_stream(stream, "part/0")]
+    out = np.empty(len(keys), dtype=np.float64)
+    sines, cosines = _quarter_turn_cells()
+    native.noise_into(
+        secret, steps, keys, values, gaussian, float(scale), _minus_log_centres(), sines, cosines, out
+    )
+    return out
 
 
 def _drive(
@@ -68,6 +107,9 @@ def uniform_noise(
     >>> bool(r[0] == r[2]), bool(r[0] != r[1])
     (True, True)
     """
+    fast = _compiled_noise(secret, stream, keys, values, half_width, gaussian=False)
+    if fast is not None:
+        return fast
     out = np.empty(len(keys), dtype=np.float64)
 
     def consume(start, stop, words):
@@ -92,6 +134,9 @@ def gaussian_noise(
     >>> bool(abs(np.corrcoef(r[0::2], r[1::2])[0, 1]) < 0.02)  # a unit's two values: independent noise
     True
     """
+    fast = _compiled_noise(secret, stream, keys, values, sigma, gaussian=True)
+    if fast is not None:
+        return fast
     out = np.empty(len(keys), dtype=np.float64)
 
     def consume(start, stop, words):

@@ -1,0 +1,131 @@
+"""Do the streaming per-row steps scale with threads?  The compiled kernels (issue 30).
+
+Streaming ``rr_disguise`` (Boolean columns) and ``add_noise`` (Float64 columns, Gaussian)
+over ``--rows`` rows x ``--columns`` columns with an Int64 key column, each timed in a
+fresh process per thread count (``POLARS_MAX_THREADS`` is read when Polars is imported),
+and, in the same process, the kernel's own AES cost on the same rows as the floor:
+
+* **AES alone, 1 thread**: the PRF blocks of every row and column with nothing derived
+  (rr: ``prf_words`` at ``stream || key`` with a no-op consumer, one AES call a row;
+  add_noise: ``chained_prf_words`` over the value words, two AES calls a row);
+* **AES alone, N threads**: the same, the columns' rows split over N Python threads
+  (the compiled kernel releases the GIL, so this is the floor at N threads).
+
+Ratios printed (bars of issue 30): speed-up of the streaming query 1 -> 2 threads
+(>= 1.7x; a plain Polars expression gains ~1.9x here) and, at 2 threads, the query over
+the AES kernel alone (<= 1.3x; both the 1-thread and the 2-thread floor are shown).
+``--pure`` runs the same on the NumPy / pyca-cryptography path (``PPDM_NATIVE=0``), the
+baseline.  Timings are the best of ``--repeats``; the load is printed.  CI does not run it.
+
+    .venv/bin/python benchmarks/bench_native.py --rows 10_000_000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys, time
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+import polars as pl
+import polars_ppdm as ppdm
+from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.noise import value_words
+from polars_ppdm.kernels.prf import chained_prf_words, derived_stream, prf_words, stream_id
+
+rows, columns, repeats, threads = (int(a) for a in sys.argv[1:5])
+rng = np.random.default_rng(0)
+names = [f"c{j}" for j in range(columns)]
+secret = ppdm.Secret.for_tests(7)
+ids = np.arange(rows, dtype=np.int64)
+flags = pl.DataFrame({"id": ids, **{c: rng.random(rows) < 0.3 for c in names}})
+reals = pl.DataFrame({"id": ids, **{c: np.round(rng.normal(0, 5, rows), 2) for c in names}})
+
+
+def best(run):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def split(run_one):
+    # Every column's rows in `threads` slices, run on `threads` Python threads.
+    bounds = np.linspace(0, rows, threads + 1).astype(int)
+    jobs = [(c, a, b) for c in names for a, b in zip(bounds[:-1], bounds[1:])]
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda job: run_one(*job), jobs))
+
+
+key = secret.key
+noop = lambda start, stop, words: None  # noqa: E731
+words = {c: value_words(reals[c].to_numpy()) for c in names}
+rr_aes = lambda c, a, b: prf_words(key, stream_id(c), ids[a:b], noop)  # noqa: E731
+noise_aes = lambda c, a, b: chained_prf_words(key, stream_id(c), ids[a:b], [words[c][a:b]], noop)  # noqa: E731
+rr_query = ppdm.rr_disguise(flags.lazy(), names, p=0.8, secret=secret, key="id")
+noise_query = ppdm.add_noise(reals.lazy(), names, scale=2.0, secret=secret, key="id")
+plain_query = flags.lazy().with_columns([pl.col(c) ^ (pl.col("id") % 7 == 0) for c in names])
+out = {
+    "threads": pl.thread_pool_size(),
+    "native": _native.NATIVE is not None,
+    "rr streaming": best(lambda: rr_query.collect(engine="streaming")),
+    "add_noise streaming": best(lambda: noise_query.collect(engine="streaming")),
+    "plain expression streaming": best(lambda: plain_query.collect(engine="streaming")),
+    "rr AES alone, 1 thread": best(lambda: [rr_aes(c, 0, rows) for c in names]),
+    "rr AES alone, N threads": best(lambda: split(rr_aes)),
+    "add_noise AES alone, 1 thread": best(lambda: [noise_aes(c, 0, rows) for c in names]),
+    "add_noise AES alone, N threads": best(lambda: split(noise_aes)),
+}
+print(json.dumps(out))
+"""
+
+
+def run(threads: int, args: argparse.Namespace) -> dict:
+    env = {**os.environ, "POLARS_MAX_THREADS": str(threads)}
+    if args.pure:
+        env["PPDM_NATIVE"] = "0"
+    argv = [sys.executable, "-c", CHILD, str(args.rows), str(args.columns), str(args.repeats), str(threads)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=lambda s: int(s.replace("_", "")), default=10_000_000)
+    parser.add_argument("--columns", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pure", action="store_true", help="the NumPy / cryptography path (PPDM_NATIVE=0)")
+    args = parser.parse_args()
+    print(f"load before: {os.getloadavg()[0]:.2f} (1-minute average), {os.cpu_count()} cores")
+    one, two = run(1, args), run(2, args)
+    assert one["threads"] == 1 and two["threads"] == 2, (one["threads"], two["threads"])
+    path = "compiled kernels" if two["native"] else "pure NumPy / cryptography path"
+    print(f"{args.rows:,} rows x {args.columns} columns, {path}, best of {args.repeats}")
+    for name in one:
+        if name not in ("threads", "native"):
+            print(f"  {name:34s} 1 thread {one[name]:7.3f} s   2 threads {two[name]:7.3f} s")
+    print("ratios (bars of issue 30):")
+    for step in ("rr", "add_noise"):
+        streaming = f"{step} streaming"
+        print(f"  {streaming}: speed-up 1 -> 2 threads {one[streaming] / two[streaming]:.2f}x (bar >= 1.7x)")
+        for floor in ("N threads", "1 thread"):
+            aes = two[f"{step} AES alone, {floor}"]
+            print(
+                f"  {streaming} at 2 threads / AES alone ({floor}): {two[streaming] / aes:.2f}x (bar <= 1.3x)"
+            )
+    plain = "plain expression streaming"
+    print(
+        f"  plain Polars expression: speed-up 1 -> 2 threads {one[plain] / two[plain]:.2f}x (the reference)"
+    )
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
