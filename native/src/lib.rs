@@ -346,11 +346,12 @@ impl PortableMath<'_> {
     /// `cos(2 pi u)` for u in [0, 1) (`portable_math.cos_two_pi`).
     #[inline]
     fn cos_two_pi(&self, u: f64) -> f64 {
+        // floor of values in [0, 4) and [0, 1024): truncation, exact (and no libm call).
         let mut r = u * 4.0;
-        let quadrant = r.floor();
+        let quadrant = (r as u32) as f64;
         r -= quadrant;
-        let cell = (r * CELLS).floor();
-        let mut a = r - (cell + 0.5) / CELLS;
+        let cell = ((r * CELLS) as u32) as f64;
+        let mut a = r - (cell + 0.5) * (1.0 / CELLS); // exact: a power of two
         a *= std::f64::consts::PI / 2.0;
         let index = cell as usize;
         let (s, c) = (self.sines[index], self.cosines[index]);

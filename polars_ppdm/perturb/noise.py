@@ -184,14 +184,21 @@ def add_noise_expr(
             msg = f"add_noise needs a numeric column. Got {values.name!r} of dtype {values.dtype} instead."
             raise InvalidParameterError(msg)
         x = values.cast(pl.Float64)
-        valid = x.is_not_null()
-        finite = x.filter(valid).to_numpy()
-        if not np.isfinite(finite).all():
+        nulls = x.null_count()
+        # One float64 array of the values (nulls as 0.0, which draw noise nobody sees);
+        # without nulls Polars' own buffer, not a copy.
+        data = x.fill_null(0.0).to_numpy() if nulls else x.to_numpy()
+        # min and max are NaN or infinite when any value is: two passes, no temporaries.
+        if len(data) and not (math.isfinite(data.min()) and math.isfinite(data.max())):
             msg = f"add_noise: the column {values.name!r} holds NaN or infinite values; replace them or make them null."
             raise InvalidParameterError(msg)
-        unit_keys = row_keys(keys, func=func, required_rows=valid.to_numpy())
-        noise = draw(secret, word, unit_keys, scale, values=x.fill_null(0.0).to_numpy())
-        return (x + pl.Series(noise)).alias(values.name)
+        valid = x.is_not_null().to_numpy() if nulls else None
+        unit_keys = row_keys(keys, func=func, required_rows=valid)
+        noise = draw(secret, word, unit_keys, scale, values=data)
+        if nulls:
+            return (x + pl.Series(noise)).alias(values.name)
+        np.add(data, noise, out=noise)  # x + r in place: the bits of Polars' x + r
+        return pl.Series(values.name, noise)
 
     return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.Float64, is_elementwise=True)
 
@@ -233,7 +240,6 @@ def add_noise(
         check_drawable(value, func)
     secret = resolve_secret(secret)
     exprs = [
-        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c)
-        for c in cols
+        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c) for c in cols
     ]
     return like(frame, as_lazy(frame).with_columns(exprs))
