@@ -36,13 +36,23 @@ $(VENV)/.created:
 	  $(PYTHON) -m venv $(VENV) || { [ -z "$$fresh" ] || rm -rf $(VENV); exit 1; }
 	touch $@
 
+# The compiled kernels (native/: Rust, PyO3, built by maturin, which pip fetches) when
+# cargo is on PATH; without it, or if the build fails, the pure-Python kernels serve (the
+# same bits, slower on many cores). Rebuilt when the crate changes.
+$(VENV)/.native: native/Cargo.toml native/Cargo.lock native/src/lib.rs | $(VENV)/.created
+	@if command -v cargo >/dev/null 2>&1; then \
+	  echo "building the compiled kernels (native/, about a minute)"; \
+	  $(PIP) ./native || echo "the compiled kernels did not build: the pure-Python kernels are used"; \
+	else echo "cargo not found: the pure-Python kernels are used (install Rust for the compiled ones)"; fi
+	@touch $@
+
 # Install levels. Each is a superset of the core, so it marks the core done as well.
-$(VENV)/.core: pyproject.toml | $(VENV)/.created
+$(VENV)/.core: pyproject.toml $(VENV)/.native | $(VENV)/.created
 	$(PIP) -e .
 	touch $@
 
 # The test stack with the Spark extra: the Spark tests run (and skip only without Java).
-$(VENV)/.test: pyproject.toml | $(VENV)/.created
+$(VENV)/.test: pyproject.toml $(VENV)/.native | $(VENV)/.created
 	$(PIP) -e '.[test,spark]'
 	touch $@ $(VENV)/.core
 
