@@ -78,10 +78,13 @@ __all__ = [
     "GROUP_STREAM",
     "GroupByRequest",
     "GroupDraws",
+    "bounded_groups",
+    "check_flag",
     "check_group_by",
     "dp_group_by",
     "group_words",
     "quantile_of",
+    "release_groups",
     "release_stream",
     "selection_threshold",
     "string_bits",
@@ -444,7 +447,7 @@ def check_group_by(
         )
         raise InvalidParameterError(msg)
     aggregates = list(aggregates)
-    intervals = _check_flag("intervals", intervals)
+    intervals = check_flag("intervals", intervals)
     check_output_names(_FUNC, by=by, aggregates=[a.name for a in aggregates], intervals=intervals)
     for a in aggregates:
         if a.column is None:
@@ -704,9 +707,15 @@ def with_public_groups(grouped: pl.LazyFrame, request: GroupByRequest) -> pl.Laz
     )
 
 
-def _bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
+def bounded_groups(lazy: pl.LazyFrame, request: GroupByRequest, secret: bytes) -> pl.LazyFrame:
     """Per group: the rows, the privacy units, the sums and the bad values (the helper
-    columns of ``request.helpers``), after contribution bounding."""
+    columns of ``request.helpers``), after contribution bounding.
+
+    The first half of :func:`dp_group_by`, shared with the Spark front-end (which computes
+    the same table on Spark and takes only its columns and dtypes from here); the second
+    half is :func:`release_groups`.  ``secret`` is the release's key
+    (:func:`~polars_ppdm.dp._common.release_secret`).  An example: :func:`release_groups`.
+    """
     by, unit, h = request.by, request.privacy_unit, request.helpers
     sum_names = [e.meta.output_name() for e in _per_row_sums(request)]
     rows = row_helpers(lazy, request, secret)
@@ -852,7 +861,7 @@ class GroupDraws:
         return self.groups[name].cast(pl.Int64).to_numpy()
 
 
-def _release(
+def release_groups(
     groups: pl.DataFrame,
     request: GroupByRequest,
     secret: bytes,
@@ -864,7 +873,27 @@ def _release(
 
     Runs when the query is evaluated: refuses bad data, then charges the accountant
     (every evaluation of a lazy release is a release), then draws the noise under the key
-    of this release's statistics."""
+    of this release's statistics.  The second half of :func:`dp_group_by` after
+    :func:`bounded_groups` (and :func:`with_public_groups`), shared with the Spark
+    front-end: every engine releases through it, so the bits are the same.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from polars_ppdm import dp
+    >>> from polars_ppdm.dp._common import release_secret
+    >>> from polars_ppdm.secret import Secret
+    >>> visits = pl.DataFrame({"region": ["n", "s", "n", "n"], "id": [1, 2, 3, 4]})
+    >>> groups = pl.DataFrame({"region": ["n", "s"]})
+    >>> args = dict(epsilon=1.0, privacy_unit="id", max_groups_contributed=1,
+    ...             max_rows_per_group=1, public_groups=groups, delta=None)
+    >>> request = check_group_by(visits.schema, "region", [dp.count()], **args)
+    >>> key = release_secret(Secret.for_tests(1), "dp_group_by")
+    >>> grouped = with_public_groups(bounded_groups(visits.lazy(), request, key), request)
+    >>> released = release_groups(grouped.collect(), request, key, False, False)
+    >>> released.equals(dp_group_by(visits, "region", dp.count(), secret=Secret.for_tests(1), **args))
+    True
+    """
     _refuse_bad_data(groups, request)
     request.charge(accountant)
     by = request.by
@@ -1177,21 +1206,33 @@ def dp_group_by(
         mechanism=mechanism,
         rho=rho,
     )
-    non_negative = _check_flag("non_negative", non_negative)
+    non_negative = check_flag("non_negative", non_negative)
     check_accountant(accountant, _FUNC)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
     key = release_secret(secret, _FUNC)
-    grouped = _bounded_groups(as_lazy(frame), request, key)
+    grouped = bounded_groups(as_lazy(frame), request, key)
     if request.public_groups is not None:
         grouped = with_public_groups(grouped, request)
     schema_out = _output_schema(request, schema, intervals)
     query = grouped.map_batches(
-        lambda g: _release(g, request, key, intervals, non_negative, accountant), schema=schema_out
+        lambda g: release_groups(g, request, key, intervals, non_negative, accountant), schema=schema_out
     )
     return like(frame, query, engine="streaming")
 
 
-def _check_flag(name: str, value: Any) -> bool:
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` of the flag parameter ``name`` of :func:`dp_group_by` (``intervals``,
+    ``non_negative``), refused unless True or False (every front-end says it alike).
+
+    Examples
+    --------
+    >>> check_flag("intervals", True)
+    True
+    >>> check_flag("intervals", 1)
+    Traceback (most recent call last):
+    ...
+    polars_ppdm.exceptions.InvalidParameterError: The 'intervals' parameter of dp_group_by must be True or False. Got 1 instead.
+    """
     if not isinstance(value, bool):
         msg = f"The {name!r} parameter of {_FUNC} must be True or False. Got {value!r} instead."
         raise InvalidParameterError(msg)

@@ -43,14 +43,16 @@ from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.dp.group_by import (
     GroupByRequest,
-    _bounded_groups,
-    _check_flag,
-    _release,
     check_group_by,
     row_helpers,
     row_word_exprs,
     with_public_groups,
 )
+
+# The shared halves of dp_group_by under this module's old local names (its body uses them).
+from polars_ppdm.dp.group_by import bounded_groups as _bounded_groups
+from polars_ppdm.dp.group_by import check_flag as _check_flag
+from polars_ppdm.dp.group_by import release_groups as _release
 from polars_ppdm.secret import SecretLike
 from polars_ppdm.spark._engine import map_polars, polars_schema, spark_column, spark_frame, spark_schema
 from polars_ppdm.spark.dp import _collect
