@@ -15,7 +15,11 @@ Ratios printed (bars of issue 30): speed-up of the streaming query 1 -> 2 thread
 (>= 1.7x; a plain Polars expression gains ~1.9x here) and, at 2 threads, the query over
 the AES kernel alone (<= 1.3x; both the 1-thread and the 2-thread floor are shown).
 ``--pure`` runs the same on the NumPy / pyca-cryptography path (``PPDM_NATIVE=0``), the
-baseline.  Timings are the best of ``--repeats``; the load is printed.  CI does not run it.
+baseline.
+
+The scalar SQL UDF ``ppdm_rr_disguise`` over ``--udf-rows`` rows against an identity
+Arrow UDF of the same signature (bar <= 1.3x, one DuckDB thread and the default threads),
+timed interleaved in this process.  Timings are the best of ``--repeats``; the load is printed.  CI does not run it.
 
     .venv/bin/python benchmarks/bench_native.py --rows 10_000_000
 """
@@ -96,13 +100,63 @@ def run(threads: int, args: argparse.Namespace) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def udf_ratios(rows: int, repeats: int) -> None:
+    """``ppdm_rr_disguise`` over an identity Arrow UDF of its signature (issue 30: <= 1.3x)."""
+    import duckdb
+    from _timing import best_seconds_interleaved  # benchmarks/ is the script's own folder
+    from duckdb.func import ARROW, SPECIAL
+
+    import polars_ppdm as ppdm
+
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute(f"CREATE TABLE u AS SELECT i AS id, hash(i) % 10 < 3 AS x FROM range({rows}) r(i)")
+    T = duckdb.sqltypes
+    con.create_function(
+        "_bench_identity",
+        lambda x, p, epsilon, secret, key, stream: x,
+        [T.BOOLEAN, T.DOUBLE, T.DOUBLE, T.VARCHAR, T.BIGINT, T.VARCHAR],
+        T.BOOLEAN,
+        type=ARROW,
+        null_handling=SPECIAL,
+        side_effects=True,
+    )
+    os.environ["PPDM_BENCH_SECRET"] = "00112233445566778899aabbccddeeff"
+    calls = {
+        "ppdm_rr_disguise": "ppdm_rr_disguise(x, 0.9, 'env:PPDM_BENCH_SECRET', id, 'x')",
+        "identity Arrow UDF": "_bench_identity(x, 0.9, NULL, 'env:PPDM_BENCH_SECRET', id, 'x')",
+    }
+    default_threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    print(f"scalar SQL UDF, {rows:,} rows, best of {repeats} (interleaved), load {os.getloadavg()[0]:.2f}:")
+    for label, setting in (("1 thread", 1), (f"default threads ({default_threads})", default_threads)):
+        con.execute(f"SET threads = {setting}")
+        runs = {
+            name: (lambda sql=f"SELECT count(*) FILTER (WHERE {call}) FROM u": con.execute(sql).fetchone())
+            for name, call in calls.items()
+        }
+        seconds = best_seconds_interleaved(runs, repeats)
+        udf, identity = seconds["ppdm_rr_disguise"], seconds["identity Arrow UDF"]
+        print(
+            f"  {label}: ppdm_rr_disguise {udf:.3f} s, identity {identity:.3f} s: "
+            f"{udf / identity:.2f}x (bar <= 1.3x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=lambda s: int(s.replace("_", "")), default=10_000_000)
     parser.add_argument("--columns", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pure", action="store_true", help="the NumPy / cryptography path (PPDM_NATIVE=0)")
+    parser.add_argument("--udf-rows", type=lambda s: int(s.replace("_", "")), default=5_000_000)
+    parser.add_argument("--skip-streaming", action="store_true")
+    parser.add_argument("--skip-udf", action="store_true")
     args = parser.parse_args()
+    if args.pure:
+        os.environ["PPDM_NATIVE"] = "0"  # before polars_ppdm is imported (the UDF part)
+    if not args.skip_udf:
+        udf_ratios(args.udf_rows, args.repeats)
+    if args.skip_streaming:
+        return
     print(f"load before: {os.getloadavg()[0]:.2f} (1-minute average), {os.cpu_count()} cores")
     one, two = run(1, args), run(2, args)
     assert one["threads"] == 1 and two["threads"] == 2, (one["threads"], two["threads"])

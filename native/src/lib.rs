@@ -216,6 +216,57 @@ fn keep_bits_into(
     Ok(())
 }
 
+/// Randomized response on a Boolean bitmap, packed: bit i of `out` (least significant
+/// first, from bit 0) is bit `bit_offset + i` of `bits`, negated where word 0 of
+/// `AES((base XOR bit) || keys[i])` is at or above `threshold` (the row lies).  The SQL
+/// UDF's whole vector in one call; bits past the last row are 0.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn disguise_bits_into(
+    py: Python<'_>,
+    secret: &[u8],
+    base: u64,
+    bits: &Bound<'_, PyAny>,
+    bit_offset: usize,
+    keys: &Bound<'_, PyAny>,
+    threshold: u64,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let cipher = Cipher::new(secret)?;
+    let bits = view(bits, "bits", 1, false)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 1, true)?;
+    check_len("out", out.len, keys.len.div_ceil(8))?;
+    if bits.len * 8 < bit_offset + keys.len {
+        return Err(PyValueError::new_err(format!(
+            "'bits' needs one bit per key: {} keys from bit {bit_offset} of a {}-byte bitmap.",
+            keys.len, bits.len
+        )));
+    }
+    py.detach(|| {
+        let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
+        dst.fill(0);
+        let mut batch = [Block::default(); BATCH];
+        for (c, keys) in keys.chunks(BATCH).enumerate() {
+            let first = c * BATCH;
+            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
+                let at = bit_offset + first + i;
+                let bit = u64::from((bits[at >> 3] >> (at & 7)) & 1);
+                set_block(block, base ^ bit, key);
+            }
+            let m = keys.len();
+            cipher.encrypt(&mut batch[..m]);
+            for (i, block) in batch[..m].iter().enumerate() {
+                let at = bit_offset + first + i;
+                let bit = (bits[at >> 3] >> (at & 7)) & 1;
+                let lie = u8::from(word(block, 0) >= threshold);
+                dst[(first + i) >> 3] |= (bit ^ lie) << ((first + i) & 7);
+            }
+        }
+    });
+    Ok(())
+}
+
 /// The keep decisions at value-keyed blocks of byte codes (a Boolean column unpacked,
 /// or codes below 256): `out[i] = word 0 of AES((base XOR codes[i]) || keys[i]) < threshold`.
 #[pyfunction]
@@ -469,6 +520,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prf_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(keep_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(keep_codes_into, m)?)?;
+    m.add_function(wrap_pyfunction!(disguise_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(noise_into, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;

@@ -184,7 +184,29 @@ def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
 
 
 def _rr_binary_udf(x, p, epsilon, secret, key, stream):
-    return _disguise_arrow("ppdm_rr_disguise", x, None, p, epsilon, secret, key, stream)
+    # With the compiled kernels, a BOOLEAN vector on a byte boundary and BIGINT keys without
+    # NULLs take one call (bits, blocks, AES, flips; the GIL released): per vector only the
+    # argument checks stay in Python.  Anything else, the same bits through _disguise_arrow.
+    from polars_ppdm.kernels import _native, prf
+
+    func, native, values, keys = "ppdm_rr_disguise", _native.NATIVE, one_array(x), one_array(key)
+    if native is None or len(values) == 0 or not _plain_bitmaps(values, keys):
+        return _disguise_arrow(func, x, None, p, epsilon, secret, key, stream)
+    p_value = constant(p, "p", func, optional=True)
+    epsilon_value = constant(epsilon, "epsilon", func, optional=True)
+    secret_key = secret_of(secret, func).key
+    word = stream_id(_stream(stream, func)[1])
+    threshold = prf.bernoulli_threshold(_keep_probability(p_value, epsilon_value, 2, func))
+    if threshold is None:  # p = 1: every row keeps its value
+        return values
+    n, start = len(values), values.offset // 8
+    validity, bits = values.buffers()
+    flipped = np.empty((n + 7) // 8, dtype=np.uint8)
+    native.disguise_bits_into(
+        secret_key, prf.value_stream(word), bits, values.offset, _bigint_keys(keys), threshold, flipped
+    )
+    valid = validity.slice(start, len(flipped)) if values.null_count else None
+    return pa.BooleanArray.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=values.null_count)
 
 
 def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):

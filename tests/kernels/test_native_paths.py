@@ -126,3 +126,40 @@ def test_ppdm_native_0_forces_the_pure_path():
     env = {**os.environ, "PPDM_NATIVE": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_sql_rr_disguise_same_bits(monkeypatch):
+    """The scalar UDF's compiled path against the pure one, on vectors with NULL values, NULL
+    keys where the value is NULL, text keys and p = 1 (the last three take the old path)."""
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    import polars_ppdm as ppdm
+
+    n = 10_007
+    rng = np.random.default_rng(5)
+    x = rng.random(n) < 0.4
+    df = pl.DataFrame(
+        {"id": rng.integers(-(2**62), 2**62, n), "x": x, "name": [f"u{i % 997}" for i in range(n)]}
+    ).with_columns(
+        xn=pl.when(pl.col("id") % 5 == 0).then(None).otherwise(pl.col("x")),
+        idn=pl.when(pl.col("id") % 5 == 0).then(None).otherwise(pl.col("id")),
+    )
+    secret = "00112233445566778899aabbccddeeff"
+    sql = (
+        f"SELECT ppdm_rr_disguise(x, 0.7, '{secret}', id, 'x') AS a, "
+        f"ppdm_rr_disguise(xn, 0.7, '{secret}', id, 'x') AS b, "
+        f"ppdm_rr_disguise(xn, 0.7, '{secret}', idn, 'x') AS c, "
+        f"ppdm_rr_disguise(x, epsilon := 1.5, secret := '{secret}', key := ppdm_key(name), stream := 'x') AS d, "
+        f"ppdm_rr_disguise(x, 1.0, '{secret}', id, 'x') AS e FROM df"
+    )
+
+    def run():
+        con = ppdm.duckdb.register(duckdb.connect())
+        con.register("df", df)
+        return con.sql(sql).pl()
+
+    fast, pure = both(monkeypatch, run)
+    assert fast.equals(pure)
+    polars_bits = df.select(ppdm.rr_disguise_expr(pl.col("x"), p=0.7, secret=secret, key="id"))["x"]
+    assert fast["a"].equals(polars_bits.alias("a"))
+    assert fast["e"].equals(df["x"].alias("e"))
