@@ -35,7 +35,12 @@ Each private Spark job is timed three ways: with Spark's Arrow defaults (10,000-
 batches, ``maxBytesPerBatch`` 64 MB), with ``spark.sql.execution.arrow.maxBytesPerBatch``
 = 2147483647 (Int.MaxValue: Spark then skips the byte-size check it otherwise makes
 after every row written to Python), and with that plus 100,000-row batches; the settings
-are changed with ``spark.conf.set`` around the timed job only.  CPU seconds are those of
+are changed with ``spark.conf.set`` around the timed job only.  The last is
+``polars_ppdm.spark.arrow_batches``' settings, under which the library runs its own
+actions (the histogram's aggregate among them, whatever the session says); a lazy
+result such as rr_disguise's runs under the settings of the action the user calls.
+An identity ``mapInArrow`` (pyarrow batches passed through, no work) is timed with the
+defaults and with those settings: the floor of any ``mapInArrow`` step.  CPU seconds are those of
 the whole process tree (driver, JVM, Python workers) during the best run: with other work
 on the machine, wall times move more than CPU times.
 
@@ -68,6 +73,7 @@ from _timing import machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
 import polars_ppdm.spark as ppdm_spark
+from polars_ppdm.spark._engine import ARROW_SETTINGS
 
 P = 0.9
 COLUMNS = ["a", "b", "c"]
@@ -80,6 +86,8 @@ MAX_BYTES, UNLIMITED = "spark.sql.execution.arrow.maxBytesPerBatch", "2147483647
 NO_SIZE_CHECK = "maxBytesPerBatch=2^31-1"
 TUNED_ROWS = 100_000
 TUNED = {MAX_BYTES: UNLIMITED, "spark.sql.execution.arrow.maxRecordsPerBatch": str(TUNED_ROWS)}
+assert TUNED == ARROW_SETTINGS, "the tuned rows time polars_ppdm.spark.arrow_batches' settings"
+IDENTITY = "mapInArrow identity (pyarrow, no work)"
 
 
 def java_version() -> str:
@@ -270,6 +278,15 @@ def main() -> None:
         rr: dict[str, tuple[float, float, float]] = {}
         rr["plain Spark scan (no flip)"] = timed(spark_sink(rows, "scan"), args.repeats)
         rr["plain Spark rand() < p flip"] = timed(spark_sink(plain, "plain"), args.repeats)
+
+        def identity(batches: Any) -> Any:  # no work: what any mapInArrow step costs at least
+            yield from batches
+
+        passed = rows.mapInArrow(identity, rows.schema)
+        rr[IDENTITY] = timed(spark_sink(passed, "identity"), args.repeats)
+        rr[f"{IDENTITY}, arrow_batches"] = timed(
+            with_conf(spark, TUNED, spark_sink(passed, "identity")), args.repeats
+        )
         rr["polars_ppdm.spark.rr_disguise"] = timed(spark_sink(private, "private"), args.repeats)
         rr[f"  same, {NO_SIZE_CHECK}"] = timed(
             with_conf(spark, {MAX_BYTES: UNLIMITED}, spark_sink(private, "private")), args.repeats

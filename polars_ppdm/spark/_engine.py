@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
@@ -27,7 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql.types import StructType
 
 __all__ = [
+    "ARROW_SETTINGS",
     "ExecutorError",
+    "arrow_batches",
     "check_key",
     "fresh_columns",
     "map_polars",
@@ -185,16 +188,71 @@ def _gathered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
         yield pa.Table.from_batches(pending)
 
 
+#: Spark SQL settings under which the library runs its own actions (:func:`arrow_batches`).
+#: Spark checks an Arrow batch's byte size against ``maxBytesPerBatch`` after every row
+#: it writes to Python unless the limit is Int.MaxValue (Spark 4's
+#: ``BatchedPythonArrowInput``), and cuts batches of 10,000 rows: in ``local[2]`` on 10M
+#: rows the two made a ``mapInArrow`` step about twice as slow (benchmarks/bench_spark.py).
+ARROW_SETTINGS = {
+    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+}
+
+
+@contextmanager
+def arrow_batches(spark: Any, settings: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Spark's Arrow batches sized for ``mapInArrow`` steps while the block runs, the
+    session's own settings restored after it.
+
+    Spark reads these settings when an action runs, not when a DataFrame is defined: the
+    library's own actions (the aggregates of ``dp_*``, ``dp_group_by`` and
+    ``ecdf_resample``) run under them; a lazy result (``rr_disguise``, ``add_noise``,
+    ``apply_spiral_key``, ``ecdf_resample``) runs under them when the user's action is
+    wrapped too.  The settings are the session's while the block runs, so another thread's
+    job in the same session sees them as well.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        Classic or Spark Connect.
+    settings : mapping of str to str, optional
+        Spark SQL settings to hold; :data:`ARROW_SETTINGS` when None (no byte-size check,
+        100,000-row batches).
+
+    Examples
+    --------
+    >>> import polars_ppdm.spark as ppdm_spark
+    >>> with ppdm_spark.arrow_batches(spark):  # doctest: +SKIP
+    ...     ppdm_spark.rr_disguise(sdf, ["a"], p=0.9, key="id").write.parquet("out")
+    """
+    wanted = dict(ARROW_SETTINGS if settings is None else settings)
+    saved = {k: spark.conf.get(k, None) for k in wanted}
+    for k, v in wanted.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 _OUR_MESSAGE = re.compile(r"ExecutorError: \[polars_ppdm\] (.*)")
 
 
-def raise_executor_errors(action: Callable[[], Any]) -> Any:
+def raise_executor_errors(action: Callable[[], Any], frame: SparkFrame | None = None) -> Any:
     """Run a Spark action; an error of ours raised in a task comes back as itself.
 
     Spark wraps a task's Python exception in its own, with the worker's traceback; the
-    user asked a polars_ppdm question and gets polars_ppdm's one-line answer.
+    user asked a polars_ppdm question and gets polars_ppdm's one-line answer.  With the
+    ``frame`` the action computes, it runs under :func:`arrow_batches` of its session.
     """
     try:
+        if frame is not None:
+            with arrow_batches(frame.sparkSession):
+                return action()
         return action()
     except Exception as exc:
         found = _OUR_MESSAGE.search(str(exc))

@@ -117,7 +117,7 @@ def _bounded(
 def _collect(sdf: SparkFrame) -> pl.DataFrame:
     """An aggregate's (small) result on the driver; our errors raised in a task come back
     as themselves."""
-    table = raise_executor_errors(sdf.toArrow)
+    table = raise_executor_errors(sdf.toArrow, sdf)  # under arrow_batches: no tuning by the user
     return pl.DataFrame(pl.from_arrow(table))
 
 

@@ -402,7 +402,7 @@ def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
         F.sum("rows").alias("rows"),
         F.sum("key_nulls").alias("key_nulls"),
     )
-    result = raise_executor_errors(totals.collect)
+    result = raise_executor_errors(totals.collect, totals)
     meta = [r for r in result if r["col"] == -1]
     rows = int(meta[0]["rows"]) if meta else 0
     key_nulls = int(meta[0]["key_nulls"]) if meta else 0
@@ -497,7 +497,7 @@ def _histogram(
 
         partial = partial.unionByName(map_polars(spark.range(n[c] // BLOCK + 1), sums, schema, _FUNC))
     totals = partial.groupBy("col", "kind", "id").agg(F.sum("count").alias("count"))
-    return _Counts(raise_executor_errors(totals.collect))
+    return _Counts(raise_executor_errors(totals.collect, totals))
 
 
 def _resample_column(
