@@ -12,6 +12,7 @@ tiers select is named and the check fails.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import re
 import sys
@@ -69,11 +70,26 @@ def main() -> int:
         f"tiers_check: {len(collect.markers)} tests; per tier: "
         + ", ".join(f"{n} {counts[n]}" for n in expressions)
     )
+    stale = [
+        start
+        for start in _tests_placed_by_name()
+        if not any(n.startswith(f"tests/{start}") for n in collect.markers)
+    ]
     if wrong:
         print(f"tiers_check: {len(wrong)} tests are not in exactly one tier (Makefile TIER_* lines):")
         print("\n".join(wrong[:50]))
-        return 1
-    return 0
+    if stale:
+        print("tiers_check: tests/conftest.py TIER_OF_TEST names tests that do not exist (renamed?):")
+        print("\n".join(f"  {start}" for start in stale))
+    return 1 if wrong or stale else 0
+
+
+def _tests_placed_by_name() -> list[str]:
+    spec = importlib.util.spec_from_file_location("tiers_conftest", ROOT / "tests" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.TIER_OF_TEST)
 
 
 if __name__ == "__main__":
