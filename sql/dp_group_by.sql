@@ -60,6 +60,10 @@ CREATE OR REPLACE MACRO _ppdm_dp_out(kind, value_col, q) AS coalesce(
 CREATE OR REPLACE MACRO _ppdm_dp_summed(kind) AS kind IN ('sum', 'mean', 'variance', 'std');
 CREATE OR REPLACE MACRO _ppdm_dp_shifted(kind) AS kind IN ('mean', 'variance', 'std');
 CREATE OR REPLACE MACRO _ppdm_dp_in_python(kind) AS kind IN ('variance', 'std', 'quantile');
+-- ppdm_bits of a BIGINT in plain SQL (two's complement; NULL: NULL_BITS), for the per-row
+-- units and groups: a Python UDF per 2048-row vector cost more than the bounding itself.
+CREATE OR REPLACE MACRO _ppdm_dp_bits(x) AS
+    coalesce((x::BIGINT::HUGEINT & 18446744073709551615::HUGEINT)::UBIGINT, 9221243865064631925::UBIGINT);
 -- What is wrong with a quantile's candidates (NULL: nothing), given as JSON (a number of
 -- points, or a list), as dp.quantile's checks say it.
 CREATE OR REPLACE MACRO _ppdm_dp_candidates_problem(j, lo, hi) AS
@@ -251,10 +255,8 @@ rows AS (
                 WHEN __ppdm_u IS NULL
                     THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ' || _ppdm_dp_fn(kind)
                                || ' has NULL values; every row needs its privacy unit.')
-                WHEN u_type = 'VARCHAR' THEN ppdm_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
-                ELSE ppdm_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
-           -- Without a privacy unit each row is its own pair (a unit of one row).
-           if(privacy_unit_column IS NULL, row_number() OVER (), 0) AS __rowid,
+                WHEN u_type = 'VARCHAR' THEN _ppdm_dp_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
+                ELSE _ppdm_dp_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
            -- Clamped, in grid units, minus a mean's midpoint (as Polars: exact integer sums).
            CASE WHEN NOT _ppdm_dp_summed(kind) THEN 0
                 WHEN __ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x) THEN NULL
@@ -266,57 +268,72 @@ rows AS (
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none')) AS DOUBLE) AS __ppdm_x
           FROM src), grid_params
 ),
-checked AS (
-    SELECT *,
-           -- The group value's 64-bit pattern (polars_ppdm.dp.group_by._value_bits).
-           CASE WHEN __g IS NULL THEN ppdm_bits(NULL)
-                WHEN typeof(__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(__g AS VARCHAR))
-                ELSE ppdm_bits(TRY_CAST(__g AS BIGINT)) END AS __gbits
-    FROM (
-        -- A variance's rounded squares of the grid values, shifted (Int64 as Polars).
-        SELECT r.*, if(kind IN ('variance', 'std'),
-                       (__v * __v + ((1::BIGINT << __square_shape[1]) >> 1)) // (1::BIGINT << __square_shape[1]) - __square_shape[2],
-                       0) AS __sq
-        FROM rows r, grid_params
-    )
+checked AS NOT MATERIALIZED (
+    -- A variance's rounded squares of the grid values, shifted (Int64 as Polars).
+    SELECT r.*, if(kind IN ('variance', 'std'),
+                   (__v * __v + ((1::BIGINT << __square_shape[1]) >> 1)) // (1::BIGINT << __square_shape[1]) - __square_shape[2],
+                   0) AS __sq
+    FROM rows r, grid_params
 ),
 -- With a privacy unit: each unit keeps max_rows_per_group rows per group (smallest
 -- contribution word of (unit, value)) and max_groups_contributed groups (smallest word of
--- (unit, group)); without one, every row is kept.
-worded AS (
-    SELECT *,
-           if(privacy_unit_column IS NULL, 0::UBIGINT,
-              ppdm_word(secret::VARCHAR, 'dp/contributions/0', __unit, __gbits)) AS __pair_word,
+-- (unit, group)); without one, every row is kept, its own pair.  A pair of (unit, group)
+-- with at most max_rows_per_group rows keeps them all whatever their words: only the rows
+-- of the pairs with more are worded and ranked (the keyed words are the costly part).
+-- (Each branch's constant filter drops the other from the plan.)
+whole_pairs AS MATERIALIZED (
+    SELECT __unit, __g, 1 AS __n, __v AS __s, __sq, if(kind = 'quantile', [__x], NULL) AS __xs, __bad
+    FROM checked WHERE privacy_unit_column IS NULL
+    UNION ALL
+    SELECT __unit, __g, count(*) AS __n, sum(__v) AS __s, sum(__sq) AS __sq,
+           list(__x) FILTER (WHERE kind = 'quantile') AS __xs, bool_or(__bad) AS __bad
+    FROM checked WHERE privacy_unit_column IS NOT NULL GROUP BY __unit, __g
+),
+crowded_rows AS (
+    SELECT c.*,
            -- The contribution word of the row's values: grid value (and square), or a quantile's value.
-           CASE WHEN privacy_unit_column IS NULL OR kind IN ('count', 'count_units') THEN 0::UBIGINT
+           CASE WHEN kind IN ('count', 'count_units') THEN 0::UBIGINT
                 WHEN kind IN ('variance', 'std')
                     THEN ppdm_word(secret::VARCHAR, 'dp/contributions/1',
-                                   ppdm_word(secret::VARCHAR, 'dp/contributions/0', __unit, ppdm_double_bits(__v::DOUBLE)),
-                                   ppdm_double_bits(__sq::DOUBLE))
-                ELSE ppdm_word(secret::VARCHAR, 'dp/contributions/0', __unit,
-                               ppdm_double_bits(if(kind = 'quantile', __x, __v::DOUBLE))) END AS __row_word
-    FROM checked
-),
-ranked AS (
-    SELECT *, if(privacy_unit_column IS NULL, 1,
-                 row_number() OVER (PARTITION BY __unit, __g ORDER BY __row_word)) AS __rn
-    FROM worded
+                                   ppdm_word(secret::VARCHAR, 'dp/contributions/0', c.__unit, ppdm_double_bits(c.__v::DOUBLE)),
+                                   ppdm_double_bits(c.__sq::DOUBLE))
+                ELSE ppdm_word(secret::VARCHAR, 'dp/contributions/0', c.__unit,
+                               ppdm_double_bits(if(kind = 'quantile', c.__x, c.__v::DOUBLE))) END AS __row_word
+    FROM checked c
+    SEMI JOIN (SELECT __unit, __g FROM whole_pairs, grid_params WHERE privacy_unit_column IS NOT NULL AND __n > R) h
+         ON c.__unit = h.__unit AND c.__g IS NOT DISTINCT FROM h.__g
 ),
 pairs AS (
-    SELECT __unit, __g, any_value(__pair_word) AS __pw, any_value(__gbits) AS __gbits, count(*) AS __n,
-           sum(__v) AS __s, sum(__sq) AS __sq, list(__x) FILTER (WHERE kind = 'quantile') AS __xs, bool_or(__bad) AS __bad
-    FROM ranked, grid_params WHERE __rn <= R
-    GROUP BY __unit, __g, __rowid
+    SELECT p.* FROM whole_pairs p, grid_params WHERE privacy_unit_column IS NULL OR p.__n <= R
+    UNION ALL
+    SELECT __unit, __g, count(*) AS __n, sum(__v) AS __s, sum(__sq) AS __sq,
+           list(__x) FILTER (WHERE kind = 'quantile') AS __xs, bool_or(__bad) AS __bad
+    FROM (SELECT *, row_number() OVER (PARTITION BY __unit, __g ORDER BY __row_word) AS __rn FROM crowded_rows), grid_params
+    WHERE __rn <= R
+    GROUP BY __unit, __g
 ),
+-- The group value's 64-bit pattern (polars_ppdm.dp.group_by._value_bits), once per group.
+group_bits AS (
+    SELECT __g, if(typeof(__g) = 'VARCHAR', ppdm_string_bits(secret::VARCHAR, TRY_CAST(__g AS VARCHAR)),
+                   _ppdm_dp_bits(TRY_CAST(__g AS BIGINT))) AS __gbits
+    FROM (SELECT DISTINCT __g FROM whole_pairs)
+),
+-- The max_groups_contributed pairs of smallest (word, group) of each unit: an aggregate
+-- (arg_min's n smallest), not a window sorting every unit's pairs.
 kept AS (
-    SELECT * FROM (
-        SELECT *, if(privacy_unit_column IS NULL, 1,
-                     row_number() OVER (PARTITION BY __unit ORDER BY __pw, __g)) AS __pn
-        FROM pairs
-    ), grid_params WHERE __pn <= G
+    SELECT __g, __n, __s, __sq, __xs, __bad FROM pairs WHERE privacy_unit_column IS NULL
+    UNION ALL
+    SELECT k.__g, k.__n, k.__s, k.__sq, k.__xs, k.__bad FROM (
+        SELECT unnest(arg_min({'__g': p.__g, '__n': p.__n, '__s': p.__s, '__sq': p.__sq, '__xs': p.__xs, '__bad': p.__bad},
+                              {'w': ppdm_word(secret::VARCHAR, 'dp/contributions/0', p.__unit, b.__gbits), 'g': p.__g},
+                              (SELECT G FROM grid_params))) AS k
+        FROM pairs p JOIN group_bits b ON p.__g IS NOT DISTINCT FROM b.__g
+        WHERE privacy_unit_column IS NOT NULL
+        GROUP BY p.__unit
+    )
 ),
 grouped AS (
-    SELECT __g, any_value(__gbits) AS __gbits, sum(__n) AS __rows, count(*) AS __units, sum(__s) AS __total,
+    SELECT __g, sum(__n) AS __rows, count(*) AS __units, sum(__s) AS __total,
            sum(__sq) AS __sq, flatten(list(__xs) FILTER (WHERE kind = 'quantile')) AS __xs, bool_or(__bad) AS __bad
     FROM kept GROUP BY __g
 ),

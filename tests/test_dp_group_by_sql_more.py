@@ -14,6 +14,7 @@ import polars_ppdm as ppdm
 from polars_ppdm import dp
 from polars_ppdm.duckdb import group_by as udfs
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import dp_noise
 
 SECRET, GROUPS = SQL_SECRET, SQL_GROUPS
 # The aggregate, its macro and the macro's extra arguments.
@@ -163,7 +164,13 @@ QUANTILE = (
         ("-0.1", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]", {"q": -0.1}),
         ("NULL", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]. Got NULL", {"q": None}),
         # A list was taken for a DECIMAL (its type DECIMAL(2,1)[] matched 'DECIMAL.*').
-        ("[0.1, 0.9]", "[-5, 12]", "1001", "must be a number in \\[0, 1\\]. Got \\[0.1, 0.9\\] .*; one q per call", None),
+        (
+            "[0.1, 0.9]",
+            "[-5, 12]",
+            "1001",
+            "must be a number in \\[0, 1\\]. Got \\[0.1, 0.9\\] .*; one q per call",
+            None,
+        ),
         (
             "'half'",
             "[-5, 12]",
@@ -362,3 +369,49 @@ def test_any_column_names(con, visits, kind, name):
             f"public_groups := ['a', 'b', 'z'], secret := '{SECRET}')"
         ).pl()
         assert got.equals(want), (column, got, want)
+
+
+def test_the_sql_bits_of_units_and_groups_are_ppdm_bits():
+    """The macros take the 64-bit pattern of integer units and groups in plain SQL
+    (``_ppdm_dp_bits``, no UDF per row): the same words as the UDF, negatives and NULL too."""
+    con = ppdm.duckdb.register(duckdb.connect())
+    values = [0, 1, -1, 2**63 - 1, -(2**63), 123456789, -987654321, None]
+    got = con.execute(
+        "SELECT _ppdm_dp_bits(x) = ppdm_bits(x), _ppdm_dp_bits(x) FROM unnest($v::BIGINT[]) t(x)",
+        {"v": values},
+    ).fetchall()
+    assert all(same for same, _ in got), got
+    assert got[-1][1] == int(dp_noise.NULL_BITS)
+
+
+def test_a_unit_with_rows_over_the_limit_in_one_group_only_is_ranked_there():
+    """Only the pairs of (unit, group) with more rows than max_rows_per_group are worded and
+    ranked; a table where one unit crowds one group and every other pair is light still
+    gives Polars' bits."""
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame(
+        {
+            "person": np.concatenate([np.arange(300), np.zeros(40, dtype=np.int64)]),
+            "zone": np.concatenate([rng.integers(0, 4, 300), np.full(40, 2)]),
+            "spend": rng.uniform(-5, 12, 340),
+        }
+    )
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.register("crowded", frame)
+    for rows in (1, 2):
+        want = ppdm.dp_group_by(
+            frame,
+            "zone",
+            dp.sum("spend", bounds=(0, 10)),
+            epsilon=1.0,
+            privacy_unit="person",
+            max_rows_per_group=rows,
+            public_groups=pl.DataFrame({"zone": [0, 1, 2, 3]}),
+            secret=SECRET,
+        )
+        got = con.sql(
+            f"FROM ppdm_dp_sum('crowded', 'zone', 'spend', contribution_bounds_per_row := [0, 10], epsilon := 1.0, "
+            f"privacy_unit_column := 'person', max_rows_per_group := {rows}, public_groups := [0, 1, 2, 3], "
+            f"secret := '{SECRET}')"
+        ).pl()
+        assert got.equals(want), (rows, got, want)

@@ -71,7 +71,7 @@ from polars_ppdm.dp.group_by import (
     values_digests,
     variance_of,
 )
-from polars_ppdm.duckdb._shared import constant, secret_of
+from polars_ppdm.duckdb._shared import constant, one_array, secret_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import (
     NULL_BITS,
@@ -116,8 +116,16 @@ def _word_udf(secret, stream, prev, bits):
     if len(prev) == 0:
         return pa.array([], type=pa.uint64())
     key, label = secret_of(secret, func).key, str(constant(stream, "stream", func))
-    chained = pl.Series(prev).to_numpy() ^ pl.Series(bits).to_numpy()
+    chained = _words(prev) ^ _words(bits)
     return pa.array(first_words(key, stream_id(label), chained), type=pa.uint64())
+
+
+def _words(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A UBIGINT argument as uint64, a view of the Arrow buffer where it has no NULL (the
+    macros' words never do): per 2048-row vector a Polars round trip cost as much as the
+    AES words themselves."""
+    arr = one_array(arr)
+    return arr.to_numpy() if arr.null_count == 0 else pl.Series(arr).to_numpy()
 
 
 def _release_noise_udf(secret, release, digest, stream, key, scale):
