@@ -8,7 +8,6 @@
 #   make test-all  every tier one after another, as CI runs them (.ci/run); or one tier:
 #               make test-slow | test-spark | test-browser | test-kill | test-fuzz-slow
 #   make check  ruff and mypy; installs the lint extra
-#   make docs   the documentation site into site/ (mkdocs build --strict); installs the docs extra
 # Another interpreter: make demo PYTHON=python3.12 (or a full path).
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +17,7 @@ PIP := $(BIN)/python -m pip install --quiet
 GOAL := $(or $(firstword $(MAKECMDGOALS)),demo)
 
 .DEFAULT_GOAL := demo
-.PHONY: demo test test-all test-slow test-spark test-browser test-kill test-fuzz-slow tiers-check check docs bench clean
+.PHONY: demo test test-all test-slow test-spark test-browser test-kill test-fuzz-slow tiers-check check bench clean
 
 # The interpreter is checked before anything is created: an unsupported or missing
 # Python stops here, not halfway through with a .venv that later runs would trust.
@@ -39,11 +38,16 @@ $(VENV)/.created:
 
 # The compiled kernels (native/: Rust, PyO3, built by maturin, which pip fetches) when
 # cargo is on PATH; without it, or if the build fails, the pure-Python kernels serve (the
-# same bits, slower on many cores). Rebuilt when the crate changes.
+# same bits, slower on many cores). Rebuilt when the crate changes. Built for this
+# machine: where its CPU has VAES (and AVX-512), the AES code is compiled for them (twice
+# the speed of the aes crate's run-time dispatch, measured); that .venv is then not for
+# CPUs without them.
+NATIVE_FLAGS = $(shell for f in aes ssse3 avx2 vaes avx512f; do grep -qw $$f /proc/cpuinfo 2>/dev/null && printf '+%s,' $$f; done)
 $(VENV)/.native: native/Cargo.toml native/Cargo.lock native/src/lib.rs | $(VENV)/.created
 	@if command -v cargo >/dev/null 2>&1; then \
 	  echo "building the compiled kernels (native/, about a minute)"; \
-	  $(PIP) ./native || echo "the compiled kernels did not build: the pure-Python kernels are used"; \
+	  flags=; case "$(NATIVE_FLAGS)" in *+vaes,*) flags="-Ctarget-feature=$(NATIVE_FLAGS:%,=%)";; esac; \
+	  RUSTFLAGS="$$flags" $(PIP) ./native || echo "the compiled kernels did not build: the pure-Python kernels are used"; \
 	else echo "cargo not found: the pure-Python kernels are used (install Rust for the compiled ones)"; fi
 	@touch $@
 
@@ -59,10 +63,6 @@ $(VENV)/.test: pyproject.toml $(VENV)/.native | $(VENV)/.created
 
 $(VENV)/.lint: pyproject.toml | $(VENV)/.created
 	$(PIP) -e '.[lint]'
-	touch $@ $(VENV)/.core
-
-$(VENV)/.docs: pyproject.toml | $(VENV)/.created
-	$(PIP) -e '.[docs]'
 	touch $@ $(VENV)/.core
 
 # The main job: the survey pipeline (examples/survey/pipeline.toml) on its bundled data
@@ -133,14 +133,9 @@ check: $(VENV)/.lint
 	  $(BIN)/mypy || status=1; \
 	  exit $$status
 
-# The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, a missing
-# page or an API reference that cannot be resolved fails the build.
-docs: $(VENV)/.docs
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
-
 # The benchmarks compare against scikit-learn and measure RSS: the test stack has both.
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_rr.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist
