@@ -8,6 +8,7 @@
 #   make test-all  every tier one after another, as CI runs them (.ci/run); or one tier:
 #               make test-slow | test-spark | test-browser | test-kill | test-fuzz-slow
 #   make check  ruff and mypy; installs the lint extra
+#   make docs   the documentation site into site/ (mkdocs build --strict); installs the docs extra
 # Another interpreter: make demo PYTHON=python3.12 (or a full path).
 PYTHON ?= python3
 VENV := .venv
@@ -17,7 +18,7 @@ PIP := $(BIN)/python -m pip install --quiet
 GOAL := $(or $(firstword $(MAKECMDGOALS)),demo)
 
 .DEFAULT_GOAL := demo
-.PHONY: demo test test-all test-slow test-spark test-browser test-kill test-fuzz-slow tiers-check check bench clean
+.PHONY: demo test test-all test-slow test-spark test-browser test-kill test-fuzz-slow tiers-check check docs bench clean
 
 # The interpreter is checked before anything is created: an unsupported or missing
 # Python stops here, not halfway through with a .venv that later runs would trust.
@@ -63,6 +64,10 @@ $(VENV)/.test: pyproject.toml $(VENV)/.native | $(VENV)/.created
 
 $(VENV)/.lint: pyproject.toml | $(VENV)/.created
 	$(PIP) -e '.[lint]'
+	touch $@ $(VENV)/.core
+
+$(VENV)/.docs: pyproject.toml | $(VENV)/.created
+	$(PIP) -e '.[docs]'
 	touch $@ $(VENV)/.core
 
 # The main job: the survey pipeline (examples/survey/pipeline.toml) on its bundled data
@@ -133,9 +138,14 @@ check: $(VENV)/.lint
 	  $(BIN)/mypy || status=1; \
 	  exit $$status
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, a missing
+# page or an API reference that cannot be resolved fails the build.
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 # The benchmarks compare against scikit-learn and measure RSS: the test stack has both.
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_rr.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist site
