@@ -38,6 +38,9 @@ def test_the_readme_has_code_to_run():
     assert set(kinds) <= {"python", "sql", "bash", "toml"}, kinds
     assert kinds.count("python") >= 2 and kinds.count("sql") >= 1 and kinds.count("toml") >= 1, kinds
     assert kinds.count("bash") >= 3, kinds  # the two commands, the install, the pipeline's run
+    # Read in five minutes: what does not fit belongs in a page of docs/.
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= 300, f"README.md has {lines} lines; move detail into docs/ (the site) instead"
 
 
 def test_every_code_block_runs_as_written(tmp_path, monkeypatch):
