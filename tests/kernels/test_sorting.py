@@ -10,7 +10,12 @@ from polars_ppdm.kernels import sorting
 from polars_ppdm.kernels.ecdf import rank_order, shuffle_order
 
 SECRET = bytes(range(16))
-N = 3 * sorting.SMALL + 17  # above SMALL: the large-array paths run
+N = 3 * 4096 + 17  # above SMALL as set below: the large-array paths run
+
+
+@pytest.fixture(autouse=True)
+def _small_is_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sorting, "SMALL", 4096)
 
 
 def _lexsort_rank(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
