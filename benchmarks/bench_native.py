@@ -22,6 +22,14 @@ Arrow UDF of the same signature (bar <= 1.3x, one DuckDB thread and the default 
 timed interleaved in this process.  Timings are the best of ``--repeats``; the load is printed.  CI does not run it.
 
     .venv/bin/python benchmarks/bench_native.py --rows 10_000_000
+
+Measured 2026-11-27 (2-core AMD EPYC with VAES, no AVX-512; load average 7-8 from other
+jobs, so a second core was rarely free: even the AES kernel alone on 2 threads gained
+only 1.1x, a plain expression 1.4x), 10M rows x 3 columns, compiled / pure (``--pure``):
+rr streaming 1 -> 2 threads 1.41x / 0.93x, 0.152 s / 0.474 s at 2 threads (1.54x / 3.79x
+the AES alone on 2 threads); add_noise (Gaussian) 1.05x / 1.27x, 1.16 s / 3.40 s (4.4x /
+11.1x: the portable-math Gaussian, not AES, is its cost); ppdm_rr_disguise over the
+identity UDF, 5M rows: 1.61x / 2.09x on one thread, 1.46x / 2.22x on two.
 """
 
 from __future__ import annotations
