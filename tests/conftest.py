@@ -37,6 +37,8 @@ TIER_OF_TEST = {
     "test_dp.py::test_a_tree_whose_frontier_explodes_is_refused_before_it_is_drawn": _SLOW,
     "test_dp_group_by.py::test_each_aggregate_is_unbiased_over_500_secrets": _SLOW,
     "test_dp_group_by.py::test_partition_selection_never_releases_a_group_of_one_person": _SLOW,
+    "test_dp_group_by.py::test_95_percent_intervals_cover_the_truth_93_to_97_percent": _SLOW,
+    "test_consistent_totals.py::test_unbiased_and_more_accurate_totals_over_300_secrets": _SLOW,
     "test_dp_quantile_variance.py::test_variance_and_std_are_close_to_the_truth": _SLOW,
     "test_dp_quantile_variance.py::test_count_units_is_unbiased_with_its_declared_noise": _SLOW,
     "test_dp_quantile_variance.py::test_quantile_rank_error_stays_within_the_report": _SLOW,
@@ -112,13 +114,15 @@ def tier_of(nodeid: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    registered = {line.split(":")[0].strip() for line in config.getini("markers")}
     for item in items:
         path = Path(item.path)
         if not path.is_relative_to(_TESTS):
             continue  # the package's doctests: the fast tier
         relative = path.relative_to(_TESTS).as_posix() + item.nodeid[len(item.nodeid.split("::")[0]) :]
         tier = tier_of(relative)
-        if tier is not None:
+        # Only a registered marker: a run with an ini of its own (CI's wheel leg) has none.
+        if tier is not None and tier in registered:
             item.add_marker(tier)
 
 
