@@ -132,7 +132,7 @@ def scalar_udf_seconds(con: duckdb.DuckDBPyConnection, repeats: int) -> dict[tup
     keep, word = keep_probability(P, None, 2, UDF), stream_id("x")
 
     def disguise_alone(x, p, epsilon, secret, key, stream):
-        return _binary_disguise(UDF, x, key, keep, SECRET.key, word)
+        return _binary_disguise(UDF, x, "x", key, keep, SECRET.key, word)
 
     T = duckdb.sqltypes
     for name, func in (
