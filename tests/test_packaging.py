@@ -48,6 +48,8 @@ def test_every_core_dependency_has_a_plain_lower_bound_for_the_minimums_leg():
 def _project_copy(tmp_path: Path) -> Path:
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
+    # The compiled kernels' sources: the .native stamp depends on them (not its build output).
+    shutil.copytree(ROOT / "native", tmp_path / "native", ignore=shutil.ignore_patterns("target"))
     return tmp_path
 
 
@@ -112,7 +114,7 @@ def test_demo_and_test_share_one_venv_in_either_order(tmp_path):
     venv = folder / ".venv"
     venv.mkdir()
     later = time.time() + 10
-    for stamp in (".created", ".test", ".core"):
+    for stamp in (".created", ".native", ".test", ".core"):
         (venv / stamp).touch()
         os.utime(venv / stamp, (later, later))
     # After `make test`, `make demo` installs nothing...
