@@ -61,6 +61,7 @@ struct View {
     _buffer: PyUntypedBuffer,
     address: usize,
     len: usize,
+    bytes: usize,
 }
 
 fn view(obj: &Bound<'_, PyAny>, name: &str, item_size: usize, writable: bool) -> PyResult<View> {
@@ -76,8 +77,29 @@ fn view(obj: &Bound<'_, PyAny>, name: &str, item_size: usize, writable: bool) ->
         return Err(PyTypeError::new_err(format!("'{name}' must be writable.")));
     }
     let address = buffer.buf_ptr() as usize;
+    // A slice of u64 or f64 must be aligned (a NumPy view at an odd byte offset is not).
+    if address % item_size != 0 {
+        return Err(PyValueError::new_err(format!(
+            "'{name}' must be aligned to {item_size} bytes (copy it with numpy.ascontiguousarray)."
+        )));
+    }
     let len = buffer.item_count();
-    Ok(View { _buffer: buffer, address, len })
+    Ok(View { _buffer: buffer, address, len, bytes: len * item_size })
+}
+
+/// The output must not overlap an input: the kernels hold it as the only (mutable)
+/// reference while they read the inputs, with the GIL released.
+fn apart(out: &View, inputs: &[&View]) -> PyResult<()> {
+    for input in inputs {
+        let overlap = out.bytes > 0
+            && input.bytes > 0
+            && out.address < input.address + input.bytes
+            && input.address < out.address + out.bytes;
+        if overlap {
+            return Err(PyValueError::new_err("'out' must not share memory with an input."));
+        }
+    }
+    Ok(())
 }
 
 impl View {
@@ -119,6 +141,7 @@ fn encrypt_into(
     let cipher = Cipher::new(secret)?;
     let plain = view(plain, "plain", 8, false)?;
     let out = view(out, "out", 8, true)?;
+    apart(&out, &[&plain])?;
     check_len("out", out.len, plain.len)?;
     if plain.len % 2 != 0 {
         return Err(PyValueError::new_err("'plain' must hold whole 16-byte blocks."));
@@ -153,6 +176,7 @@ fn prf_words_into(
     let cipher = Cipher::new(secret)?;
     let keys = view(keys, "keys", 8, false)?;
     let out = view(out, "out", 8, true)?;
+    apart(&out, &[&keys])?;
     check_len("out", out.len, 2 * keys.len)?;
     py.detach(|| {
         let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<u64>()) };
@@ -191,6 +215,7 @@ fn keep_bits_into(
     let bits = view(bits, "bits", 1, false)?;
     let keys = view(keys, "keys", 8, false)?;
     let out = view(out, "out", 1, true)?;
+    apart(&out, &[&bits, &keys])?;
     check_len("out", out.len, keys.len)?;
     if bits.len * 8 < bit_offset + keys.len {
         return Err(PyValueError::new_err(format!(
@@ -238,6 +263,7 @@ fn disguise_bits_into(
     let bits = view(bits, "bits", 1, false)?;
     let keys = view(keys, "keys", 8, false)?;
     let out = view(out, "out", 1, true)?;
+    apart(&out, &[&bits, &keys])?;
     check_len("out", out.len, keys.len.div_ceil(8))?;
     if bits.len * 8 < bit_offset + keys.len {
         return Err(PyValueError::new_err(format!(
@@ -285,6 +311,7 @@ fn keep_codes_into(
     let codes = view(codes, "codes", 1, false)?;
     let keys = view(keys, "keys", 8, false)?;
     let out = view(out, "out", 1, true)?;
+    apart(&out, &[&codes, &keys])?;
     check_len("codes", codes.len, keys.len)?;
     check_len("out", out.len, keys.len)?;
     py.detach(|| {
@@ -332,6 +359,7 @@ fn chained_words_into(
             Ok(v)
         })
         .collect::<PyResult<Vec<View>>>()?;
+    apart(&out, &std::iter::once(&keys).chain(parts.iter()).collect::<Vec<_>>())?;
     py.detach(|| {
         let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<u64>()) };
         let parts: Vec<&[u64]> = parts.iter().map(|p| unsafe { p.slice::<u64>() }).collect();
@@ -465,6 +493,10 @@ fn noise_into(
     let centres = view(minus_log_centres, "minus_log_centres", 8, false)?;
     let sines = view(sines, "sines", 8, false)?;
     let cosines = view(cosines, "cosines", 8, false)?;
+    apart(&out, &[&keys, &centres, &sines, &cosines])?;
+    if let Some(v) = &values {
+        apart(&out, &[v])?;
+    }
     if centres.len != 55 * 1024 || sines.len != 1024 || cosines.len != 1024 {
         return Err(PyValueError::new_err("the portable_math tables have the wrong sizes."));
     }

@@ -17,19 +17,45 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from types import ModuleType
 
-__all__ = ["NATIVE", "load"]
+__all__ = ["FUNCTIONS", "NATIVE", "load"]
+
+
+#: The functions the kernels call.  An extension built from an older crate lacks some: it
+#: is not used (with a warning naming the rebuild), rather than failing halfway through a
+#: query with an AttributeError.
+FUNCTIONS = (
+    "encrypt_into",
+    "prf_words_into",
+    "keep_bits_into",
+    "keep_codes_into",
+    "disguise_bits_into",
+    "chained_words_into",
+    "noise_into",
+)
 
 
 def load() -> ModuleType | None:
-    """The extension module, or None (not installed, or ``PPDM_NATIVE=0``)."""
+    """The extension module, or None (not installed, out of date, or ``PPDM_NATIVE=0``)."""
     if os.environ.get("PPDM_NATIVE", "1").strip() == "0":
         return None
     try:
-        return importlib.import_module("polars_ppdm_native")
+        module = importlib.import_module("polars_ppdm_native")
     except ImportError:
         return None
+    missing = [name for name in FUNCTIONS if not hasattr(module, name)]
+    if missing:
+        warnings.warn(
+            f"The installed compiled kernels (polars_ppdm_native) are older than this polars_ppdm: they "
+            f"lack {', '.join(missing)}. The pure-Python kernels are used (the same bits, slower); "
+            "rebuild them with `make test` or `pip install ./native`.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return module
 
 
 NATIVE: ModuleType | None = load()

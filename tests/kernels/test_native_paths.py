@@ -163,3 +163,31 @@ def test_sql_rr_disguise_same_bits(monkeypatch):
     polars_bits = df.select(ppdm.rr_disguise_expr(pl.col("x"), p=0.7, secret=secret, key="id"))["x"]
     assert fast["a"].equals(polars_bits.alias("a"))
     assert fast["e"].equals(df["x"].alias("e"))
+
+
+def test_misaligned_or_overlapping_buffers_are_refused_not_read():
+    """The extension holds its output as the only reference and reads u64 slices: a buffer at
+    an odd byte offset, or an output sharing memory with an input, is an error (never UB)."""
+    secret, keys = bytes(range(16)), np.arange(8, dtype=np.uint64)
+    raw = np.zeros(8 * 8 + 1, dtype=np.uint8)
+    misaligned = raw[1:].view(np.uint64)
+    with pytest.raises(ValueError, match="'keys' must be aligned to 8 bytes"):
+        NATIVE.prf_words_into(secret, 1, misaligned, np.empty(16, dtype=np.uint64))
+    shared = np.zeros(16, dtype=np.uint64)
+    with pytest.raises(ValueError, match="'out' must not share memory with an input"):
+        NATIVE.prf_words_into(secret, 1, shared[:8], shared)
+    plain = np.zeros(16, dtype=np.uint64)
+    with pytest.raises(ValueError, match="'out' must not share memory with an input"):
+        NATIVE.encrypt_into(secret, plain, plain)
+
+
+def test_an_extension_lacking_a_kernel_is_not_used(monkeypatch):
+    """An extension built from an older crate (a missing function) leaves the pure path in
+    charge, with a warning that names the rebuild, instead of an AttributeError mid-query."""
+    import types
+
+    stale = types.ModuleType("polars_ppdm_native")
+    stale.encrypt_into = NATIVE.encrypt_into
+    monkeypatch.setitem(sys.modules, "polars_ppdm_native", stale)
+    with pytest.warns(RuntimeWarning, match="lack prf_words_into.*rebuild them"):
+        assert _native.load() is None
