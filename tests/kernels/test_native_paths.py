@@ -168,7 +168,7 @@ def test_sql_rr_disguise_same_bits(monkeypatch):
 def test_misaligned_or_overlapping_buffers_are_refused_not_read():
     """The extension holds its output as the only reference and reads u64 slices: a buffer at
     an odd byte offset, or an output sharing memory with an input, is an error (never UB)."""
-    secret, keys = bytes(range(16)), np.arange(8, dtype=np.uint64)
+    secret = bytes(range(16))
     raw = np.zeros(8 * 8 + 1, dtype=np.uint8)
     misaligned = raw[1:].view(np.uint64)
     with pytest.raises(ValueError, match="'keys' must be aligned to 8 bytes"):
