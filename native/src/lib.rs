@@ -196,6 +196,31 @@ fn prf_words_into(
     Ok(())
 }
 
+/// Bit `at` of a bitmap, least significant bit first (Arrow's order).
+fn bit_at(bits: &[u8], at: usize) -> u8 {
+    (bits[at >> 3] >> (at & 7)) & 1
+}
+
+/// The bitmap holds a bit for every key from `bit_offset` on.
+fn check_bitmap(bits: &View, bit_offset: usize, keys: usize) -> PyResult<()> {
+    if bits.len * 8 < bit_offset + keys {
+        return Err(PyValueError::new_err(format!(
+            "'bits' needs one bit per key: {keys} keys from bit {bit_offset} of a {}-byte bitmap.",
+            bits.len
+        )));
+    }
+    Ok(())
+}
+
+/// The value-keyed blocks `(base XOR bit) || key` of one batch, from bit `first` of the
+/// bitmap on, encrypted in place.
+fn bitmap_blocks(cipher: &Cipher, batch: &mut [Block], bits: &[u8], first: usize, base: u64, keys: &[u64]) {
+    for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
+        set_block(block, base ^ u64::from(bit_at(bits, first + i)), key);
+    }
+    cipher.encrypt(batch);
+}
+
 /// The keep decisions of randomized response on a Boolean bitmap:
 /// `out[i] = word 0 of AES((base XOR bit_i) || keys[i]) < threshold`, with bit_i the bit
 /// `bit_offset + i` of `bits` (least significant bit first) and `out` one byte per row.
@@ -217,24 +242,13 @@ fn keep_bits_into(
     let out = view(out, "out", 1, true)?;
     apart(&out, &[&bits, &keys])?;
     check_len("out", out.len, keys.len)?;
-    if bits.len * 8 < bit_offset + keys.len {
-        return Err(PyValueError::new_err(format!(
-            "'bits' needs one bit per key: {} keys from bit {bit_offset} of a {}-byte bitmap.",
-            keys.len, bits.len
-        )));
-    }
+    check_bitmap(&bits, bit_offset, keys.len)?;
     py.detach(|| {
         let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
         let mut batch = [Block::default(); BATCH];
         for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
-            let first = bit_offset + c * BATCH;
-            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
-                let at = first + i;
-                let bit = u64::from((bits[at >> 3] >> (at & 7)) & 1);
-                set_block(block, base ^ bit, key);
-            }
             let m = keys.len();
-            cipher.encrypt(&mut batch[..m]);
+            bitmap_blocks(&cipher, &mut batch[..m], bits, bit_offset + c * BATCH, base, keys);
             for (d, block) in dst.iter_mut().zip(&batch[..m]) {
                 *d = u8::from(word(block, 0) < threshold);
             }
@@ -265,28 +279,17 @@ fn disguise_bits_into(
     let out = view(out, "out", 1, true)?;
     apart(&out, &[&bits, &keys])?;
     check_len("out", out.len, keys.len.div_ceil(8))?;
-    if bits.len * 8 < bit_offset + keys.len {
-        return Err(PyValueError::new_err(format!(
-            "'bits' needs one bit per key: {} keys from bit {bit_offset} of a {}-byte bitmap.",
-            keys.len, bits.len
-        )));
-    }
+    check_bitmap(&bits, bit_offset, keys.len)?;
     py.detach(|| {
         let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
         dst.fill(0);
         let mut batch = [Block::default(); BATCH];
         for (c, keys) in keys.chunks(BATCH).enumerate() {
             let first = c * BATCH;
-            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
-                let at = bit_offset + first + i;
-                let bit = u64::from((bits[at >> 3] >> (at & 7)) & 1);
-                set_block(block, base ^ bit, key);
-            }
             let m = keys.len();
-            cipher.encrypt(&mut batch[..m]);
+            bitmap_blocks(&cipher, &mut batch[..m], bits, bit_offset + first, base, keys);
             for (i, block) in batch[..m].iter().enumerate() {
-                let at = bit_offset + first + i;
-                let bit = (bits[at >> 3] >> (at & 7)) & 1;
+                let bit = bit_at(bits, bit_offset + first + i);
                 let lie = u8::from(word(block, 0) >= threshold);
                 dst[(first + i) >> 3] |= (bit ^ lie) << ((first + i) & 7);
             }
