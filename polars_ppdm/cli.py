@@ -301,6 +301,13 @@ def _rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kernels() -> str:
+    """Which kernels serve (:mod:`polars_ppdm.kernels._native`): the same bits either way."""
+    from polars_ppdm.kernels import _native
+
+    return "compiled kernels" if _native.NATIVE is not None else "pure-Python kernels"
+
+
 def _secret(args: argparse.Namespace) -> int:
     secret = Secret.generate(args.bits)
     if args.output is None:
@@ -357,7 +364,7 @@ def _separator(text: str) -> str | None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ppdm", description="Privacy-preserving data mining with Polars.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({_kernels()})")
     commands = parser.add_subparsers(dest="command", required=True)
     rules = commands.add_parser(
         "rules",

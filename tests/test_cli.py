@@ -110,14 +110,17 @@ def test_version_flag_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out == f"ppdm {ppdm.__version__}\n"
+    from polars_ppdm.kernels import _native
+
+    kernels = "compiled kernels" if _native.NATIVE is not None else "pure-Python kernels"
+    assert capsys.readouterr().out == f"ppdm {ppdm.__version__} ({kernels})\n"
 
 
 def test_version_through_the_module_entry_point():
     done = subprocess.run(
         [sys.executable, "-m", "polars_ppdm", "--version"], capture_output=True, text=True, check=True
     )
-    assert done.stdout.strip() == f"ppdm {ppdm.__version__}"
+    assert done.stdout.strip().startswith(f"ppdm {ppdm.__version__} (")
 
 
 @pytest.mark.parametrize(("args", "digits"), [([], 64), (["--bits", "256"], 64), (["--bits", "128"], 32)])

@@ -187,6 +187,7 @@ def test_overspend_refused_before_the_input_is_opened(example, capsys):
     assert main(["run", str(path)]) == EXIT_BUDGET
     err = capsys.readouterr().err
     assert "needs epsilon 3 but 2 is left of the budget 4" in err and "nothing was read" in err
+    assert "--set-budget TOTAL" in err
     # With the budget enough, the same missing input is an input error (exit 4).
     path.write_text(
         text.replace("epsilon = 1.5", "epsilon = 0.5").replace(

@@ -284,7 +284,9 @@ def _refusal(
 ) -> BudgetExceededError:
     return BudgetExceededError(
         f"dataset {name!r}: this run needs {unit} {needed:g} but {left:g} is left of the budget "
-        f"{budget:g} (spent {budget - left:g}); nothing was read and nothing was spent."
+        f"{budget:g} (spent {budget - left:g}); nothing was read and nothing was spent. A larger budget "
+        "is a decision to publish more about the same people; it is made with `ppdm ledger --pipeline "
+        f"FILE --dataset {name} --set-budget TOTAL`."
     )
 
 
