@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
@@ -199,6 +201,18 @@ ARROW_SETTINGS = {
 }
 
 
+@dataclass
+class _Held:
+    """The session's own values of the settings some block holds, and how many blocks do."""
+
+    saved: dict[str, str | None]
+    holders: int = 0
+
+
+_HELD: dict[int, _Held] = {}
+_HELD_LOCK = threading.Lock()
+
+
 @contextmanager
 def arrow_batches(spark: Any, settings: Mapping[str, str] | None = None) -> Iterator[None]:
     """Spark's Arrow batches sized for ``mapInArrow`` steps while the block runs, the
@@ -209,7 +223,8 @@ def arrow_batches(spark: Any, settings: Mapping[str, str] | None = None) -> Iter
     ``ecdf_resample``) run under them; a lazy result (``rr_disguise``, ``add_noise``,
     ``apply_spiral_key``, ``ecdf_resample``) runs under them when the user's action is
     wrapped too.  The settings are the session's while the block runs, so another thread's
-    job in the same session sees them as well.
+    job in the same session sees them as well; overlapping blocks (threads, nesting) on one
+    session hold them together, and the last to leave puts the session's own values back.
 
     Parameters
     ----------
@@ -226,17 +241,28 @@ def arrow_batches(spark: Any, settings: Mapping[str, str] | None = None) -> Iter
     ...     ppdm_spark.rr_disguise(sdf, ["a"], p=0.9, key="id").write.parquet("out")
     """
     wanted = dict(ARROW_SETTINGS if settings is None else settings)
-    saved = {k: spark.conf.get(k, None) for k in wanted}
-    for k, v in wanted.items():
-        spark.conf.set(k, v)
+    # Holders of one session counted under a lock: two threads (or nested blocks) whose
+    # blocks overlap would otherwise restore each other's values and leave the session
+    # tuned.  The first holder saves the session's values, the last one puts them back.
+    with _HELD_LOCK:
+        held = _HELD.setdefault(id(spark), _Held(saved={}))
+        for k, v in wanted.items():
+            if k not in held.saved:
+                held.saved[k] = spark.conf.get(k, None)
+            spark.conf.set(k, v)
+        held.holders += 1
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        with _HELD_LOCK:
+            held.holders -= 1
+            if held.holders == 0:
+                del _HELD[id(spark)]
+                for k, own in held.saved.items():
+                    if own is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, own)
 
 
 _OUR_MESSAGE = re.compile(r"ExecutorError: \[polars_ppdm\] (.*)")
