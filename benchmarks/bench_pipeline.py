@@ -140,7 +140,9 @@ def main() -> None:
         print(f"generating {args.rows:,} rows into {source} ...", flush=True)
         generate(source, args.rows)
     print(f"input: {source} ({source.stat().st_size / 2**20:,.0f} MiB, {args.rows:,} rows)")
-    secret = "ab" * 32
+    # Fixed and public (a benchmark, not a release), without a guessable pattern: ppdm run
+    # refuses a repeated one such as "ab" * 32.
+    secret = "5e3b9a1cc0ffee0071d24f86a9e0b35c2d8e17f64a90c3b5e2718d6f09ab4c31"
     env = {**os.environ, "PPDM_SECRET": secret}
     if args.morsel_size is not None:
         env["POLARS_IDEAL_MORSEL_SIZE"] = str(args.morsel_size)

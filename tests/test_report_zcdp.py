@@ -304,3 +304,12 @@ def test_year_ahead_when_the_runs_spend_nothing_or_the_horizon_comes_first():
     )
     periods = far.continual[0].periods
     assert len(periods) <= 400 and (periods[0], periods[-1]) == (1, 99_999)
+
+
+def test_a_budget_beyond_the_calendar_is_reported_not_a_crash():
+    """A budget of 1e9 at 2.5 a daily run pays for 4e8 days: the last run falls past
+    9999-12-31 (the benchmark's pipeline found ppdm run's report failing on it)."""
+    ahead = year_ahead(unit="epsilon", budget=1e9, spent=2.5, per_run=2.5, today=dt.date(2026, 11, 27))
+    assert ahead.runs_fit == 399_999_999
+    assert ahead.last_fit == "after 9999-12-31" and ahead.refused == "after 9999-12-31"
+    assert ahead.when_next == "2026-11-28"

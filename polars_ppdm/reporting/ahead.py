@@ -68,6 +68,14 @@ def _fits(left: float, per_run: float) -> int:
     return n
 
 
+def _day(base: dt.date, days: int) -> str:
+    """The day ``days`` after ``base``, ISO; past the calendar's end (a budget that pays
+    for more than ~8,000 years of daily runs) it says so rather than failing the report."""
+    if days > (dt.date.max - base).days:
+        return f"after {dt.date.max.isoformat()}"
+    return (base + dt.timedelta(days=days)).isoformat()
+
+
 def year_ahead(
     *,
     unit: str,
@@ -91,7 +99,7 @@ def year_ahead(
         cadence = "day"
 
         def when(k: int) -> str:
-            return (today + dt.timedelta(days=k)).isoformat()
+            return _day(today, k)
 
     elif first.start is None:
         cadence = "period"
@@ -105,7 +113,7 @@ def year_ahead(
 
         def when(k: int) -> str:
             # Period p is published once it is over: as of the first day of period p + 1.
-            return (start + dt.timedelta(days=(first.through + 1 + k) * days)).isoformat()
+            return _day(start, (first.through + 1 + k) * days)
 
     possible = min((c.horizon - 1 - c.through for c in continual), default=None)
     if possible is not None:
