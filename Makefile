@@ -41,14 +41,19 @@ $(VENV)/.created:
 # cargo is on PATH; without it, or if the build fails, the pure-Python kernels serve (the
 # same bits, slower on many cores). Rebuilt when the crate changes. Built for this
 # machine: where its CPU has VAES (and AVX-512), the AES code is compiled for them (twice
-# the speed of the aes crate's run-time dispatch, measured); that .venv is then not for
-# CPUs without them.
+# the speed of the aes crate's run-time dispatch, measured). The features are written to
+# .venv/ppdm-native-features, and polars_ppdm does not load the extension on a CPU that
+# lacks one (a .venv copied elsewhere gets the pure kernels, not an illegal instruction).
+# rustup's cargo is found in ~/.cargo/bin even when the shell has not sourced its env.
 NATIVE_FLAGS = $(shell for f in aes ssse3 avx2 vaes avx512f; do grep -qw $$f /proc/cpuinfo 2>/dev/null && printf '+%s,' $$f; done)
 $(VENV)/.native: native/Cargo.toml native/Cargo.lock native/src/lib.rs | $(VENV)/.created
-	@if command -v cargo >/dev/null 2>&1; then \
+	@PATH="$$PATH:$$HOME/.cargo/bin"; rm -f $(VENV)/ppdm-native-features; \
+	if command -v cargo >/dev/null 2>&1; then \
 	  echo "building the compiled kernels (native/, about a minute)"; \
 	  flags=; case "$(NATIVE_FLAGS)" in *+vaes,*) flags="-Ctarget-feature=$(NATIVE_FLAGS:%,=%)";; esac; \
-	  RUSTFLAGS="$$flags" $(PIP) ./native || echo "the compiled kernels did not build: the pure-Python kernels are used"; \
+	  if RUSTFLAGS="$${RUSTFLAGS:+$$RUSTFLAGS }$$flags" $(PIP) ./native; then \
+	    [ -z "$$flags" ] || echo "$(NATIVE_FLAGS)" | tr -d '+' | tr ',' ' ' > $(VENV)/ppdm-native-features; \
+	  else echo "the compiled kernels did not build: the pure-Python kernels are used"; fi; \
 	else echo "cargo not found: the pure-Python kernels are used (install Rust for the compiled ones)"; fi
 	@touch $@
 

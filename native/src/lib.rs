@@ -203,7 +203,7 @@ fn bit_at(bits: &[u8], at: usize) -> u8 {
 
 /// The bitmap holds a bit for every key from `bit_offset` on.
 fn check_bitmap(bits: &View, bit_offset: usize, keys: usize) -> PyResult<()> {
-    if bits.len * 8 < bit_offset + keys {
+    if bit_offset.checked_add(keys).is_none_or(|end| bits.len * 8 < end) {
         return Err(PyValueError::new_err(format!(
             "'bits' needs one bit per key: {keys} keys from bit {bit_offset} of a {}-byte bitmap.",
             bits.len

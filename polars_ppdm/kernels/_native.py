@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 
 __all__ = ["FUNCTIONS", "NATIVE", "load"]
@@ -41,6 +43,17 @@ def load() -> ModuleType | None:
     """The extension module, or None (not installed, out of date, or ``PPDM_NATIVE=0``)."""
     if os.environ.get("PPDM_NATIVE", "1").strip() == "0":
         return None
+    lacking = _features_lacking()
+    if lacking:
+        warnings.warn(
+            f"The compiled kernels (polars_ppdm_native) were built for CPU features this CPU lacks "
+            f"({', '.join(lacking)}): they are not loaded (they would stop the process with an illegal "
+            "instruction). The pure-Python kernels are used (the same bits, slower); rebuild them on "
+            "this machine with `make test` or `pip install ./native`.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
     try:
         module = importlib.import_module("polars_ppdm_native")
     except ImportError:
@@ -56,6 +69,23 @@ def load() -> ModuleType | None:
         )
         return None
     return module
+
+
+def _features_lacking(features: Path | None = None, cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The CPU features the extension was compiled for (``ppdm-native-features`` beside the
+    environment, written by the Makefile) that this CPU's flags lack; empty when either
+    file is absent (a build for any CPU, or a system without /proc/cpuinfo)."""
+    features = Path(sys.prefix) / "ppdm-native-features" if features is None else features
+    try:
+        wanted = features.read_text().split()
+        text = cpuinfo.read_text()
+    except OSError:
+        return []
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return [f for f in wanted if f not in flags] if flags else []
 
 
 NATIVE: ModuleType | None = load()

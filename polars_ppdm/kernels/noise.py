@@ -62,7 +62,7 @@ def _compiled_noise(
     native = _native.NATIVE
     if native is None:
         return None
-    _check_secret(secret)
+    secret = _check_secret(secret)
     keys = np.ascontiguousarray(_as_keys(keys))
     if values is None:
         steps = [int(stream)]

@@ -150,10 +150,13 @@ def fnv1a_64(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     return hashes
 
 
-def _check_secret(secret: bytes) -> None:
+def _check_secret(secret: bytes) -> bytes:
+    """The secret as ``bytes`` (the compiled kernels take nothing else; pyca also takes a
+    bytearray), once its length is checked."""
     if len(secret) not in (16, 32):
         msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {len(secret)} bytes."
         raise ValueError(msg)
+    return bytes(secret)
 
 
 def _encryptor(secret: bytes) -> CipherContext:
@@ -199,8 +202,7 @@ class _BlockBuffers:
         between whole blocks, and the buffers are borrowed by one call at a time.  With
         the compiled kernel, the checked secret itself."""
         if _native.NATIVE is not None:
-            _check_secret(secret)
-            return bytes(secret)
+            return _check_secret(secret)
         if self._encryptor is None or secret != self._secret:
             self._encryptor = _encryptor(secret)
             self._secret = secret

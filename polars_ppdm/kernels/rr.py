@@ -189,7 +189,7 @@ def keep_decisions(codes: np.ndarray, p: float, secret: bytes, stream: int, keys
     native = _native.NATIVE
     if native is not None and codes.dtype in (np.bool_, np.uint8) and len(codes) == len(keys):
         # One call without the GIL: the blocks, AES and the compare, per row.
-        _check_secret(secret)
+        secret = _check_secret(secret)
         native.keep_codes_into(
             secret,
             value_stream(stream),
@@ -250,7 +250,7 @@ def keep_decisions_bits(
     bits = np.asarray(bits)
     if native is not None and bits.dtype == np.uint8 and bits.ndim == 1 and int(bit_offset) >= 0:
         # One call without the GIL: each row's bit, its block, AES and the compare.
-        _check_secret(secret)
+        secret = _check_secret(secret)
         native.keep_bits_into(
             secret,
             value_stream(stream),

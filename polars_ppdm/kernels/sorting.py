@@ -63,10 +63,16 @@ def sort_path() -> str:
     if forced in ("numpy", "polars"):
         return forced
     global _measured
-    with _lock:  # one measurement per process, even when column threads ask together
-        if _measured is None:
-            _measured = _calibrate()
-        return _measured
+    if _measured is None:
+        # Measured outside the lock: Polars' sort runs on Polars' thread pool, whose workers
+        # may be the very threads waiting here (map_batches), so holding the lock over it
+        # could deadlock.  Threads that ask together may each measure; the first published
+        # result stands (any answer gives the same bits).
+        measured = _calibrate()
+        with _lock:
+            if _measured is None:
+                _measured = measured
+    return _measured
 
 
 def _calibrate() -> str:

@@ -191,3 +191,36 @@ def test_an_extension_lacking_a_kernel_is_not_used(monkeypatch):
     monkeypatch.setitem(sys.modules, "polars_ppdm_native", stale)
     with pytest.warns(RuntimeWarning, match="lack prf_words_into.*rebuild them"):
         assert _native.load() is None
+
+
+def test_a_bytearray_secret_works_on_both_paths(monkeypatch):
+    """pyca takes a bytearray key; the compiled kernels took only bytes and failed with a
+    TypeError where the pure path gave the draws."""
+    keys, codes = np.arange(50, dtype=np.uint64), np.arange(50) % 2 == 0
+    for secret in (bytearray(range(16)), bytearray(range(32))):
+        fast, pure = both(
+            monkeypatch,
+            lambda secret=secret: [
+                rr.keep_decisions(codes, 0.7, secret, 3, keys),
+                rr.keep_decisions_bits(np.packbits(codes, bitorder="little"), 0, 0.7, secret, 3, keys),
+                noise.uniform_noise(secret, 3, keys, 2.0),
+                prf.uniform(secret, 3, keys),
+                prf.encrypt_blocks(secret, 3, keys),
+            ],
+        )
+        assert_same(fast, pure)
+
+
+def test_an_extension_built_for_features_this_cpu_lacks_is_not_loaded(tmp_path, monkeypatch):
+    """A .venv built where the CPU has VAES, used on one without: the extension is not
+    imported (it would die on an illegal instruction); the pure kernels serve."""
+    features, cpuinfo = tmp_path / "ppdm-native-features", tmp_path / "cpuinfo"
+    features.write_text("aes ssse3 avx2 vaes\n")
+    cpuinfo.write_text("processor : 0\nflags : fpu sse2 aes ssse3 avx2\n")
+    assert _native._features_lacking(features, cpuinfo) == ["vaes"]
+    cpuinfo.write_text("processor : 0\nflags : fpu sse2 aes ssse3 avx2 vaes\n")
+    assert _native._features_lacking(features, cpuinfo) == []
+    assert _native._features_lacking(tmp_path / "absent", cpuinfo) == []
+    monkeypatch.setattr(_native, "_features_lacking", lambda: ["vaes"])
+    with pytest.warns(RuntimeWarning, match=r"lacks \(vaes\).*not loaded"):
+        assert _native.load() is None
