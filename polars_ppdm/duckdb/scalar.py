@@ -190,7 +190,14 @@ def _rr_binary_udf(x, p, epsilon, secret, key, stream):
     from polars_ppdm.kernels import _native, prf
 
     func, native, values, keys = "ppdm_rr_disguise", _native.NATIVE, one_array(x), one_array(key)
-    if native is None or len(values) == 0 or not _plain_bitmaps(values, keys):
+    if (
+        native is None
+        or len(values) == 0
+        or not _plain_bitmaps(values, keys)
+        or len(keys) != len(values)
+        # The kernel reads the keys as aligned u64 (DuckDB's vectors are; a slice may not be).
+        or (keys.buffers()[1].address + keys.offset * 8) % 8
+    ):
         return _disguise_arrow(func, x, None, p, epsilon, secret, key, stream)
     p_value = constant(p, "p", func, optional=True)
     epsilon_value = constant(epsilon, "epsilon", func, optional=True)
@@ -206,7 +213,9 @@ def _rr_binary_udf(x, p, epsilon, secret, key, stream):
         secret_key, prf.value_stream(word), bits, values.offset, _bigint_keys(keys), threshold, flipped
     )
     valid = validity.slice(start, len(flipped)) if values.null_count else None
-    return pa.BooleanArray.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=values.null_count)
+    return pa.BooleanArray.from_buffers(
+        pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=values.null_count
+    )
 
 
 def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):
