@@ -212,6 +212,24 @@ fn check_bitmap(bits: &View, bit_offset: usize, keys: usize) -> PyResult<()> {
     Ok(())
 }
 
+/// The checked views of a bitmap kernel's arguments: the bitmap (a bit per key from
+/// `bit_offset`), the keys, and an output of `out_len(keys)` bytes sharing no memory with them.
+fn bitmap_views(
+    bits: &Bound<'_, PyAny>,
+    bit_offset: usize,
+    keys: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    out_len: fn(usize) -> usize,
+) -> PyResult<(View, View, View)> {
+    let bits = view(bits, "bits", 1, false)?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 1, true)?;
+    apart(&out, &[&bits, &keys])?;
+    check_len("out", out.len, out_len(keys.len))?;
+    check_bitmap(&bits, bit_offset, keys.len)?;
+    Ok((bits, keys, out))
+}
+
 /// The value-keyed blocks `(base XOR bit) || key` of one batch, from bit `first` of the
 /// bitmap on, encrypted in place.
 fn bitmap_blocks(cipher: &Cipher, batch: &mut [Block], bits: &[u8], first: usize, base: u64, keys: &[u64]) {
@@ -237,12 +255,7 @@ fn keep_bits_into(
     out: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let cipher = Cipher::new(secret)?;
-    let bits = view(bits, "bits", 1, false)?;
-    let keys = view(keys, "keys", 8, false)?;
-    let out = view(out, "out", 1, true)?;
-    apart(&out, &[&bits, &keys])?;
-    check_len("out", out.len, keys.len)?;
-    check_bitmap(&bits, bit_offset, keys.len)?;
+    let (bits, keys, out) = bitmap_views(bits, bit_offset, keys, out, |n| n)?;
     py.detach(|| {
         let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
         let mut batch = [Block::default(); BATCH];
@@ -274,12 +287,7 @@ fn disguise_bits_into(
     out: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let cipher = Cipher::new(secret)?;
-    let bits = view(bits, "bits", 1, false)?;
-    let keys = view(keys, "keys", 8, false)?;
-    let out = view(out, "out", 1, true)?;
-    apart(&out, &[&bits, &keys])?;
-    check_len("out", out.len, keys.len.div_ceil(8))?;
-    check_bitmap(&bits, bit_offset, keys.len)?;
+    let (bits, keys, out) = bitmap_views(bits, bit_offset, keys, out, |n| n.div_ceil(8))?;
     py.detach(|| {
         let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
         dst.fill(0);
