@@ -120,3 +120,21 @@ def test_the_jobs_use_the_same_words_and_writes_not_twins():
         assert getattr(config, name) is getattr(steps, name), name
     for name in ("atomic_path", "remove_stale", "replace_whole", "write_bytes_atomic"):
         assert getattr(atomic, name) is getattr(_durable, name), name
+
+
+def test_kernels_import_no_dataframe_library_at_module_level():
+    """DESIGN.md: kernels are NumPy and know nothing of dataframes.  A kernel may borrow
+    Polars' sort inside a function (kernels/sorting.py); importing a kernel never loads
+    Polars, DuckDB, PyArrow or Spark."""
+    kernels = ROOT / "kernels"
+    banned = {"polars", "duckdb", "pyarrow", "pyspark", "pandas"}
+    found = []
+    for path in sorted(kernels.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in banned]
+    assert found == [], found

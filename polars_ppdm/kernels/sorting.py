@@ -34,7 +34,6 @@ import threading
 import time
 
 import numpy as np
-import polars as pl
 
 __all__ = ["SMALL", "sort_path", "sort_words", "stable_arg_sort"]
 
@@ -94,6 +93,10 @@ def _numpy_sort(words: np.ndarray) -> None:
 
 
 def _polars_sort(words: np.ndarray) -> None:
+    # Imported here: the kernels borrow Polars' sort on NumPy buffers and know nothing
+    # else of it (DESIGN.md: kernels import no dataframe library at module level).
+    import polars as pl
+
     words[:] = pl.Series(words).sort().to_numpy()
 
 
@@ -132,6 +135,8 @@ def stable_arg_sort(keys: np.ndarray) -> np.ndarray:
         or os.environ.get("PPDM_SORT", "").strip().lower() == "numpy"
     ):
         return np.argsort(keys, kind="stable")
+    import polars as pl
+
     frame = pl.DataFrame({"k": keys})
     order = frame.select(pl.arg_sort_by("k", maintain_order=True)).to_series()
     return order.cast(pl.Int64).to_numpy()
