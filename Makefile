@@ -46,7 +46,7 @@ $(VENV)/.created:
 # lacks one (a .venv copied elsewhere gets the pure kernels, not an illegal instruction).
 # rustup's cargo is found in ~/.cargo/bin even when the shell has not sourced its env.
 NATIVE_FLAGS = $(shell for f in aes ssse3 avx2 vaes avx512f; do grep -qw $$f /proc/cpuinfo 2>/dev/null && printf '+%s,' $$f; done)
-$(VENV)/.native: native/Cargo.toml native/Cargo.lock native/src/lib.rs | $(VENV)/.created
+$(VENV)/.native: native/Cargo.toml native/Cargo.lock $(wildcard native/src/*.rs) | $(VENV)/.created
 	@PATH="$$PATH:$$HOME/.cargo/bin"; rm -f $(VENV)/ppdm-native-features; \
 	if command -v cargo >/dev/null 2>&1; then \
 	  echo "building the compiled kernels (native/, about a minute)"; \
@@ -136,11 +136,15 @@ test-kill: $(VENV)/.test
 test-fuzz-slow: $(VENV)/.test
 	HYPOTHESIS_PROFILE=slow PPDM_FUZZ_TABLE=1 $(PYTEST) -p no:cacheprovider tests/fuzz
 
-# Both tools run even when the first finds something; the target fails if either did.
+# Every tool runs even when an earlier one finds something; the target fails if any did.
+# The compiled kernels' Rust (native/) is checked where cargo is installed.
 check: $(VENV)/.lint
-	@status=0; \
+	@status=0; PATH="$$PATH:$$HOME/.cargo/bin"; \
 	  $(BIN)/ruff check . || status=1; \
 	  $(BIN)/mypy || status=1; \
+	  if cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; then \
+	    (cd native && cargo fmt --check && cargo clippy --quiet --release -- -D warnings) || status=1; \
+	  else echo "cargo fmt / clippy not found: native/ not checked"; fi; \
 	  exit $$status
 
 # The documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link, a missing

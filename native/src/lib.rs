@@ -14,6 +14,8 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+mod plugin;
+
 /// Blocks encrypted per batch (15 KiB on the stack): a multiple of every backend's
 /// parallel width (AES-NI 8, VAES-256 30, VAES-512 64 blocks), so no block of a full
 /// batch goes through the one-block path.
@@ -26,12 +28,15 @@ enum Cipher {
 
 impl Cipher {
     fn new(secret: &[u8]) -> PyResult<Self> {
+        Self::of(secret).map_err(PyValueError::new_err)
+    }
+
+    /// The cipher of a 16- or 32-byte secret (without Python: the plugins call it too).
+    fn of(secret: &[u8]) -> Result<Self, String> {
         match secret.len() {
             16 => Ok(Cipher::A128(Aes128::new_from_slice(secret).expect("16 bytes"))),
             32 => Ok(Cipher::A256(Aes256::new_from_slice(secret).expect("32 bytes"))),
-            n => Err(PyValueError::new_err(format!(
-                "The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {n} bytes."
-            ))),
+            n => Err(format!("The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {n} bytes.")),
         }
     }
 
@@ -78,7 +83,7 @@ fn view(obj: &Bound<'_, PyAny>, name: &str, item_size: usize, writable: bool) ->
     }
     let address = buffer.buf_ptr() as usize;
     // A slice of u64 or f64 must be aligned (a NumPy view at an odd byte offset is not).
-    if address % item_size != 0 {
+    if !address.is_multiple_of(item_size) {
         return Err(PyValueError::new_err(format!(
             "'{name}' must be aligned to {item_size} bytes (copy it with numpy.ascontiguousarray)."
         )));
@@ -132,12 +137,7 @@ fn check_len(name: &str, got: usize, want: usize) -> PyResult<()> {
 
 /// AES-ECB of the blocks of `plain` into `out`: both (n, 2) uint64, little-endian.
 #[pyfunction]
-fn encrypt_into(
-    py: Python<'_>,
-    secret: &[u8],
-    plain: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-) -> PyResult<()> {
+fn encrypt_into(py: Python<'_>, secret: &[u8], plain: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
     let cipher = Cipher::new(secret)?;
     let plain = view(plain, "plain", 8, false)?;
     let out = view(out, "out", 8, true)?;
@@ -451,11 +451,7 @@ impl PortableMath<'_> {
         let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
         let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
         let q = quadrant as usize;
-        let out = if q & 1 == 1 {
-            s + (s * cos_a_minus_1 + c * sin_a)
-        } else {
-            c + (c * cos_a_minus_1 - s * sin_a)
-        };
+        let out = if q & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
         out * QUADRANT_SIGN[q]
     }
 }
@@ -513,37 +509,90 @@ fn noise_into(
     }
     py.detach(|| {
         let math = unsafe {
-            PortableMath { minus_log_centres: centres.slice::<f64>(), sines: sines.slice::<f64>(), cosines: cosines.slice::<f64>() }
+            PortableMath {
+                minus_log_centres: centres.slice::<f64>(),
+                sines: sines.slice::<f64>(),
+                cosines: cosines.slice::<f64>(),
+            }
         };
         let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<f64>()) };
         let values = values.as_ref().map(|v| unsafe { v.slice::<f64>() });
-        let mut batch = [Block::default(); BATCH];
-        for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
-            let m = keys.len();
-            for (block, &key) in batch.iter_mut().zip(keys) {
-                set_block(block, steps[0], key);
-            }
-            cipher.encrypt(&mut batch[..m]);
-            if let Some(values) = values {
-                let values = &values[c * BATCH..c * BATCH + m];
-                for (block, &v) in batch[..m].iter_mut().zip(values) {
-                    let w = word(block, 0);
-                    set_block(block, steps[1], w ^ (v + 0.0).to_bits());
-                }
-                cipher.encrypt(&mut batch[..m]);
-            }
-            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
-                let u0 = unit_double(word(block, 0));
-                *d = if gaussian {
-                    let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
-                    scale * radius * math.cos_two_pi(unit_double(word(block, 1)))
-                } else {
-                    (2.0 * u0 - 1.0) * scale
-                };
-            }
-        }
+        fill_noise(&cipher, &steps, keys, values, gaussian, scale, &math, dst);
     });
     Ok(())
+}
+
+/// The noise of `noise_into` into `dst` (one per key): the chained blocks, then the
+/// uniform or Gaussian steps. The Polars plugin calls it too.
+#[allow(clippy::too_many_arguments)]
+fn fill_noise(
+    cipher: &Cipher,
+    steps: &[u64],
+    keys: &[u64],
+    values: Option<&[f64]>,
+    gaussian: bool,
+    scale: f64,
+    math: &PortableMath<'_>,
+    dst: &mut [f64],
+) {
+    let mut batch = [Block::default(); BATCH];
+    for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
+        let m = keys.len();
+        for (block, &key) in batch.iter_mut().zip(keys) {
+            set_block(block, steps[0], key);
+        }
+        cipher.encrypt(&mut batch[..m]);
+        if let Some(values) = values {
+            let values = &values[c * BATCH..c * BATCH + m];
+            for (block, &v) in batch[..m].iter_mut().zip(values) {
+                let w = word(block, 0);
+                set_block(block, steps[1], w ^ (v + 0.0).to_bits());
+            }
+            cipher.encrypt(&mut batch[..m]);
+        }
+        for (d, block) in dst.iter_mut().zip(&batch[..m]) {
+            let u0 = unit_double(word(block, 0));
+            *d = if gaussian {
+                let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
+                scale * radius * math.cos_two_pi(unit_double(word(block, 1)))
+            } else {
+                (2.0 * u0 - 1.0) * scale
+            };
+        }
+    }
+}
+
+/// Registers a secret for the Polars plugins under `handle` (its fingerprint, computed by
+/// `polars_ppdm/perturb/_plugin.py`): query plans then carry the handle, not the secret.
+#[pyfunction]
+fn register_secret(handle: u64, secret: &[u8]) -> PyResult<()> {
+    plugin::register_secret(handle, secret).map_err(PyValueError::new_err)
+}
+
+/// Hands the `portable_math` tables to the Polars plugins (once per process; the same
+/// tables `noise_into` is given per call).
+#[pyfunction]
+fn register_noise_tables(
+    minus_log_centres: &Bound<'_, PyAny>,
+    sines: &Bound<'_, PyAny>,
+    cosines: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let read = |obj, name| -> PyResult<Vec<f64>> {
+        let v = view(obj, name, 8, false)?;
+        Ok(unsafe { v.slice::<f64>() }.to_vec())
+    };
+    let tables = (read(minus_log_centres, "minus_log_centres")?, read(sines, "sines")?, read(cosines, "cosines")?);
+    if tables.0.len() != 55 * 1024 || tables.1.len() != 1024 || tables.2.len() != 1024 {
+        return Err(PyValueError::new_err("the portable_math tables have the wrong sizes."));
+    }
+    plugin::register_noise_tables(tables);
+    Ok(())
+}
+
+/// The Polars expression plugins this library exports (`_polars_plugin_<name>`).
+#[pyfunction]
+fn plugins() -> Vec<&'static str> {
+    vec!["rr_keep_bool", "add_noise_f64"]
 }
 
 /// The CPU features the AES backend uses here (for benchmarks' reports).
@@ -568,6 +617,9 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(disguise_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(noise_into, m)?)?;
+    m.add_function(wrap_pyfunction!(register_secret, m)?)?;
+    m.add_function(wrap_pyfunction!(register_noise_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
     Ok(())
 }

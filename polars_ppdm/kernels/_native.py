@@ -36,6 +36,8 @@ FUNCTIONS = (
     "disguise_bits_into",
     "chained_words_into",
     "noise_into",
+    "register_secret",
+    "plugins",
 )
 
 

@@ -28,6 +28,7 @@ from polars_ppdm._validation import check_choice, check_columns, check_numeric, 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.perturb._plugin import noise_plugin, plugin_errors, plugin_key_dtype
 from polars_ppdm.perturb.rr import key_expr
 from polars_ppdm.secret import SecretLike, resolve_secret
 
@@ -239,7 +240,22 @@ def add_noise(
     for value in scales.values():
         check_drawable(value, func)
     secret = resolve_secret(secret)
-    exprs = [
-        add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key).alias(c) for c in cols
-    ]
-    return like(frame, as_lazy(frame).with_columns(exprs))
+    key_dtype = pl.UInt64 if key is None else schema[key]
+    exprs = []
+    for c in cols:
+        # The compiled plugin where it serves (an integer key), else map_batches: same bits.
+        expr = None
+        if plugin_key_dtype(key_dtype):
+            expr = noise_plugin(
+                pl.col(c),
+                key_expr(key),
+                gaussian=dist == "gaussian",
+                scale=scales[c],
+                secret=secret.key,
+                stream=stream_id("add_noise/" + c),
+            )
+        if expr is None:
+            expr = add_noise_expr(pl.col(c), dist=dist, scale=scales[c], secret=secret, key=key)
+        exprs.append(expr.alias(c))
+    with plugin_errors():
+        return like(frame, as_lazy(frame).with_columns(exprs))

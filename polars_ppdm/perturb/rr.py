@@ -31,6 +31,7 @@ from polars_ppdm.kernels.rr import (
     record_words,
     whole_record_keep,
 )
+from polars_ppdm.perturb._plugin import plugin_errors, plugin_key_dtype, rr_boolean_plugin
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = ["disguise_series", "rr_disguise", "rr_disguise_expr", "whole_record_stream"]
@@ -354,13 +355,16 @@ def rr_disguise(
     secret = resolve_secret(secret)
     cols = design.columns
     if mode == "per_attribute":
-        exprs = [
-            rr_disguise_expr(
-                pl.col(c), p=design.p[c], secret=secret, key=key, categories=design.domains[c].categories
-            )
-            for c in cols
-        ]
-        return like(frame, as_lazy(frame).with_columns(exprs))
+        exprs = []
+        for c in cols:
+            expr = _compiled_boolean(c, schema, key, p=design.p[c], secret=secret.key)
+            if expr is None:
+                expr = rr_disguise_expr(
+                    pl.col(c), p=design.p[c], secret=secret, key=key, categories=design.domains[c].categories
+                )
+            exprs.append(expr)
+        with plugin_errors():
+            return like(frame, as_lazy(frame).with_columns(exprs))
     coin = _whole_record_coin(
         secret.key, whole_record_stream(cols), design.p[cols[0]], key, cols, [design.domains[c] for c in cols]
     )
@@ -374,6 +378,21 @@ def rr_disguise(
         for c in cols
     ]
     return like(frame, as_lazy(frame).with_columns(negated))
+
+
+def _compiled_boolean(
+    column: str, schema: pl.Schema, key: str | None, *, p: float, secret: bytes
+) -> pl.Expr | None:
+    """The compiled plugin's expression for a Boolean column with an integer key (or the
+    row position), the same bits as :func:`rr_disguise_expr`; None where it does not
+    serve (other dtypes, or no compiled kernels), and the caller takes that path."""
+    key_dtype = pl.UInt64 if key is None else schema[key]
+    if schema[column] != pl.Boolean or not plugin_key_dtype(key_dtype):
+        return None
+    keep = keep_probability(p, None, 2, "rr_disguise", column=column)
+    return rr_boolean_plugin(
+        pl.col(column), key_expr(key), keep=keep, secret=secret, stream=stream_id(column)
+    )
 
 
 def _whole_record_coin(

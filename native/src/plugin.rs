@@ -1,0 +1,701 @@
+//! Polars expression plugins: randomized response on a Boolean column run inside Polars'
+//! own threads, without Python and without the GIL (issue 30: a `map_batches` callback
+//! holds the GIL for its Python glue, so a second thread gained 1.37x at most).
+//!
+//! Polars loads this same shared library by path (`polars.plugins.register_plugin_function`)
+//! and calls the `_polars_plugin_*` symbols with the shared-library ABI of `polars-ffi`
+//! ("version 0": Series as Arrow C data interface arrays). The structs below are that ABI,
+//! written out here rather than taken from the `polars` crates: those would compile for
+//! minutes (set-up time counts) and pin one Polars version, while the ABI has stayed the
+//! same since Polars 0.20. `polars_ppdm/perturb/_plugin.py` registers the expressions, and
+//! `tests/test_plugins.py` holds them to the same bits as the NumPy path.
+//!
+//! Same bits as `keep_bits_into`: row i keeps its value where word 0 of
+//! `AES((base XOR bit_i) || key_i)` is below `threshold`, and `value == kept` is the output.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use aes::Block;
+
+use super::{BATCH, Cipher, PortableMath, bit_at, fill_noise, set_block, word};
+
+// ---- The Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)
+
+#[repr(C)]
+pub struct ArrowSchema {
+    format: *const c_char,
+    name: *const c_char,
+    metadata: *const c_char,
+    flags: i64,
+    n_children: i64,
+    children: *mut *mut ArrowSchema,
+    dictionary: *mut ArrowSchema,
+    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
+    private_data: *mut c_void,
+}
+
+#[repr(C)]
+pub struct ArrowArray {
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    n_buffers: i64,
+    n_children: i64,
+    buffers: *mut *const c_void,
+    children: *mut *mut ArrowArray,
+    dictionary: *mut ArrowArray,
+    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
+    private_data: *mut c_void,
+}
+
+/// `polars_ffi::version_0::SeriesExport`: a Series as a field and its chunks.
+#[repr(C)]
+pub struct SeriesExport {
+    field: *mut ArrowSchema,
+    arrays: *mut *mut ArrowArray,
+    len: usize,
+    release: Option<unsafe extern "C" fn(*mut SeriesExport)>,
+    private_data: *mut c_void,
+}
+
+/// `polars_ffi::version_0::CallerContext` (unused: the kernel is one thread per call).
+#[repr(C)]
+pub struct CallerContext {
+    bitflags: u64,
+}
+
+// ---- Errors: Polars reads the last one after a call that returned no Series.
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(message: &str) {
+    let message = CString::new(message.replace('\0', " ")).expect("no NUL left");
+    LAST_ERROR.with(|last| *last.borrow_mut() = message);
+}
+
+/// # Safety
+/// Called by Polars on the thread whose call failed; the pointer lives until that thread's
+/// next failing call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _polars_plugin_get_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// The plugin ABI version, `major << 16 | minor`: 0.1 (Series exported with the newest
+/// Arrow layouts, as `polars-ffi` 0.1).
+#[unsafe(no_mangle)]
+pub extern "C" fn _polars_plugin_get_version() -> u32 {
+    1
+}
+
+// ---- Reading inputs
+
+/// One input Series, owned: its chunks are released, then the export itself, when dropped.
+struct Input {
+    export: SeriesExport,
+}
+
+impl Input {
+    fn field(&self) -> &ArrowSchema {
+        unsafe { &*self.export.field }
+    }
+
+    fn chunks(&self) -> impl Iterator<Item = &ArrowArray> {
+        (0..self.export.len).map(move |i| unsafe { &**self.export.arrays.add(i) })
+    }
+
+    fn len(&self) -> usize {
+        self.chunks().map(|a| a.length as usize).sum()
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        for i in 0..self.export.len {
+            let array = unsafe { *self.export.arrays.add(i) };
+            if let Some(release) = unsafe { (*array).release } {
+                unsafe { release(array) };
+            }
+        }
+        if let Some(release) = self.export.release {
+            unsafe { release(&mut self.export) };
+        }
+    }
+}
+
+fn format_of(schema: &ArrowSchema) -> &str {
+    unsafe { CStr::from_ptr(schema.format) }.to_str().unwrap_or("?")
+}
+
+fn name_of(schema: &ArrowSchema) -> String {
+    if schema.name.is_null() {
+        return String::new();
+    }
+    unsafe { CStr::from_ptr(schema.name) }.to_string_lossy().into_owned()
+}
+
+/// A bitmap buffer of a chunk (validity or Boolean values) and the bit of its first row.
+fn bitmap(array: &ArrowArray, buffer: usize) -> Option<(&[u8], usize)> {
+    let address = unsafe { *array.buffers.add(buffer) } as *const u8;
+    if address.is_null() {
+        return None;
+    }
+    let bits = (array.offset + array.length) as usize;
+    Some((unsafe { std::slice::from_raw_parts(address, bits.div_ceil(8)) }, array.offset as usize))
+}
+
+/// A key column's 64-bit words and the validity of its keys (None: no key is null).
+type RowKeys<'a> = (std::borrow::Cow<'a, [u64]>, Option<Vec<u8>>);
+
+/// The 64-bit row keys of an integer key column, as `polars_ppdm._encoding.row_keys`:
+/// the two's-complement pattern of the value as Int64, or the UInt64 itself. A single
+/// 64-bit chunk is borrowed as it is; anything else is widened into a new vector.
+/// Alongside, the validity of each row's key (None: no key is null).
+fn row_keys(keys: &Input) -> Result<RowKeys<'_>, String> {
+    let format = format_of(keys.field());
+    let width = match format {
+        "c" | "C" => 1,
+        "s" | "S" => 2,
+        "i" | "I" => 4,
+        "l" | "L" => 8,
+        other => return Err(format!("internal: the rr plugin got a key column of Arrow format {other:?}")),
+    };
+    let signed = format.chars().all(|c| c.is_ascii_lowercase());
+    let n = keys.len();
+    let any_null = keys.chunks().any(|a| a.null_count != 0);
+    let validity = any_null.then(|| {
+        let mut valid = vec![0u8; n.div_ceil(8)];
+        let mut row = 0;
+        for array in keys.chunks() {
+            let bits = if array.null_count != 0 { bitmap(array, 0) } else { None };
+            for j in 0..array.length as usize {
+                if bits.is_none_or(|(b, f)| bit_at(b, f + j) == 1) {
+                    valid[row >> 3] |= 1 << (row & 7);
+                }
+                row += 1;
+            }
+        }
+        valid
+    });
+    let chunks: Vec<&ArrowArray> = keys.chunks().collect();
+    if width == 8 && chunks.len() == 1 {
+        let array = chunks[0];
+        let data = unsafe { *array.buffers.add(1) } as *const u64;
+        if !data.is_null() && data.is_aligned() {
+            let words = unsafe { std::slice::from_raw_parts(data.add(array.offset as usize), n) };
+            return Ok((std::borrow::Cow::Borrowed(words), validity));
+        }
+    }
+    let mut words = Vec::with_capacity(n);
+    for array in chunks {
+        let data = unsafe { *array.buffers.add(1) } as *const u8;
+        for j in 0..array.length as usize {
+            let at = (array.offset as usize + j) * width;
+            let raw = unsafe { std::slice::from_raw_parts(data.add(at), width) };
+            let mut bytes = [0u8; 8];
+            bytes[..width].copy_from_slice(raw);
+            if signed && raw[width - 1] & 0x80 != 0 {
+                bytes[width..].fill(0xff);
+            }
+            words.push(u64::from_le_bytes(bytes));
+        }
+    }
+    Ok((std::borrow::Cow::Owned(words), validity))
+}
+
+/// Sets bits `from..from + length` of `out`.
+fn set_ones(out: &mut [u8], from: usize, length: usize) {
+    for row in from..from + length {
+        out[row >> 3] |= 1 << (row & 7);
+    }
+}
+
+/// Copies `length` bits of a chunk's bitmap (validity or values), from its bit `first`,
+/// to bits `to..to + length` of `out` (which are 0).
+fn copy_bits(out: &mut [u8], to: usize, bits: &[u8], first: usize, length: usize) {
+    if to.is_multiple_of(8) && first.is_multiple_of(8) {
+        let bytes = length.div_ceil(8);
+        out[to / 8..to / 8 + bytes].copy_from_slice(&bits[first / 8..first / 8 + bytes]);
+        if !length.is_multiple_of(8) {
+            out[(to + length) / 8] &= (1u8 << (length % 8)) - 1;
+        }
+        return;
+    }
+    for j in 0..length {
+        let row = to + j;
+        out[row >> 3] |= bit_at(bits, first + j) << (row & 7);
+    }
+}
+
+/// The validity of a column from bit 0 (None: no nulls), and its null count.
+fn validity(column: &Input) -> (Option<Vec<u8>>, usize) {
+    let n = column.len();
+    let nulls: usize = column.chunks().map(|a| a.null_count as usize).sum();
+    if nulls == 0 {
+        return (None, 0);
+    }
+    let mut valid = vec![0u8; n.div_ceil(8)];
+    let mut row = 0usize;
+    for array in column.chunks() {
+        let length = array.length as usize;
+        match bitmap(array, 0) {
+            Some((v, f)) if array.null_count != 0 => copy_bits(&mut valid, row, v, f, length),
+            _ => set_ones(&mut valid, row, length),
+        }
+        row += length;
+    }
+    (Some(valid), nulls)
+}
+
+/// A row with a value needs a key: it has no identity otherwise (the error of
+/// `polars_ppdm._encoding.row_keys`).
+fn check_keys(
+    func: &str,
+    keys: &Input,
+    key_valid: Option<&[u8]>,
+    validity: Option<&[u8]>,
+    n: usize,
+) -> Result<(), String> {
+    let Some(key_valid) = key_valid else { return Ok(()) };
+    let missing =
+        (0..n).filter(|&row| bit_at(key_valid, row) == 0 && validity.is_none_or(|v| bit_at(v, row) == 1)).count();
+    if missing > 0 {
+        return Err(format!(
+            "The key column '{}' of {func} has {missing} null value(s) in rows that need a random draw; every \
+             such row needs a key.",
+            name_of(keys.field()),
+        ));
+    }
+    Ok(())
+}
+
+// ---- Writing the output
+
+/// The data buffer of an output chunk: bits (Boolean) or float64 values.
+enum Data {
+    Bits(Vec<u8>),
+    Floats(Vec<f64>),
+}
+
+impl Data {
+    fn pointer(&self) -> *const c_void {
+        match self {
+            Data::Bits(v) => v.as_ptr() as *const c_void,
+            Data::Floats(v) => v.as_ptr() as *const c_void,
+        }
+    }
+}
+
+/// The buffers of an output chunk, kept alive until Polars releases the chunk.
+struct OwnedBuffers {
+    _validity: Option<Vec<u8>>,
+    _data: Data,
+    pointers: Box<[*const c_void; 2]>,
+}
+
+unsafe extern "C" fn release_array(array: *mut ArrowArray) {
+    unsafe {
+        drop(Box::from_raw((*array).private_data as *mut OwnedBuffers));
+        (*array).release = None;
+    }
+}
+
+/// A chunk of a Boolean or Float64 column: a validity bitmap (None: no nulls) and the data.
+fn array(data: Data, validity: Option<Vec<u8>>, length: usize, null_count: usize) -> ArrowArray {
+    let pointers =
+        Box::new([validity.as_ref().map_or(std::ptr::null(), |v| v.as_ptr() as *const c_void), data.pointer()]);
+    let mut owned = Box::new(OwnedBuffers { _validity: validity, _data: data, pointers });
+    let buffers = owned.pointers.as_mut_ptr();
+    ArrowArray {
+        length: length as i64,
+        null_count: null_count as i64,
+        offset: 0,
+        n_buffers: 2,
+        n_children: 0,
+        buffers,
+        children: std::ptr::null_mut(),
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_array),
+        private_data: Box::into_raw(owned) as *mut c_void,
+    }
+}
+
+/// The strings of an output schema, kept alive until Polars releases it.
+struct SchemaStrings {
+    _format: CString,
+    _name: CString,
+}
+
+unsafe extern "C" fn release_schema(schema: *mut ArrowSchema) {
+    unsafe {
+        drop(Box::from_raw((*schema).private_data as *mut SchemaStrings));
+        (*schema).release = None;
+    }
+}
+
+fn schema(format: &str, name: &str) -> ArrowSchema {
+    let format = CString::new(format).expect("a format has no NUL");
+    let name = CString::new(name.replace('\0', " ")).expect("no NUL left");
+    let (format_ptr, name_ptr) = (format.as_ptr(), name.as_ptr());
+    ArrowSchema {
+        format: format_ptr,
+        name: name_ptr,
+        metadata: std::ptr::null(),
+        flags: 2, // ARROW_FLAG_NULLABLE
+        n_children: 0,
+        children: std::ptr::null_mut(),
+        dictionary: std::ptr::null_mut(),
+        release: Some(release_schema),
+        private_data: Box::into_raw(Box::new(SchemaStrings { _format: format, _name: name })) as *mut c_void,
+    }
+}
+
+/// What an output SeriesExport owns until Polars has taken its chunk and releases it.
+struct OutputParts {
+    field: Box<ArrowSchema>,
+    arrays: Box<[*mut ArrowArray; 1]>,
+}
+
+unsafe extern "C" fn release_series(export: *mut SeriesExport) {
+    unsafe {
+        let parts = Box::from_raw((*export).private_data as *mut OutputParts);
+        // Polars moved the chunk out (it releases the chunk itself): free only its box.
+        drop(Box::from_raw(parts.arrays[0]));
+        let mut field = parts.field;
+        if let Some(release) = field.release {
+            release(&mut *field);
+        }
+        (*export).release = None;
+    }
+}
+
+fn series(field: ArrowSchema, array: ArrowArray) -> SeriesExport {
+    let mut parts =
+        Box::new(OutputParts { field: Box::new(field), arrays: Box::new([Box::into_raw(Box::new(array))]) });
+    let field = &mut *parts.field as *mut ArrowSchema;
+    let arrays = parts.arrays.as_mut_ptr();
+    SeriesExport {
+        field,
+        arrays,
+        len: 1,
+        release: Some(release_series),
+        private_data: Box::into_raw(parts) as *mut c_void,
+    }
+}
+
+// ---- Secrets: the plan holds a handle, never the secret
+
+/// The ciphers of the secrets registered in this process, by handle. Polars keeps a
+/// plugin's kwargs in the query plan (`LazyFrame.serialize` writes them out), so the
+/// kwargs carry only a handle: a SHA-256 fingerprint of the secret computed by the caller,
+/// from which the secret cannot be recovered.
+static SECRETS: Mutex<BTreeMap<u64, Arc<Cipher>>> = Mutex::new(BTreeMap::new());
+
+pub(crate) fn register_secret(handle: u64, secret: &[u8]) -> Result<(), String> {
+    let cipher = Arc::new(Cipher::of(secret)?);
+    SECRETS.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, cipher);
+    Ok(())
+}
+
+fn registered(handle: u64) -> Result<Arc<Cipher>, String> {
+    SECRETS.lock().unwrap_or_else(|e| e.into_inner()).get(&handle).cloned().ok_or_else(|| {
+        "The secret of this rr_disguise expression is not known in this process: a query plan holds a \
+         handle to its secret, not the secret, so a plan built in another process (or deserialized) cannot \
+         run here. Build the query in this process."
+            .to_string()
+    })
+}
+
+// ---- Arguments
+
+/// The arguments of `rr_keep_bool`, from Polars' pickled kwargs `{"args": bytes}`: the
+/// secret's handle, the value stream's base word, the keep threshold and whether every
+/// row keeps its value (p = 1), as 25 little-endian bytes laid out by
+/// `polars_ppdm/perturb/_plugin.py`.
+struct RrArgs {
+    cipher: Arc<Cipher>,
+    base: u64,
+    threshold: u64,
+    keep_all: bool,
+}
+
+fn argument_bytes(kwargs: &[u8]) -> Result<Vec<u8>, String> {
+    use serde_pickle::{DeOptions, HashableValue, Value};
+    let value = serde_pickle::value_from_slice(kwargs, DeOptions::new()).map_err(|e| format!("internal: {e}"))?;
+    if let Value::Dict(dict) = value
+        && let Some(Value::Bytes(bytes)) = dict.get(&HashableValue::String("args".into()))
+    {
+        return Ok(bytes.clone());
+    }
+    Err("internal: the plugin's kwargs must be {'args': bytes}".into())
+}
+
+impl RrArgs {
+    fn parse(kwargs: &[u8]) -> Result<Self, String> {
+        let bytes = argument_bytes(kwargs)?;
+        if bytes.len() != 25 {
+            return Err(format!("internal: the rr plugin's arguments are 25 bytes, not {}", bytes.len()));
+        }
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        Ok(RrArgs { cipher: registered(u64_at(0))?, base: u64_at(8), threshold: u64_at(16), keep_all: bytes[24] != 0 })
+    }
+}
+
+// ---- rr_keep_bool: randomized response on a Boolean column, keyed by an integer column
+
+/// The output field of a plugin over (values, key): `format`, named as the values, where
+/// the values' Arrow format is `values_format`.
+///
+/// # Safety
+/// Polars' plugin ABI: `fields` holds `len` input schemas, `return_value` is writable.
+unsafe fn output_field(fields: *mut ArrowSchema, len: usize, return_value: *mut ArrowSchema, format: &str, what: &str) {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let fields = unsafe { std::slice::from_raw_parts(fields, len) };
+        match fields.first() {
+            Some(values) if len == 2 && format_of(values) == format => {
+                unsafe { return_value.write(schema(format, &name_of(values))) };
+            }
+            _ => set_error(&format!("internal: the plugin takes {what} and an integer key column")),
+        }
+    }));
+    if result.is_err() {
+        set_error("internal: a plugin panicked while typing its output");
+    }
+}
+
+/// # Safety
+/// As `output_field`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _polars_plugin_field_rr_keep_bool(
+    fields: *mut ArrowSchema,
+    len: usize,
+    return_value: *mut ArrowSchema,
+    _kwargs_ptr: *const u8,
+    _kwargs_len: usize,
+) {
+    unsafe { output_field(fields, len, return_value, "b", "a Boolean column") }
+}
+
+/// # Safety
+/// As `output_field`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _polars_plugin_field_add_noise_f64(
+    fields: *mut ArrowSchema,
+    len: usize,
+    return_value: *mut ArrowSchema,
+    _kwargs_ptr: *const u8,
+    _kwargs_len: usize,
+) {
+    unsafe { output_field(fields, len, return_value, "g", "a Float64 column") }
+}
+
+/// Runs a plugin over its owned inputs and hands Polars its Series or its error.
+///
+/// # Safety
+/// Polars' plugin ABI: `inputs` holds `len` exports this call owns; `kwargs_ptr` holds
+/// `kwargs_len` bytes; `return_value` is writable.
+unsafe fn run(
+    inputs: *mut SeriesExport,
+    len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut SeriesExport,
+    body: fn(&[Input], &[u8]) -> Result<SeriesExport, String>,
+) {
+    // Take ownership of every input first, so each is released however the call ends.
+    let inputs: Vec<Input> = (0..len).map(|i| Input { export: unsafe { std::ptr::read(inputs.add(i)) } }).collect();
+    let kwargs = if kwargs_len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(kwargs_ptr, kwargs_len) } };
+    match catch_unwind(AssertUnwindSafe(|| body(&inputs, kwargs))) {
+        Ok(Ok(out)) => unsafe { return_value.write(out) },
+        Ok(Err(message)) => set_error(&message),
+        Err(_) => set_error("internal: a plugin panicked"),
+    }
+}
+
+/// # Safety
+/// As `run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _polars_plugin_rr_keep_bool(
+    inputs: *mut SeriesExport,
+    len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut SeriesExport,
+    _context: *mut CallerContext,
+) {
+    unsafe { run(inputs, len, kwargs_ptr, kwargs_len, return_value, rr_keep_bool) }
+}
+
+/// # Safety
+/// As `run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _polars_plugin_add_noise_f64(
+    inputs: *mut SeriesExport,
+    len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut SeriesExport,
+    _context: *mut CallerContext,
+) {
+    unsafe { run(inputs, len, kwargs_ptr, kwargs_len, return_value, add_noise_f64) }
+}
+
+fn rr_keep_bool(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
+    let [values, keys] = inputs else {
+        return Err("internal: rr_keep_bool takes a Boolean column and an integer key column".into());
+    };
+    if format_of(values.field()) != "b" {
+        return Err("internal: rr_keep_bool takes a Boolean column".into());
+    }
+    let args = RrArgs::parse(kwargs)?;
+    let n = values.len();
+    if keys.len() != n {
+        return Err(format!("internal: rr_keep_bool got {n} values and {} keys", keys.len()));
+    }
+    let (key_words, key_valid) = row_keys(keys)?;
+
+    // The values' bitmap from bit 0 (one copy: chunks may start anywhere).
+    let mut bits = vec![0u8; n.div_ceil(8)];
+    let mut row = 0usize;
+    for array in values.chunks() {
+        let length = array.length as usize;
+        let (b, first) = bitmap(array, 1).ok_or("internal: a Boolean chunk without values")?;
+        copy_bits(&mut bits, row, b, first, length);
+        row += length;
+    }
+    let (validity, nulls) = validity(values);
+    check_keys("rr_disguise", keys, key_valid.as_deref(), validity.as_deref(), n)?;
+
+    let mut out = vec![0u8; n.div_ceil(8)];
+    if args.keep_all {
+        out.copy_from_slice(&bits);
+    } else {
+        // Rows under a null value (or a null key there) draw too, with whatever bit and
+        // key they hold: the validity hides their output, and branch-free batches are faster.
+        // BATCH is a multiple of 8: each batch starts on a whole byte of `bits` and `out`.
+        let mut batch = [Block::default(); BATCH];
+        for (c, keys) in key_words.chunks(BATCH).enumerate() {
+            let m = keys.len();
+            let bytes = c * BATCH / 8..(c * BATCH + m).div_ceil(8);
+            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
+                let bit = (bits[bytes.start + i / 8] >> (i % 8)) & 1;
+                set_block(block, args.base ^ u64::from(bit), key);
+            }
+            args.cipher.encrypt(&mut batch[..m]);
+            for ((o, &b), blocks) in out[bytes.clone()].iter_mut().zip(&bits[bytes]).zip(batch[..m].chunks(8)) {
+                let mut kept = 0u8;
+                for (k, block) in blocks.iter().enumerate() {
+                    kept |= u8::from(word(block, 0) < args.threshold) << k;
+                }
+                // value == kept: the value where kept, its negation where not.
+                *o = !(b ^ kept);
+            }
+        }
+        // Bits past the last row stay 0.
+        if n % 8 != 0 {
+            out[n >> 3] &= (1u8 << (n % 8)) - 1;
+        }
+    }
+    Ok(series(schema("b", &name_of(values.field())), array(Data::Bits(out), validity, n, nulls)))
+}
+
+// ---- add_noise_f64: x + keyed noise on a Float64 column, keyed by an integer column
+
+static NOISE_TABLES: OnceLock<(Vec<f64>, Vec<f64>, Vec<f64>)> = OnceLock::new();
+
+/// The `portable_math` tables (minus-log centres, sines, cosines), handed over once.
+pub(crate) fn register_noise_tables(tables: (Vec<f64>, Vec<f64>, Vec<f64>)) {
+    let _ = NOISE_TABLES.set(tables);
+}
+
+/// The arguments of `add_noise_f64` (33 little-endian bytes): the secret's handle, the
+/// two stream words of the value-keyed chain, Gaussian or uniform, and the scale.
+struct NoiseArgs {
+    cipher: Arc<Cipher>,
+    steps: [u64; 2],
+    gaussian: bool,
+    scale: f64,
+}
+
+impl NoiseArgs {
+    fn parse(kwargs: &[u8]) -> Result<Self, String> {
+        let bytes = argument_bytes(kwargs)?;
+        if bytes.len() != 33 {
+            return Err(format!("internal: the noise plugin's arguments are 33 bytes, not {}", bytes.len()));
+        }
+        let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        Ok(NoiseArgs {
+            cipher: registered(u64_at(0))?,
+            steps: [u64_at(8), u64_at(16)],
+            gaussian: bytes[24] != 0,
+            scale: f64::from_bits(u64_at(25)),
+        })
+    }
+}
+
+/// The float64 values of a column, from row 0: a single aligned chunk is borrowed.
+/// Under a null, whatever the buffer holds (its noise is drawn and hidden by the validity).
+fn floats(values: &Input) -> Result<std::borrow::Cow<'_, [f64]>, String> {
+    let chunks: Vec<&ArrowArray> = values.chunks().collect();
+    let slice = |array: &ArrowArray| -> Result<&[f64], String> {
+        let data = unsafe { *array.buffers.add(1) } as *const f64;
+        if data.is_null() || !data.is_aligned() {
+            return Err("internal: a Float64 chunk without an aligned data buffer".into());
+        }
+        Ok(unsafe { std::slice::from_raw_parts(data.add(array.offset as usize), array.length as usize) })
+    };
+    if chunks.len() == 1 {
+        return Ok(std::borrow::Cow::Borrowed(slice(chunks[0])?));
+    }
+    let mut out = Vec::with_capacity(values.len());
+    for array in chunks {
+        out.extend_from_slice(slice(array)?);
+    }
+    Ok(std::borrow::Cow::Owned(out))
+}
+
+fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
+    let [values, keys] = inputs else {
+        return Err("internal: add_noise_f64 takes a Float64 column and an integer key column".into());
+    };
+    if format_of(values.field()) != "g" {
+        return Err("internal: add_noise_f64 takes a Float64 column".into());
+    }
+    let args = NoiseArgs::parse(kwargs)?;
+    let (centres, sines, cosines) = NOISE_TABLES.get().ok_or("internal: the noise tables are not registered")?;
+    let n = values.len();
+    if keys.len() != n {
+        return Err(format!("internal: add_noise_f64 got {n} values and {} keys", keys.len()));
+    }
+    let (key_words, key_valid) = row_keys(keys)?;
+    let data = floats(values)?;
+    let (validity, nulls) = validity(values);
+    let is_valid = |row: usize| validity.as_ref().is_none_or(|v| bit_at(v, row) == 1);
+    if (0..n).any(|row| !data[row].is_finite() && is_valid(row)) {
+        return Err(format!(
+            "add_noise: the column '{}' holds NaN or infinite values; replace them or make them null.",
+            name_of(values.field())
+        ));
+    }
+    check_keys("add_noise", keys, key_valid.as_deref(), validity.as_deref(), n)?;
+    // Under a null, the value that keys the noise is 0.0 (as the map_batches path fills
+    // it); nobody sees that noise, but the buffer may hold a NaN there.
+    let data = if nulls > 0 {
+        std::borrow::Cow::Owned((0..n).map(|row| if is_valid(row) { data[row] } else { 0.0 }).collect())
+    } else {
+        data
+    };
+    let math = PortableMath { minus_log_centres: centres, sines, cosines };
+    let mut out = vec![0.0f64; n];
+    fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, &mut out);
+    for (o, &x) in out.iter_mut().zip(data.iter()) {
+        *o += x; // x + r: the bits of Polars' x + r (addition commutes exactly)
+    }
+    Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(out), validity, n, nulls)))
+}

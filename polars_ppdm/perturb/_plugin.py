@@ -1,0 +1,162 @@
+"""Randomized response and additive noise as compiled Polars expression plugins
+(``native/src/plugin.rs``).
+
+A ``map_batches`` step calls back into Python for every morsel and holds the GIL for its
+glue, so Polars' threads queue behind each other (issue 30: a second thread gained 1.37x
+at best).  A plugin runs inside Polars' threads without Python.  They serve where the
+frame-level functions know the dtypes up front: :func:`polars_ppdm.rr_disguise` on a
+Boolean column and :func:`polars_ppdm.add_noise` on a numeric one, each keyed by an
+integer column (or by the row position).  Everything else (the expression namespace,
+other dtypes, string keys), and every call without the compiled kernels
+(``PPDM_NATIVE=0``), takes the ``map_batches`` path, with the same bits
+(``tests/test_plugins.py``).
+
+The query plan holds the plugin's arguments, and :meth:`polars.LazyFrame.serialize`
+writes them out: so they carry a SHA-256 fingerprint of the secret, never the secret.
+The extension keeps the secret in process memory under that handle; a plan taken to
+another process cannot run there (the error says so) rather than run with another key.
+
+Examples
+--------
+>>> import polars as pl
+>>> from polars_ppdm.perturb._plugin import rr_boolean_plugin
+>>> expr = rr_boolean_plugin(pl.col("b"), pl.col("id"), keep=0.8, secret=bytes(16), stream=1)
+>>> expr is None or isinstance(expr, pl.Expr)
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+from polars.plugins import register_plugin_function
+
+from polars_ppdm._encoding import _WIDE_INTEGERS
+from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.portable_math import _minus_log_centres, _quarter_turn_cells
+from polars_ppdm.kernels.prf import _check_secret, bernoulli_threshold, derived_stream, value_stream
+
+__all__ = [
+    "noise_plugin",
+    "plugin_directory",
+    "plugin_errors",
+    "plugin_key_dtype",
+    "rr_boolean_plugin",
+    "secret_handle",
+]
+
+
+def plugin_directory(name: str = "rr_keep_bool") -> Path | None:
+    """The folder of the compiled extension when it serves and exports plugin ``name``."""
+    native = _native.NATIVE
+    if native is None or native.__file__ is None or name not in native.plugins():
+        return None
+    return Path(native.__file__).parent
+
+
+def plugin_key_dtype(dtype: pl.DataType | type[pl.DataType]) -> bool:
+    """Whether the plugin reads this key dtype: integers up to 64 bits (a 128-bit key is
+    narrowed, or refused, by :func:`polars_ppdm._encoding.row_keys`)."""
+    return dtype.is_integer() and dtype not in _WIDE_INTEGERS
+
+
+def secret_handle(secret: bytes) -> int:
+    """The handle of ``secret`` in the plan (registered with the extension): 64 bits of
+    SHA-256 over a label and the secret, which reveal nothing usable about it."""
+    secret = _check_secret(secret)
+    handle = int.from_bytes(hashlib.sha256(b"polars_ppdm/plugin-secret\x00" + secret).digest()[:8], "little")
+    native = _native.NATIVE
+    if native is not None:
+        native.register_secret(handle, secret)
+    return handle
+
+
+@contextlib.contextmanager
+def plugin_errors() -> Iterator[None]:
+    """Raise a plugin's refusal (a null key under a value, a secret unknown in this
+    process) as :class:`~polars_ppdm.exceptions.InvalidParameterError`, as the map_batches
+    path does, where the library collects itself (eager input).  Polars reports a
+    plugin's error as a ``ComputeError`` wrapping its message; a lazy query collected
+    by the user raises that, with the same message."""
+    try:
+        yield
+    except pl.exceptions.ComputeError as error:
+        text = str(error)
+        if _PREFIX not in text or not any(name in text for name in ("rr_keep_bool", "add_noise_f64")):
+            raise
+        message = text.split(_PREFIX, 1)[1].split("\n\n", 1)[0]
+        raise InvalidParameterError(message) from None
+
+
+_PREFIX = "the plugin failed with message: "
+
+
+def rr_boolean_plugin(
+    values: pl.Expr, keys: pl.Expr, *, keep: float, secret: bytes, stream: int
+) -> pl.Expr | None:
+    """Randomized response on a Boolean column keyed by an integer column, as the
+    ``rr_keep_bool`` plugin; None where the compiled plugin is not available.
+
+    The same bits as :func:`polars_ppdm.perturb.rr.disguise_series` on those dtypes: row i
+    keeps its value where word 0 of ``AES((value_stream(stream) XOR bit_i) || key_i)`` is
+    below ``bernoulli_threshold(keep)``; a null stays null; a null key under a value is an
+    error naming the key column.
+    """
+    directory = plugin_directory()
+    if directory is None:
+        return None
+    threshold = bernoulli_threshold(keep)
+    args = struct.pack(
+        "<QQQB", secret_handle(secret), value_stream(stream), threshold or 0, threshold is None
+    )
+    return register_plugin_function(
+        plugin_path=directory,
+        function_name="rr_keep_bool",
+        args=[values, keys],
+        kwargs={"args": args},
+        is_elementwise=True,
+        use_abs_path=True,
+    )
+
+
+def noise_plugin(
+    values: pl.Expr, keys: pl.Expr, *, gaussian: bool, scale: float, secret: bytes, stream: int
+) -> pl.Expr | None:
+    """``x + r`` for a numeric column (cast to Float64) keyed by an integer column, as
+    the ``add_noise_f64`` plugin; None where the compiled plugin is not available.
+
+    The same bits as :func:`polars_ppdm.add_noise_expr`: the noise of
+    :func:`polars_ppdm.kernels.noise.gaussian_noise` (or ``uniform_noise``) keyed by the
+    unit and the value's float64 bits; a null stays null; NaN, infinities and a null
+    key under a value are errors naming the column.
+    """
+    directory = plugin_directory("add_noise_f64")
+    if directory is None:
+        return None
+    _register_noise_tables()
+    steps = (derived_stream(stream, "unit"), derived_stream(stream, "part/0"))
+    args = struct.pack("<QQQBd", secret_handle(secret), *steps, gaussian, scale)
+    return register_plugin_function(
+        plugin_path=directory,
+        function_name="add_noise_f64",
+        args=[values.cast(pl.Float64), keys],
+        kwargs={"args": args},
+        is_elementwise=True,
+        use_abs_path=True,
+    )
+
+
+@functools.cache
+def _register_noise_tables() -> None:
+    """Hand the ``portable_math`` tables to the extension, once per process."""
+    sines, cosines = _quarter_turn_cells()
+    native = _native.NATIVE
+    if native is not None:  # the caller found the plugin, so the extension serves
+        native.register_noise_tables(_minus_log_centres(), sines, cosines)
