@@ -89,6 +89,7 @@ rr_kernel = lambda c, a, b: keep_decisions(values[c][a:b], 0.8, key, stream_id(c
 noise_kernel = lambda c, a, b: gaussian_noise(key, stream_id("add_noise/" + c), ids[a:b], 2.0, values=reals_np[c][a:b])  # noqa: E731
 rr_query = ppdm.rr_disguise(flags.lazy(), names, p=0.8, secret=secret, key="id")
 noise_query = ppdm.add_noise(reals.lazy(), names, scale=2.0, secret=secret, key="id")
+uniform_query = ppdm.add_noise(reals.lazy(), names, dist="uniform", scale=2.0, secret=secret, key="id")
 plain_query = flags.lazy().with_columns([pl.col(c) ^ (pl.col("id") % 7 == 0) for c in names])
 out = {
     "threads": pl.thread_pool_size(),
@@ -97,6 +98,7 @@ out = {
     "rr streaming": best(lambda: rr_query.collect(engine="streaming")),
     "add_noise streaming": best(lambda: noise_query.collect(engine="streaming")),
     "plain expression streaming": best(lambda: plain_query.collect(engine="streaming")),
+    "add_noise uniform streaming": best(lambda: uniform_query.collect(engine="streaming")),
     "rr AES alone, 1 thread": best(lambda: [rr_aes(c, 0, rows) for c in names]),
     "rr AES alone, N threads": best(lambda: split(rr_aes)),
     "add_noise AES alone, 1 thread": best(lambda: [noise_aes(c, 0, rows) for c in names]),
@@ -193,6 +195,11 @@ def main() -> None:
                 f"  {streaming} at 2 threads / AES alone ({floor}): {two[streaming] / aes:.2f}x (bar <= 1.3x)"
             )
     plain = "plain expression streaming"
+    uniform = "add_noise uniform streaming"
+    print(
+        f"  {uniform} (no Gaussian transform): speed-up 1 -> 2 threads {one[uniform] / two[uniform]:.2f}x; at 2 threads "
+        f"/ AES alone (N threads) {two[uniform] / two['add_noise AES alone, N threads']:.2f}x"
+    )
     for step in ("rr", "add_noise"):
         streaming, kernel = f"{step} streaming", two[f"{step} kernel alone, N threads"]
         floor = two[f"{step} AES alone, N threads"] + two[plain]
