@@ -651,3 +651,19 @@ def test_a_value_that_does_not_parse_is_not_echoed(tmp_path, capsys):
     assert run(path) in (EXIT_INPUT, EXIT_INVALID)
     line = one_clean_line(capsys.readouterr().err)
     assert "SECRETVALUE" not in line and spent(tmp_path) == 0.0
+
+
+# ---- a null key under a disguised value ----------------------------------------------------
+
+
+def test_null_key_under_a_disguised_value_names_the_key_column_and_publishes_nothing(tmp_path, capsys):
+    # The Boolean rr step runs as a compiled Polars plugin where the extension is
+    # installed: its refusal must reach the user as the library's own one line.
+    frame = people().with_columns(pl.when(pl.col("id") == 5).then(None).otherwise(pl.col("id")).alias("id"))
+    frame.write_csv(tmp_path / "people.csv")
+    assert run(write(tmp_path)) == 2
+    line = one_clean_line(capsys.readouterr().err)
+    assert "The key column 'id' of rr_disguise has 1 null value(s)" in line
+    assert "plugin" not in line and ".so" not in line
+    assert not (tmp_path / "out" / "table.parquet").exists()
+    assert spent(tmp_path) == 0.0

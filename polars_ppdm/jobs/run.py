@@ -97,6 +97,7 @@ from polars_ppdm.jobs.manifest import Manifest
 from polars_ppdm.jobs.paths import check_paths
 from polars_ppdm.jobs.plan import check_columns, ledger_path, open_dataset, published_columns
 from polars_ppdm.jobs.progress import Progress
+from polars_ppdm.perturb._plugin import plugin_errors
 from polars_ppdm.secret import Secret, secret_from_env
 
 __all__ = [
@@ -603,10 +604,11 @@ def _sink_table(
         # Hashed while Polars writes it (the sink appends; see GrowingFileHash).
         follow = GrowingFileHash(temporary)
         try:
-            if target.suffix.lower() == ".csv":
-                query.sink_csv(temporary)
-            else:
-                query.sink_parquet(temporary)
+            with plugin_errors():  # a compiled step's refusal as the library's own error
+                if target.suffix.lower() == ".csv":
+                    query.sink_csv(temporary)
+                else:
+                    query.sink_parquet(temporary)
         except BaseException:
             follow.abandon()
             raise
@@ -1033,9 +1035,10 @@ def run_pipeline(
                 frame, update = _continual(pipeline, index, release, original, secret, throughs[label], book)
                 publisher.trees.append(update)
             else:
-                frame = _release(
-                    pipeline, release, original, disguised, release_secret(secret, this_run), api
-                )
+                with plugin_errors():
+                    frame = _release(
+                        pipeline, release, original, disguised, release_secret(secret, this_run), api
+                    )
             target = pipeline.resolve(release.output)
             rows, digest = _write_frame(frame, target, label, publisher)
             progress.done(label)
