@@ -347,3 +347,33 @@ def test_noise_plan_holds_no_secret():
 def test_noise_string_key_keeps_the_map_batches_path():
     df = pl.DataFrame({"id": ["a", "b"], "x": [1.0, 2.0]})
     assert not uses_noise_plugin(df, ["x"], key="id", scale=1.0)
+
+
+def test_a_fresh_secret_is_not_kept_registered():
+    # secret=None serves one call; the plugin path would keep it for the process's life.
+    df = frame(100)
+    assert "rr_keep_bool" not in plan_text(ppdm.rr_disguise(df.lazy(), ["a"], p=0.8, key="id"))
+    reals = real_frame(100)
+    assert "add_noise_f64" not in plan_text(ppdm.add_noise(reals.lazy(), ["x"], scale=1.0, key="id"))
+
+
+def test_the_registry_is_bounded_and_a_dropped_secret_is_refused_not_replaced():
+    # In a process of its own: 4,096 newer secrets push out the plan's, which then fails
+    # with a message saying so (it never runs with another key).
+    code = """
+import os, sys
+import polars as pl, polars_ppdm as ppdm
+from polars_ppdm.perturb._plugin import secret_handle
+df = pl.DataFrame({"id": [1, 2, 3], "a": [True, False, True]})
+lazy = ppdm.rr_disguise(df.lazy(), ["a"], p=0.8, secret=bytes(range(16)), key="id")
+lazy.collect()
+for _ in range(4096):
+    secret_handle(os.urandom(16))
+try:
+    lazy.collect()
+except Exception as e:
+    print(e); sys.exit(3)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "dropped after 4096 newer ones" in run.stdout

@@ -14,7 +14,7 @@
 //! `AES((base XOR bit_i) || key_i)` is below `threshold`, and `value == kept` is the output.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -395,20 +395,41 @@ fn series(field: ArrowSchema, array: ArrowArray) -> SeriesExport {
 /// plugin's kwargs in the query plan (`LazyFrame.serialize` writes them out), so the
 /// kwargs carry only a handle: a SHA-256 fingerprint of the secret computed by the caller,
 /// from which the secret cannot be recovered.
-static SECRETS: Mutex<BTreeMap<u64, Arc<Cipher>>> = Mutex::new(BTreeMap::new());
+///
+/// At most `MAX_SECRETS` are kept, the oldest dropped first, so a process that makes
+/// secrets in a loop does not keep every one alive; a plan whose secret was dropped
+/// fails with a message saying so (it never runs with another key).
+struct Registry {
+    ciphers: BTreeMap<u64, Arc<Cipher>>,
+    order: VecDeque<u64>,
+}
+
+const MAX_SECRETS: usize = 4096;
+
+static SECRETS: Mutex<Registry> = Mutex::new(Registry { ciphers: BTreeMap::new(), order: VecDeque::new() });
 
 pub(crate) fn register_secret(handle: u64, secret: &[u8]) -> Result<(), String> {
     let cipher = Arc::new(Cipher::of(secret)?);
-    SECRETS.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, cipher);
+    let mut registry = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    if registry.ciphers.insert(handle, cipher).is_none() {
+        registry.order.push_back(handle);
+        while registry.order.len() > MAX_SECRETS {
+            let oldest = registry.order.pop_front().expect("not empty");
+            registry.ciphers.remove(&oldest);
+        }
+    }
     Ok(())
 }
 
 fn registered(handle: u64) -> Result<Arc<Cipher>, String> {
-    SECRETS.lock().unwrap_or_else(|e| e.into_inner()).get(&handle).cloned().ok_or_else(|| {
-        "The secret of this rr_disguise expression is not known in this process: a query plan holds a \
-         handle to its secret, not the secret, so a plan built in another process (or deserialized) cannot \
-         run here. Build the query in this process."
-            .to_string()
+    let registry = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    registry.ciphers.get(&handle).cloned().ok_or_else(|| {
+        format!(
+            "The secret of this compiled rr_disguise / add_noise step is not known in this process: a query \
+             plan holds a handle to its secret, not the secret, so a plan built in another process (or \
+             deserialized) cannot run here, nor one whose secret was dropped after {MAX_SECRETS} newer ones. \
+             Build the query again in this process."
+        )
     })
 }
 

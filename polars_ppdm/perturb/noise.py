@@ -239,13 +239,14 @@ def add_noise(
     scales = noise_scales(dist, scale, cols, func)
     for value in scales.values():
         check_drawable(value, func)
+    fresh = secret is None  # one call's secret: not kept registered (see rr_disguise)
     secret = resolve_secret(secret)
     key_dtype = pl.UInt64 if key is None else schema[key]
     exprs = []
     for c in cols:
         # The compiled plugin where it serves (an integer key), else map_batches: same bits.
         expr = None
-        if plugin_key_dtype(key_dtype):
+        if plugin_key_dtype(key_dtype) and not fresh:
             expr = noise_plugin(
                 pl.col(c),
                 key_expr(key),

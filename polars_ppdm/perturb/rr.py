@@ -352,12 +352,15 @@ def rr_disguise(
     design = RRDesign(schema, columns, p=p, epsilon=epsilon, mode=mode, categories=categories, func=func)
     if key is not None:
         check_columns([key], list(schema), func, name="key")
+    # A fresh secret (None) serves one call: the compiled plugin would keep it registered
+    # for the life of the process, so that path stays with map_batches (same bits).
+    fresh = secret is None
     secret = resolve_secret(secret)
     cols = design.columns
     if mode == "per_attribute":
         exprs = []
         for c in cols:
-            expr = _compiled_boolean(c, schema, key, p=design.p[c], secret=secret.key)
+            expr = None if fresh else _compiled_boolean(c, schema, key, p=design.p[c], secret=secret.key)
             if expr is None:
                 expr = rr_disguise_expr(
                     pl.col(c), p=design.p[c], secret=secret, key=key, categories=design.domains[c].categories
