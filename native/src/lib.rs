@@ -15,6 +15,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 mod plugin;
+mod udf;
 
 /// Blocks encrypted per batch (15 KiB on the stack): a multiple of every backend's
 /// parallel width (AES-NI 8, VAES-256 30, VAES-512 64 blocks), so no block of a full
@@ -621,5 +622,6 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register_noise_tables, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
+    m.add_function(wrap_pyfunction!(udf::udf_rr_binary, m)?)?;
     Ok(())
 }

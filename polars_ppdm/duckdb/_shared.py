@@ -22,7 +22,7 @@ import pyarrow as pa
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.secret import Secret, env_secret, resolve_secret
 
-__all__ = ["constant", "one_array", "secret_of", "series"]
+__all__ = ["constant", "one_array", "secret_of", "secret_of_text", "series"]
 
 
 def constant(
@@ -181,7 +181,13 @@ def secret_of(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
     the last call's: 'env:NAME' follows the variable and 'file:PATH' the file when a job
     rotates it between queries.  Errors never show the value (resolve_secret's do not
     either)."""
-    text = str(constant(arr, "secret", func, reveal=False)).strip()
+    return secret_of_text(str(constant(arr, "secret", func, reveal=False)))
+
+
+def secret_of_text(text: str) -> Secret:
+    """The secret named by the ``secret`` argument's text (:func:`secret_of` once the
+    constant is read), cached by the text and the state of what it names."""
+    text = text.strip()
     # What the text stands for is part of the cache key, so a rotated variable or file is
     # read afresh, once: the secret is made from the value read.  The one cached secret
     # is no more than the PRF's buffers already keep (the last AES key schedule).

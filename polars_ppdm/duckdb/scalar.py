@@ -19,8 +19,9 @@ from duckdb.func import ARROW, SPECIAL
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._validation import keep_probability
-from polars_ppdm.duckdb._shared import constant, one_array, secret_of, series
+from polars_ppdm.duckdb._shared import constant, one_array, secret_of, secret_of_text, series
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import _native, prf
 from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, discrete_gaussian, discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
@@ -47,7 +48,11 @@ def _stream(arr: pa.Array | pa.ChunkedArray, func: str, prefix: str = "") -> tup
     shared default (it was ``''``) made two columns disguised in one query with the same
     secret and key flip together.
     """
-    column = constant(arr, "stream", func, optional=True)
+    return _stream_label(constant(arr, "stream", func, optional=True), func, prefix)
+
+
+def _stream_label(column: Any, func: str, prefix: str = "") -> tuple[str, str]:
+    """:func:`_stream` once the constant is read (``column`` its value, None for NULL)."""
     if column is None:
         msg = (
             f"The 'stream' argument of {func} is required: it labels the draws of one column, and two "
@@ -184,38 +189,48 @@ def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
 
 
 def _rr_binary_udf(x, p, epsilon, secret, key, stream):
-    # With the compiled kernels, a BOOLEAN vector on a byte boundary and BIGINT keys without
-    # NULLs take one call (bits, blocks, AES, flips; the GIL released): per vector only the
-    # argument checks stay in Python.  Anything else, the same bits through _disguise_arrow.
-    from polars_ppdm.kernels import _native, prf
+    # With the compiled kernels, a plain vector (BOOLEAN values, BIGINT keys without NULLs,
+    # one chunk, constants that are constants) is one call: it reads the Arrow arguments,
+    # gets the query's plan from _rr_plan and disguises the bits with the GIL released.
+    # Anything else returns None: the same bits (or the error) through _disguise_arrow.
+    native = _native.NATIVE
+    if native is not None:
+        out = native.udf_rr_binary(x, p, epsilon, secret, key, stream, _rr_plan)
+        if out is not None:
+            bits, validity, nulls = out
+            valid = None if validity is None else pa.py_buffer(validity)
+            return pa.BooleanArray.from_buffers(
+                pa.bool_(), len(x), [valid, pa.py_buffer(bits)], null_count=nulls
+            )
+    return _disguise_arrow("ppdm_rr_disguise", x, None, p, epsilon, secret, key, stream)
 
-    func, native, values, keys = "ppdm_rr_disguise", _native.NATIVE, one_array(x), one_array(key)
-    if (
-        native is None
-        or len(values) == 0
-        or not _plain_bitmaps(values, keys)
-        or len(keys) != len(values)
-        # The kernel reads the keys as aligned u64 (DuckDB's vectors are; a slice may not be).
-        or (keys.buffers()[1].address + keys.offset * 8) % 8
-    ):
-        return _disguise_arrow(func, x, None, p, epsilon, secret, key, stream)
-    p_value = constant(p, "p", func, optional=True)
-    epsilon_value = constant(epsilon, "epsilon", func, optional=True)
-    secret_key = secret_of(secret, func).key
-    word = stream_id(_stream(stream, func)[1])
-    threshold = prf.bernoulli_threshold(_keep_probability(p_value, epsilon_value, 2, func))
-    if threshold is None:  # p = 1: every row keeps its value
-        return values
-    n, start = len(values), values.offset // 8
-    validity, bits = values.buffers()
-    flipped = np.empty((n + 7) // 8, dtype=np.uint8)
-    native.disguise_bits_into(
-        secret_key, prf.value_stream(word), bits, values.offset, _bigint_keys(keys), threshold, flipped
-    )
-    valid = validity.slice(start, len(flipped)) if values.null_count else None
-    return pa.BooleanArray.from_buffers(
-        pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=values.null_count
-    )
+
+def _rr_plan(
+    p: float | None, epsilon: float | None, secret: str | None, column: str | None
+) -> tuple[bytes, int, int] | None:
+    """The secret key, the value-keyed stream word and the keep threshold of
+    ``ppdm_rr_disguise`` from its constant arguments' values (the compiled UDF asks once
+    per vector); None where the compiled path does not serve (a NULL secret or stream:
+    the Python path names it; p = 1: nothing to draw).
+
+    The secret is resolved afresh whenever the variable or file it names changes
+    (:func:`~polars_ppdm.duckdb._shared.secret_of_text`); the rest is cached by the key's
+    bytes and the other values, so a rotated secret is never served from the cache.
+    Errors come in the Python path's order (secret, stream, p and epsilon) and are not
+    cached.
+    """
+    if secret is None or column is None:
+        return None
+    return _rr_plan_of(p, epsilon, secret_of_text(secret).key, _stream_label(column, "ppdm_rr_disguise")[1])
+
+
+# A few queries' plans (the secret key is part of each: no more than a handful are kept).
+@functools.lru_cache(maxsize=8)
+def _rr_plan_of(
+    p: float | None, epsilon: float | None, key: bytes, label: str
+) -> tuple[bytes, int, int] | None:
+    threshold = prf.bernoulli_threshold(_keep_probability(p, epsilon, 2, "ppdm_rr_disguise"))
+    return None if threshold is None else (key, prf.value_stream(stream_id(label)), threshold)
 
 
 def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):

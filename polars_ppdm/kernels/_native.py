@@ -38,6 +38,7 @@ FUNCTIONS = (
     "noise_into",
     "register_secret",
     "plugins",
+    "udf_rr_binary",
 )
 
 
