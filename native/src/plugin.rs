@@ -106,8 +106,9 @@ impl Input {
         unsafe { &*self.export.field }
     }
 
+    /// The chunks holding rows (an empty chunk may have no buffers at all).
     fn chunks(&self) -> impl Iterator<Item = &ArrowArray> {
-        (0..self.export.len).map(move |i| unsafe { &**self.export.arrays.add(i) })
+        (0..self.export.len).map(move |i| unsafe { &**self.export.arrays.add(i) }).filter(|a| a.length > 0)
     }
 
     fn len(&self) -> usize {
