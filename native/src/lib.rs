@@ -423,7 +423,8 @@ impl PortableMath<'_> {
         let bits = v.to_bits();
         let centre = f64::from_bits((bits & KEEP) | HALF_CELL);
         let t = (v - centre) / centre;
-        let index = ((bits >> LOW_BITS) - FIRST_CELL) as usize;
+        // v in [2**-53, 1]: the cell is in the table (clamped so no bounds check is needed).
+        let index = (((bits >> LOW_BITS) - FIRST_CELL) as usize).min(55 * 1024 - 1);
         let mut out = t * -0.25;
         out += 1.0 / 3.0;
         out *= t;
@@ -431,7 +432,7 @@ impl PortableMath<'_> {
         out *= t;
         out *= t;
         out += t;
-        let out = self.minus_log_centres[index] - out;
+        let out = self.minus_log_centres[..55 * 1024][index] - out;
         // np.maximum(out, 0.0): out unless it is below 0 (-0.0 stays -0.0).
         if out >= 0.0 { out } else { 0.0 }
     }
@@ -439,21 +440,35 @@ impl PortableMath<'_> {
     /// `cos(2 pi u)` for u in [0, 1) (`portable_math.cos_two_pi`).
     #[inline]
     fn cos_two_pi(&self, u: f64) -> f64 {
-        // floor of values in [0, 4) and [0, 1024): truncation, exact (and no libm call).
+        // floor of values in [0, 4) and [0, 1024): exact.
         let mut r = u * 4.0;
-        let quadrant = (r as u32) as f64;
+        let quadrant = floor_small(r);
         r -= quadrant;
-        let cell = ((r * CELLS) as u32) as f64;
+        let cell = floor_small(r * CELLS);
         let mut a = r - (cell + 0.5) * (1.0 / CELLS); // exact: a power of two
         a *= std::f64::consts::PI / 2.0;
-        let index = cell as usize;
-        let (s, c) = (self.sines[index], self.cosines[index]);
+        let index = (cell as usize).min(1023);
+        let (s, c) = (self.sines[..1024][index], self.cosines[..1024][index]);
         let a2 = a * a;
         let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
         let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
-        let q = quadrant as usize;
+        let q = (quadrant as usize).min(3);
         let out = if q & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
         out * QUADRANT_SIGN[q]
+    }
+}
+
+/// The floor of a double in [0, 2**32): one rounding instruction where the build has one
+/// (SSE4.1, AArch64), else a truncating conversion rather than a libm call. Exact either way.
+#[inline]
+fn floor_small(x: f64) -> f64 {
+    #[cfg(any(target_feature = "sse4.1", target_arch = "aarch64"))]
+    {
+        x.floor()
+    }
+    #[cfg(not(any(target_feature = "sse4.1", target_arch = "aarch64")))]
+    {
+        (x as u32) as f64
     }
 }
 
@@ -537,6 +552,7 @@ fn fill_noise(
     dst: &mut [f64],
 ) {
     let mut batch = [Block::default(); BATCH];
+    let (mut u0s, mut u1s) = ([0.0f64; BATCH], [0.0f64; BATCH]);
     for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
         let m = keys.len();
         for (block, &key) in batch.iter_mut().zip(keys) {
@@ -551,14 +567,22 @@ fn fill_noise(
             }
             cipher.encrypt(&mut batch[..m]);
         }
-        for (d, block) in dst.iter_mut().zip(&batch[..m]) {
-            let u0 = unit_double(word(block, 0));
-            *d = if gaussian {
+        if gaussian {
+            // Two passes: the words to doubles, then the transform over plain arrays, which
+            // the compiler can run several rows at a time (the same IEEE steps per row).
+            let (u0s, u1s) = (&mut u0s[..m], &mut u1s[..m]);
+            for ((u0, u1), block) in u0s.iter_mut().zip(u1s.iter_mut()).zip(&batch[..m]) {
+                *u0 = unit_double(word(block, 0));
+                *u1 = unit_double(word(block, 1));
+            }
+            for ((d, &u0), &u1) in dst.iter_mut().zip(u0s.iter()).zip(u1s.iter()) {
                 let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
-                scale * radius * math.cos_two_pi(unit_double(word(block, 1)))
-            } else {
-                (2.0 * u0 - 1.0) * scale
-            };
+                *d = scale * radius * math.cos_two_pi(u1);
+            }
+        } else {
+            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
+                *d = (2.0 * unit_double(word(block, 0)) - 1.0) * scale;
+            }
         }
     }
 }
