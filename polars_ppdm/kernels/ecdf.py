@@ -45,6 +45,7 @@ __all__ = [
     "rank_order",
     "ranked_cdf",
     "relink",
+    "relinked_sample",
     "sample_from_sorted_uniforms",
     "shuffle_order",
     "smoothed_cdf",
@@ -164,14 +165,57 @@ def sorted_sample(
     True
     """
     ws = _workspace_for(workspace, n)
+    for _ in _sample_slices(secret, stream, n, cuts, cdf, ws):
+        pass
+    return ws.floats
+
+
+def relinked_sample(
+    secret: bytes,
+    stream: int,
+    order: np.ndarray,
+    cuts: np.ndarray,
+    cdf: np.ndarray,
+    workspace: Workspace | None = None,
+) -> np.ndarray:
+    """The released values in row order: row ``order[r]`` gets value r of
+    :func:`sorted_sample` (rank re-linking), that is ``out[order] = sorted_sample(...)``.
+
+    Each slice of the sorted sample is scattered to its rows while it is still in the
+    CPU's cache, so the sample is never read back from memory.  The result is a new
+    array; ``order`` may live in the workspace (the sample does not use ``order``'s
+    array).
+
+    Examples
+    --------
+    >>> cuts, cdf = smoothed_cdf(np.array([2.0, 6, 3, 9, 7]), 4)
+    >>> order = np.array([0, 2, 1, 4, 3])
+    >>> want = np.empty(5)
+    >>> want[order] = sorted_sample(bytes(16), 3, 5, cuts, cdf)
+    >>> bool((relinked_sample(bytes(16), 3, order, cuts, cdf) == want).all())
+    True
+    """
+    n = len(order)
+    out = np.empty(n, dtype=np.float64)
+    for start, stop, part in _sample_slices(secret, stream, n, cuts, cdf, _workspace_for(workspace, n)):
+        out[order[start:stop]] = part
+    return out
+
+
+def _sample_slices(
+    secret: bytes, stream: int, n: int, cuts: np.ndarray, cdf: np.ndarray, ws: Workspace
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The sorted sample, slice by slice, in ``ws.floats``: ``(start, stop, values)``.
+
+    The running sums go to ``ws.floats`` in one pass; each slice is then normalised and
+    sampled in place (both element-wise, in cache): the same bits as
+    :func:`~polars_ppdm.kernels.spacings.sorted_uniforms` then
+    :func:`sample_from_sorted_uniforms` over all n."""
     u = ws.floats
     total = running_sums(secret, stream, n, u, keys=ws.index)
-    # Normalised and sampled in cache-sized slices (both are element-wise): the same
-    # bits as sorted_uniforms then sample_from_sorted_uniforms over all n.
     for start, stop in _passes(n):
         part = normalise(u[start:stop], total)
-        sample_from_sorted_uniforms(part, cuts, cdf, out=part)
-    return u
+        yield start, stop, sample_from_sorted_uniforms(part, cuts, cdf, out=part)
 
 
 def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | None = None) -> np.ndarray:
@@ -188,13 +232,12 @@ def shuffle_order(secret: bytes, stream: int, n: int, workspace: Workspace | Non
     True
     """
     ws = _workspace_for(workspace, n)
-    words = ws.packed
 
     def consume(start: int, stop: int, block: np.ndarray) -> None:
-        words[start:stop] = block[:, 0]
+        _pack(block[:, 0], start, ws)
 
     prf_words(secret, stream, ws.index[:n], consume)
-    order, collide, collisions = _sorted_by_prefix(words, ws)
+    order, collide, collisions = _sort_packed(ws)
     if collisions:  # 64-bit words rarely share their top bits, but may
         _exact_within_runs(
             order, collide, lambda rows: (first_words(secret, stream, rows.astype(np.uint64)),)
@@ -281,10 +324,11 @@ def _rank_order(
     (``key >> _index_bits(n)``, in ``ws.packed``) when the packed-word path made them."""
     n = len(values)
     bits, packed = ws.bits, ws.packed
-    for start, stop in _passes(n):
+    for start, stop in _passes(n):  # keys, then packed words, in one pass through the cache
         keys = order_keys(values[start:stop], bits[start:stop])
-        np.bitwise_xor(keys.view(np.uint64), _SIGN, out=packed[start:stop])  # signed -> unsigned order
-    order, collide, collisions = _sorted_by_prefix(packed, ws)
+        part = np.bitwise_xor(keys.view(np.uint64), _SIGN, out=packed[start:stop])  # signed -> unsigned order
+        _pack(part, start, ws)
+    order, collide, collisions = _sort_packed(ws)
     if collisions > n // 20:  # mostly tied: order by tie word, then stably by value
         ties = tie_words(secret, tie_stream, row_keys)
         by_tie, collide, tie_collisions = _sorted_by_prefix(ties, ws)
@@ -351,15 +395,28 @@ def _sorted_by_prefix(words: np.ndarray, ws: Workspace) -> tuple[np.ndarray, np.
     several times as fast as any arg_sort -- the mask of adjacent sorted rows whose tops
     are equal, which still need putting in exact order, and how many there are.
     ``words`` may be ``ws.packed``; the arrays live in ``ws``."""
-    n = len(words)
+    for start, stop in _passes(len(words)):
+        _pack(words[start:stop], start, ws)
+    return _sort_packed(ws)
+
+
+def _pack(words: np.ndarray, start: int, ws: Workspace) -> None:
+    """``ws.packed`` from ``start`` on: the top bits of the uint64 ``words`` above their
+    row index (``words`` may be that very slice of ``ws.packed``).  Called slice by slice
+    by whoever makes the words, while they are in cache."""
+    shift = np.uint64(_index_bits(ws.n))
+    part = ws.packed[start : start + len(words)]
+    np.right_shift(words, shift, out=part)
+    np.left_shift(part, shift, out=part)
+    np.bitwise_or(part, ws.index[start : start + len(words)], out=part)
+
+
+def _sort_packed(ws: Workspace) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`_sorted_by_prefix` once every slice of ``ws.packed`` is :func:`_pack`-ed."""
+    n = ws.n
     index_bits = _index_bits(n)
     shift, low = np.uint64(index_bits), np.uint64((1 << index_bits) - 1)
-    packed, order, collide, index = ws.packed, ws.order.view(np.uint64), ws.collide, ws.index
-    for start, stop in _passes(n):
-        part = packed[start:stop]
-        np.right_shift(words[start:stop], shift, out=part)
-        np.left_shift(part, shift, out=part)
-        np.bitwise_or(part, index[start:stop], out=part)
+    packed, order, collide = ws.packed, ws.order.view(np.uint64), ws.collide
     sort_words(packed)  # NumPy's or Polars' sort, whichever is fast on this CPU
     collisions = 0
     for start, stop in _passes(n):
@@ -444,17 +501,38 @@ class Workspace:
     """Scratch arrays for one column of n values, reused from column to column: in a VM
     a fresh 80 MB array costs more in page faults than the arithmetic done in it.  Each
     array is made on first use, so a caller pays only for the ones its path needs.  Not
-    shared between threads."""
+    shared between threads.
+
+    ``floats`` (the sample) is ``bits`` (the ranks' order keys) viewed as float64: the
+    ranking is done with its keys before the sample is drawn, and one 80 MB array less
+    is one less to fault in.  ``index`` (``0 .. n`` as uint64, never written) may be
+    given: threads can share one, as long as it has at least n + 1 elements.
+
+    Examples
+    --------
+    >>> index = np.arange(11, dtype=np.uint64)
+    >>> ws = Workspace(10, index=index)
+    >>> bool(np.shares_memory(ws.index, index)), bool(np.shares_memory(ws.floats, ws.bits))
+    (True, True)
+    """
 
     bits = _Scratch(np.int64)
     packed = _Scratch(np.uint64)
     order = _Scratch(np.int64)
     index = _Scratch(np.uint64, make=np.arange, extra=1)  # 0 .. n: row numbers; the n + 1 draws' keys
-    floats = _Scratch(np.float64)
     collide = _Scratch(bool, extra=-1)  # one flag per pair of neighbours
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, *, index: np.ndarray | None = None) -> None:
         self.n = n
+        if index is not None:
+            if index.dtype != np.uint64 or len(index) < n + 1:
+                msg = f"Workspace index must be uint64 of at least n + 1 = {n + 1} elements. Got {index.dtype} of {len(index)}."
+                raise ValueError(msg)
+            self.index = index[: n + 1]
+
+    @property
+    def floats(self) -> np.ndarray:
+        return self.bits.view(np.float64)
 
 
 def _workspace_for(workspace: Workspace | None, n: int) -> Workspace:

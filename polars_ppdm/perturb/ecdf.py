@@ -9,7 +9,6 @@ Engineering* 2012 (paper 000).
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,9 +31,9 @@ from polars_ppdm.kernels.ecdf import (
     Workspace,
     draw_sample,
     ranked_cdf,
+    relinked_sample,
     shuffle_order,
     smoothed_cdf,
-    sorted_sample,
 )
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.secret import SecretLike, resolve_secret
@@ -98,6 +97,12 @@ def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.S
     full = np.zeros(len(valid), dtype=np.float64)
     full[valid] = values
     return with_nulls(pl.Series(name, full, dtype=pl.Float64), valid)
+
+
+def _workers(columns: int) -> int:
+    """Threads for ``columns`` columns: no more than Polars' own pool (``POLARS_MAX_THREADS``
+    caps both), nor than the columns."""
+    return max(1, min(columns, pl.thread_pool_size()))
 
 
 def ecdf_resample(
@@ -209,13 +214,13 @@ def ecdf_resample(
 
     local = threading.local()  # the pool's own threads: one workspace each
 
-    def workspace(n: int) -> Workspace:
+    def workspace(n: int, index: np.ndarray) -> Workspace:
         if getattr(local, "workspace", None) is None or local.workspace.n != n:
-            local.workspace = Workspace(n)
+            local.workspace = Workspace(n, index=index)  # the row numbers shared by all threads
         return local.workspace
 
     def resample_column(
-        df: pl.DataFrame, c: str, keys: np.ndarray, keep_order: bool
+        df: pl.DataFrame, c: str, keys: np.ndarray, index: np.ndarray, keep_order: bool
     ) -> tuple[pl.Series, np.ndarray | None]:
         values, valid, low, high = _finite_values(df[c])
         if values[0] == low == high:
@@ -233,31 +238,34 @@ def ecdf_resample(
             sample = draw_sample(secret, stream, len(values), cuts, cdf)
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
-        n, ws = len(values), workspace(len(values))
+        ws = workspace(len(values), index)
         # -0.0 counts as 0.0, in the ranks and in the ECDF.
         order, cuts, cdf = ranked_cdf(
             values, bins_of[c], secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws
         )
-        sample = np.empty(n)
-        sample[order] = sorted_sample(secret, stream, n, cuts, cdf, ws)
+        sample = relinked_sample(secret, stream, order, cuts, cdf, ws)  # row order[r] gets value r
         return _with_nulls(sample, valid, c), (order.copy() if keep_order else None)
 
-    def draw_order(c: str, n: int) -> np.ndarray:
+    def draw_order(c: str, n: int, index: np.ndarray) -> np.ndarray:
         """Slot s of the shuffled output holds the row of rank ``draw_order[s]`` in ``c``
         (copied out of the thread's workspace, which its next column reuses)."""
-        return shuffle_order(secret, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n)).copy()
+        return shuffle_order(secret, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n, index)).copy()
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
         if df.height == 0:  # an empty frame releases nothing: empty in, empty out
             return df.select(pl.col(name).cast(dtype) for name, dtype in out_schema.items())
-        keys = row_keys(df[key], func=_FUNC) if key is not None else np.arange(df.height, dtype=np.uint64)
+        index = np.arange(df.height + 1, dtype=np.uint64)  # row numbers and draw keys, read-only
+        keys = row_keys(df[key], func=_FUNC) if key is not None else index[:-1]
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
-        with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as pool:
+        with ThreadPoolExecutor(max_workers=_workers(len(cols))) as pool:
             first = df[cols[0]]
             slots = None
             if shuffle and link == "rank":  # ranked rows in draw order; runs beside the columns
-                slots = pool.submit(draw_order, cols[0], first.len() - first.null_count())
-            jobs = [pool.submit(resample_column, df, c, keys, shuffle and i == 0) for i, c in enumerate(cols)]
+                slots = pool.submit(draw_order, cols[0], first.len() - first.null_count(), index)
+            jobs = [
+                pool.submit(resample_column, df, c, keys, index, shuffle and i == 0)
+                for i, c in enumerate(cols)
+            ]
             results = [job.result() for job in jobs]
             draws = slots.result() if slots is not None else None
         out = df.with_columns(series for series, _ in results)
