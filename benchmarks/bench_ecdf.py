@@ -11,6 +11,13 @@ or Polars' sort, whichever :mod:`polars_ppdm.kernels.sorting` measures faster he
 rank-link rows are also timed with each forced (``PPDM_SORT``), to show both.  Peak memory is measured
 in a fresh process: the high-water RSS during the resampling minus the RSS with the
 input loaded, against the input's size (bar <= 3x).
+
+The floor rows time, alone and on the same threads, the work these bits need whatever
+the code: per column the sort of its words (the ranks), the running sums of the n + 1
+keyed exponentials (the sample: the PRF and the portable logarithm, bit for bit) and the
+scatter of n values to their rows; with ``shuffle=True`` also the sort of the n
+shuffle words and the gather of the frame's rows.  No code of these bits can be faster
+than its floor: when the floor's ratio is above a bar, the bar is out of reach here.
 """
 
 from __future__ import annotations
@@ -20,13 +27,17 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
 from _timing import best_seconds_interleaved, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
-from polars_ppdm.kernels.sorting import sort_path
+from polars_ppdm.kernels.ecdf import order_keys
+from polars_ppdm.kernels.prf import first_words
+from polars_ppdm.kernels.sorting import sort_path, sort_words
+from polars_ppdm.kernels.spacings import running_sums
 
 
 def table(rows: int, columns: int) -> pl.DataFrame:
@@ -65,6 +76,36 @@ def peak_memory(rows: int, columns: int) -> tuple[float, float]:
     return float(extra), float(size)
 
 
+def floors(df: pl.DataFrame, secret: bytes) -> dict[str, object]:
+    """The floor runs (see the module's notes): their inputs are made here, untimed."""
+    n, columns = df.height, df.columns
+    words = {c: order_keys(df[c].to_numpy()).view(np.uint64) for c in columns}
+    shuffle_words = first_words(secret, 1, np.arange(n, dtype=np.uint64))
+    index = np.arange(n + 1, dtype=np.uint64)
+    rows = np.random.default_rng(1).permutation(n)
+
+    def column(i: int) -> None:
+        ranked = words[columns[i]].copy()
+        sort_words(ranked)
+        sums = np.empty(n)
+        running_sums(secret, i, n, sums, keys=index)
+        released = np.empty(n)
+        released[rows] = sums
+
+    def rank() -> None:
+        with ThreadPoolExecutor(min(len(columns), pl.thread_pool_size())) as pool:
+            list(pool.map(column, range(len(columns))))
+
+    def shuffled() -> None:
+        with ThreadPoolExecutor(min(len(columns), pl.thread_pool_size())) as pool:
+            slots = pool.submit(sort_words, shuffle_words.copy())
+            list(pool.map(column, range(len(columns))))
+            slots.result()
+        df[rows]
+
+    return {"floor rank": rank, "floor shuffle": shuffled}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -101,6 +142,7 @@ def main() -> None:
             "shuffle": shuffled,
             **{f"rank {path}": with_sort(path, rank) for path in ("numpy", "polars")},
             **{f"shuffle {path}": with_sort(path, shuffled) for path in ("numpy", "polars")},
+            **floors(df, ppdm.resolve_secret(secret).key),
         },
         args.repeats,
     )
@@ -116,6 +158,10 @@ def main() -> None:
         ):
             s = seconds[label + suffix]
             print(f"{f'ecdf_resample ({name}; {how})':56s} {s:7.3f} s  {s / sort_s:5.2f}x sort (bar {bar})")
+        s = seconds[f"floor {label}"]
+        print(
+            f"{f'floor: its sorts, keyed sums, scatter ({chosen})':56s} {s:7.3f} s  {s / sort_s:5.2f}x sort"
+        )
     extra, size = peak_memory(args.rows, args.columns)
     print(
         f"peak memory above the input: {extra:.0f} MB for a {size:.0f} MB input = {extra / size:.2f}x (bar 3.0)"
