@@ -104,7 +104,7 @@ def test_what_the_compiled_call_does_not_serve_takes_the_python_path(monkeypatch
     if case == "empty":
         x, key = x[:0], key[:0]
     args = _args(x, key, p=p)
-    assert NATIVE.udf_rr_binary(*args, scalar._rr_plan) is None
+    assert NATIVE.udf_rr_binary(*args, scalar._rr_plan, pa.allocate_buffer(2 * len(args[0]))) is None
     fast, pure = _both(monkeypatch, args)
     assert fast.equals(pure)
     if case == "keep_all":
@@ -142,7 +142,7 @@ def test_a_constant_that_varies_is_refused_by_name(position, values):
     x, key = pa.array([True, False, True]), pa.array([1, 2, 3], type=pa.int64())
     args = list(_args(x, key))
     args[position] = pa.array(values)
-    assert NATIVE.udf_rr_binary(*args, scalar._rr_plan) is None
+    assert NATIVE.udf_rr_binary(*args, scalar._rr_plan, pa.allocate_buffer(2 * len(args[0]))) is None
     name = {1: "p", 3: "secret", 5: "stream"}[position]
     with pytest.raises(ppdm.InvalidParameterError, match=f"'{name}' argument.*one non-null constant"):
         scalar._rr_binary_udf(*args)
@@ -193,3 +193,44 @@ def test_the_sql_udf_follows_a_rotated_variable_between_queries(con, monkeypatch
         assert got[-1] == con.execute(literal.format(value)).fetchall()
     assert got[0] != got[1]
     _shared._resolved_secret.cache_clear()
+
+
+def test_an_output_buffer_too_small_is_refused_by_name():
+    x, key = _layout("plain", 2048)
+    with pytest.raises(ValueError, match="'out' must hold 512 bytes"):
+        NATIVE.udf_rr_binary(*_args(x, key), scalar._rr_plan, pa.allocate_buffer(256))
+
+
+def _unaligned_strings(values: list[str]) -> pa.Array:
+    """A string array whose offsets sit at an odd address (a caller's buffers)."""
+    plain = pa.array(values)
+    _, offsets, data = plain.buffers()
+    shifted = pa.py_buffer(b"\0" + offsets.to_pybytes()).slice(1)
+    return pa.Array.from_buffers(pa.string(), len(values), [None, shifted, data])
+
+
+@pytest.mark.parametrize("layout", ["sliced", "unaligned_offsets"])
+def test_string_constants_in_any_layout_are_read(monkeypatch, layout):
+    x, key = _layout("plain", 2048)
+    args = list(_args(x, key))
+    for position, value in ((3, SECRET), (5, "x")):
+        if layout == "sliced":
+            args[position] = pa.array(["other"] + [value] * 2048).slice(1)
+        else:
+            args[position] = _unaligned_strings([value] * 2048)
+    assert args[5].buffers()[1].address % 4 != 0 or layout == "sliced"
+    fast, pure = _both(monkeypatch, tuple(args))
+    assert fast.equals(pure)
+    _no_python_path(monkeypatch)
+    assert scalar._rr_binary_udf(*args).equals(pure)
+
+
+@pytest.mark.parametrize("unaligned", [False, True])
+@pytest.mark.parametrize("last", ["y", "xx", ""])
+def test_a_string_that_changes_in_the_last_row_is_refused(unaligned, last):
+    x, key = _layout("plain", 2048)
+    values = ["x"] * 2047 + [last]
+    args = list(_args(x, key))
+    args[5] = _unaligned_strings(values) if unaligned else pa.array(values)
+    with pytest.raises(ppdm.InvalidParameterError, match=r"'stream' argument.*one non-null constant"):
+        scalar._rr_binary_udf(*args)

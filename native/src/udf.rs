@@ -14,10 +14,11 @@ use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
 use aes::Block;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyTuple};
 
-use super::{BATCH, Cipher, bit_at, bitmap_blocks, word};
+use super::{BATCH, Cipher, bit_at, set_block, view, word};
 
 // ---- The Arrow C data and stream interfaces (the structs of the Arrow specification).
 
@@ -245,18 +246,16 @@ fn text(column: &Column, width: usize) -> Result<Constant, ()> {
     }
     // SAFETY: a string array holds offset + length + 1 offsets of `width` bytes.
     let offsets = unsafe { std::slice::from_raw_parts(offsets.add(column.offset() * width), (n + 1) * width) };
-    let at = |i: usize| -> i64 {
-        let bytes = &offsets[i * width..(i + 1) * width];
-        if width == 4 {
-            i64::from(i32::from_le_bytes(bytes.try_into().expect("4")))
-        } else {
-            i64::from_le_bytes(bytes.try_into().expect("8"))
-        }
+    // SAFETY (align_to): any bit pattern is an i32.
+    let aligned = if width == 4 { unsafe { offsets.align_to::<i32>() } } else { (&[][..], &[][..], &[][..]) };
+    let spaced = if width == 4 && aligned.0.is_empty() {
+        evenly_spaced_i32(aligned.1) // DuckDB's offsets: whole words, checked in SIMD lanes
+    } else if width == 4 {
+        evenly_spaced(offsets.chunks_exact(4).map(|b| i64::from(i32::from_le_bytes(b.try_into().expect("4 bytes")))))
+    } else {
+        evenly_spaced(offsets.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))))
     };
-    let (first, size) = (at(0), at(1) - at(0));
-    if first < 0 || size < 0 || (1..=n).any(|i| at(i) != first + i as i64 * size) {
-        return Err(());
-    }
+    let Some((first, size)) = spaced else { return Err(()) };
     let (first, size) = (first as usize, size as usize);
     if size == 0 {
         return Ok(Constant::Text(String::new()));
@@ -270,6 +269,31 @@ fn text(column: &Column, width: usize) -> Result<Constant, ()> {
         return Err(());
     }
     String::from_utf8(data[..size].to_vec()).map(Constant::Text).map_err(|_| ())
+}
+
+/// The first offset and the common step of string offsets that are evenly spaced (every
+/// string of one length), else None.  No early exit: the loop vectorizes.
+fn evenly_spaced(mut offsets: impl ExactSizeIterator<Item = i64> + Clone) -> Option<(i64, i64)> {
+    let n = offsets.len().checked_sub(1)? as i64;
+    let first = offsets.next()?;
+    let size = offsets.clone().next()? - first;
+    // The last offset bounds the others without overflow: first + i * size for i <= n.
+    if first < 0 || size < 0 || size.checked_mul(n).and_then(|span| span.checked_add(first)).is_none() {
+        return None;
+    }
+    let differ = offsets.zip(1i64..).fold(0i64, |acc, (offset, i)| acc | (offset ^ (first + i * size)));
+    (differ == 0).then_some((first, size))
+}
+
+/// `evenly_spaced` on aligned 32-bit offsets: every step equals the first (wrapping
+/// differences, OR-ed without an early exit, so the loop runs in SIMD lanes), and the last
+/// offset is the first plus n steps without overflow (so no step wrapped).
+fn evenly_spaced_i32(offsets: &[i32]) -> Option<(i64, i64)> {
+    let (&first, &last) = (offsets.first()?, offsets.last()?);
+    let size = offsets.get(1)?.wrapping_sub(first);
+    let differ = offsets.windows(2).fold(0i32, |acc, w| acc | (w[1].wrapping_sub(w[0]) ^ size));
+    let (first, size, n) = (i64::from(first), i64::from(size), offsets.len() as i64 - 1);
+    (differ == 0 && first >= 0 && size >= 0 && first + size * n == i64::from(last)).then_some((first, size))
 }
 
 fn to_python(py: Python<'_>, value: Constant) -> Py<PyAny> {
@@ -288,8 +312,10 @@ fn to_python(py: Python<'_>, value: Constant) -> Py<PyAny> {
 /// negated where word 0 of `AES((base XOR bit) || key_i)` is at or above `threshold`
 /// (`disguise_bits_into`'s bits); NULLs stay NULL.
 ///
-/// Returns `(values, validity, nulls)`, the output's bitmaps from bit 0 (validity None
-/// without nulls) for `pyarrow.BooleanArray.from_buffers`, or None for anything else (a
+/// The output's bitmaps go to `out` (a fresh writable buffer of 2 * ceil(n / 8) bytes,
+/// e.g. `pyarrow.allocate_buffer`: Arrow's memory, which DuckDB frees without the GIL):
+/// the values in its first half, from bit 0, and the validity in its second half when
+/// `x` has nulls.  Returns `(with_validity, nulls)`, or None for anything else (a
 /// constant that varies or holds a NULL among values, several chunks, an empty vector, a
 /// NULL key, other types, `plan` returning None): the Python path then names the fault or
 /// gives the same bits.
@@ -304,7 +330,8 @@ pub(crate) fn udf_rr_binary<'py>(
     key: &Bound<'py, PyAny>,
     stream: &Bound<'py, PyAny>,
     plan: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    out: &Bound<'py, PyAny>,
+) -> PyResult<Option<(bool, usize)>> {
     let mut values = Vec::with_capacity(4);
     for obj in [p, epsilon, secret, stream] {
         let Some(column) = Column::of(obj)? else { return Ok(None) };
@@ -335,42 +362,71 @@ pub(crate) fn udf_rr_binary<'py>(
             &copied
         }
     };
-    let first = x.offset();
-    let mut out = vec![0u8; n.div_ceil(8)];
-    let (bits_at, bits_len, keys_at, keys_len) =
-        (bits.as_ptr() as usize, bits.len(), keys.as_ptr() as usize, keys.len());
+    let (first, bytes) = (x.offset(), n.div_ceil(8));
+    let out = view(out, "out", 1, true)?;
+    if out.len < 2 * bytes {
+        return Err(PyValueError::new_err(format!("'out' must hold {} bytes. Got {}.", 2 * bytes, out.len)));
+    }
+    // The values from bit 0 (Arrow's bitmaps are unaligned at an offset), read once.
+    let values = shifted(bits, first, n);
+    let (keys_at, keys_len) = (keys.as_ptr() as usize, keys.len());
+    // SAFETY: `out` is the caller's fresh buffer (pyarrow.allocate_buffer): no input shares it.
+    let (dst, valid_dst) = unsafe { out.slice_mut::<u8>() }.split_at_mut(bytes);
     py.detach(|| {
-        // SAFETY: the Columns (or `copied`) keep both buffers alive until after this call.
-        let (bits, keys) = unsafe {
-            (
-                std::slice::from_raw_parts(bits_at as *const u8, bits_len),
-                std::slice::from_raw_parts(keys_at as *const u64, keys_len),
-            )
-        };
+        // SAFETY: the key Column (or `copied`) keeps the keys alive until after this call.
+        let keys = unsafe { std::slice::from_raw_parts(keys_at as *const u64, keys_len) };
         let mut batch = [Block::default(); BATCH];
         for (c, keys) in keys.chunks(BATCH).enumerate() {
-            let start = c * BATCH;
+            let start = c * BATCH; // BATCH is a multiple of 8: each batch fills whole bytes
             let m = keys.len();
-            bitmap_blocks(&cipher, &mut batch[..m], bits, first + start, base, keys);
-            for (i, block) in batch[..m].iter().enumerate() {
-                let lie = u8::from(word(block, 0) >= threshold);
-                out[(start + i) >> 3] |= (bit_at(bits, first + start + i) ^ lie) << ((start + i) & 7);
+            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
+                let row = start + i;
+                let bit = (values[row >> 3] >> (row & 7)) & 1;
+                set_block(block, base ^ u64::from(bit), key);
             }
+            cipher.encrypt(&mut batch[..m]);
+            for (j, group) in batch[..m].chunks(8).enumerate() {
+                let lies = group
+                    .iter()
+                    .enumerate()
+                    .fold(0u8, |lies, (b, block)| lies | (u8::from(word(block, 0) >= threshold) << b));
+                let byte = start / 8 + j;
+                dst[byte] = values[byte] ^ lies;
+            }
+        }
+        if !n.is_multiple_of(8) {
+            dst[bytes - 1] &= (1u8 << (n % 8)) - 1; // bits past the last row are 0
         }
     });
     let nulls = x.nulls();
-    let validity = match x.bitmap(0) {
+    let with_validity = match x.bitmap(0) {
         Some(valid) if nulls != 0 => {
-            let mut copy = vec![0u8; n.div_ceil(8)];
-            for j in 0..n {
-                copy[j >> 3] |= bit_at(valid, first + j) << (j & 7);
-            }
-            PyBytes::new(py, &copy).into_any()
+            valid_dst[..bytes].copy_from_slice(&shifted(valid, first, n));
+            true
         }
-        _ => py.None().into_bound(py),
+        _ => false,
     };
-    let values = PyBytes::new(py, &out).into_any();
-    Ok(Some(PyTuple::new(py, [values, validity, nulls.into_pyobject(py)?.into_any()])?))
+    Ok(Some((with_validity, nulls)))
+}
+
+/// `n` bits of a bitmap from bit `first` on, moved to bit 0 (bits past `n` are 0).
+fn shifted(bits: &[u8], first: usize, n: usize) -> Vec<u8> {
+    let (bytes, skip, shift) = (n.div_ceil(8), first / 8, first % 8);
+    let mut out: Vec<u8> = if shift == 0 {
+        bits[skip..skip + bytes].to_vec()
+    } else {
+        (0..bytes)
+            .map(|j| {
+                let low = bits[skip + j] >> shift;
+                let high = bits.get(skip + j + 1).map_or(0, |&b| b << (8 - shift));
+                low | high
+            })
+            .collect()
+    };
+    if !n.is_multiple_of(8) {
+        out[bytes - 1] &= (1u8 << (n % 8)) - 1;
+    }
+    out
 }
 
 /// `data` as u64 words in place, when it is 8-byte aligned (the keys' little-endian bit

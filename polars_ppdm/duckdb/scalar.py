@@ -195,13 +195,14 @@ def _rr_binary_udf(x, p, epsilon, secret, key, stream):
     # Anything else returns None: the same bits (or the error) through _disguise_arrow.
     native = _native.NATIVE
     if native is not None:
-        out = native.udf_rr_binary(x, p, epsilon, secret, key, stream, _rr_plan)
-        if out is not None:
-            bits, validity, nulls = out
-            valid = None if validity is None else pa.py_buffer(validity)
-            return pa.BooleanArray.from_buffers(
-                pa.bool_(), len(x), [valid, pa.py_buffer(bits)], null_count=nulls
-            )
+        # Arrow's memory, not a Python object's: DuckDB frees the result without the GIL.
+        n, nbytes = len(x), (len(x) + 7) // 8
+        out = pa.allocate_buffer(2 * nbytes)  # the values, then the validity
+        done = native.udf_rr_binary(x, p, epsilon, secret, key, stream, _rr_plan, out)
+        if done is not None:
+            with_validity, nulls = done
+            valid = out.slice(nbytes, nbytes) if with_validity else None
+            return pa.BooleanArray.from_buffers(pa.bool_(), n, [valid, out], null_count=nulls)
     return _disguise_arrow("ppdm_rr_disguise", x, None, p, epsilon, secret, key, stream)
 
 
