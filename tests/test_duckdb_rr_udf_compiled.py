@@ -5,6 +5,8 @@ never serves a stale secret from its plan cache."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -167,8 +169,9 @@ def test_a_changed_variable_is_never_served_from_the_plan_cache(monkeypatch):
 
 
 def test_the_plan_cache_is_keyed_by_values_and_bounded():
-    """The plan holds the resolved key bytes; its cache is keyed by them (never by the text
-    alone) and keeps a handful of plans."""
+    """The plan holds the resolved key bytes; its cache is keyed by the values and the
+    state of what the secret names (never by the text alone: 'env:NAME' is tested above)
+    and keeps a handful of plans."""
     scalar._rr_plan_of.cache_clear()
     first = scalar._rr_plan(0.7, None, "11" * 16, "x")
     assert first is not None and first[0] == bytes.fromhex("11" * 16)
@@ -234,3 +237,21 @@ def test_a_string_that_changes_in_the_last_row_is_refused(unaligned, last):
     args[5] = _unaligned_strings(values) if unaligned else pa.array(values)
     with pytest.raises(ppdm.InvalidParameterError, match=r"'stream' argument.*one non-null constant"):
         scalar._rr_binary_udf(*args)
+
+
+def test_a_rewritten_secret_file_is_never_served_from_the_plan_cache(tmp_path, monkeypatch):
+    """'file:PATH': the file's identity, size and times key the plan, so new content is
+    read (and checked) again."""
+    path = tmp_path / "secret.hex"
+    x, key = _layout("plain", 2048)
+    args = _args(x, key, secret=f"file:{path}")
+    outputs = []
+    for value in ("55" * 16, "66" * 16):
+        path.write_text(value + "\n")
+        path.chmod(0o600)
+        os.utime(path, ns=(len(outputs) * 10**9, len(outputs) * 10**9))  # a new mtime even within a tick
+        fast, pure = _both(monkeypatch, args)
+        assert fast.equals(pure)
+        assert fast.equals(scalar._rr_binary_udf(*_args(x, key, secret=value)))
+        outputs.append(fast)
+    assert not outputs[0].equals(outputs[1])

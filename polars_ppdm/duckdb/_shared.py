@@ -22,7 +22,15 @@ import pyarrow as pa
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.secret import Secret, env_secret, resolve_secret
 
-__all__ = ["constant", "one_array", "secret_of", "secret_of_text", "series"]
+__all__ = [
+    "constant",
+    "one_array",
+    "secret_of",
+    "secret_of_source",
+    "secret_of_text",
+    "secret_source",
+    "series",
+]
 
 
 def constant(
@@ -187,11 +195,24 @@ def secret_of(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
 def secret_of_text(text: str) -> Secret:
     """The secret named by the ``secret`` argument's text (:func:`secret_of` once the
     constant is read), cached by the text and the state of what it names."""
-    text = text.strip()
     # What the text stands for is part of the cache key, so a rotated variable or file is
     # read afresh, once: the secret is made from the value read.  The one cached secret
     # is no more than the PRF's buffers already keep (the last AES key schedule).
-    return _resolved_secret(text, _source_state(text))
+    return secret_of_source(*secret_source(text))
+
+
+def secret_source(text: str) -> tuple[str, str | tuple[int, ...] | None]:
+    """The secret text (stripped) and the state of what it names (the variable's value,
+    the file's identity, size and times): what a cache of anything made from the secret
+    must be keyed by, so that a rotated variable or file is a new key."""
+    text = text.strip()
+    return text, _source_state(text)
+
+
+def secret_of_source(text: str, state: str | tuple[int, ...] | None) -> Secret:
+    """The secret of :func:`secret_source`'s ``(text, state)``, made from that state (the
+    variable's value read there), not read again."""
+    return _resolved_secret(text, state)
 
 
 def _source_state(text: str) -> str | tuple[int, ...] | None:

@@ -19,7 +19,7 @@ from duckdb.func import ARROW, SPECIAL
 
 from polars_ppdm._encoding import row_keys
 from polars_ppdm._validation import keep_probability
-from polars_ppdm.duckdb._shared import constant, one_array, secret_of, secret_of_text, series
+from polars_ppdm.duckdb._shared import constant, one_array, secret_of, secret_of_source, secret_source, series
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import _native, prf
 from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, discrete_gaussian, discrete_laplace
@@ -188,6 +188,9 @@ def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
     )
 
 
+_BOOLEAN = pa.bool_()
+
+
 def _rr_binary_udf(x, p, epsilon, secret, key, stream):
     # With the compiled kernels, a plain vector (BOOLEAN values, BIGINT keys without NULLs,
     # one chunk, constants that are constants) is one call: it reads the Arrow arguments,
@@ -196,13 +199,14 @@ def _rr_binary_udf(x, p, epsilon, secret, key, stream):
     native = _native.NATIVE
     if native is not None:
         # Arrow's memory, not a Python object's: DuckDB frees the result without the GIL.
-        n, nbytes = len(x), (len(x) + 7) // 8
+        n = len(x)
+        nbytes = (n + 7) // 8
         out = pa.allocate_buffer(2 * nbytes)  # the values, then the validity
         done = native.udf_rr_binary(x, p, epsilon, secret, key, stream, _rr_plan, out)
         if done is not None:
             with_validity, nulls = done
             valid = out.slice(nbytes, nbytes) if with_validity else None
-            return pa.BooleanArray.from_buffers(pa.bool_(), n, [valid, out], null_count=nulls)
+            return pa.BooleanArray.from_buffers(_BOOLEAN, n, [valid, out], null_count=nulls)
     return _disguise_arrow("ppdm_rr_disguise", x, None, p, epsilon, secret, key, stream)
 
 
@@ -214,23 +218,26 @@ def _rr_plan(
     per vector); None where the compiled path does not serve (a NULL secret or stream:
     the Python path names it; p = 1: nothing to draw).
 
-    The secret is resolved afresh whenever the variable or file it names changes
-    (:func:`~polars_ppdm.duckdb._shared.secret_of_text`); the rest is cached by the key's
-    bytes and the other values, so a rotated secret is never served from the cache.
-    Errors come in the Python path's order (secret, stream, p and epsilon) and are not
-    cached.
+    Cached by the values and by the state of what the secret names (the variable's value
+    for 'env:NAME', the file's identity and times for 'file:PATH', read on every call:
+    :func:`~polars_ppdm.duckdb._shared.secret_source`), so a rotated secret is a new key,
+    never served from the cache.  Errors come in the Python path's order (secret,
+    stream, p and epsilon) and are not cached.
     """
     if secret is None or column is None:
         return None
-    return _rr_plan_of(p, epsilon, secret_of_text(secret).key, _stream_label(column, "ppdm_rr_disguise")[1])
+    return _rr_plan_of(p, epsilon, *secret_source(secret), column)
 
 
-# A few queries' plans (the secret key is part of each: no more than a handful are kept).
+# A few queries' plans (the secret is part of each: no more than a handful are kept).
 @functools.lru_cache(maxsize=8)
 def _rr_plan_of(
-    p: float | None, epsilon: float | None, key: bytes, label: str
+    p: float | None, epsilon: float | None, text: str, state: str | tuple[int, ...] | None, column: str
 ) -> tuple[bytes, int, int] | None:
-    threshold = prf.bernoulli_threshold(_keep_probability(p, epsilon, 2, "ppdm_rr_disguise"))
+    func = "ppdm_rr_disguise"
+    key = secret_of_source(text, state).key
+    label = _stream_label(column, func)[1]
+    threshold = prf.bernoulli_threshold(_keep_probability(p, epsilon, 2, func))
     return None if threshold is None else (key, prf.value_stream(stream_id(label)), threshold)
 
 
