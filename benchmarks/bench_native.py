@@ -33,10 +33,13 @@ the AES alone on 2 threads); add_noise (Gaussian) 1.05x / 1.27x, 1.16 s / 3.40 s
 11.1x: the portable-math Gaussian, not AES, is its cost).
 
 ppdm_rr_disguise over the identity UDF, 5M rows (``--skip-streaming --udf-rows 5_000_000
---repeats 3``), load average 7.7 from other jobs on the 2 cores (run to run the ratios
-move by +-0.2x at this load): one compiled call per vector (``native/src/udf.rs``) 1.27x
-on one thread, 1.39x on two (the fresh-array floor 0.97x / 0.94x); before it, Python glue
-around the compiled kernel, 1.61x-1.79x / 1.46x-1.68x (pure path 2.09x / 2.22x).
+--repeats 3``), one compiled call per vector (``native/src/udf.rs``), five runs at load
+average 4.5-10.5 from other jobs on the 2 cores: 1.25x-1.55x on one thread, 1.03x-1.62x
+on two (the fresh-array floor 0.96x-1.21x / 0.94x-1.49x in the same runs); the compiled
+call with a fixed plan and no Python around it measured 1.34x / 1.28x at load 11, so the
+bar sits at the floor of an Arrow UDF that reads its six arguments and computes.  Before
+it, Python glue around the compiled kernel: 1.61x-1.79x / 1.46x-1.68x (pure path 2.09x /
+2.22x).
 """
 
 from __future__ import annotations
