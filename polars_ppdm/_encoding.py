@@ -231,8 +231,15 @@ class Domain:
 
 
 def with_nulls(series: pl.Series, valid: np.ndarray | None) -> pl.Series:
-    """``series`` with nulls where ``valid`` is False (None: no nulls)."""
+    """``series`` with nulls where ``valid`` is False (None: no nulls), and zeros in the
+    data buffer under those nulls.
+
+    Under a null, Arrow keeps whatever the data buffer holds, and an Arrow IPC file
+    writes it out.  A perturbation draws for every row, so the slot under a null would
+    carry a keyed draw (the coin or the noise of the unit's filler value), or the input's
+    own hidden value: the result takes the all-zero data of a null column there instead.
+    """
     if valid is None or valid.all():
         return series
-    # when/then, not scatter: Polars 1.34 has no scatter for 128-bit integers.
-    return series.to_frame().select(pl.when(pl.lit(pl.Series(valid))).then(pl.first())).to_series()
+    nulls = pl.repeat(None, len(series), dtype=series.dtype, eager=True)
+    return series.zip_with(pl.Series(valid), nulls).alias(series.name)

@@ -624,6 +624,11 @@ fn rr_keep_bool(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String>
             out[n >> 3] &= (1u8 << (n % 8)) - 1;
         }
     }
+    // Zeros under the nulls: an Arrow IPC file writes the data buffer whole, and the bit
+    // there would be a keyed coin of the unit (or the input's own hidden bit).
+    if let Some(valid) = &validity {
+        out.iter_mut().zip(valid).for_each(|(o, v)| *o &= v);
+    }
     Ok(series(schema("b", &name_of(values.field())), array(Data::Bits(out), validity, n, nulls)))
 }
 
@@ -716,8 +721,11 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     let math = PortableMath { minus_log_centres: centres, sines, cosines };
     let mut out = vec![0.0f64; n];
     fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, &mut out);
-    for (o, &x) in out.iter_mut().zip(data.iter()) {
-        *o += x; // x + r: the bits of Polars' x + r (addition commutes exactly)
+    for (row, (o, &x)) in out.iter_mut().zip(data.iter()).enumerate() {
+        // x + r: the bits of Polars' x + r (addition commutes exactly). Zero under a null:
+        // an Arrow IPC file writes the data buffer whole, and the noise of the filler 0.0
+        // there is the unit's noise for the value 0.0.
+        *o = if is_valid(row) { *o + x } else { 0.0 };
     }
     Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(out), validity, n, nulls)))
 }

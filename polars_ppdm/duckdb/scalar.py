@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 from duckdb.func import ARROW, SPECIAL
 
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import row_keys, with_nulls
 from polars_ppdm._validation import keep_probability
 from polars_ppdm.duckdb._shared import constant, one_array, secret_of, secret_of_source, secret_source, series
 from polars_ppdm.exceptions import InvalidParameterError
@@ -271,7 +271,8 @@ def _rr_whole_record_udf(x, record, columns, p, epsilon, secret, key):
     kept = whole_record_keep_series(
         group, keys, keep=keep, secret=secret_key, stream=stream_id(whole_record_stream(cols)), func=func
     )
-    return (values == pl.Series(kept)).to_arrow()
+    out = values == pl.Series(kept)
+    return with_nulls(out, values.is_not_null().to_numpy()).to_arrow()  # zeros under NULLs
 
 
 def _record_columns(record: pa.Array, cols: list[str], x: pl.Series, func: str) -> list[pl.Series]:
@@ -324,10 +325,10 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
         )
         raise InvalidParameterError(msg)
     keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
-    noise = _NOISE_KERNELS[dist](
-        secret_of(secret, func).key, stream_id(label), keys, scale, values=values.fill_null(0.0).to_numpy()
-    )
-    return (values + pl.Series(noise)).to_arrow()
+    data = values.fill_null(0.0).to_numpy()
+    noise = _NOISE_KERNELS[dist](secret_of(secret, func).key, stream_id(label), keys, scale, values=data)
+    # x + r; zeros under a NULL, not the noise of the filler 0.0 (see with_nulls).
+    return with_nulls(pl.Series(column, data + noise), valid.to_numpy()).to_arrow()
 
 
 def _uniform_udf(secret, stream, key):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, is_real, per_column
 from polars_ppdm.exceptions import InvalidParameterError
@@ -196,10 +196,9 @@ def add_noise_expr(
         valid = x.is_not_null().to_numpy() if nulls else None
         unit_keys = row_keys(keys, func=func, required_rows=valid)
         noise = draw(secret, word, unit_keys, scale, values=data)
-        if nulls:
-            return (x + pl.Series(noise)).alias(values.name)
         np.add(data, noise, out=noise)  # x + r in place: the bits of Polars' x + r
-        return pl.Series(values.name, noise)
+        # Under a null, zeros: not the noise of the filler 0.0, nor the input's hidden value.
+        return with_nulls(pl.Series(values.name, noise), valid)
 
     return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.Float64, is_elementwise=True)
 

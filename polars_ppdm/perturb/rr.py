@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._design import RRDesign
-from polars_ppdm._encoding import Domain, row_keys
+from polars_ppdm._encoding import Domain, row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
@@ -100,7 +100,9 @@ def _disguise_boolean(
         kept = keep_decisions_bits(*bitmap, keep, secret, stream, row_key)
     else:
         kept = keep_decisions(filled.to_numpy(), keep, secret, stream, row_key)
-    return (values == pl.Series(kept)).alias(values.name)
+    out = (values == pl.Series(kept)).alias(values.name)
+    # Zeros under the nulls: the bit there would be a keyed coin (see with_nulls).
+    return with_nulls(out, values.is_not_null().to_numpy()) if values.null_count() else out
 
 
 class _ArrowSchema(ctypes.Structure):
