@@ -255,3 +255,16 @@ def test_a_rewritten_secret_file_is_never_served_from_the_plan_cache(tmp_path, m
         assert fast.equals(scalar._rr_binary_udf(*_args(x, key, secret=value)))
         outputs.append(fast)
     assert not outputs[0].equals(outputs[1])
+
+
+@pytest.mark.parametrize("case", ["nulls", "offset_13_nulls"])
+def test_the_slots_under_nulls_hold_zeros(monkeypatch, case):
+    """The value bits under a NULL are 0, not the hidden value's coin (an Arrow result
+    carries them)."""
+    x, key = _layout(case)
+    _no_python_path(monkeypatch)
+    out = scalar._rr_binary_udf(*_args(x, key))
+    assert out.offset == 0 and out.null_count == x.null_count > 0
+    bits = np.unpackbits(np.frombuffer(out.buffers()[1], np.uint8), bitorder="little")[: len(out)]
+    hidden = ~np.asarray(out.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    assert not bits[hidden].any()

@@ -310,7 +310,7 @@ fn to_python(py: Python<'_>, value: Constant) -> Py<PyAny> {
 /// only) go to `plan(p, epsilon, secret, stream)`, which returns `(secret key bytes, base,
 /// threshold)` (or None) and raises what it refuses.  Bit i of the output is bit i of `x`,
 /// negated where word 0 of `AES((base XOR bit) || key_i)` is at or above `threshold`
-/// (`disguise_bits_into`'s bits); NULLs stay NULL.
+/// (`disguise_bits_into`'s bits); NULLs stay NULL, with 0 under them.
 ///
 /// The output's bitmaps go to `out` (a fresh writable buffer of 2 * ceil(n / 8) bytes,
 /// e.g. `pyarrow.allocate_buffer`: Arrow's memory, which DuckDB frees without the GIL):
@@ -402,6 +402,10 @@ pub(crate) fn udf_rr_binary<'py>(
     let with_validity = match x.bitmap(0) {
         Some(valid) if nulls != 0 => {
             valid_dst[..bytes].copy_from_slice(&shifted(valid, first, n));
+            // Zeros under a NULL: the slot would otherwise carry the hidden value's coin.
+            for (value, &valid) in dst.iter_mut().zip(&valid_dst[..bytes]) {
+                *value &= valid;
+            }
             true
         }
         _ => false,
