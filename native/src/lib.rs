@@ -14,6 +14,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+mod arrow_c;
 mod plugin;
 mod udf;
 
@@ -265,42 +266,6 @@ fn keep_bits_into(
             bitmap_blocks(&cipher, &mut batch[..m], bits, bit_offset + c * BATCH, base, keys);
             for (d, block) in dst.iter_mut().zip(&batch[..m]) {
                 *d = u8::from(word(block, 0) < threshold);
-            }
-        }
-    });
-    Ok(())
-}
-
-/// Randomized response on a Boolean bitmap, packed: bit i of `out` (least significant
-/// first, from bit 0) is bit `bit_offset + i` of `bits`, negated where word 0 of
-/// `AES((base XOR bit) || keys[i])` is at or above `threshold` (the row lies).  The SQL
-/// UDF's whole vector in one call; bits past the last row are 0.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn disguise_bits_into(
-    py: Python<'_>,
-    secret: &[u8],
-    base: u64,
-    bits: &Bound<'_, PyAny>,
-    bit_offset: usize,
-    keys: &Bound<'_, PyAny>,
-    threshold: u64,
-    out: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    let cipher = Cipher::new(secret)?;
-    let (bits, keys, out) = bitmap_views(bits, bit_offset, keys, out, |n| n.div_ceil(8))?;
-    py.detach(|| {
-        let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
-        dst.fill(0);
-        let mut batch = [Block::default(); BATCH];
-        for (c, keys) in keys.chunks(BATCH).enumerate() {
-            let first = c * BATCH;
-            let m = keys.len();
-            bitmap_blocks(&cipher, &mut batch[..m], bits, bit_offset + first, base, keys);
-            for (i, block) in batch[..m].iter().enumerate() {
-                let bit = bit_at(bits, bit_offset + first + i);
-                let lie = u8::from(word(block, 0) >= threshold);
-                dst[(first + i) >> 3] |= (bit ^ lie) << ((first + i) & 7);
             }
         }
     });
@@ -639,7 +604,6 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prf_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(keep_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(keep_codes_into, m)?)?;
-    m.add_function(wrap_pyfunction!(disguise_bits_into, m)?)?;
     m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(noise_into, m)?)?;
     m.add_function(wrap_pyfunction!(register_secret, m)?)?;

@@ -21,36 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use aes::Block;
 
+use super::arrow_c::{ArrowArray, ArrowSchema};
 use super::{BATCH, Cipher, PortableMath, bit_at, fill_noise, set_block, word};
-
-// ---- The Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)
-
-#[repr(C)]
-pub struct ArrowSchema {
-    format: *const c_char,
-    name: *const c_char,
-    metadata: *const c_char,
-    flags: i64,
-    n_children: i64,
-    children: *mut *mut ArrowSchema,
-    dictionary: *mut ArrowSchema,
-    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
-    private_data: *mut c_void,
-}
-
-#[repr(C)]
-pub struct ArrowArray {
-    length: i64,
-    null_count: i64,
-    offset: i64,
-    n_buffers: i64,
-    n_children: i64,
-    buffers: *mut *const c_void,
-    children: *mut *mut ArrowArray,
-    dictionary: *mut ArrowArray,
-    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
-    private_data: *mut c_void,
-}
 
 /// `polars_ffi::version_0::SeriesExport`: a Series as a field and its chunks.
 #[repr(C)]
@@ -131,7 +103,7 @@ impl Drop for Input {
 }
 
 fn format_of(schema: &ArrowSchema) -> &str {
-    unsafe { CStr::from_ptr(schema.format) }.to_str().unwrap_or("?")
+    schema.format()
 }
 
 fn name_of(schema: &ArrowSchema) -> String {

@@ -10,7 +10,7 @@
 //! key, a constant that varies or is NULL): the caller then takes the Python path, which
 //! gives the same bits and names the fault.
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{CStr, c_void};
 use std::ptr::NonNull;
 
 use aes::Block;
@@ -18,45 +18,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
+use super::arrow_c::{ArrowArray, ArrowArrayStream, ArrowSchema};
 use super::{BATCH, Cipher, bit_at, set_block, view, word};
-
-// ---- The Arrow C data and stream interfaces (the structs of the Arrow specification).
-
-#[repr(C)]
-struct ArrowSchema {
-    format: *const c_char,
-    name: *const c_char,
-    metadata: *const c_char,
-    flags: i64,
-    n_children: i64,
-    children: *mut *mut ArrowSchema,
-    dictionary: *mut ArrowSchema,
-    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
-    private_data: *mut c_void,
-}
-
-#[repr(C)]
-struct ArrowArray {
-    length: i64,
-    null_count: i64,
-    offset: i64,
-    n_buffers: i64,
-    n_children: i64,
-    buffers: *mut *const c_void,
-    children: *mut *mut ArrowArray,
-    dictionary: *mut ArrowArray,
-    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
-    private_data: *mut c_void,
-}
-
-#[repr(C)]
-struct ArrowArrayStream {
-    get_schema: Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> i32>,
-    get_next: Option<unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> i32>,
-    get_last_error: Option<unsafe extern "C" fn(*mut ArrowArrayStream) -> *const c_char>,
-    release: Option<unsafe extern "C" fn(*mut ArrowArrayStream)>,
-    private_data: *mut c_void,
-}
 
 /// A released (empty) struct: what a consumer leaves behind when it moves one out.
 fn released<T>() -> T {
@@ -310,7 +273,7 @@ fn to_python(py: Python<'_>, value: Constant) -> Py<PyAny> {
 /// only) go to `plan(p, epsilon, secret, stream)`, which returns `(secret key bytes, base,
 /// threshold)` (or None) and raises what it refuses.  Bit i of the output is bit i of `x`,
 /// negated where word 0 of `AES((base XOR bit) || key_i)` is at or above `threshold`
-/// (`disguise_bits_into`'s bits); NULLs stay NULL, with 0 under them.
+/// (the bits of `keep_bits_into`'s decisions applied); NULLs stay NULL, with 0 under them.
 ///
 /// The output's bitmaps go to `out` (a fresh writable buffer of 2 * ceil(n / 8) bytes,
 /// e.g. `pyarrow.allocate_buffer`: Arrow's memory, which DuckDB frees without the GIL):

@@ -33,7 +33,6 @@ FUNCTIONS = (
     "prf_words_into",
     "keep_bits_into",
     "keep_codes_into",
-    "disguise_bits_into",
     "chained_words_into",
     "noise_into",
     "register_secret",
