@@ -206,3 +206,27 @@ def test_ecdf_resample(people):
     out = ppdm.ecdf_resample(people, ["x", "f"], secret=SECRET, key="id")
     assert_zero_under_nulls(out["x"])
     assert_zero_under_nulls(out["f"])
+
+
+def test_duckdb_rr_udf_body_writes_zeros(kernels):
+    # The UDF's own result, before DuckDB copies it (another engine reading it would see it).
+    from polars_ppdm.duckdb.scalar import _rr_binary_udf
+
+    n = 4_096
+    rng = np.random.default_rng(2)
+    x = pa.array([None if i % 3 == 0 else bool(v) for i, v in enumerate(rng.random(n) < 0.5)], pa.bool_())
+    key = pa.array(np.arange(n) % 50, pa.int64())
+
+    def constant(value, type_):
+        return pa.array([value] * n, type_)
+
+    out = _rr_binary_udf(
+        x,
+        constant(0.7, pa.float64()),
+        constant(None, pa.float64()),
+        constant(SECRET.hex(), pa.string()),
+        key,
+        constant("flag", pa.string()),
+    )
+    assert out.null_count == x.null_count
+    assert not hidden_slots(out).any()

@@ -175,7 +175,7 @@ def _bigint_keys(key: pa.Int64Array) -> np.ndarray:
 
 def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
     """``x`` where ``kept``, its negation elsewhere; nulls stay null (the validity bitmap is
-    shared, and the bits under a null are never read)."""
+    shared), with 0 under them: the bit there would be the coin of the hidden value."""
     n, start = len(x), x.offset // 8
     validity, bits = x.buffers()
     nbytes = (n + 7) // 8
@@ -183,6 +183,8 @@ def _negated_where_not(x: pa.BooleanArray, kept: np.ndarray) -> pa.BooleanArray:
     np.bitwise_xor(flipped, np.frombuffer(bits, dtype=np.uint8, count=nbytes, offset=start), out=flipped)
     np.invert(flipped, out=flipped)  # x XOR NOT kept
     valid = validity.slice(start, nbytes) if x.null_count else None
+    if valid is not None:
+        np.bitwise_and(flipped, np.frombuffer(valid, dtype=np.uint8, count=nbytes), out=flipped)
     return pa.BooleanArray.from_buffers(
         pa.bool_(), n, [valid, pa.py_buffer(flipped)], null_count=x.null_count
     )
