@@ -150,9 +150,9 @@ def test_empty_frame():
 
 def test_null_key_under_a_value_is_refused_with_the_column_name():
     df = pl.DataFrame({"unit": [1, None, 3], "a": [True, False, None]})
-    # Lazy, collected by the user (both engines): the library's own error type.
+    # Lazy, collected by the user (both engines): Polars' ComputeError with the message.
     for engine in ("in-memory", "streaming"):
-        with pytest.raises(ppdm.InvalidParameterError, match=r"key column 'unit'.*1 null"):
+        with pytest.raises(pl.exceptions.ComputeError, match=r"key column 'unit'.*1 null"):
             disguised(df, ["a"], key="unit", p=0.8, engine=engine)
     # Eager input: the library collects, and raises its own error type.
     with pytest.raises(ppdm.InvalidParameterError, match=r"key column 'unit'.*1 null"):
@@ -319,8 +319,9 @@ def test_noise_refuses_nan_and_infinities_by_name(bad):
     df = pl.DataFrame({"id": [1, 2, 3], "x": [1.0, bad, 3.0]})
     with pytest.raises(ppdm.InvalidParameterError, match="column 'x' holds NaN or infinite"):
         ppdm.add_noise(df, "x", scale=1.0, secret=SECRET, key="id")
-    # Lazy, collected by the user: the library's own error too, not Polars' ComputeError.
-    with pytest.raises(ppdm.InvalidParameterError, match="column 'x' holds NaN or infinite"):
+    # Lazy, collected by the user: Polars' ComputeError carrying the library's message (a
+    # compiled plugin cannot raise a Python exception; see plugin_errors).
+    with pytest.raises(pl.exceptions.ComputeError, match="column 'x' holds NaN or infinite"):
         noisy(df, ["x"], key="id", scale=1.0, engine="streaming")
 
 
@@ -378,3 +379,20 @@ except Exception as e:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 3, run.stdout + run.stderr
     assert "dropped after 4096 newer ones" in run.stdout
+
+
+def test_the_fuzz_contract_takes_a_plugin_refusal_only_with_the_librarys_message():
+    # tests/fuzz holds every error to "clear or the library's own type"; a compiled
+    # plugin's refusal is Polars' ComputeError around the library's message.
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fuzz"))
+    from fuzz_contract import violation_of_error
+
+    clear = pl.exceptions.ComputeError(
+        "the plugin failed with message: The key column 'id' of rr_disguise has 1 null value(s) in rows that "
+        "need a random draw; every such row needs a key.\n\nThis error occurred in the following expression: x"
+    )
+    assert violation_of_error(clear) is None
+    vague = pl.exceptions.ComputeError("the plugin failed with message: something went wrong")
+    assert violation_of_error(vague) == "a compiled plugin's refusal names no parameter or column"
+    other = pl.exceptions.ComputeError("out of range for the key column")
+    assert violation_of_error(other) == "a Polars error leaked from inside"

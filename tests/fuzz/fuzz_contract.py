@@ -143,6 +143,9 @@ def _names_something(message: str, names: Iterable[str]) -> bool:
     return any(n and (repr(n) in message or f"'{n}'" in message or f"{n}=" in message) for n in names)
 
 
+_PLUGIN_REFUSAL = "the plugin failed with message: "
+
+
 def violation_of_error(
     exc: BaseException, names: Iterable[str] = (), *, expression: bool = False
 ) -> str | None:
@@ -159,6 +162,14 @@ def violation_of_error(
     if isinstance(exc, pl.exceptions.ColumnNotFoundError) and expression:
         # An expression cannot see the frame it will run on: Polars' own error for a
         # missing column (it names the column) is the error a user gets from pl.col too.
+        return None
+    if isinstance(exc, pl.exceptions.ComputeError) and message.startswith(_PLUGIN_REFUSAL):
+        # A compiled plugin of the library cannot raise a Python exception: Polars wraps its
+        # refusal in ComputeError (polars_ppdm.perturb._plugin.plugin_errors). Clear only if
+        # the library's own message inside names what is wrong.
+        inner = message[len(_PLUGIN_REFUSAL) :].split("\n\n", 1)[0]
+        if not _names_something(inner, names):
+            return "a compiled plugin's refusal names no parameter or column"
         return None
     if isinstance(exc, pl.exceptions.PolarsError | pl.exceptions.PanicException):
         return "a Polars error leaked from inside"
