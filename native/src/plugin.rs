@@ -540,18 +540,28 @@ pub unsafe extern "C" fn _polars_plugin_add_noise_f64(
     unsafe { run(inputs, len, kwargs_ptr, kwargs_len, return_value, add_noise_f64) }
 }
 
-fn rr_keep_bool(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
+/// A plugin's two inputs (values of Arrow format `format`, keys) and their row count.
+fn values_and_keys<'a>(
+    inputs: &'a [Input],
+    plugin: &str,
+    format: &str,
+) -> Result<(&'a Input, &'a Input, usize), String> {
     let [values, keys] = inputs else {
-        return Err("internal: rr_keep_bool takes a Boolean column and an integer key column".into());
+        return Err(format!("internal: {plugin} takes a column of Arrow format {format:?} and an integer key column"));
     };
-    if format_of(values.field()) != "b" {
-        return Err("internal: rr_keep_bool takes a Boolean column".into());
+    if format_of(values.field()) != format {
+        return Err(format!("internal: {plugin} takes a column of Arrow format {format:?}"));
     }
-    let args = RrArgs::parse(kwargs)?;
     let n = values.len();
     if keys.len() != n {
-        return Err(format!("internal: rr_keep_bool got {n} values and {} keys", keys.len()));
+        return Err(format!("internal: {plugin} got {n} values and {} keys", keys.len()));
     }
+    Ok((values, keys, n))
+}
+
+fn rr_keep_bool(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
+    let (values, keys, n) = values_and_keys(inputs, "rr_keep_bool", "b")?;
+    let args = RrArgs::parse(kwargs)?;
     let (key_words, key_valid) = row_keys(keys)?;
 
     // The values' bitmap from bit 0 (one copy: chunks may start anywhere).
@@ -660,18 +670,9 @@ fn floats(values: &Input) -> Result<std::borrow::Cow<'_, [f64]>, String> {
 }
 
 fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
-    let [values, keys] = inputs else {
-        return Err("internal: add_noise_f64 takes a Float64 column and an integer key column".into());
-    };
-    if format_of(values.field()) != "g" {
-        return Err("internal: add_noise_f64 takes a Float64 column".into());
-    }
+    let (values, keys, n) = values_and_keys(inputs, "add_noise_f64", "g")?;
     let args = NoiseArgs::parse(kwargs)?;
     let (centres, sines, cosines) = NOISE_TABLES.get().ok_or("internal: the noise tables are not registered")?;
-    let n = values.len();
-    if keys.len() != n {
-        return Err(format!("internal: add_noise_f64 got {n} values and {} keys", keys.len()));
-    }
     let (key_words, key_valid) = row_keys(keys)?;
     let data = floats(values)?;
     let (validity, nulls) = validity(values);
