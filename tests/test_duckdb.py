@@ -724,7 +724,9 @@ def test_bulk_path_gathers_a_table_scans_row_groups_into_batch_rows(con, monkeyp
     got = pl.from_arrow(reader.read_all())
     calls = heights[1:]  # the first call is the schema's, on no rows
     assert heights[0] == 0 and sum(calls) == 500_000
-    assert all(height >= 200_000 for height in calls[:-1])
+    # Two workers disguise batches at once, so the short last one may finish (and be
+    # recorded) before a full one: every call but one, in any order, holds batch_rows.
+    assert all(height >= 200_000 for height in sorted(calls)[1:])
     if max(scanned) < 200_000:  # DuckDB >= 2.0 scans by row group (older ones honour the size)
         assert len(calls) < len(scanned)
     source = con.sql("SELECT * FROM wide").pl()
