@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod arrow_c;
 mod plugin;
+mod spacings;
 mod udf;
 
 /// Blocks encrypted per batch (15 KiB on the stack): a multiple of every backend's
@@ -611,5 +612,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
     m.add_function(wrap_pyfunction!(udf::udf_rr_binary, m)?)?;
+    m.add_function(wrap_pyfunction!(spacings::spacing_sums_into, m)?)?;
+    m.add_function(wrap_pyfunction!(spacings::block_sums_into, m)?)?;
     Ok(())
 }

@@ -38,6 +38,8 @@ FUNCTIONS = (
     "register_secret",
     "plugins",
     "udf_rr_binary",
+    "spacing_sums_into",
+    "block_sums_into",
 )
 
 

@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from polars_ppdm.kernels.portable_math import minus_log
-from polars_ppdm.kernels.prf import CHUNK_ROWS, prf_words, uniform, unit_doubles
+from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.portable_math import _minus_log_centres, minus_log
+from polars_ppdm.kernels.prf import CHUNK_ROWS, _check_secret, prf_words, uniform, unit_doubles
 
 __all__ = [
     "BLOCK",
@@ -147,7 +148,13 @@ def running_sums(
 ) -> float:
     """``S_0 .. S_{n-1}`` into ``out`` (a float64 array of n), and the total ``S_n``:
     the sorted uniforms before :func:`normalise`, which a caller may apply slice by
-    slice (it is element-wise).  ``keys`` as for :func:`sorted_uniforms`."""
+    slice (it is element-wise).  ``keys`` as for :func:`sorted_uniforms`.
+
+    The compiled kernel, when installed, makes the same bits in one call without the GIL
+    (in NumPy the logarithm's table lookup holds it)."""
+    native = _native.NATIVE
+    if native is not None and out.dtype == np.float64 and out.flags.c_contiguous:
+        return float(native.spacing_sums_into(_check_secret(secret), stream, _minus_log_centres(), out[:n]))
     keys = np.arange(n + 1, dtype=np.uint64) if keys is None else keys[: n + 1]
     x = np.empty(min(CHUNK_ROWS, -(-(n + 1) // BLOCK) * BLOCK))
     scratch = (np.empty(len(x)), np.empty(len(x), dtype=np.uint64))
@@ -183,6 +190,12 @@ def _draws_of_blocks(secret: bytes, stream: int, blocks: np.ndarray) -> np.ndarr
     """The draws ``x`` of whole blocks (uint64 block numbers), as a (blocks, BLOCK) array
     of in-block sums ``c`` (a block past the draws' end holds extra draws after it, which
     no prefix of the draws depends on)."""
+    native = _native.NATIVE
+    if native is not None:
+        sums = np.empty((len(blocks), BLOCK))
+        numbers = np.ascontiguousarray(blocks, dtype=np.int64).view(np.uint64)
+        native.block_sums_into(_check_secret(secret), stream, numbers, _minus_log_centres(), sums)
+        return sums
     keys = (blocks.astype(np.uint64)[:, None] << np.uint64(_BLOCK_BITS)) + np.arange(BLOCK, dtype=np.uint64)
     x = uniform(secret, stream, keys.ravel())
     exponentials(x, out=x)

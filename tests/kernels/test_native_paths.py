@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polars_ppdm.kernels import _native, noise, prf, rr
+from polars_ppdm.kernels import _native, noise, prf, rr, spacings
 
 NATIVE = _native.load()
 pytestmark = pytest.mark.skipif(
@@ -111,6 +111,46 @@ def test_bitmap_offsets(monkeypatch, offset):
     assert np.array_equal(fast, rr.keep_decisions(codes[offset:], 0.6, bytes(16), 3, keys))
 
 
+def spacing_kernels(secret, stream, n):
+    """The ECDF's keyed running sums: all n at once, and whole blocks in any order."""
+    out = np.empty(n)
+    total = spacings.running_sums(secret, stream, n, out)
+    blocks = np.array([n // spacings.BLOCK, 0, 3, 3, 2**40], dtype=np.int64)
+    offsets, whole = spacings.block_offsets(spacings.block_totals(secret, stream, n))
+    ranks = np.array([0, n // 2, n - 1]) if n else np.array([], dtype=np.int64)
+    return [
+        out,
+        np.array([total]),
+        spacings._draws_of_blocks(secret, stream, blocks),
+        spacings.sorted_uniforms_at(secret, stream, ranks, offsets, whole),
+    ]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    secret=st.binary(min_size=16, max_size=16) | st.binary(min_size=32, max_size=32),
+    stream=st.integers(0, 2**64 - 1),
+    n=st.integers(0, 3 * spacings.BLOCK + 40)
+    | st.sampled_from([spacings.BLOCK - 1, spacings.BLOCK, prf.CHUNK_ROWS - 1, prf.CHUNK_ROWS]),
+)
+def test_spacing_sums_same_bits(secret, stream, n):
+    """The blocked sums of keyed exponentials (one compiled call without the GIL) are the
+    NumPy path's, to the bit, around block, group and chunk ends."""
+    with pytest.MonkeyPatch.context() as mp:
+        assert_same(*both(mp, lambda: spacing_kernels(secret, stream, n)))
+
+
+def test_spacing_sums_into_a_strided_output_takes_the_pure_path(monkeypatch):
+    """An output the compiled call cannot write in place (a strided view) still gets the bits."""
+
+    def strided():
+        out = np.zeros(2 * 5_000)
+        total = spacings.running_sums(bytes(16), 3, 5_000, out[::2])
+        return [out, np.array([total])]
+
+    assert_same(*both(monkeypatch, strided))
+
+
 def test_errors_are_the_pure_paths(monkeypatch):
     monkeypatch.setattr(_native, "NATIVE", NATIVE)
     with pytest.raises(ValueError, match="16 or 32 bytes"):
@@ -119,6 +159,10 @@ def test_errors_are_the_pure_paths(monkeypatch):
         rr.keep_decisions_bits(np.zeros(1, np.uint8), 0, 0.5, bytes(8), 0, np.arange(3))
     with pytest.raises(TypeError, match="integer array"):
         prf.encrypt_blocks(bytes(16), 0, np.array([1.5]))
+    with pytest.raises(ValueError, match="16 or 32 bytes"):
+        spacings.running_sums(bytes(8), 0, 10, np.empty(10))
+    with pytest.raises(ValueError, match="16 or 32 bytes"):
+        spacings.block_totals(bytes(8), 0, 10)
 
 
 def test_ppdm_native_0_forces_the_pure_path():
