@@ -6,9 +6,10 @@ this one run, in turn (best of ``--repeats`` each); the ratios are printed with 
 sort and without,
 ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"``; on a CPU without AVX-512,
 ``NPY_DISABLE_CPU_FEATURES="X86_V3"`` turns off NumPy's AVX2 sort instead -- see which
-names NumPy accepts with ``np.show_runtime()``).  The kernels' large sorts take NumPy's
-or Polars' sort, whichever :mod:`polars_ppdm.kernels.sorting` measures faster here; the
-rank-link rows are also timed with each forced (``PPDM_SORT``), to show both.  Peak memory is measured
+names NumPy accepts with ``np.show_runtime()``).  The kernels' large sorts take NumPy's,
+Polars' or (with the compiled kernels) the radix sort, whichever
+:mod:`polars_ppdm.kernels.sorting` measures fastest here; the rows are also timed with
+each forced (``PPDM_SORT``), to show all.  Peak memory is measured
 in a fresh process: the high-water RSS during the resampling minus the RSS with the
 input loaded, against the input's size (bar <= 3x).
 
@@ -34,6 +35,7 @@ import polars as pl
 from _timing import best_seconds_interleaved, machine  # benchmarks/ is the script's own folder
 
 import polars_ppdm as ppdm
+from polars_ppdm.kernels import _native
 from polars_ppdm.kernels.ecdf import order_keys
 from polars_ppdm.kernels.prf import first_words
 from polars_ppdm.kernels.sorting import sort_path, sort_words
@@ -79,14 +81,18 @@ def peak_memory(rows: int, columns: int) -> tuple[float, float]:
 def floors(df: pl.DataFrame, secret: bytes) -> dict[str, object]:
     """The floor runs (see the module's notes): their inputs are made here, untimed."""
     n, columns = df.height, df.columns
-    words = {c: order_keys(df[c].to_numpy()).view(np.uint64) for c in columns}
-    shuffle_words = first_words(secret, 1, np.arange(n, dtype=np.uint64))
+    # The words the kernel sorts: each value's key prefix above its row index.
+    shift = np.uint64(max(1, (n - 1).bit_length()))
     index = np.arange(n + 1, dtype=np.uint64)
+    words = {
+        c: (order_keys(df[c].to_numpy()).view(np.uint64) >> shift << shift) | index[:-1] for c in columns
+    }
+    shuffle_words = (first_words(secret, 1, index[:-1]) >> shift << shift) | index[:-1]
     rows = np.random.default_rng(1).permutation(n)
 
     def column(i: int) -> None:
         ranked = words[columns[i]].copy()
-        sort_words(ranked)
+        sort_words(ranked, low_bits=int(shift))
         sums = np.empty(n)
         running_sums(secret, i, n, sums, keys=index)
         released = np.empty(n)
@@ -98,7 +104,7 @@ def floors(df: pl.DataFrame, secret: bytes) -> dict[str, object]:
 
     def shuffled() -> None:
         with ThreadPoolExecutor(min(len(columns), pl.thread_pool_size())) as pool:
-            slots = pool.submit(sort_words, shuffle_words.copy())
+            slots = pool.submit(sort_words, shuffle_words.copy(), low_bits=int(shift))
             list(pool.map(column, range(len(columns))))
             slots.result()
         df[rows]
@@ -117,7 +123,8 @@ def main() -> None:
     print(machine())
     df = table(args.rows, args.columns)
     secret = ppdm.new_secret()
-    chosen = sort_path()  # measured once in this process, before PPDM_SORT is set below
+    chosen = sort_path(prefixed=True)  # measured once in this process, before PPDM_SORT is set below
+    paths = ("numpy", "polars", "radix") if _native.NATIVE is not None else ("numpy", "polars")
 
     def with_sort(path: str, run):  # the kernels read PPDM_SORT at call time
         def timed() -> object:
@@ -140,8 +147,8 @@ def main() -> None:
             "sort": lambda: df.select(pl.all().sort()),
             "rank": rank,
             "shuffle": shuffled,
-            **{f"rank {path}": with_sort(path, rank) for path in ("numpy", "polars")},
-            **{f"shuffle {path}": with_sort(path, shuffled) for path in ("numpy", "polars")},
+            **{f"rank {path}": with_sort(path, rank) for path in paths},
+            **{f"shuffle {path}": with_sort(path, shuffled) for path in paths},
             **floors(df, ppdm.resolve_secret(secret).key),
         },
         args.repeats,
@@ -151,11 +158,7 @@ def main() -> None:
     print(f"{'Polars sort of the columns':56s} {sort_s:7.3f} s")
     for label, bar in (("rank", 1.5), ("shuffle", 2.0)):
         name = "rank link" if label == "rank" else "rank link, shuffle"
-        for suffix, how in (
-            ("", f"{chosen}, measured"),
-            (" numpy", "NumPy forced"),
-            (" polars", "Polars forced"),
-        ):
+        for suffix, how in (("", f"{chosen}, measured"), *((f" {path}", f"{path} forced") for path in paths)):
             s = seconds[label + suffix]
             print(f"{f'ecdf_resample ({name}; {how})':56s} {s:7.3f} s  {s / sort_s:5.2f}x sort (bar {bar})")
         s = seconds[f"floor {label}"]

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod arrow_c;
 mod plugin;
+mod radix;
 mod spacings;
 mod udf;
 
@@ -614,5 +615,6 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(udf::udf_rr_binary, m)?)?;
     m.add_function(wrap_pyfunction!(spacings::spacing_sums_into, m)?)?;
     m.add_function(wrap_pyfunction!(spacings::block_sums_into, m)?)?;
+    m.add_function(wrap_pyfunction!(radix::radix_sort_words, m)?)?;
     Ok(())
 }

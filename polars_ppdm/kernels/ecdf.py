@@ -417,7 +417,9 @@ def _sort_packed(ws: Workspace) -> tuple[np.ndarray, np.ndarray, int]:
     index_bits = _index_bits(n)
     shift, low = np.uint64(index_bits), np.uint64((1 << index_bits) - 1)
     packed, order, collide = ws.packed, ws.order.view(np.uint64), ws.collide
-    sort_words(packed)  # NumPy's or Polars' sort, whichever is fast on this CPU
+    # The fastest sort on this CPU; the row index below each prefix already ascends, and
+    # ws.order is written only after the sort, so it lends the radix sort its scratch.
+    sort_words(packed, low_bits=index_bits, scratch=order)
     collisions = 0
     for start, stop in _passes(n):
         part = packed[start:stop]

@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polars_ppdm.kernels import sorting
+from polars_ppdm.kernels import _native, sorting
 from polars_ppdm.kernels.ecdf import rank_order, shuffle_order
 
 SECRET = bytes(range(16))
+PATHS = ["numpy", "polars", "radix"]  # radix: the compiled kernels' (measured otherwise)
+NATIVE = _native.load()
 N = 3 * 4096 + 17  # above SMALL as set below: the large-array paths run
 
 
@@ -24,7 +26,7 @@ def _lexsort_rank(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.lexsort((tie_words(SECRET, 5, keys), values + 0.0))
 
 
-@pytest.mark.parametrize("path", ["numpy", "polars"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("kind", ["continuous", "few values", "mostly tied"])
 def test_rank_order_same_bits_on_each_path(monkeypatch: pytest.MonkeyPatch, path: str, kind: str) -> None:
     monkeypatch.setenv("PPDM_SORT", path)
@@ -38,7 +40,7 @@ def test_rank_order_same_bits_on_each_path(monkeypatch: pytest.MonkeyPatch, path
     assert (rank_order(values, SECRET, 5, keys) == _lexsort_rank(values, keys)).all()
 
 
-@pytest.mark.parametrize("path", ["numpy", "polars"])
+@pytest.mark.parametrize("path", PATHS)
 def test_shuffle_order_same_bits_on_each_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     from polars_ppdm.kernels.prf import first_words
 
@@ -47,7 +49,7 @@ def test_shuffle_order_same_bits_on_each_path(monkeypatch: pytest.MonkeyPatch, p
     assert (shuffle_order(SECRET, 9, N) == want).all()
 
 
-@pytest.mark.parametrize("path", ["numpy", "polars"])
+@pytest.mark.parametrize("path", PATHS)
 def test_stable_arg_sort_keeps_positions(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     monkeypatch.setenv("PPDM_SORT", path)
     keys = np.random.default_rng(4).integers(-5, 5, N)
@@ -66,3 +68,54 @@ def test_sort_path_measures_once_and_obeys_the_override(monkeypatch: pytest.Monk
     want = np.sort(words)
     sorting.sort_words(words)
     assert (words == want).all()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 4097, 70_001])
+@pytest.mark.parametrize("low_bits", [1, 14, 17, 24, 40])
+def test_radix_sort_of_prefixed_words(monkeypatch: pytest.MonkeyPatch, n: int, low_bits: int) -> None:
+    """Words whose low bits ascend along the array (a row index below a prefix) come out
+    as np.sort's, also with a skewed prefix (few distinct values: passes skipped)."""
+    if NATIVE is None:
+        pytest.skip("the compiled kernels are not installed (or PPDM_NATIVE=0)")
+    monkeypatch.setattr(_native, "NATIVE", NATIVE)
+    monkeypatch.setenv("PPDM_SORT", "radix")
+    rng = np.random.default_rng(n + low_bits)
+    index = np.arange(n, dtype=np.uint64)
+    shift = np.uint64(low_bits)
+    for prefix in (
+        rng.integers(0, 2**63, n, dtype=np.uint64),
+        rng.integers(0, 3, n, dtype=np.uint64) << np.uint64(60),
+    ):
+        words = (prefix >> shift << shift) | index
+        want = np.sort(words)
+        sorting.sort_words(words, low_bits=low_bits, scratch=np.empty(n, dtype=np.uint64))
+        assert (words == want).all()
+
+
+def test_radix_path_without_the_compiled_kernels_still_sorts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The radix path chosen, then the kernels switched off (PPDM_NATIVE=0 in a test, or
+    an extension refused): the words are sorted on NumPy, never left unsorted."""
+    monkeypatch.setattr(_native, "NATIVE", None)
+    words = np.random.default_rng(6).integers(0, 2**63, N, dtype=np.uint64)
+    want = np.sort(words)
+    sorting._radix_sort(words, 20, None)
+    assert (words == want).all()
+    monkeypatch.setenv("PPDM_SORT", "radix")
+    assert sorting.sort_path(prefixed=True) in ("numpy", "polars")  # not offered: measured
+
+
+def test_prefixed_sorts_are_measured_among_three_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    if NATIVE is None:
+        pytest.skip("the compiled kernels are not installed (or PPDM_NATIVE=0)")
+    monkeypatch.setattr(_native, "NATIVE", NATIVE)
+    monkeypatch.delenv("PPDM_SORT", raising=False)
+    monkeypatch.setattr(sorting, "_measured", {})
+    timed: list[str] = []
+    sorts = dict(sorting._SORTS)
+    monkeypatch.setattr(
+        sorting, "_SORTS", {k: (lambda w, b, s, k=k: (timed.append(k), sorts[k](w, b, s))) for k in sorts}
+    )
+    chosen = sorting.sort_path(prefixed=True)
+    assert set(timed) == {"numpy", "polars", "radix"} and chosen in timed
+    timed.clear()
+    assert sorting.sort_path() in ("numpy", "polars") and set(timed) == {"numpy", "polars"}
