@@ -68,7 +68,7 @@ def run(table: pl.DataFrame, case: str) -> pl.DataFrame:
     return ppdm.ecdf_resample(table, options.pop("columns"), secret=SECRET, **options)
 
 
-@pytest.mark.parametrize("path", ["numpy", "polars"])
+@pytest.mark.parametrize("path", ["numpy", "polars", "radix"])  # radix: the compiled kernels' (else measured)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_bits_are_pinned(table, case, path, monkeypatch):
     monkeypatch.setenv("PPDM_SORT", path)
