@@ -53,6 +53,20 @@ class _Tables:
     original: pl.DataFrame | None
     sample_rows: int
     _rows: np.ndarray | None = field(default=None, init=False)
+    _finite: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, init=False)
+
+    def finite(self, which: str, column: str) -> np.ndarray:
+        """The finite values of ``column`` of the ``"released"`` or ``"original"`` table,
+        as floats: converted once for the column's section (its histogram, the noise's
+        figures), kept for that column only."""
+        if not any(c == column for _, c in self._finite):
+            self._finite.clear()
+        key = (which, column)
+        if key not in self._finite:
+            frame = self.released if which == "released" else self.original
+            assert frame is not None
+            self._finite[key] = _finite(frame[column])
+        return self._finite[key]
 
     def rows(self) -> np.ndarray:
         """A systematic sample of row positions: every (n / sample_rows)-th row."""
@@ -105,19 +119,23 @@ def _kind(dtype: pl.DataType) -> str | None:
 
 
 def _finite(series: pl.Series) -> np.ndarray:
-    values = series.drop_nulls().cast(pl.Float64).to_numpy()
-    return values[np.isfinite(values)]
+    """The finite values of ``series`` as floats (read-only: a column of floats without
+    nulls is not copied, nor filtered when every value is finite)."""
+    values = (series.drop_nulls() if series.null_count() else series).cast(pl.Float64).to_numpy()
+    finite = np.isfinite(values)
+    return values if finite.all() else values[finite]
 
 
-def _histogram(column: str, released: pl.Series, original: pl.Series | None, title: str) -> Plot | None:
+def _histogram(column: str, tables: _Tables, title: str) -> Plot | None:
     """Shares of rows per equal-width bin; the bins span the released values (and, in the
     internal version, the original's too)."""
-    got = _finite(released)
-    truth = _finite(original) if original is not None else None
-    spread = got if truth is None else np.concatenate([got, truth])
-    if spread.size == 0:
+    got = tables.finite("released", column)
+    truth = tables.finite("original", column) if tables.original is not None else None
+    spans = [(float(v.min()), float(v.max())) for v in (got, truth) if v is not None and v.size]
+    if not spans:
         return None
-    edges = _edges(spread, integers=released.dtype.is_integer())
+    low, high = min(s[0] for s in spans), max(s[1] for s in spans)
+    edges = _edges(low, high, integers=tables.released[column].dtype.is_integer())
     series = []
     if truth is not None:
         series.append(_stairs("original", truth, edges, "original"))
@@ -125,14 +143,15 @@ def _histogram(column: str, released: pl.Series, original: pl.Series | None, tit
     return Plot("histogram", title, column, "share of rows", tuple(series))
 
 
-def _edges(values: np.ndarray, *, integers: bool) -> np.ndarray:
-    """Equal-width bins; for integers spanning at most 2 x _BINS values, one bin per
-    integer (or two), so that no bin holds one more integer than its neighbour."""
-    low, high = float(values.min()), float(values.max())
+def _edges(low: float, high: float, *, integers: bool) -> np.ndarray:
+    """Equal-width bins from ``low`` to ``high`` (the values' smallest and largest); for
+    integers spanning at most 2 x _BINS values, one bin per integer (or two), so that no
+    bin holds one more integer than its neighbour."""
     if integers and high - low < 2 * _BINS:
         step = 1 if high - low < _BINS else 2
         return np.arange(low - 0.5, high + step, step)
-    return np.histogram_bin_edges(values, bins=_BINS)
+    # NumPy's bins of the values themselves, which depend on their extremes alone.
+    return np.histogram_bin_edges(np.array([low, high]), bins=_BINS)
 
 
 def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> PlotSeries:
@@ -144,9 +163,7 @@ def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> P
 def _bars(column: str, released: pl.Series, original: pl.Series | None, title: str) -> tuple[Plot, list[str]]:
     """Shares of rows per value: the most frequent released values (at most ``_TOP``)."""
     counts = released.value_counts(sort=True, name="n")
-    notes = []
-    if counts.height > _TOP:
-        notes.append(f"{counts.height:,} distinct values; the {_TOP} most frequent released ones are shown.")
+    notes = _bars_notes(counts.height)
     top = counts.head(_TOP)
     labels = [str(v) for v in top[released.name].to_list()]
     series = []
@@ -168,17 +185,33 @@ def _bars(column: str, released: pl.Series, original: pl.Series | None, title: s
     return Plot("bars", title, column, "share of rows", tuple(series)), notes
 
 
-def _distribution(column: str, tables: _Tables) -> tuple[list[Plot], list[str]]:
+def _bars_notes(distinct: int) -> list[str]:
+    """The bars' note on a column of ``distinct`` values (a null counted as one)."""
+    if distinct > _TOP:
+        return [f"{distinct:,} distinct values; the {_TOP} most frequent released ones are shown."]
+    return []
+
+
+def _distribution(column: str, tables: _Tables, *, plot: bool = True) -> tuple[list[Plot], list[str]]:
+    """The column's distribution plot and its notes; with ``plot`` False, only the notes
+    (a section that draws the distribution its own way), as cheaply as they come."""
     released = tables.released[column]
     original = tables.original[column] if tables.original is not None else None
     kind = _kind(released.dtype)
     title = "Original and released distribution" if original is not None else "Released distribution"
     if kind == "numeric":
-        plot = _histogram(column, released, original, title)
-        return ([plot] if plot else []), ([] if plot else ["No finite value to plot."])
+        if not plot:
+            some = tables.finite("released", column).size or (
+                original is not None and tables.finite("original", column).size
+            )
+            return [], ([] if some else ["No finite value to plot."])
+        drawn = _histogram(column, tables, title)
+        return ([drawn] if drawn else []), ([] if drawn else ["No finite value to plot."])
     if kind == "categorical":
-        plot, notes = _bars(column, released, original, title)
-        return [plot], notes
+        if not plot:
+            return [], _bars_notes(released.n_unique())
+        bars, notes = _bars(column, released, original, title)
+        return [bars], notes
     return [], [f"A column of type {released.dtype}: no plot suits it, and no figure is computed for it."]
 
 
@@ -376,7 +409,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
 
     scale = _of(step.scale, column)
     sigma = noise_std(step.dist, scale)
-    released = _finite(tables.released[column])
+    released = tables.finite("released", column)
     parts = _Parts(
         verdict=(
             f"{step.dist.capitalize()} noise of standard deviation {number(sigma)} on every value: a released value "
@@ -424,7 +457,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
                 ),
             ]
             if tables.original is not None:
-                series.insert(0, _stairs("original", _finite(tables.original[column]), edges, "original"))
+                series.insert(0, _stairs("original", tables.finite("original", column), edges, "original"))
             parts.plots.append(
                 Plot(
                     "histogram",
@@ -441,7 +474,7 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         error = error[np.isfinite(error)]
         rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
         parts.utility.append(Figure("RMS error", number(rms), "released vs original value, row by row"))
-        truth_values = _finite(truth)
+        truth_values = tables.finite("original", column)
         if truth_values.size >= 2:
             parts.utility.append(
                 Figure(
@@ -574,7 +607,8 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
     parameters = _parameters(step, column)
     if method == "drop":
         return ColumnSection(column, method, parameters, _VERDICTS["drop"])
-    plots, notes = _distribution(column, tables)
+    # randomized response's own plot shows the released shares (and the original's)
+    plots, notes = _distribution(column, tables, plot=method != "rr_disguise")
     if _kind(tables.released[column].dtype) is None or method == "keep":
         verdict = _VERDICTS["keep"] if method == "keep" else f"Perturbed by {method}."
         return ColumnSection(column, method, parameters, verdict, plots=tuple(plots), notes=tuple(notes))
@@ -589,8 +623,6 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
     parts = builders[method]()
     if method == "add_noise":
         parts.attack = shared.setdefault(id(step), _noise_stripping(step, tables)).get(column)
-    if method == "rr_disguise":
-        plots = []  # its own plot shows the released shares (and the original's)
     return ColumnSection(
         column,
         method,

@@ -35,7 +35,7 @@ def uniqueness(table: pl.DataFrame, columns: Sequence[str]) -> Uniqueness:
     """
     if not columns or table.height == 0:
         return Uniqueness(tuple(columns), table.height, 0, 0, 0)
-    sizes = table.group_by(list(columns)).len()["len"]
+    sizes = _group_sizes(table, list(columns))
     return Uniqueness(
         columns=tuple(columns),
         rows=table.height,
@@ -43,3 +43,21 @@ def uniqueness(table: pl.DataFrame, columns: Sequence[str]) -> Uniqueness:
         uniques=int((sizes == 1).sum()),
         smallest_group=int(sizes.min()),  # type: ignore[arg-type]
     )
+
+
+def _group_sizes(table: pl.DataFrame, columns: list[str]) -> pl.Series:
+    """The size of each group of equal rows on ``columns``, in no particular order.
+
+    Sorted, equal rows are neighbours, so the groups are the runs of equal rows: a sort
+    and a run-length pass, where a group-by over a table whose rows are mostly unique
+    (an id kept as it is) builds a hash table of every row -- several times slower, and
+    several times the memory of the columns (issue 30).  Equality is the group-by's:
+    nulls equal each other, NaN equals NaN and -0.0 equals 0.0 (tests pin both ways on
+    such tables); a type the sort refuses falls back to the group-by.
+    """
+    try:
+        ordered = table.select(columns).sort(columns)
+        runs = ordered.to_series() if len(columns) == 1 else ordered.select(pl.struct(columns)).to_series()
+        return runs.rle().struct.field("len")
+    except pl.exceptions.PolarsError:
+        return table.group_by(columns).len()["len"]
