@@ -85,10 +85,13 @@ class RRDesign:
         for i, c in enumerate(self.columns):
             if row.get(f"__nulls_{i}", 0):
                 msg = (
-                    f"The column {c!r} of {self.func} has {row[f'__nulls_{i}']} null value(s); "
+                    f"The column {c!r} of {self.func} has null values; "
                     "nulls carry no disguised answer, so drop or fill them first."
                 )
                 raise InvalidParameterError(msg)
             if row.get(f"__bad_{i}", 0):
-                msg = f"The column {c!r} of {self.func} is binary and must hold only 0 and 1; {row[f'__bad_{i}']} value(s) are outside."
+                msg = (
+                    f"The column {c!r} of {self.func} is binary and must hold only 0 and 1; it holds other "
+                    "values: fix or drop those rows first (or pass categories=[...] for a k-ary column)."
+                )
                 raise InvalidParameterError(msg)

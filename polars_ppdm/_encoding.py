@@ -17,7 +17,18 @@ import polars as pl
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import fnv1a_64
 
-__all__ = ["Domain", "row_keys", "with_nulls"]
+__all__ = ["Domain", "null_key_message", "row_keys", "with_nulls"]
+
+
+def null_key_message(column: str, func: str) -> str:
+    """The refusal of a null key where a row needs a draw, the same on every engine
+    (``native/src/plugin.rs`` writes it too).  Like every message of the library about
+    the rows, it names the column and the fault, never a count, value or position of the
+    data: two tables with the same schema get the same words (docs/privacy-model.md)."""
+    return (
+        f"The key column {column!r} of {func} has null values in rows that need a random draw; "
+        "every such row needs a key: fill the key or drop those rows first."
+    )
 
 
 def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = None) -> np.ndarray:
@@ -34,11 +45,7 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
         if required_rows is not None:
             nulls &= required_rows
         if nulls.any():
-            msg = (
-                f"The key column {keys.name!r} of {func} has {int(nulls.sum())} null value(s) in "
-                "rows that need a random draw; every such row needs a key."
-            )
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(null_key_message(keys.name, func))
     # Null keys of rows that need no draw (null values) hash as 0 / "": any word will do.
     if dtype.is_integer():
         keys = keys.fill_null(0) if keys.null_count() else keys
@@ -83,8 +90,8 @@ def _narrowed(keys: pl.Series, func: str) -> pl.Series:
         return keys.cast(pl.UInt64)
     msg = (
         f"The key column {keys.name!r} of {func} must hold integers that fit in 64 bits "
-        f"(all in [-2^63, 2^63) or all in [0, 2^64)). Got {keys.dtype} values from {low} to {high} "
-        "instead; cast the key to String to use wider keys (strings are hashed)."
+        f"(all in [-2^63, 2^63) or all in [0, 2^64)). Its {keys.dtype} values do not; cast the key "
+        "to String to use wider keys (strings are hashed)."
     )
     raise InvalidParameterError(msg)
 
@@ -184,12 +191,10 @@ class Domain:
             low, high = values.min(), values.max()
             # An integer column: both are ints, or both None when every value is null.
             if isinstance(low, int) and isinstance(high, int) and (low < 0 or high > 1):
-                bad = values.filter(values.is_not_null() & ~values.cast(pl.Float64).is_in([0.0, 1.0]))
                 msg = (
                     f"The column {values.name!r} of {func} is binary (an integer column with no "
-                    "'categories') and must hold only 0 and 1. Got "
-                    f"{bad.unique().sort().head(5).to_list()} instead; pass categories=[...] "
-                    "for a k-ary integer column."
+                    "'categories') and must hold only 0 and 1. It holds other values; pass "
+                    "categories=[...] for a k-ary integer column, or fix those rows first."
                 )
                 raise InvalidParameterError(msg)
             if values.dtype in (pl.Int128, pl.UInt128):  # NumPy has no 128-bit integers; 0/1 fit in 8
@@ -206,11 +211,10 @@ class Domain:
                     f"values of the column's dtype {values.dtype}. Got {list(self.categories)!r} instead."
                 )
                 raise InvalidParameterError(msg) from None
-        outside = source.filter(source.is_not_null() & ~source.is_in(lookup.implode()))
-        if len(outside):
+        if (source.is_not_null() & ~source.is_in(lookup.implode())).any():
             msg = (
                 f"The column {values.name!r} of {func} holds values outside its 'categories' "
-                f"{list(self.categories)}: {outside.unique().head(5).to_list()}."
+                f"{list(self.categories)}; list every value the column can hold, or drop or fix those rows first."
             )
             raise InvalidParameterError(msg)
         codes = source.replace_strict(

@@ -60,8 +60,25 @@ def like(
     in-memory engine by default: one call per column instead of one per ~100k-row
     morsel (same bits either way).  Aggregations pass ``engine="streaming"``, which
     groups twice as fast here.
+
+    A refusal of the library raised inside the plan comes out as its own message alone:
+    Polars appends the expression it was evaluating, whose literals may be a key's (the
+    spiral's matrix and offsets), and an error message is read by more people than the
+    data owner (docs/privacy-model.md).
     """
-    return result if isinstance(original, pl.LazyFrame) else result.collect(engine=engine)
+    if isinstance(original, pl.LazyFrame):
+        return result
+    try:
+        return result.collect(engine=engine)
+    except InvalidParameterError as error:
+        text = str(error)
+        if _POLARS_CONTEXT not in text:
+            raise
+        raise InvalidParameterError(text.split(_POLARS_CONTEXT, 1)[0]) from None
+
+
+# How Polars starts the expression context it appends to an error raised inside a plan.
+_POLARS_CONTEXT = "\n\nThis error occurred"
 
 
 def fresh_names(taken: Iterable[str], *bases: str) -> list[str]:

@@ -31,6 +31,7 @@ __all__ = [
     "check_output_names",
     "check_p_or_epsilon",
     "check_real",
+    "described",
     "is_count",
     "is_real",
     "keep_probability",
@@ -46,6 +47,25 @@ def is_real(value: Any) -> bool:
 def is_count(value: Any) -> bool:
     """An integer, Python's or NumPy's, but not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def described(value: Any) -> str:
+    """What a parameter that may hold the data (points, labels, a sample) is, without its
+    values: its type, and an array's dimensions and dtype (never its shape: the number of
+    rows is the data's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> described(np.zeros((3, 2))), described([1, 2]), described(np.float64(1.5))
+    ('a 2-D float64 array', 'a list', 'a float64')
+    """
+    kind = type(value).__name__
+    if kind == "ndarray":
+        return f"a {value.ndim}-D {value.dtype} array"
+    if kind == "Series" and hasattr(value, "dtype"):
+        return f"a Series of dtype {value.dtype}"
+    return f"a {kind}"
 
 
 def _fail(name: str, func: str, allowed: str, got: Any) -> NoReturn:

@@ -170,10 +170,8 @@ def read_baskets(path: str | Path, sep: str | None = None) -> tuple[pl.DataFrame
         raise _data_error(path, "the file is empty: no baskets to disguise")
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise _data_error(
-            path, f"not a text basket file (not UTF-8 at byte {error.start:,}) and not Parquet"
-        ) from None
+    except UnicodeDecodeError:
+        raise _data_error(path, "not a text basket file (not UTF-8) and not Parquet") from None
     if "\0" in text:
         raise _data_error(path, "not a text basket file (it holds NUL bytes: binary) and not Parquet")
     lines = text.splitlines()
@@ -188,7 +186,7 @@ def read_baskets(path: str | Path, sep: str | None = None) -> tuple[pl.DataFrame
     one_item = int((nonempty == 1).sum()) / len(nonempty)
     if one_item > _ONE_ITEM_WARNING:
         print(
-            f"ppdm rules: warning: {one_item:.0%} of the baskets in {str(path)!r} hold a single item "
+            f"ppdm rules: warning: most baskets in {str(path)!r} hold a single item "
             f"when split on {_separator_name(sep)} ({how}); if the items are separated by something "
             "else, say so with --sep",
             file=sys.stderr,

@@ -335,8 +335,8 @@ def normalise(frame: Frame, columns: str | Iterable[str], low: float = 0.0, high
         width = None if least is None else most - least
         if width is None or not math.isfinite(width) or width <= 0:
             msg = (
-                f"The column {c!r} of normalise must hold finite values with a finite range max - min > 0. "
-                f"Got min={least!r}, max={most!r} instead."
+                f"The column {c!r} of normalise must hold finite values with a finite range max - min > 0, "
+                "and does not (it is empty or all null, constant, or holds NaN, infinite or too large values)."
             )
             raise InvalidParameterError(msg)
         scaled.append((low + (pl.col(c) - least) / width * (high - low)).alias(c))

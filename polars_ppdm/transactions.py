@@ -40,19 +40,20 @@ def read_transactions(source: str | PathLike | Iterable[str], *, sep: str | None
         try:
             with Path(source).open(encoding="utf-8") as handle:
                 lines = handle.read().splitlines()
-        except UnicodeDecodeError as exc:
-            msg = f"The 'source' parameter of read_transactions must be a UTF-8 text file. {str(source)!r} is not: {exc}."
+        except UnicodeDecodeError:
+            # Not the decoder's own words: they quote the file's bytes and their offset.
+            msg = f"The 'source' parameter of read_transactions must be a UTF-8 text file. {str(source)!r} is not."
             raise InvalidParameterError(msg) from None
     elif isinstance(source, bytes | bytearray | memoryview) or not isinstance(source, Iterable):
         msg = f"The 'source' parameter of read_transactions must be {allowed}. Got {source!r:.80} instead."
         raise InvalidParameterError(msg)
     else:
         lines = []
-        for number, line in enumerate(source):
+        for line in source:
             if not isinstance(line, str):
                 msg = (
                     f"The 'source' parameter of read_transactions must be {allowed}. "
-                    f"Got {line!r:.80} as line {number} instead."
+                    f"Got a line of type {type(line).__name__} instead."
                 )
                 raise InvalidParameterError(msg)
             lines.append(line.rstrip("\r\n"))
@@ -114,7 +115,7 @@ def transactions_to_onehot(
         msg = f"transactions_to_onehot needs a list column of items. Got dtype {series.dtype} instead."
         raise InvalidParameterError(msg)
     if series.null_count():
-        msg = f"transactions_to_onehot: {series.null_count()} transaction(s) are null; use [] for an empty basket."
+        msg = "transactions_to_onehot: some transactions are null; use [] for an empty basket."
         raise InvalidParameterError(msg)
     lists = series.cast(pl.List(pl.String))
     flat = lists.filter(lists.list.len() > 0).explode()  # (explode turns [] into a null)
@@ -124,7 +125,7 @@ def transactions_to_onehot(
         raise InvalidParameterError(msg)
     if items is None and not len(flat) and len(series):
         msg = (
-            f"transactions_to_onehot: all {len(series)} transactions are empty, so there are no "
+            "transactions_to_onehot: all the transactions are empty, so there are no "
             "items to make columns of (a frame without columns has no rows); pass items=[...]."
         )
         raise InvalidParameterError(msg)
@@ -135,9 +136,8 @@ def transactions_to_onehot(
         )
         raise InvalidParameterError(msg)
     lookup = pl.Series(names, dtype=pl.String)
-    unknown = flat.filter(~flat.is_in(lookup.implode())).unique()
-    if len(unknown):
-        msg = f"transactions_to_onehot: items {unknown.head(5).to_list()} are not in 'items'."
+    if (~flat.is_in(lookup.implode())).any():
+        msg = "transactions_to_onehot: the transactions hold items that are not in 'items'; list every item."
         raise InvalidParameterError(msg)
     index = (
         flat.replace_strict(lookup, pl.int_range(len(names), eager=True), return_dtype=pl.Int64)

@@ -79,16 +79,16 @@ __ppdm_stats AS (
                WHEN count(*) FILTER (WHERE isnan(__ppdm_x) OR isinf(__ppdm_x)) > 0
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' holds NaN or infinite values; make them null')
                WHEN count(*) > 0 AND count(__ppdm_x) < 2  -- an empty table gives an empty table
-                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' needs at least 2 non-null values, got ' || count(__ppdm_x))
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' needs at least 2 non-null values to build an ECDF, '
+                              || 'and has fewer; leave it out of the release, or release more rows.')
                -- As polars_ppdm.ecdf_resample: a span beyond float64 makes the cut points NaN.
                WHEN isinf(max(__ppdm_x) - min(__ppdm_x))
-                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' spans ' || min(__ppdm_x)::VARCHAR || ' to '
-                              || max(__ppdm_x)::VARCHAR || ', a range beyond float64 (its maximum minus its minimum must be '
-                              || 'finite, or the cut points would be NaN); rescale the column first.')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' has a range beyond float64 (its maximum '
+                              || 'minus its minimum must be finite, or the cut points would be NaN); rescale the column first.')
                WHEN min(__ppdm_x) = max(__ppdm_x)
-                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' is constant; releasing it hides nothing')
+                   THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' is constant (all its non-null values are equal); releasing it hides nothing: leave it out of the release.')
                WHEN count(*) FILTER (WHERE __ppdm_x IS NOT NULL AND __ppdm_key IS NULL) > 0
-                   THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' has nulls in rows that need a draw')
+                   THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' has null values in rows that need a random draw; every such row needs a key: fill the key or drop those rows first.')
                ELSE (SELECT __ppdm_b FROM __ppdm_args)
            END AS __ppdm_b,
            count(__ppdm_x) AS __ppdm_n, min(__ppdm_x) AS __ppdm_lo, max(__ppdm_x) AS __ppdm_hi

@@ -92,8 +92,7 @@ __ppdm_totals AS (
                               || 'disguised answer, so drop or fill them first.')
                WHEN bool_or(c.__ppdm_j IS NULL)
                    THEN error('The column ' || col::VARCHAR || ' of ppdm_rr_support_k holds values outside its ''categories'' '
-                              || categories::VARCHAR || ': '
-                              || list_slice(list_sort(list(o.__ppdm_v) FILTER (WHERE c.__ppdm_j IS NULL)), 1, 5)::VARCHAR || '.')
+                              || categories::VARCHAR || '; list every value the column can hold, or drop or fix those rows first.')
                ELSE sum(o.__ppdm_n)::DOUBLE
            END AS __ppdm_total
     FROM __ppdm_obs o LEFT JOIN __ppdm_cats c ON c.__ppdm_label = o.__ppdm_v

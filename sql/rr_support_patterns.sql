@@ -36,8 +36,8 @@ probs AS (
 dims AS (
     SELECT CASE
                WHEN bool_or(pattern IS NULL OR NOT regexp_full_match(pattern, '[01]+'))
-                   THEN error('ppdm_rr_support_patterns: every pattern must be a string of 0 and 1, got '
-                              || coalesce(any_value(pattern) FILTER (WHERE NOT regexp_full_match(pattern, '[01]+')), 'NULL'))
+                   THEN error('ppdm_rr_support_patterns: every pattern must be a string of 0 and 1 (no NULL); '
+                              || 'some are not: fix or drop those rows first.')
                WHEN bool_or(bad_n)
                    THEN error('ppdm_rr_support_patterns: every count n must be a number >= 0 (no NULL)')
                WHEN min(length(pattern)) <> max(length(pattern)) OR max(length(pattern)) <> len(any_value(ps))

@@ -90,7 +90,7 @@ def test_noise_too_small_to_explain_a_value_is_refused_and_the_upper_bound_is_in
         out = ppdm.reconstruct_distribution(frame, "x", scale=5e-324, bins=8, bounds=(0, 1), max_iter=30)
         assert out["frequency"].to_list() == [0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.5]
         with pytest.raises(
-            InvalidParameterError, match="2 values of the column 'x' lie in noisy bins that gaussian"
+            InvalidParameterError, match="values of the column 'x' lie in noisy bins that gaussian"
         ):
             ppdm.reconstruct_distribution(
                 frame.with_columns(x=pl.lit(1.01)).vstack(frame), "x", scale=5e-324, bins=8, bounds=(0, 1)
@@ -270,7 +270,9 @@ def test_a_scale_whose_draws_overflow_is_refused(engine):
 def test_columns_as_a_mapping_are_refused():
     """A dict iterates its keys: {'x': 1} was read as ['x'] (fuzz, slow profile)."""
     df = pl.DataFrame({"x": [0.0, 1.0]})
-    with pytest.raises(InvalidParameterError, match="'columns' parameter of add_noise must be a column name or a list"):
+    with pytest.raises(
+        InvalidParameterError, match="'columns' parameter of add_noise must be a column name or a list"
+    ):
         ppdm.add_noise(df, {"x": 1}, scale=1.0, secret=1)
 
 
@@ -286,7 +288,10 @@ def test_noise_keyed_by_value_is_pinned_and_the_same_in_duckdb():
     rng = np.random.default_rng(26)
     df = pl.DataFrame({"unit": rng.integers(0, 3_000, n), "v": np.round(rng.normal(0, 5, n), 2)})
     secret = "00112233445566778899aabbccddeeff"
-    outs = [ppdm.add_noise(df, "v", dist=dist, scale=2.0, secret=secret, key="unit")["v"] for dist in ("gaussian", "uniform")]
+    outs = [
+        ppdm.add_noise(df, "v", dist=dist, scale=2.0, secret=secret, key="unit")["v"]
+        for dist in ("gaussian", "uniform")
+    ]
     digest = hashlib.sha256(b"".join(o.to_numpy().tobytes() for o in outs)).hexdigest()
     assert digest == KEYED_NOISE_DIGEST
     con = ppdm.duckdb.register(duckdb.connect())

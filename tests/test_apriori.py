@@ -149,7 +149,7 @@ def test_transactions_round_trip(tmp_path):
         ppdm.transactions_to_onehot(tx, "basket")
     empty = pl.Series("items", [[], []], dtype=pl.List(pl.String))
     assert ppdm.transactions_to_onehot(empty, items=["a"]).rows() == [(False,), (False,)]
-    with pytest.raises(InvalidParameterError, match="all 2 transactions are empty"):
+    with pytest.raises(InvalidParameterError, match="all the transactions are empty"):
         ppdm.transactions_to_onehot(empty)
 
 
@@ -200,8 +200,8 @@ def test_transactions_and_rule_scores_refuse_bad_input():
 @pytest.mark.parametrize(
     ("source", "got"),
     [
-        ([None], "Got None as line 0"),
-        (["a b", 1], "Got 1 as line 1"),
+        ([None], "Got a line of type NoneType instead"),
+        (["a b", 1], "Got a line of type int instead"),
         (None, "Got None"),
         (3, "Got 3"),
         (b"a b", "Got b'a b'"),

@@ -96,7 +96,7 @@ def test_changed_rows_of_a_published_night_are_refused_never_redrawn():
     first = _release(log, through=5)
     grown = pl.concat([log, pl.DataFrame({"person": [99_999], "region": ["n"], "night": [5]})])
     with pytest.raises(
-        InvalidParameterError, match=r"the rows of period 5, already published, are not the rows"
+        InvalidParameterError, match=r"the rows of some periods already published are not the rows"
     ):
         _release(grown, through=5, state=first.state)
     # The same rows in another order are the same period.
@@ -113,7 +113,7 @@ def test_a_deleted_event_cannot_let_a_person_count_beyond_the_bound():
     args = {"privacy_unit": "person", "max_contributions": 5, "horizon": 8, "rho": 500.0}
     first = _release(log, through=0, **args)
     assert first.table.filter(pl.col("region") == "n")["count"][0] == pytest.approx(1000, abs=1)
-    with pytest.raises(InvalidParameterError, match="period 0, already published"):
+    with pytest.raises(InvalidParameterError, match="the rows of some periods already published"):
         _release(log.filter(pl.col("night") == 1), through=1, state=first.state, **args)
     # The log as it was: night 1 adds nothing (each person's first 5 events were on night 0).
     later = _release(log, through=1, state=first.state, **args).table.filter(pl.col("region") == "n")
@@ -252,5 +252,5 @@ def test_a_release_is_continued_only_under_its_secret():
             public_groups=GROUPS,
             state=state,
         )
-    with pytest.raises(InvalidParameterError, match="period 0, already published"):
+    with pytest.raises(InvalidParameterError, match="the rows of some periods already published"):
         _release(_log(3), through=2, state=state, secret=ppdm.Secret.for_tests(6))

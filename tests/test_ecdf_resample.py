@@ -193,11 +193,11 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
     ("column", "bins", "message"),
     [
         ("nope", 10, r"column 'nope' \(the 'col' argument\) not found in table 't'"),
-        ("c", 10, "column c is constant"),
+        ("c", 10, "column c is constant \\(all its non-null values are equal\\)"),
         ("nan", 10, "NaN or infinite"),
         ("s", 10, "must be numeric, got VARCHAR"),
         ("x", 1, "bins must be an integer >= 2, got 1"),
-        ("one", 10, "at least 2 non-null values, got 1"),
+        ("one", 10, "at least 2 non-null values to build an ECDF, and has fewer"),
     ],
 )
 def test_duckdb_macro_bad_input(column, bins, message):
@@ -412,8 +412,11 @@ def test_ranked_cdf_is_rank_order_and_smoothed_cdf(make, bins):
 
 
 def test_range_beyond_float64_is_refused():
-    with pytest.raises(InvalidParameterError, match="spans -1e\\+308 to 1e\\+308, a range beyond float64"):
+    with pytest.raises(
+        InvalidParameterError, match=r"'x' of ecdf_resample has a range .* beyond float64"
+    ) as refused:
         ppdm.ecdf_resample(pl.DataFrame({"x": [-1e308, 0.0, 1e308]}), "x", bins=2, secret=1)
+    assert "e+308" not in str(refused.value)  # neither extreme of the data
 
 
 @pytest.mark.parametrize("lazy", [False, True])

@@ -236,12 +236,13 @@ fn check_keys(
     n: usize,
 ) -> Result<(), String> {
     let Some(key_valid) = key_valid else { return Ok(()) };
-    let missing =
-        (0..n).filter(|&row| bit_at(key_valid, row) == 0 && validity.is_none_or(|v| bit_at(v, row) == 1)).count();
-    if missing > 0 {
+    // The message names the column, never how many rows (nor which): a count over the
+    // private rows is no part of an error (docs/privacy-model.md).
+    let missing = (0..n).any(|row| bit_at(key_valid, row) == 0 && validity.is_none_or(|v| bit_at(v, row) == 1));
+    if missing {
         return Err(format!(
-            "The key column '{}' of {func} has {missing} null value(s) in rows that need a random draw; every \
-             such row needs a key.",
+            "The key column '{}' of {func} has null values in rows that need a random draw; every such row \
+             needs a key: fill the key or drop those rows first.",
             name_of(keys.field()),
         ));
     }
@@ -554,7 +555,7 @@ fn values_and_keys<'a>(
     }
     let n = values.len();
     if keys.len() != n {
-        return Err(format!("internal: {plugin} got {n} values and {} keys", keys.len()));
+        return Err(format!("internal: {plugin} got columns of different lengths (values and keys)"));
     }
     Ok((values, keys, n))
 }

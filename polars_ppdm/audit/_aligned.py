@@ -33,8 +33,8 @@ def aligned_numeric(
     original, released = tables
     if original.height != released.height or original.height == 0:
         msg = (
-            f"{func} needs two non-empty tables aligned row by row. Got {original.height} and "
-            f"{released.height} rows."
+            f"{func} needs two non-empty tables aligned row by row (the same number of rows, in the "
+            "same order); the tables given are not."
         )
         raise InvalidParameterError(msg)
     for name, table in zip(("original", "released"), tables, strict=True):

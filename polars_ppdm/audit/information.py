@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from polars_ppdm._validation import check_int, is_real
+from polars_ppdm._validation import check_int, described, is_real
 from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["mutual_information", "privacy_q"]
@@ -36,15 +36,10 @@ def _as_values(x: Values, name: str, func: str) -> np.ndarray:
     if values.ndim != 1 or len(values) < 2 or not np.isfinite(values).all():
         msg = (
             f"The {name!r} parameter of {func} must be a 1-D sequence of 2 or more finite real numbers "
-            f"(no nulls, no strings, no complex numbers). Got {_shown(x)} instead."
+            f"(no nulls, no strings, no complex numbers). Got {described(x)} instead."
         )
         raise InvalidParameterError(msg)
     return values
-
-
-def _shown(x: object) -> str:
-    text = repr(x)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
@@ -89,7 +84,7 @@ def mutual_information(x: Values, y: Values, *, bins: int | None = None) -> floa
 def _mutual_information(x: Values, y: Values, bins: int | None, func: str) -> float:
     xs, ys = _as_values(x, "x", func), _as_values(y, "y", func)
     if len(xs) != len(ys):
-        msg = f"{func} needs x and y of the same length. Got {len(xs)} and {len(ys)}."
+        msg = f"{func} needs x and y of the same length; the two given differ."
         raise InvalidParameterError(msg)
     n = len(xs)
     if bins is None:

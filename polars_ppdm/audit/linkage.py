@@ -233,7 +233,7 @@ def _aligned(
     keep = cols if on is None or on in cols else [*cols, on]
     original, released = eager(original, keep), eager(released, keep)
     if original.height != released.height:
-        msg = f"{func} needs tables of the same height (or 'on'). Got {original.height} and {released.height} rows."
+        msg = f"{func} needs tables of the same height (or 'on'); the tables given differ."
         raise InvalidParameterError(msg)
     if original.height == 0:
         msg = f"{func} needs at least one row."
@@ -249,7 +249,7 @@ def _aligned(
         original.select(on).with_row_index(row), on=on, how="left", maintain_order="left"
     )[row]
     if index.null_count():
-        msg = f"The 'on' column {on!r} of {func} holds {index.null_count()} released ids not in original."
+        msg = f"The 'on' column {on!r} of {func} holds released ids that are not in original."
         raise InvalidParameterError(msg)
     return original, released, cols, index.cast(pl.Int64).to_numpy()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import cast
 
@@ -114,8 +113,8 @@ def _noise_scales(
                 if not math.isfinite(scale):
                     msg = (
                         f"The 'snr' parameter of {func} must be large enough that the noise variance "
-                        f"Var(X) / snr of column {c!r} (Var(X) = {variance:.4g}) is a finite float: at least "
-                        f"about {variance / sys.float_info.max * 3:.4g}. Got {level!r} instead."
+                        f"Var(X) / snr of column {c!r} is a finite float. Got {level!r}, which is not; "
+                        "use a larger snr."
                     )
                     raise InvalidParameterError(msg)
                 scales[level, dist, c] = scale

@@ -471,11 +471,11 @@ def _check_published_periods(state: TreeState, digests: pl.DataFrame) -> None:
     (later events would take its place), and a late one would go only into nodes drawn
     later."""
     joined = state.periods.join(digests, on="period", how="inner", suffix="_now")
-    changed = joined.filter(pl.col("digest") != pl.col("digest_now"))["period"].to_list()
-    if changed:
+    # Which periods changed, and how many, come from the rows: the message names neither.
+    if (joined["digest"] != joined["digest_now"]).any():
         msg = (
-            f"{_FUNC}: the rows of period {min(changed)}, already published, are not the rows it was published "
-            f"from ({len(changed)} published period(s) changed: rows deleted or added late; or the secret is not the release's). A continual release "
+            f"{_FUNC}: the rows of some periods already published are not the rows they were published "
+            "from (rows deleted or added late; or the secret is not the release's). A continual release "
             "needs an event log whose published periods never change: after a deletion a person's later events "
             "would take the deleted one's place and count beyond max_contributions, and a late event would "
             "reach only the nodes drawn after it. Give late events the current period (e.g. max(period, the "

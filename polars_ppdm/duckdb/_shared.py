@@ -33,13 +33,12 @@ __all__ = [
 ]
 
 
-def constant(
-    arr: pa.Array | pa.ChunkedArray, name: str, func: str, *, optional: bool = False, reveal: bool = True
-) -> Any:
+def constant(arr: pa.Array | pa.ChunkedArray, name: str, func: str, *, optional: bool = False) -> Any:
     """The one value of a parameter column (DuckDB repeats a constant over the vector).
 
     ``optional``: an all-NULL column is None (a macro argument left at its NULL default).
-    ``reveal=False`` (the secret): an error never shows the values received.
+    An error never shows the values received (the secret's, or a column's passed as an
+    argument): only NULL, or that they differ between rows.
     Checked on the Arrow buffers: this runs once per 2048 rows, so a Polars query
     here (~0.2 ms) would cost more than the disguise itself.
     """
@@ -57,14 +56,9 @@ def constant(
             if arr.offset == 0 and arr.type.num_fields == 0:
                 _last_constants[slot] = (len(arr), arr.type, arr.buffers(), value)
             return value
-    if nulls == len(arr):
-        got = "NULL"
-    elif not reveal:
-        got = "values that differ between rows (not shown)"
-    else:
-        # The first distinct values of the whole vector (a change of value may lie past
-        # any prefix of it); the error path only.
-        got = ", ".join(list(dict.fromkeys(map(_sql_repr, arr.to_pylist())))[:3])
+    # Values that differ between rows (or a NULL in some) come from the rows: they are not
+    # shown, whatever the argument (docs/privacy-model.md, "What an error may say").
+    got = "NULL" if nulls == len(arr) else "values that differ between rows, or NULL in some (not shown)"
     msg = f"The {name!r} argument of {func} must be one non-null constant per query. Got {got} instead."
     raise InvalidParameterError(msg)
 
@@ -74,10 +68,6 @@ def one_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     return arr
-
-
-def _sql_repr(value: Any) -> str:
-    return "NULL" if value is None else repr(value)
 
 
 _DIFFERENT = object()
@@ -189,7 +179,7 @@ def secret_of(arr: pa.Array | pa.ChunkedArray, func: str) -> Secret:
     the last call's: 'env:NAME' follows the variable and 'file:PATH' the file when a job
     rotates it between queries.  Errors never show the value (resolve_secret's do not
     either)."""
-    return secret_of_text(str(constant(arr, "secret", func, reveal=False)))
+    return secret_of_text(str(constant(arr, "secret", func)))
 
 
 def secret_of_text(text: str) -> Secret:

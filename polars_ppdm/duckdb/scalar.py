@@ -78,15 +78,13 @@ def _check_key(key: pa.Array | pa.ChunkedArray, values: pl.Series, func: str) ->
     draw, so a key; a macro's ``key`` left out is NULL everywhere).  The error names the
     user's column (``values``' name), which SQL knows only from its stream."""
     keys = series(key, "key")
-    if keys.null_count():
-        missing = int((keys.is_null() & values.is_not_null()).sum())
-        if missing:
-            msg = (
-                f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) for a "
-                f"text key), with a key wherever the column {values.name!r} has a value. Got NULL in "
-                f"{missing} such rows instead."
-            )
-            raise InvalidParameterError(msg)
+    if keys.null_count() and (keys.is_null() & values.is_not_null()).any():
+        msg = (
+            f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) for a "
+            f"text key), with a key wherever the column {values.name!r} has a value. Got NULL in "
+            "such rows instead: fill the key or drop those rows first."
+        )
+        raise InvalidParameterError(msg)
     return keys
 
 

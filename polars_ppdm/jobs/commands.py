@@ -74,7 +74,8 @@ _HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])")
 
 def one_line(error: BaseException) -> str:
     r"""The one line an error prints on stderr (:func:`_fail`): its message (a Polars
-    error's first line only: the rest is the query's internals), then its notes (what
+    error's first line only, the rest being the query's internals, with the data's values
+    and counts it may quote withheld: :func:`~polars_ppdm.jobs.inputs.withheld`), then its notes (what
     happened to the budget), newlines folded, long hex runs hidden, and cut to
     :data:`_MAX_MESSAGE` characters.
 
@@ -92,8 +93,9 @@ def one_line(error: BaseException) -> str:
     elif isinstance(error, PPDMError):
         text = str(error)
     elif isinstance(error, pl.exceptions.PolarsError):
-        lines = str(error).strip().splitlines()
-        text = f"{type(error).__name__}: {lines[0] if lines else ''}"
+        from polars_ppdm.jobs.inputs import withheld  # the values and counts it may quote: withheld
+
+        text = f"{type(error).__name__}: {withheld(error)}"
     else:
         text = f"{type(error).__name__}: {error}"
     parts = [text, *getattr(error, "__notes__", ())]

@@ -25,6 +25,7 @@ __all__ = [
     "metadata",
     "read_schema",
     "scan",
+    "withheld",
 ]
 
 _SUFFIXES = {
@@ -79,17 +80,30 @@ def input_format(pipeline: Pipeline, files: list[Path]) -> str:
     raise PipelineError(msg)
 
 
-def _unreadable(path: Path, error: BaseException) -> InputError:
-    """The refusal of an input that cannot be read.  A parser's message quotes the data
-    ("could not parse" a quoted value, a row's text): quoted parts are withheld, and the
-    line is cut, so no value of the data reaches a log."""
+def withheld(error: BaseException) -> str:
+    r"""The first line of a reader's error, fit for a log.  A parser's message quotes the
+    data ("could not parse" a quoted value, a row's text) and its later lines say where
+    (an offset in the file), an engine's may count rows ("for 3 out of 9 values"): only
+    the first line is kept, its quoted parts and its numbers withheld, and it is cut, so
+    no value, count or position of the data reaches a log.
+
+    Examples
+    --------
+    >>> withheld(ValueError("could not parse `abc` as dtype `i64` at column 'b' (row 7)\nat 9 bytes"))
+    'could not parse <withheld> as dtype <withheld> at column <withheld> (row <n>)'
+    """
     import re
 
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
     first = re.sub(r"`[^`]*`|\"[^\"]*\"|'[^']*'", "<withheld>", first)
-    first = first if len(first) <= 200 else f"{first[:200]}..."
-    return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {first}")
+    first = re.sub(r"(?<![\w.-])-?\d[\d,._]*(?:e[-+]?\d+)?(?!\w)", "<n>", first)
+    return first if len(first) <= 200 else f"{first[:200]}..."
+
+
+def _unreadable(path: Path, error: BaseException) -> InputError:
+    """The refusal of an input that cannot be read (:func:`withheld`)."""
+    return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {withheld(error)}")
 
 
 def metadata(files: list[Path], fmt: str) -> list[InputFile]:

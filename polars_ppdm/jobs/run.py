@@ -92,6 +92,7 @@ from polars_ppdm.jobs.inputs import (
     metadata,
     read_schema,
     scan,
+    withheld,
 )
 from polars_ppdm.jobs.manifest import Manifest
 from polars_ppdm.jobs.paths import check_paths
@@ -707,8 +708,7 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> No
     try:
         found = query.collect().row(0, named=True)
     except (pl.exceptions.PolarsError, OSError) as error:
-        text = str(error).strip().splitlines()
-        msg = f"[dataset] inputs cannot be read: {text[0] if text else type(error).__name__}"
+        msg = f"[dataset] inputs cannot be read: {withheld(error)}"
         raise InputError(msg) from None
     problems = [
         f"{outside[c][0]}, field 'categories': column {c!r} holds values outside its categories; rr_disguise "

@@ -13,16 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from polars_ppdm._validation import check_real, is_count
+from polars_ppdm._validation import check_real, described, is_count
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.weighted_kmeans import nearest
 
 __all__ = ["assign", "f_measure", "nicv", "rcp"]
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _matrix(value: Any, name: str, func: str) -> np.ndarray:
@@ -34,7 +29,7 @@ def _matrix(value: Any, name: str, func: str) -> np.ndarray:
     if array.dtype.kind not in "biuf" or array.ndim != 2 or 0 in array.shape or not np.isfinite(array).all():
         msg = (
             f"The {name!r} parameter of {func} must be a non-empty 2-D array of finite real numbers "
-            f"(one row a point, one column a coordinate). Got {_shown(value)} instead."
+            f"(one row a point, one column a coordinate). Got {described(value)} instead."
         )
         raise InvalidParameterError(msg)
     return array.astype(np.float64)
@@ -76,7 +71,7 @@ def _labels(value: Any, name: str, func: str) -> np.ndarray:
     if not ok:
         msg = (
             f"The {name!r} parameter of {func} must be a non-empty 1-D array of labels "
-            f"(integers, strings or finite floats; no nulls). Got {_shown(value)} instead."
+            f"(integers, strings or finite floats; no nulls). Got {described(value)} instead."
         )
         raise InvalidParameterError(msg)
     return array
@@ -124,8 +119,8 @@ def f_measure(reference: np.ndarray, clusters: np.ndarray) -> float:
     clusters = _labels(clusters, "clusters", "f_measure")
     if len(reference) != len(clusters):
         msg = (
-            "f_measure needs reference and clusters of the same length (one label each per point). "
-            f"Got {len(reference)} and {len(clusters)}."
+            "f_measure needs reference and clusters of the same length (one label each per point); "
+            "the two given differ."
         )
         raise InvalidParameterError(msg)
     _, ref = np.unique(reference, return_inverse=True)

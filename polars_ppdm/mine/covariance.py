@@ -54,7 +54,7 @@ def _subtract_noise(cov: np.ndarray, noise: np.ndarray, n: int, cols: list[str],
         below_text = f"{below:,.1f}" if below < 1e6 else f"{below:.3g}"
         msg = (
             f"{func}: the estimated variance of column {cols[i]!r} is {cov[i, i]:.4g}, "
-            f"{below_text} standard errors below 0 ({n} rows): the declared noise variance "
+            f"{below_text} standard errors below 0: the declared noise variance "
             f"{noise[i]:.4g} exceeds the noisy column's variance {observed[i]:.4g}. Check the "
             f"'scale' given for {cols[i]!r} (0 if it got no noise); the estimate is returned as computed."
         )
@@ -79,7 +79,7 @@ def _moments(
     )
     n = int(row["n"])
     if n < 2:
-        msg = f"{func} needs at least 2 rows without nulls in {cols}. Got {n}."
+        msg = f"{func} needs at least 2 rows without nulls in {cols}, and the table has fewer."
         raise InvalidParameterError(msg)
     mean = np.array([row[f"m{i}"] for i in range(len(cols))])
     cov = np.empty((len(cols), len(cols)))

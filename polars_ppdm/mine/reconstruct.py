@@ -153,7 +153,7 @@ def reconstruct_distribution(
         # No interval reaches them (the noise averaged over each interval's sub-points):
         # no estimate explains them, and the iteration would divide 0 by 0.
         msg = (
-            f"{_FUNC}: {int(counts[unreachable].sum())} values of the column {col!r} lie in noisy bins that "
+            f"{_FUNC}: values of the column {col!r} lie in noisy bins that "
             f"{dist} noise of scale {scale:g} does not reach from any interval of the 'bounds' ({low:g}, {high:g}); "
             "widen the bounds, use more bins or check the 'scale' parameter."
         )

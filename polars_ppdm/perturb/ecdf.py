@@ -67,6 +67,37 @@ def _check_bins(bins: int | Sequence[int] | Mapping[str, int], cols: list[str]) 
     return {c: int(b) for c, b in spread.items()}
 
 
+# The refusals of a column's values, the same words on Polars and Spark (and in the SQL
+# macro's wording): what is wrong and what to do, never a count, a value, the minimum or
+# the maximum of the data (docs/privacy-model.md, "What an error may say").
+def not_finite_message(column: str) -> str:
+    return (
+        f"The column {column!r} of {_FUNC} holds NaN or infinite values; they have no place on the ECDF. "
+        "Replace them or make them null (nulls stay null and are left out of the ECDF)."
+    )
+
+
+def too_few_message(column: str) -> str:
+    return (
+        f"The column {column!r} of {_FUNC} needs at least 2 non-null values to build an ECDF, and has "
+        "fewer; leave it out of the release, or release more rows."
+    )
+
+
+def constant_message(column: str) -> str:
+    return (
+        f"The column {column!r} of {_FUNC} is constant (all its non-null values are equal): its ECDF is "
+        "that value, and releasing it hides nothing. Leave it out of the release."
+    )
+
+
+def too_wide_message(column: str) -> str:
+    return (
+        f"The column {column!r} of {_FUNC} has a range (its maximum minus its minimum) beyond float64 "
+        "(the cut points would be NaN); rescale the column first."
+    )
+
+
 def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None, float, float]:
     """Non-null values as float64, the validity mask (None without nulls), their minimum
     and their maximum."""
@@ -75,18 +106,9 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None, fl
     # The minimum or the maximum is NaN or infinite when any value is (no n-sized temporary).
     low, high = (float(values.min()), float(values.max())) if len(values) else (0.0, 0.0)
     if not (math.isfinite(low) and math.isfinite(high)):
-        msg = (
-            f"The column {series.name!r} of {_FUNC} holds {int((~np.isfinite(values)).sum())} NaN or "
-            "infinite value(s); they have no place on the ECDF. Replace them or make them null "
-            "(nulls stay null and are left out of the ECDF)."
-        )
-        raise InvalidParameterError(msg)
+        raise InvalidParameterError(not_finite_message(series.name))
     if len(values) < 2:
-        msg = (
-            f"The column {series.name!r} of {_FUNC} needs at least 2 non-null values to "
-            f"build an ECDF. Got {len(values)}."
-        )
-        raise InvalidParameterError(msg)
+        raise InvalidParameterError(too_few_message(series.name))
     return values, valid, low, high
 
 
@@ -224,14 +246,9 @@ def ecdf_resample(
     ) -> tuple[pl.Series, np.ndarray | None]:
         values, valid, low, high = _finite_values(df[c])
         if values[0] == low == high:
-            msg = f"The column {c!r} of {_FUNC} is constant ({values[0]!r}): its ECDF is that value, and releasing it hides nothing."
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(constant_message(c))
         if not np.isfinite(high - low):
-            msg = (
-                f"The column {c!r} of {_FUNC} spans {low!r} to {high!r}, a range beyond float64 "
-                "(the cut points would be NaN); rescale the column first."
-            )
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(too_wide_message(c))
         stream = stream_id(ecdf_stream(c))
         if link == "none":
             cuts, cdf = smoothed_cdf(values, bins_of[c])

@@ -22,7 +22,7 @@ import polars as pl
 from polars_ppdm._affine import affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
-from polars_ppdm._validation import check_columns, check_int, check_numeric, is_real
+from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SecretLike, resolve_secret
@@ -164,6 +164,15 @@ def _spiral_bounds(bounds: Any, cols: list[str]) -> dict[str, tuple[float, float
     return {c: (points[c], points[c]) if c in points else checked[c] for c in cols}
 
 
+def _data_pair_usable(pair: tuple[Any, Any]) -> bool:
+    """A (min, max) read off a column that :func:`_spiral_bounds` takes (a constant column too)."""
+    try:
+        _spiral_bounds({"c": pair}, ["c"])
+    except InvalidParameterError:
+        return False
+    return True
+
+
 def _data_bounds(frame: pl.LazyFrame, cols: list[str]) -> dict[str, tuple[Any, Any]]:
     """Each column's (min, max), with the warnings that they are not public and, for a
     constant column, what the release shows of it."""
@@ -229,7 +238,12 @@ def spiral_key(
         msg = f"The 'columns' parameter of {_FUNC} needs at least 2 columns (a rotation mixes a group of 2 or 3). Got {cols!r}."
         raise InvalidParameterError(msg)
     rounds = check_int(
-        "rounds", rounds, _FUNC, low=1, high=MAX_ROUNDS, why=" (the rounds compose into one map: more add no secret)"
+        "rounds",
+        rounds,
+        _FUNC,
+        low=1,
+        high=MAX_ROUNDS,
+        why=" (the rounds compose into one map: more add no secret)",
     )
     angle = _range("angle", angle, positive=False)
     scales: list[float] | tuple[float, float] | None
@@ -444,10 +458,23 @@ def spiral(
     schema = schema_of(frame, _FUNC)
     cols = check_columns(columns, list(schema.names()), _FUNC)
     check_numeric(schema, cols, _FUNC)
+    check_bool("return_key", return_key, _FUNC)
     # Centres are drawn inside the bounds; read off the data, they leak its extremes.
     if bounds is None or (isinstance(bounds, str) and bounds == DATA_BOUNDS):
-        bounds = _data_bounds(as_lazy(frame), cols)
-    checked = _spiral_bounds(bounds, cols)
+        found = _data_bounds(as_lazy(frame), cols)
+        try:
+            checked = _spiral_bounds(found, cols)
+        except InvalidParameterError:
+            # The data's own min and max are never shown (docs/privacy-model.md).
+            bad = [c for c in cols if not _data_pair_usable(found[c])]
+            msg = (
+                f"The 'bounds' parameter of {_FUNC} is 'data' (or None), and the column(s) {bad} give no usable "
+                "(low, high): empty or all null, NaN or infinite values, or a range beyond float64. "
+                "Pass public bounds."
+            )
+            raise InvalidParameterError(msg) from None
+    else:
+        checked = _spiral_bounds(bounds, cols)
     key = spiral_key(
         cols, bounds=checked, rounds=rounds, factors=factors, angle=angle, growth=growth, secret=secret
     )

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import null_key_message, row_keys
 from polars_ppdm._validation import check_bool, check_choice, check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
@@ -60,7 +60,15 @@ from polars_ppdm.kernels.ecdf import (
 )
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, sorted_uniforms_at
-from polars_ppdm.perturb.ecdf import LINKS, _check_bins, ecdf_stream
+from polars_ppdm.perturb.ecdf import (
+    LINKS,
+    _check_bins,
+    constant_message,
+    ecdf_stream,
+    not_finite_message,
+    too_few_message,
+    too_wide_message,
+)
 from polars_ppdm.secret import Secret, SecretLike, resolve_secret
 from polars_ppdm.spark._engine import (
     check_key,
@@ -256,11 +264,7 @@ def ecdf_resample(
             )
         )
     if census.key_nulls:
-        msg = (
-            f"The key column {key_name!r} of {_FUNC} has {census.key_nulls} null value(s) in "
-            "rows that need a random draw; every such row needs a key."
-        )
-        raise InvalidParameterError(msg)
+        raise InvalidParameterError(null_key_message(key_name, _FUNC))
     for c in cols:
         census.check(c)
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
@@ -318,25 +322,14 @@ class _Census:
     def check(self, c: str) -> None:
         """The checks of the Polars function, with its messages, in its order."""
         if self.bad[c]:
-            msg = (
-                f"The column {c!r} of {_FUNC} holds {self.bad[c]} NaN or infinite "
-                "value(s); they have no place on the ECDF. Replace them or make them null "
-                "(nulls stay null and are left out of the ECDF)."
-            )
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(not_finite_message(c))
         if self.n[c] < 2:
-            msg = f"The column {c!r} of {_FUNC} needs at least 2 non-null values to build an ECDF. Got {self.n[c]}."
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(too_few_message(c))
         low, high = self.low[c], self.high[c]
         if low == high:
-            msg = f"The column {c!r} of {_FUNC} is constant ({np.float64(low)!r}): its ECDF is that value, and releasing it hides nothing."
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(constant_message(c))
         if not np.isfinite(high - low):
-            msg = (
-                f"The column {c!r} of {_FUNC} spans {low!r} to {high!r}, a range beyond float64 "
-                "(the cut points would be NaN); rescale the column first."
-            )
-            raise InvalidParameterError(msg)
+            raise InvalidParameterError(too_wide_message(c))
 
     def plan(self, c: str, target: int) -> _Plan:
         return _plan(*self._cells[c], target)

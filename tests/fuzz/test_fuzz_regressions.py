@@ -37,7 +37,7 @@ FIXED: dict[str, tuple[Any, str]] = {
             frequency="f",
             min_confidence=0.5,
         ),
-        "'x' of pattern_rules has 1 null value",
+        "'x' of pattern_rules has null values",
     ),
     "categories not a list": (
         lambda: ppdm.rr_disguise(pl.DataFrame({"x": [True, False]}), "x", p=0.7, secret=1, categories=True),

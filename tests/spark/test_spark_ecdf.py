@@ -152,9 +152,9 @@ def _polars_message(frame: pl.DataFrame, columns: list[str], **params: object) -
     [
         (["nope"], "id", "nope"),
         (["name"], "id", "numeric"),
-        (["income"], "gappy_key", "2 null value(s)"),
-        (["income", "nan"], "id", "1 NaN or infinite"),
-        (["inf"], "id", "1 NaN or infinite"),
+        (["income"], "gappy_key", "'gappy_key' of ecdf_resample has null values"),
+        (["income", "nan"], "id", "holds NaN or infinite values"),
+        (["inf"], "id", "holds NaN or infinite values"),
         (["constant"], "id", "constant"),
         (["single"], "id", "at least 2 non-null values"),
         (["huge"], "id", "beyond float64"),
