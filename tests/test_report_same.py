@@ -5,11 +5,14 @@ tables with the values that tell them apart (nulls, NaN, -0.0, infinities, one v
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
 
+from polars_ppdm.reporting._table import Table
 from polars_ppdm.reporting.columns import _BINS, _distribution, _edges, _finite, _Tables
 from polars_ppdm.reporting.uniqueness import uniqueness
 
@@ -125,12 +128,108 @@ def test_a_randomized_response_section_s_notes_are_those_of_the_plot_it_no_longe
     )
     released = original.with_columns(pl.col("many").shuffle(seed=1), pl.col("flag").shuffle(seed=2))
     for frame in (original, None):
-        tables = _Tables(released, frame, 100)
+        tables = _Tables(Table(released), None if frame is None else Table(frame), 100)
         for column in original.columns:
             _, notes = _distribution(column, tables)
             assert _distribution(column, tables, plot=False) == ([], notes)
-    tables = _Tables(released, original, 100)
+    tables = _Tables(Table(released), Table(original), 100)
     assert _distribution("many", tables, plot=False)[1] == [
         "25 distinct values; the 15 most frequent released ones are shown."
     ]
     assert _distribution("none", tables, plot=False)[1] == ["No finite value to plot."]
+
+
+# ---- the run's inputs read a column at a time -----------------------------------------
+
+
+def test_a_table_over_a_scan_gives_the_columns_of_the_frame(tmp_path: Path) -> None:
+    frame = _table(1, 300).with_columns(pl.col("f").alias("g"))
+    frame.write_parquet(tmp_path / "t.parquet")
+    scanned = Table(pl.scan_parquet(tmp_path / "t.parquet"))
+    whole = Table(frame)
+    assert scanned.lazy and not whole.lazy
+    assert (scanned.height, scanned.width, scanned.columns, scanned.schema) == (
+        whole.height,
+        whole.width,
+        whole.columns,
+        whole.schema,
+    )
+    rows = np.array([0, 3, 4, 150, 299])
+    for column in frame.columns:
+        assert scanned[column].equals(whole[column]) and scanned[column] is scanned[column]  # kept
+        assert scanned.select([column]).equals(whole.select([column]))
+        assert scanned.gather([column], rows).equals(whole.gather([column], rows))
+    assert scanned.gather(["g", "u", "s"], rows).equals(whole.gather(["g", "u", "s"], rows))
+    assert scanned.select(["i", "s"]).equals(frame.select("i", "s"))
+
+
+def test_a_table_s_read_error_becomes_the_job_s_error(tmp_path: Path) -> None:
+    pl.DataFrame({"x": [1.0, 2.0]}).write_parquet(tmp_path / "t.parquet")
+    table = Table(
+        pl.scan_parquet(tmp_path / "t.parquet"), lambda error: ValueError(f"refused: {type(error).__name__}")
+    )
+    (tmp_path / "t.parquet").write_bytes(b"PAR1 not parquet any more PAR1")
+    with pytest.raises(ValueError, match="refused"):
+        table["x"]
+
+
+def _parquet_survey(tmp_path: Path, name: str) -> Path:
+    from test_pipeline_run import copy_example
+
+    pipeline = copy_example("survey", tmp_path / name)
+    pl.read_csv(pipeline.parent / "survey.csv").write_parquet(pipeline.parent / "survey.parquet")
+    (pipeline.parent / "survey.csv").unlink()
+    pipeline.write_text(
+        pipeline.read_text().replace('inputs = ["survey.csv"]', 'inputs = ["survey.parquet"]')
+    )
+    return pipeline
+
+
+def test_the_internal_report_of_parquet_inputs_read_a_column_at_a_time_is_the_one_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from test_pipeline_run import SECRET, copy_example
+
+    from polars_ppdm.jobs.commands import main
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    pages = {}
+    for name, pipeline in {
+        "csv": copy_example("survey", tmp_path / "csv"),  # read whole, as before
+        "parquet": _parquet_survey(tmp_path, "parquet"),  # a column at a time
+    }.items():
+        assert main(["run", "--quiet", str(pipeline)]) == 0
+        page = (pipeline.parent / "out" / "report.internal.html").read_text()
+        pages[name] = re.sub(r"\(run [0-9a-f]{12}\)|written [0-9T:+-]+", "", page)
+    assert 'id="column-income"' in pages["csv"] and pages["csv"] == pages["parquet"]
+
+
+def test_an_input_changed_while_the_internal_report_reads_it_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from test_pipeline_run import SECRET
+
+    import polars_ppdm.reporting
+    from polars_ppdm.jobs.commands import main
+    from polars_ppdm.jobs.errors import EXIT_INPUT
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    pipeline = _parquet_survey(tmp_path, "p")
+    assert main(["run", "--quiet", "--no-report", str(pipeline)]) == 0
+    real = polars_ppdm.reporting.report
+
+    def meanwhile(*args: Any, **kwargs: Any) -> str:
+        page = real(*args, **kwargs)
+        if kwargs["version"] == "internal":  # another process writes into the input meanwhile
+            data = pipeline.parent / "survey.parquet"
+            os.utime(data, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns + 10**9))
+        return page
+
+    monkeypatch.setattr(polars_ppdm.reporting, "report", meanwhile)
+    assert main(["report", str(pipeline)]) == EXIT_INPUT
+    assert "changed while the internal report read it" in capsys.readouterr().err
+    assert not (pipeline.parent / "out" / "report.internal.html").exists()

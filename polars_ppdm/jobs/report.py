@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import polars as pl
 from polars_ppdm.jobs.config import Pipeline
 from polars_ppdm.jobs.errors import InputError, PipelineError
 from polars_ppdm.jobs.paths import report_paths
+from polars_ppdm.reporting._table import Table
 from polars_ppdm.reporting.model import VERSIONS, Budget, Version, YearAhead
 
 __all__ = ["report_paths", "write_pipeline_report"]
@@ -64,8 +66,32 @@ def _read(path: Path, what: str) -> pl.DataFrame:
         raise InputError(msg) from None
 
 
-def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
-    """The inputs the run read, refused if any has changed since."""
+# Files the report reads a column at a time (Parquet, Arrow IPC: one column is read
+# without the others); a CSV file is parsed whole, so it is read into memory once.
+_COLUMNAR = {"parquet", "ipc"}
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _still(read: dict[Path, tuple[int, ...]]) -> None:
+    """Refuse to write a report whose inputs changed while it read them a column at a
+    time: its figures would mix two versions of the data."""
+    for path, identity in read.items():
+        try:
+            same = _identity(path) == identity
+        except OSError:
+            same = False
+        if not same:
+            msg = f"{str(path)!r} changed while the internal report read it: the report compares with the inputs of the run."
+            raise InputError(msg)
+
+
+def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tuple[int, ...]]) -> Table:
+    """The inputs the run read, refused if any has changed since: Parquet and Arrow
+    files read a column at a time (noted in ``read``), CSV files in memory."""
     from polars_ppdm.jobs.inputs import expand, fingerprint, input_format, scan
 
     files = expand(pipeline)
@@ -76,6 +102,8 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
             "the internal report compares with the inputs of the run."
         )
         raise InputError(msg)
+    fmt = input_format(pipeline, files)
+    identities = {path: _identity(path) for path in files}  # before the fingerprints they vouch for
     for path in files:
         if fingerprint(path) != recorded[str(path)]:
             msg = (
@@ -83,7 +111,18 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any]) -> pl.DataFrame:
                 "(the public version reads none: ppdm report --version public)."
             )
             raise InputError(msg)
-    return scan(files, input_format(pipeline, files)).collect()
+    if fmt not in _COLUMNAR:
+        return Table(scan(files, fmt).collect())
+    read.update(identities)
+
+    def refuse(error: BaseException) -> InputError:
+        msg = (
+            f"[dataset] inputs: a column cannot be read any more ({type(error).__name__}): did an input change "
+            "while the internal report read it? The report compares with the inputs of the run."
+        )
+        return InputError(msg)
+
+    return Table(scan(files, fmt), refuse)
 
 
 def _budget(
@@ -178,15 +217,17 @@ def write_pipeline_report(
     wrote, as its part files do not keep the input's row order, by which the internal
     figures pair original and released rows (asking for the internal one then is refused).
     """
+    from polars_ppdm.jobs.atomic import write_bytes_atomic
     from polars_ppdm.reporting import report
 
     manifest = _manifest(pipeline)
     run_id = str(manifest.get("run_id", ""))
-    released = pl.DataFrame()
+    read: dict[Path, tuple[int, ...]] = {}  # inputs read a column at a time, as they were when fingerprinted
+    released = Table(pl.DataFrame())  # one Table for both versions: the public finds its figures (Table.memo)
     steps: list[Any] = [*pipeline.release]
     if pipeline.output.table is not None:
         table_path = pipeline.resolve(pipeline.output.table)
-        released = _read(table_path, "The published table")
+        released = Table(_read(table_path, "The published table"))
         steps = [*pipeline.perturb, *steps]
         if table_path.is_dir() and versions is None:
             versions = ("public",)
@@ -201,20 +242,22 @@ def write_pipeline_report(
     releases = {step.output: _read(pipeline.resolve(step.output), "The release") for step in pipeline.release}
     budget = _budget(pipeline, ledger, manifest, releases)
     title = f"{pipeline.dataset.name}: privacy and utility report"
-    original = _original(pipeline, manifest) if "internal" in versions else None
+    original = _original(pipeline, manifest, read) if "internal" in versions else None
     written = []
     for version, path in report_paths(pipeline).items():
         if version not in versions:
             continue
-        report(
+        page = report(
             released,
             steps,
             original=original,
             version=version,
             releases=releases,
             budget=budget,
-            output=path,
             title=f"{title} (run {run_id[:12]})",
         )
+        if version == "internal":
+            _still(read)
+        write_bytes_atomic(path, page.encode())
         written.append(path)
     return written

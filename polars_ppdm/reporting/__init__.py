@@ -32,6 +32,7 @@ import polars as pl
 
 from polars_ppdm._validation import check_choice, check_int
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.reporting._table import Table
 from polars_ppdm.reporting.model import VERSIONS, Budget, ColumnSection, ReleaseSection, Report, Version
 
 __all__ = ["VERSIONS", "Budget", "Report", "Version", "build_report", "report"]
@@ -99,11 +100,17 @@ def _frame(frame: Any, parameter: str) -> pl.DataFrame:
     _refuse(parameter, "a polars DataFrame or LazyFrame", type(frame).__name__)
 
 
+def _table(frame: Any, parameter: str) -> Table:
+    """A table given to the report: a :class:`Table` as it is (files read a column at a
+    time, as ``ppdm report`` gives them), any other frame in memory (a LazyFrame collected)."""
+    return frame if isinstance(frame, Table) else Table(_frame(frame, parameter))
+
+
 def build_report(
-    released: pl.DataFrame | pl.LazyFrame,
+    released: pl.DataFrame | pl.LazyFrame | Table,
     steps: Sequence[Mapping[str, Any] | Any],
     *,
-    original: pl.DataFrame | pl.LazyFrame | None = None,
+    original: pl.DataFrame | pl.LazyFrame | Table | None = None,
     version: Version = "internal",
     releases: Mapping[str, pl.DataFrame] | None = None,
     budget: Budget | None = None,
@@ -125,8 +132,8 @@ def build_report(
     if budget is not None and not isinstance(budget, Budget):
         _refuse("budget", "a polars_ppdm.reporting.Budget or None", type(budget).__name__)
     perturb, release = _steps(steps)
-    table = _frame(released, "released")
-    source: pl.DataFrame | None = None
+    table = _table(released, "released")
+    source: Table | None = None
     if version == "internal":
         if original is None:
             msg = (
@@ -134,7 +141,7 @@ def build_report(
                 "(or version='public', which never reads it)."
             )
             raise InvalidParameterError(msg)
-        source = _frame(original, "original")
+        source = _table(original, "original")
     if releases is not None and not isinstance(releases, Mapping):
         _refuse("releases", "a mapping of each release step's output to its frame", type(releases).__name__)
     found = {name: _frame(frame, f"releases[{name!r}]") for name, frame in (releases or {}).items()}
@@ -153,6 +160,12 @@ def build_report(
         if perturb and undescribed
         else ()
     )
+    singled_out = None
+    if table.width:  # of the released table alone: remembered for the run's other version
+        key = ("uniqueness", tuple(unchanged))
+        if key not in table.memo:
+            table.memo[key] = uniqueness(table, unchanged)
+        singled_out = table.memo[key]
     return Report(
         title=title,
         version=version,
@@ -162,15 +175,15 @@ def build_report(
         releases=aggregates,
         budget=budget,
         notes=notes,
-        uniqueness=uniqueness(table, unchanged) if table.width else None,
+        uniqueness=singled_out,
     )
 
 
 def report(
-    released: pl.DataFrame | pl.LazyFrame,
+    released: pl.DataFrame | pl.LazyFrame | Table,
     steps: Sequence[Mapping[str, Any] | Any],
     *,
-    original: pl.DataFrame | pl.LazyFrame | None = None,
+    original: pl.DataFrame | pl.LazyFrame | Table | None = None,
     version: Version = "internal",
     releases: Mapping[str, pl.DataFrame] | None = None,
     budget: Budget | None = None,
@@ -204,7 +217,9 @@ def report(
         "age.csv", ...}``), in any order.
     original
         The table before perturbation, rows in the same order as ``released`` (needed by
-        the internal version; never read by the public one).
+        the internal version; never read by the public one).  A LazyFrame is collected
+        once; ``ppdm report`` gives the run's input files as a ``Table``
+        (:mod:`polars_ppdm.reporting._table`), read a column at a time.
     version
         ``"internal"`` (everything) or ``"public"`` (nothing computed from the original:
         safe to publish beside the data).

@@ -34,6 +34,7 @@ import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.reporting._shown import number, parameter, share, shares_outside_unit
+from polars_ppdm.reporting._table import Table
 from polars_ppdm.reporting.model import ColumnSection, Figure, Plot, PlotSeries
 
 __all__ = ["column_sections"]
@@ -49,8 +50,8 @@ _PAIR_ROWS = 2000  # rows whose pairwise distances are compared (2M pairs)
 class _Tables:
     """The released table, the original (internal only) and their shared sample."""
 
-    released: pl.DataFrame
-    original: pl.DataFrame | None
+    released: Table
+    original: Table | None
     sample_rows: int
     _rows: np.ndarray | None = field(default=None, init=False)
     _finite: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, init=False)
@@ -68,6 +69,16 @@ class _Tables:
             self._finite[key] = _finite(frame[column])
         return self._finite[key]
 
+    def of_released(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()``, a figure of the released table alone, remembered on that table
+        (:attr:`Table.memo`) under ``key`` -- its name, column and every parameter it
+        depends on: the other version of the same run's report finds it there.  Nothing
+        that reads the original is kept there."""
+        memo = self.released.memo
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
     def rows(self) -> np.ndarray:
         """A systematic sample of row positions: every (n / sample_rows)-th row."""
         if self._rows is None:
@@ -80,8 +91,8 @@ class _Tables:
     def sampled(self) -> bool:
         return self.released.height > self.sample_rows
 
-    def sample(self, frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
-        return frame.select(columns)[pl.Series(self.rows())] if self.sampled else frame.select(columns)
+    def sample(self, frame: Table, columns: Sequence[str]) -> pl.DataFrame:
+        return frame.gather(columns, self.rows()) if self.sampled else frame.select(columns)
 
     def sample_note(self) -> tuple[str, ...]:
         if not self.sampled:
@@ -272,17 +283,25 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
                     "column and value, and a run refuses data in which a unit has more distinct values)",
                 )
             )
-    released = tables.released.select(column)
-    if released[column].null_count():
+
+    def corrected() -> tuple[int, int, pl.DataFrame]:
+        released = tables.released.select(column)
+        nulls = released[column].null_count()
+        if nulls:
+            released = released.drop_nulls()
+        estimate = rr_support(released, column, p=p, categories=categories)
+        if isinstance(estimate, pl.LazyFrame):  # rr_support keeps the frame's type
+            estimate = estimate.collect()
+        return nulls, released.height, estimate
+
+    key = ("rr_support", column, p, None if categories is None else tuple(categories))
+    nulls, height, estimate = tables.of_released(key, corrected)
+    if nulls:
         parts.notes.append(
-            f"{released[column].null_count():,} null values are left out of the shares (randomized response keeps nulls)."
+            f"{nulls:,} null values are left out of the shares (randomized response keeps nulls)."
         )
-        released = released.drop_nulls()
-    estimate = rr_support(released, column, p=p, categories=categories)
-    if isinstance(estimate, pl.LazyFrame):  # rr_support keeps the frame's type
-        estimate = estimate.collect()
     labels = tuple(str(v) for v in estimate[column].to_list())
-    observed = estimate["observed"].cast(pl.Float64) / max(released.height, 1)
+    observed = estimate["observed"].cast(pl.Float64) / max(height, 1)
     se = estimate["std_error"].to_numpy()
     widest = float(np.nanmax(se)) * _Z95 if se.size else math.nan
     outside = shares_outside_unit(
@@ -426,7 +445,8 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
     )
     if released.size >= 2:
         # The released variance is the original's plus the noise's: public arithmetic.
-        spread = math.sqrt(max(float(released.var()) - sigma * sigma, 0.0))
+        variance = tables.of_released(("variance", column), lambda: float(released.var()))
+        spread = math.sqrt(max(variance - sigma * sigma, 0.0))
         parts.utility.append(
             Figure(
                 "estimated signal-to-noise ratio",
@@ -434,44 +454,53 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
                 "the original's standard deviation (from the released variance minus the noise's) over the noise's; > 3: values stay informative",
             )
         )
-    edges = None
-    if released.size >= 2 and np.ptp(released) > 0:
+
+    def reconstruction() -> tuple[np.ndarray, list[PlotSeries]] | None:
+        if released.size < 2 or np.ptp(released) <= 0:
+            return None
         low, high = (float(q) for q in np.quantile(released, [0.005, 0.995]))
-        if high > low:
-            got = reconstruct_distribution(
-                pl.DataFrame({column: released}),
+        if high <= low:
+            return None
+        got = reconstruct_distribution(
+            pl.DataFrame({column: released}),
+            column,
+            dist=step.dist,
+            scale=scale,
+            bins=_BINS,
+            bounds=(low, high),
+        )
+        edges = np.append(got["low"].to_numpy(), got["high"][-1])
+        return edges, [
+            _stairs("released", released, edges, "released"),
+            PlotSeries(
+                "reconstructed original",
+                tuple(float(e) for e in edges),
+                tuple(got["frequency"].to_list()),
+                source="estimate",
+            ),
+        ]
+
+    found = tables.of_released(("reconstruction", column, step.dist, scale), reconstruction)
+    if found is not None:
+        edges, shown = found
+        series = list(shown)
+        if tables.original is not None:
+            series.insert(0, _stairs("original", tables.finite("original", column), edges, "original"))
+        parts.plots.append(
+            Plot(
+                "histogram",
+                "The distribution behind the noise, reconstructed from the released values",
                 column,
-                dist=step.dist,
-                scale=scale,
-                bins=_BINS,
-                bounds=(low, high),
+                "share of rows",
+                tuple(series),
+                caption="Reconstruction by Agrawal and Srikant's iterative Bayes method (SIGMOD 2000).",
             )
-            edges = np.append(got["low"].to_numpy(), got["high"][-1])
-            series = [
-                _stairs("released", released, edges, "released"),
-                PlotSeries(
-                    "reconstructed original",
-                    tuple(float(e) for e in edges),
-                    tuple(got["frequency"].to_list()),
-                    source="estimate",
-                ),
-            ]
-            if tables.original is not None:
-                series.insert(0, _stairs("original", tables.finite("original", column), edges, "original"))
-            parts.plots.append(
-                Plot(
-                    "histogram",
-                    "The distribution behind the noise, reconstructed from the released values",
-                    column,
-                    "share of rows",
-                    tuple(series),
-                    caption="Reconstruction by Agrawal and Srikant's iterative Bayes method (SIGMOD 2000).",
-                )
-            )
+        )
     if tables.original is not None:
         truth = tables.original[column].cast(pl.Float64)
         error = (tables.released[column].cast(pl.Float64) - truth).drop_nulls().to_numpy()
-        error = error[np.isfinite(error)]
+        finite = np.isfinite(error)
+        error = error if finite.all() else error[finite]  # no copy of 8 bytes a row when all are finite
         rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
         parts.utility.append(Figure("RMS error", number(rms), "released vs original value, row by row"))
         truth_values = tables.finite("original", column)
@@ -519,8 +548,8 @@ def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
     if tables.original is None:
         return []
     rows = tables.rows()[:: max(1, len(tables.rows()) // _PAIR_ROWS)][:_PAIR_ROWS]
-    x = tables.original.select(step.columns)[pl.Series(rows)].cast(pl.Float64).to_numpy()
-    y = tables.released.select(step.columns)[pl.Series(rows)].cast(pl.Float64).to_numpy()
+    x = tables.original.gather(step.columns, rows).cast(pl.Float64).to_numpy()
+    y = tables.released.gather(step.columns, rows).cast(pl.Float64).to_numpy()
     ok = np.isfinite(x).all(axis=1) & np.isfinite(y).all(axis=1)
     x, y = x[ok], y[ok]
     d = len(step.columns)
@@ -602,6 +631,14 @@ _VERDICTS = {
 }
 
 
+def _once(shared: dict[int, Any], step: Any, compute: Callable[[], Any]) -> Any:
+    """A multi-column step's figures, computed for its first column only (``setdefault``
+    computed them again for every column, to throw them away)."""
+    if id(step) not in shared:
+        shared[id(step)] = compute()
+    return shared[id(step)]
+
+
 def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) -> ColumnSection:
     method = step.step
     parameters = _parameters(step, column)
@@ -609,7 +646,7 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
         return ColumnSection(column, method, parameters, _VERDICTS["drop"])
     # randomized response's own plot shows the released shares (and the original's)
     plots, notes = _distribution(column, tables, plot=method != "rr_disguise")
-    if _kind(tables.released[column].dtype) is None or method == "keep":
+    if _kind(tables.released.schema[column]) is None or method == "keep":
         verdict = _VERDICTS["keep"] if method == "keep" else f"Perturbed by {method}."
         return ColumnSection(column, method, parameters, verdict, plots=tuple(plots), notes=tuple(notes))
     builders: dict[str, Callable[[], _Parts]] = {
@@ -617,12 +654,12 @@ def _section(step: Any, column: str, tables: _Tables, shared: dict[int, Any]) ->
         "ecdf_resample": lambda: _ecdf(step, column, tables),
         "add_noise": lambda: _noise(step, column, tables),
         "spiral": lambda: _spiral(
-            step, column, tables, shared.setdefault(id(step), _spiral_figures(step, tables))
+            step, column, tables, _once(shared, step, lambda: _spiral_figures(step, tables))
         ),
     }
     parts = builders[method]()
     if method == "add_noise":
-        parts.attack = shared.setdefault(id(step), _noise_stripping(step, tables)).get(column)
+        parts.attack = _once(shared, step, lambda: _noise_stripping(step, tables)).get(column)
     return ColumnSection(
         column,
         method,
@@ -709,13 +746,17 @@ def _check(perturb: Sequence[Any], tables: _Tables) -> None:
 
 def column_sections(
     perturb: Sequence[Any],
-    released: pl.DataFrame,
-    original: pl.DataFrame | None,
+    released: pl.DataFrame | Table,
+    original: pl.DataFrame | Table | None,
     *,
     sample_rows: int,
 ) -> tuple[ColumnSection, ...]:
     """One section per column the steps name, in the steps' order (validated step models)."""
-    tables = _Tables(released, original, sample_rows)
+    tables = _Tables(
+        released if isinstance(released, Table) else Table(released),
+        original if isinstance(original, Table) or original is None else Table(original),
+        sample_rows,
+    )
     _check(perturb, tables)
     shared: dict[int, Any] = {}  # per multi-column step: figures computed once
     return tuple(_section(step, column, tables, shared) for step in perturb for column in step.columns)

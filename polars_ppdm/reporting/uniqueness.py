@@ -12,18 +12,19 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from polars_ppdm.reporting._table import Table
 from polars_ppdm.reporting.model import Uniqueness
 
 __all__ = ["uniqueness"]
 
 
-def uniqueness(table: pl.DataFrame, columns: Sequence[str]) -> Uniqueness:
+def uniqueness(table: pl.DataFrame | Table, columns: Sequence[str]) -> Uniqueness:
     """How many rows of ``table`` are unique on ``columns`` together, and the smallest group.
 
     Parameters
     ----------
     table
-        The released table (nothing here reads the original).
+        The released table (nothing here reads the original): only ``columns`` are read.
     columns
         The columns published unchanged, in the table's order.
 
@@ -45,7 +46,7 @@ def uniqueness(table: pl.DataFrame, columns: Sequence[str]) -> Uniqueness:
     )
 
 
-def _group_sizes(table: pl.DataFrame, columns: list[str]) -> pl.Series:
+def _group_sizes(table: pl.DataFrame | Table, columns: list[str]) -> pl.Series:
     """The size of each group of equal rows on ``columns``, in no particular order.
 
     Sorted, equal rows are neighbours, so the groups are the runs of equal rows: a sort
@@ -55,9 +56,10 @@ def _group_sizes(table: pl.DataFrame, columns: list[str]) -> pl.Series:
     nulls equal each other, NaN equals NaN and -0.0 equals 0.0 (tests pin both ways on
     such tables); a type the sort refuses falls back to the group-by.
     """
+    chosen = table.select(columns)
     try:
-        ordered = table.select(columns).sort(columns)
+        ordered = chosen.sort(columns)
         runs = ordered.to_series() if len(columns) == 1 else ordered.select(pl.struct(columns)).to_series()
         return runs.rle().struct.field("len")
     except pl.exceptions.PolarsError:
-        return table.group_by(columns).len()["len"]
+        return chosen.group_by(columns).len()["len"]
