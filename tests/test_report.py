@@ -233,8 +233,11 @@ def test_text_from_the_data_is_escaped():
 
 def test_tables_of_different_heights_are_refused(tables):
     original, released = tables
-    with pytest.raises(InvalidParameterError, match="19,999 rows and the original 20,000"):
+    with pytest.raises(
+        InvalidParameterError, match="and the original have different numbers of rows"
+    ) as refused:
         build_report(released.head(19_999), STEPS, original=original)
+    assert "19,999" not in str(refused.value) and "20,000" not in str(refused.value)  # no row count
 
 
 def test_a_column_missing_from_the_released_table_is_refused(tables):

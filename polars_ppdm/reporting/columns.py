@@ -737,7 +737,7 @@ def _check(perturb: Sequence[Any], tables: _Tables) -> None:
         raise InvalidParameterError(msg)
     if original.height != released.height and any(s.step not in {"drop", "keep"} for s in perturb):
         msg = (
-            f"The released table of {_FUNC} has {released.height:,} rows and the original {original.height:,}: the "
+            f"The released table of {_FUNC} and the original have different numbers of rows: the "
             "internal figures pair each released row with its original row, so both must hold the same rows in "
             "the same order."
         )
