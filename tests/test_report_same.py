@@ -233,3 +233,29 @@ def test_an_input_changed_while_the_internal_report_reads_it_is_refused(
     assert main(["report", str(pipeline)]) == EXIT_INPUT
     assert "changed while the internal report read it" in capsys.readouterr().err
     assert not (pipeline.parent / "out" / "report.internal.html").exists()
+
+
+def test_an_owned_frame_s_columns_are_put_in_one_piece_a_caller_s_are_not_touched() -> None:
+    chunked = pl.concat([pl.DataFrame({"x": [1.0, 2.0]}), pl.DataFrame({"x": [3.0]})], rechunk=False)
+    assert chunked["x"].n_chunks() == 2
+    mine = Table(chunked, owned=True)
+    assert mine["x"].n_chunks() == 1 and mine["x"].to_list() == [1.0, 2.0, 3.0]
+    theirs = Table(chunked)
+    assert theirs["x"].n_chunks() == 2 and chunked["x"].n_chunks() == 2
+
+
+def test_a_multi_column_step_s_attack_figures_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import polars_ppdm as ppdm
+    import polars_ppdm.reporting.columns as columns
+
+    rng = np.random.default_rng(4)
+    original = pl.DataFrame({"id": np.arange(400), "u": rng.normal(0, 1, 400), "v": rng.normal(0, 1, 400)})
+    released = ppdm.add_noise(original, ["u", "v"], scale=0.5, secret="ab" + "cd" * 15, key="id")
+    calls = []
+    real = columns._noise_stripping
+    monkeypatch.setattr(columns, "_noise_stripping", lambda *a: calls.append(1) or real(*a))
+    got = ppdm.reporting.build_report(
+        released, [{"step": "add_noise", "columns": ["u", "v"], "scale": 0.5}], original=original
+    )
+    assert len(calls) == 1
+    assert [s.risk[0].name for s in got.columns if s.column in {"u", "v"}] == ["PCA noise stripping"] * 2

@@ -498,7 +498,8 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         )
     if tables.original is not None:
         truth = tables.original[column].cast(pl.Float64)
-        error = (tables.released[column].cast(pl.Float64) - truth).drop_nulls().to_numpy()
+        gaps = tables.released[column].cast(pl.Float64) - truth
+        error = (gaps.drop_nulls() if gaps.null_count() else gaps).to_numpy()
         finite = np.isfinite(error)
         error = error if finite.all() else error[finite]  # no copy of 8 bytes a row when all are finite
         rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
