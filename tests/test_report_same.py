@@ -259,3 +259,27 @@ def test_a_multi_column_step_s_attack_figures_are_computed_once(monkeypatch: pyt
     )
     assert len(calls) == 1
     assert [s.risk[0].name for s in got.columns if s.column in {"u", "v"}] == ["PCA noise stripping"] * 2
+
+
+def test_a_plot_both_pages_show_is_drawn_once_while_it_lives(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from polars_ppdm.reporting import html
+    from polars_ppdm.reporting.model import Plot, PlotSeries
+
+    gc.collect()
+    before = len(html._DRAWN)
+    drawn: list[Plot] = []
+    monkeypatch.setattr(html, "plot_svg", lambda plot: drawn.append(plot) or f"<svg>{len(drawn)}</svg>")
+    ahead = Plot(
+        "line", "budget", "run", "epsilon", (PlotSeries("spent", (1.0, 2.0), (0.5, 1.0), source="estimate"),)
+    )
+    assert html._plot(ahead) == html._plot(ahead) and len(drawn) == 1
+    other = Plot(
+        "line", "budget", "run", "epsilon", (PlotSeries("spent", (1.0, 2.0), (0.5, 2.0), source="estimate"),)
+    )
+    html._plot(other)
+    assert len(drawn) == 2
+    del ahead, other, drawn[:]
+    gc.collect()
+    assert len(html._DRAWN) == before  # nothing kept once the plots are gone

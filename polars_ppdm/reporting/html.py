@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from html import escape
 
@@ -107,8 +108,21 @@ def _figures(figures: Iterable[Figure], kind: str) -> str:
     return f'<div class="figures">{"".join(cells)}</div>' if cells else ""
 
 
+# Each plot's SVG while the plot itself is alive: the year ahead's plot (of the budget both
+# versions of a run's report share) is drawn once for both pages (issue 30).
+_DRAWN: weakref.WeakKeyDictionary[Plot, str] = weakref.WeakKeyDictionary()
+
+
+def _svg(plot: Plot) -> str:
+    try:
+        return _DRAWN[plot]
+    except KeyError:
+        drawn = _DRAWN[plot] = plot_svg(plot)
+        return drawn
+
+
 def _plot(plot: Plot) -> str:
-    data = base64.b64encode(plot_svg(plot).encode()).decode()
+    data = base64.b64encode(_svg(plot).encode()).decode()
     caption = _h(plot.title + (f". {plot.caption}" if plot.caption else ""))
     return (
         f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{_h(plot.title)}" '
