@@ -235,13 +235,14 @@ def test_an_input_changed_while_the_internal_report_reads_it_is_refused(
     assert not (pipeline.parent / "out" / "report.internal.html").exists()
 
 
-def test_an_owned_frame_s_columns_are_put_in_one_piece_a_caller_s_are_not_touched() -> None:
+def test_a_scanned_column_comes_in_one_piece_a_frame_s_is_not_touched(tmp_path: Path) -> None:
     chunked = pl.concat([pl.DataFrame({"x": [1.0, 2.0]}), pl.DataFrame({"x": [3.0]})], rechunk=False)
     assert chunked["x"].n_chunks() == 2
-    mine = Table(chunked, owned=True)
-    assert mine["x"].n_chunks() == 1 and mine["x"].to_list() == [1.0, 2.0, 3.0]
-    theirs = Table(chunked)
-    assert theirs["x"].n_chunks() == 2 and chunked["x"].n_chunks() == 2
+    frame = Table(chunked)
+    assert frame["x"].n_chunks() == 2 and chunked["x"].n_chunks() == 2
+    chunked.write_parquet(tmp_path / "x.parquet", row_group_size=1)
+    scanned = Table(pl.scan_parquet(tmp_path / "x.parquet"))
+    assert scanned["x"].n_chunks() == 1 and scanned["x"].to_list() == [1.0, 2.0, 3.0]
 
 
 def test_a_multi_column_step_s_attack_figures_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,3 +284,24 @@ def test_a_plot_both_pages_show_is_drawn_once_while_it_lives(monkeypatch: pytest
     del ahead, other, drawn[:]
     gc.collect()
     assert len(html._DRAWN) == before  # nothing kept once the plots are gone
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_the_rms_error_is_the_old_polars_difference_s(holes: bool) -> None:
+    from polars_ppdm.reporting._shown import number
+    from polars_ppdm.reporting.columns import _noise
+    from polars_ppdm.steps import AddNoise
+
+    rng = np.random.default_rng(9)
+    truth = pl.Series("v", rng.lognormal(3, 1, 5000))
+    noisy = truth + pl.Series(rng.normal(0, 2, 5000))
+    if holes:
+        truth = truth.scatter([3, 9], None)
+        noisy = noisy.scatter([5], None).scatter([7], float("inf"))
+    gaps = (noisy.cast(pl.Float64) - truth.cast(pl.Float64)).drop_nulls().to_numpy()
+    gaps = gaps[np.isfinite(gaps)]
+    old = number(float(np.sqrt(np.mean(gaps**2))))
+    tables = _Tables(Table(noisy.to_frame()), Table(truth.to_frame()), 1000)
+    step = AddNoise(step="add_noise", columns=["v"], scale=2.0)
+    (rms,) = [f.value for f in _noise(step, "v", tables).utility if f.name == "RMS error"]
+    assert rms == old

@@ -112,7 +112,7 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tup
             )
             raise InputError(msg)
     if fmt not in _COLUMNAR:
-        return Table(scan(files, fmt).collect(), owned=True)
+        return Table(scan(files, fmt).collect())
     read.update(identities)
 
     def refuse(error: BaseException) -> InputError:
@@ -227,7 +227,7 @@ def write_pipeline_report(
     steps: list[Any] = [*pipeline.release]
     if pipeline.output.table is not None:
         table_path = pipeline.resolve(pipeline.output.table)
-        released = Table(_read(table_path, "The published table"), owned=True)
+        released = Table(_read(table_path, "The published table"))
         steps = [*pipeline.perturb, *steps]
         if table_path.is_dir() and versions is None:
             versions = ("public",)

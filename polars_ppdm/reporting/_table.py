@@ -39,27 +39,22 @@ class Table:
     refuse
         What a scan's read error becomes (the job's own error, naming the file), or
         None to let it through.
-    owned
-        The DataFrame is the report's own (read from a file for it): a column asked for
-        is made contiguous in place (see :meth:`__getitem__`).  A caller's DataFrame is
-        never changed.
 
     A column read from a file comes in chunks (one per row group); NumPy needs it in
     one piece, so every figure computed in NumPy copied it (8 bytes a row, beside the
-    column).  A column of a scan, or of an owned DataFrame, is put in one piece once,
-    when first asked for, in place of the chunks: the same values, half the memory.
+    column).  A column of a scan is put in one piece once, as it is read: the same
+    values, half the memory.  (A DataFrame's column is left as it is: replacing one
+    column of a frame by a column in one piece makes Polars put every column of the
+    frame in one piece at its next ``select``.)
     """
 
     def __init__(
         self,
         frame: pl.DataFrame | pl.LazyFrame,
         refuse: Callable[[BaseException], Exception] | None = None,
-        *,
-        owned: bool = False,
     ) -> None:
         self._frame = frame
         self._refuse = refuse
-        self._owned = owned
         if isinstance(frame, pl.LazyFrame):
             self.schema = self._reading(frame.collect_schema)
             self.height = int(self._reading(lambda: frame.select(pl.len()).collect()).item())
@@ -82,11 +77,7 @@ class Table:
     def __getitem__(self, column: str) -> pl.Series:
         """One column; of a scan, read once and kept until another column is asked for."""
         if isinstance(self._frame, pl.DataFrame):
-            found = self._frame[column]
-            if self._owned and found.n_chunks() > 1:
-                found = found.rechunk()
-                self._frame = self._frame.with_columns(found)  # the chunks go
-            return found
+            return self._frame[column]
         if self._last is None or self._last[0] != column:
             self._last = None  # the previous column goes before the next one is read
             scan = self._frame

@@ -179,7 +179,7 @@ def _bars(column: str, released: pl.Series, original: pl.Series | None, title: s
     labels = [str(v) for v in top[released.name].to_list()]
     series = []
     if original is not None:
-        truth = dict(zip(*(original.value_counts(name="n").get_columns()), strict=True))
+        truth = _counts(original)
         series.append(
             PlotSeries(
                 "original",
@@ -194,6 +194,15 @@ def _bars(column: str, released: pl.Series, original: pl.Series | None, title: s
         )
     )
     return Plot("bars", title, column, "share of rows", tuple(series)), notes
+
+
+def _counts(values: pl.Series) -> dict[Any, int]:
+    """How many rows hold each value (a null counted as one).
+
+    A streaming group-by: ``value_counts`` (an in-memory group-by) built a table of
+    every row's key, 10 bytes a row of a Boolean column (issue 30)."""
+    frame = values.to_frame("value").lazy().group_by("value").agg(pl.len().alias("n"))
+    return dict(frame.collect(engine="streaming").iter_rows())
 
 
 def _bars_notes(distinct: int) -> list[str]:
@@ -289,10 +298,9 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
         nulls = released[column].null_count()
         if nulls:
             released = released.drop_nulls()
-        estimate = rr_support(released, column, p=p, categories=categories)
-        if isinstance(estimate, pl.LazyFrame):  # rr_support keeps the frame's type
-            estimate = estimate.collect()
-        return nulls, released.height, estimate
+        # Lazy in, lazy out: its group-by streams (in memory, a table of every row's key).
+        estimate = rr_support(released.lazy(), column, p=p, categories=categories)
+        return nulls, released.height, estimate.collect(engine="streaming")
 
     key = ("rr_support", column, p, None if categories is None else tuple(categories))
     nulls, height, estimate = tables.of_released(key, corrected)
@@ -328,7 +336,7 @@ def _rr(step: Any, column: str, tables: _Tables) -> _Parts:
     ]
     if tables.original is not None:
         truth = tables.original[column]
-        counts = dict(zip(*(truth.value_counts(name="n").get_columns()), strict=True))
+        counts = _counts(truth)
         true_shares = [counts.get(v, 0) / max(truth.len(), 1) for v in estimate[column].to_list()]
         series.insert(0, PlotSeries("original", labels, tuple(true_shares), source="original"))
         gaps = np.abs(np.asarray(true_shares) - estimate["frequency"].to_numpy())
@@ -497,9 +505,16 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
             )
         )
     if tables.original is not None:
-        truth = tables.original[column].cast(pl.Float64)
-        gaps = tables.released[column].cast(pl.Float64) - truth
-        error = (gaps.drop_nulls() if gaps.null_count() else gaps).to_numpy()
+        ours, theirs = released, tables.finite("original", column)
+        if ours.size == theirs.size == tables.released.height:
+            # No null, NaN or infinity in either column: its values, row by row, are
+            # the ones converted already; NumPy's difference is Polars' (IEEE), and its
+            # memory goes back when freed (Polars' stays with its allocator a while).
+            error = ours - theirs
+        else:
+            truth = tables.original[column].cast(pl.Float64)
+            gaps = tables.released[column].cast(pl.Float64) - truth
+            error = (gaps.drop_nulls() if gaps.null_count() else gaps).to_numpy()
         finite = np.isfinite(error)
         error = error if finite.all() else error[finite]  # no copy of 8 bytes a row when all are finite
         rms = float(np.sqrt(np.mean(error**2))) if error.size else math.nan
