@@ -16,12 +16,21 @@ def best_seconds(run, repeats: int) -> float:
 
 
 def best_seconds_interleaved(runs: dict[str, object], repeats: int) -> dict[str, float]:
-    """The fastest of ``repeats`` runs of each of ``runs``, taken in turn (a, b, c, a, b,
-    c, ...): on a shared machine whose speed drifts, each sees the same conditions, so
-    their ratios hold better than those of runs measured one after the other."""
+    """The fastest of ``repeats`` runs of each of ``runs``, taken in turn (a, b, c, then
+    the next round in another order): on a shared machine whose speed drifts, each sees
+    the same conditions, so their ratios hold better than those of runs measured one
+    after the other.  The first round keeps the given order, later ones a shuffled order
+    (fixed seeds): a run that always followed the same one would inherit its after-effects
+    (a thread pool still spinning, memory still held) in every round."""
+    import random
+
     best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeats):
-        for name, run in runs.items():
+    for round_ in range(repeats):
+        names = list(runs)
+        if round_:
+            random.Random(round_).shuffle(names)
+        for name in names:
+            run = runs[name]
             started = time.perf_counter()
             run()
             best[name] = min(best[name], time.perf_counter() - started)
