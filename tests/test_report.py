@@ -15,6 +15,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.reporting import build_report
+from polars_ppdm.reporting._shown import share
 
 SECRET = "ab4c2e9f1d3b5a7086c4e2f0a9b7d5c3"  # fixed for the tests; not a repeated pattern
 N = 20_000
@@ -149,6 +150,28 @@ def test_additive_noise_estimates_the_signal_to_noise_ratio_from_the_release_alo
     stripping = figure(income.risk, "PCA noise stripping")
     assert 0 < float(stripping.value.rstrip("%")) < 100
     assert any(s.label == "reconstructed original" for p in income.plots for s in p.series)
+
+
+def test_noise_stripping_over_columns_with_nulls_uses_the_whole_rows(tables):
+    """A multi-column add_noise step whose columns hold nulls: the attack runs
+    over the rows where every column holds a finite value, in both tables, and says so
+    (it refused the nulls, and the internal page was not written)."""
+    original, _ = tables
+    holed = original.with_columns(
+        pl.when(pl.col("id") % 7 == 0).then(None).otherwise(pl.col("income")).alias("income"),
+        pl.when(pl.col("id") % 11 == 0).then(None).otherwise(pl.col("rent")).alias("rent"),
+    )
+    released = release(holed)
+    income = section(build_report(released, STEPS, original=holed), "income")
+    stripping = figure(income.risk, "PCA noise stripping")
+    assert 0 < float(stripping.value.rstrip("%")) < 100
+    assert "where all of them hold a finite value" in stripping.explanation
+    whole = holed.select(pl.col("income").is_not_null() & pl.col("rent").is_not_null()).to_series()
+    assert 0 < whole.sum() < holed.height
+    want = ppdm.audit.pca_noise_stripping(
+        holed.filter(whole), released.filter(whole), ["income", "rent"], dist="gaussian", scale=3000.0
+    )
+    assert stripping.value == share(want.filter(pl.col("column") == "income")["stripped"].item())
 
 
 def test_spiral_is_undone_by_the_known_io_attack(tmp_path):

@@ -538,21 +538,27 @@ def _noise_stripping(step: Any, tables: _Tables) -> dict[str, Figure]:
     if tables.original is None or len(step.columns) < 2:
         return {}
     scale: dict[str, float] = {c: _of(step.scale, c) for c in step.columns}
+    original = tables.sample(tables.original, step.columns)
+    released = tables.sample(tables.released, step.columns)
+    # The attack needs whole rows: a row with a null (or NaN, infinity) in any of the
+    # columns, in either table, is left out of it, in both.
+    complete = pl.all_horizontal(
+        pl.col(c).cast(pl.Float64).is_finite().fill_null(False) for c in step.columns
+    )
+    whole = original.select(complete).to_series() & released.select(complete).to_series()
+    partial = not whole.all()
+    if partial:
+        original, released = original.filter(whole), released.filter(whole)
+        if original.height < len(step.columns) + 2:
+            return {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a column whose noise was rounded away shows 'n/a'
-        found = pca_noise_stripping(
-            tables.sample(tables.original, step.columns),
-            tables.sample(tables.released, step.columns),
-            step.columns,
-            dist=step.dist,
-            scale=scale,
-        )
+        found = pca_noise_stripping(original, released, step.columns, dist=step.dist, scale=scale)
+    note = f"share of the noise an attacker removes using the correlation of {', '.join(step.columns)}"
+    if partial:
+        note += " (over the rows where all of them hold a finite value)"
     return {
-        row["column"]: Figure(
-            "PCA noise stripping",
-            share(row["stripped"]),
-            f"share of the noise an attacker removes using the correlation of {', '.join(step.columns)}",
-        )
+        row["column"]: Figure("PCA noise stripping", share(row["stripped"]), note)
         for row in found.iter_rows(named=True)
     }
 
