@@ -32,9 +32,10 @@ def _table(seed: int, n: int) -> pl.DataFrame:
             "i": pl.Series(rng.integers(0, 4, n)).scatter(np.flatnonzero(missing[0]), None),
             "f": pl.Series(floats).scatter(np.flatnonzero(missing[1]), None),
             "s": pl.Series(rng.choice(["a", "b", "", "ä"], n)).scatter(np.flatnonzero(missing[2]), None),
-            "c": pl.Series(rng.choice(["x", "y", "z"], n), dtype=pl.Categorical).scatter(
-                np.flatnonzero(missing[3]), None
-            ),
+            # Nulls scattered before the cast: Polars 1.34 cannot scatter None into a Categorical.
+            "c": pl.Series(rng.choice(["x", "y", "z"], n))
+            .scatter(np.flatnonzero(missing[3]), None)
+            .cast(pl.Categorical),
             "b": pl.Series(rng.random(n) < 0.5).scatter(np.flatnonzero(missing[4]), None),
             "d": pl.Series([dt.date(2020, 1, 1) + dt.timedelta(days=int(k)) for k in rng.integers(0, 3, n)]),
             "u": np.arange(n),
