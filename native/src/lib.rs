@@ -234,6 +234,41 @@ fn bitmap_views(
     Ok((bits, keys, out))
 }
 
+/// Binary randomized response on whole bytes of a bitmap: bit i of `out` is bit i of
+/// `bits`, negated where word 0 of `AES((base XOR bit_i) || keys[i])` is at or above
+/// `threshold` (a lie), for the `keys.len()` rows from bit 0 (bits past them: as in
+/// `bits`).  The blocks are built a byte of rows at a time as u64 pairs, and the lies
+/// folded the same way: per row, two stores and a compare, about the AES's own cost
+/// (building them through the block's byte array per row cost twice the AES).
+fn rr_bitmap(cipher: &Cipher, base: u64, threshold: u64, bits: &[u8], keys: &[u64], out: &mut [u8]) {
+    let mut batch = [[0u64; 2]; BATCH];
+    // BATCH is a multiple of 8: each batch starts on a whole byte of `bits` and `out`.
+    for (c, keys) in keys.chunks(BATCH).enumerate() {
+        let m = keys.len();
+        let bytes = c * BATCH / 8..(c * BATCH + m).div_ceil(8);
+        let (bits, out) = (&bits[bytes.clone()], &mut out[bytes]);
+        for ((pairs, keys), &byte) in batch[..m].chunks_mut(8).zip(keys.chunks(8)).zip(bits) {
+            for (k, (pair, &key)) in pairs.iter_mut().zip(keys).enumerate() {
+                *pair = [(base ^ u64::from((byte >> k) & 1)).to_le(), key.to_le()];
+            }
+        }
+        cipher.encrypt(as_blocks(&mut batch[..m]));
+        for ((o, &byte), pairs) in out.iter_mut().zip(bits).zip(batch[..m].chunks(8)) {
+            let mut lies = 0u8;
+            for (k, pair) in pairs.iter().enumerate() {
+                lies |= u8::from(u64::from_le(pair[0]) >= threshold) << k;
+            }
+            *o = byte ^ lies;
+        }
+    }
+}
+
+/// Pairs of little-endian u64 as AES blocks, in place.
+fn as_blocks(pairs: &mut [[u64; 2]]) -> &mut [Block] {
+    // SAFETY: a Block is 16 bytes with alignment 1, as is the memory of each pair.
+    unsafe { std::slice::from_raw_parts_mut(pairs.as_mut_ptr().cast::<Block>(), pairs.len()) }
+}
+
 /// The value-keyed blocks `(base XOR bit) || key` of one batch, from bit `first` of the
 /// bitmap on, encrypted in place.
 fn bitmap_blocks(cipher: &Cipher, batch: &mut [Block], bits: &[u8], first: usize, base: u64, keys: &[u64]) {

@@ -19,10 +19,8 @@ use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use aes::Block;
-
 use super::arrow_c::{ArrowArray, ArrowSchema};
-use super::{BATCH, Cipher, PortableMath, bit_at, fill_noise, set_block, word};
+use super::{Cipher, PortableMath, bit_at, fill_noise, rr_bitmap};
 
 /// `polars_ffi::version_0::SeriesExport`: a Series as a field and its chunks.
 #[repr(C)]
@@ -583,25 +581,7 @@ fn rr_keep_bool(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String>
     } else {
         // Rows under a null value (or a null key there) draw too, with whatever bit and
         // key they hold: the validity hides their output, and branch-free batches are faster.
-        // BATCH is a multiple of 8: each batch starts on a whole byte of `bits` and `out`.
-        let mut batch = [Block::default(); BATCH];
-        for (c, keys) in key_words.chunks(BATCH).enumerate() {
-            let m = keys.len();
-            let bytes = c * BATCH / 8..(c * BATCH + m).div_ceil(8);
-            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
-                let bit = (bits[bytes.start + i / 8] >> (i % 8)) & 1;
-                set_block(block, args.base ^ u64::from(bit), key);
-            }
-            args.cipher.encrypt(&mut batch[..m]);
-            for ((o, &b), blocks) in out[bytes.clone()].iter_mut().zip(&bits[bytes]).zip(batch[..m].chunks(8)) {
-                let mut kept = 0u8;
-                for (k, block) in blocks.iter().enumerate() {
-                    kept |= u8::from(word(block, 0) < args.threshold) << k;
-                }
-                // value == kept: the value where kept, its negation where not.
-                *o = !(b ^ kept);
-            }
-        }
+        rr_bitmap(&args.cipher, args.base, args.threshold, &bits, &key_words, &mut out);
         // Bits past the last row stay 0.
         if n % 8 != 0 {
             out[n >> 3] &= (1u8 << (n % 8)) - 1;

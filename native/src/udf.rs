@@ -13,13 +13,12 @@
 use std::ffi::{CStr, c_void};
 use std::ptr::NonNull;
 
-use aes::Block;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use super::arrow_c::{ArrowArray, ArrowArrayStream, ArrowSchema};
-use super::{BATCH, Cipher, bit_at, set_block, view, word};
+use super::{Cipher, bit_at, rr_bitmap, view};
 
 /// A released (empty) struct: what a consumer leaves behind when it moves one out.
 fn released<T>() -> T {
@@ -338,25 +337,7 @@ pub(crate) fn udf_rr_binary<'py>(
     py.detach(|| {
         // SAFETY: the key Column (or `copied`) keeps the keys alive until after this call.
         let keys = unsafe { std::slice::from_raw_parts(keys_at as *const u64, keys_len) };
-        let mut batch = [Block::default(); BATCH];
-        for (c, keys) in keys.chunks(BATCH).enumerate() {
-            let start = c * BATCH; // BATCH is a multiple of 8: each batch fills whole bytes
-            let m = keys.len();
-            for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
-                let row = start + i;
-                let bit = (values[row >> 3] >> (row & 7)) & 1;
-                set_block(block, base ^ u64::from(bit), key);
-            }
-            cipher.encrypt(&mut batch[..m]);
-            for (j, group) in batch[..m].chunks(8).enumerate() {
-                let lies = group
-                    .iter()
-                    .enumerate()
-                    .fold(0u8, |lies, (b, block)| lies | (u8::from(word(block, 0) >= threshold) << b));
-                let byte = start / 8 + j;
-                dst[byte] = values[byte] ^ lies;
-            }
-        }
+        rr_bitmap(&cipher, base, threshold, &values, keys, dst);
         if !n.is_multiple_of(8) {
             dst[bytes - 1] &= (1u8 << (n % 8)) - 1; // bits past the last row are 0
         }
