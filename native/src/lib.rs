@@ -416,7 +416,6 @@ const LOW_BITS: u32 = 52 - 10;
 const KEEP: u64 = !((1u64 << LOW_BITS) - 1);
 const HALF_CELL: u64 = 1u64 << (LOW_BITS - 1);
 const FIRST_CELL: u64 = ((1023 - 54) as u64) << 10;
-const QUADRANT_SIGN: [f64; 4] = [1.0, -1.0, -1.0, 1.0];
 
 impl PortableMath<'_> {
     /// `-ln v` for v in [2**-54, 1] (`portable_math.minus_log`).
@@ -449,14 +448,16 @@ impl PortableMath<'_> {
         let cell = floor_small(r * CELLS);
         let mut a = r - (cell + 0.5) * (1.0 / CELLS); // exact: a power of two
         a *= std::f64::consts::PI / 2.0;
-        let index = (cell as usize).min(1023);
+        // Indices and the quadrant through 32-bit integers: AVX2 converts doubles to those
+        // in vector lanes, and to 64-bit ones only a lane at a time.
+        let index = (cell as i32).clamp(0, 1023) as usize;
         let (s, c) = (self.sines[..1024][index], self.cosines[..1024][index]);
         let a2 = a * a;
         let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
         let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
-        let q = (quadrant as usize).min(3);
+        let q = (quadrant as i32).clamp(0, 3);
         let out = if q & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
-        out * QUADRANT_SIGN[q]
+        out * if q == 1 || q == 2 { -1.0 } else { 1.0 }
     }
 }
 
@@ -474,10 +475,17 @@ fn floor_small(x: f64) -> f64 {
     }
 }
 
-/// `(w >> 11) * 2**-53` (`prf.unit_doubles`).
+/// `(w >> 11) * 2**-53` (`prf.unit_doubles`).  The 53-bit integer becomes a double
+/// without a 64-bit integer conversion, which AVX2 lacks (the loops around it would run a
+/// row at a time): the low 52 bits as the mantissa of 2**52 + low, minus 2**52, and the
+/// top bit added as 2**52.  Each step is exact, so the bits are those of the conversion.
 #[inline]
 fn unit_double(w: u64) -> f64 {
-    ((w >> 11) as i64 as f64) * (1.0 / 9007199254740992.0)
+    const TWO_52: f64 = 4503599627370496.0;
+    let x = w >> 11;
+    let low = f64::from_bits(TWO_52.to_bits() | (x & ((1u64 << 52) - 1))) - TWO_52;
+    let top = if x >> 52 != 0 { TWO_52 } else { 0.0 };
+    (low + top) * (1.0 / 9007199254740992.0)
 }
 
 /// The additive noise of `polars_ppdm.kernels.noise`, whole batch: each row's block is
