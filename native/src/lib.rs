@@ -237,45 +237,66 @@ fn bitmap_views(
 /// Binary randomized response on whole bytes of a bitmap: bit i of `out` is bit i of
 /// `bits`, negated where word 0 of `AES((base XOR bit_i) || keys[i])` is at or above
 /// `threshold` (a lie), for the `keys.len()` rows from bit 0 (bits past them: as in
-/// `bits`).  The blocks are built a byte of rows at a time as u64 pairs, and the lies
-/// folded the same way: per row, two stores and a compare, about the AES's own cost
-/// (building them through the block's byte array per row cost twice the AES).
+/// `bits`).
 fn rr_bitmap(cipher: &Cipher, base: u64, threshold: u64, bits: &[u8], keys: &[u64], out: &mut [u8]) {
     let mut batch = [[0u64; 2]; BATCH];
+    let mut flags = [0u8; BATCH];
     // BATCH is a multiple of 8: each batch starts on a whole byte of `bits` and `out`.
     for (c, keys) in keys.chunks(BATCH).enumerate() {
         let m = keys.len();
         let bytes = c * BATCH / 8..(c * BATCH + m).div_ceil(8);
         let (bits, out) = (&bits[bytes.clone()], &mut out[bytes]);
-        for ((pairs, keys), &byte) in batch[..m].chunks_mut(8).zip(keys.chunks(8)).zip(bits) {
-            for (k, (pair, &key)) in pairs.iter_mut().zip(keys).enumerate() {
-                *pair = [(base ^ u64::from((byte >> k) & 1)).to_le(), key.to_le()];
-            }
+        value_blocks(cipher, &mut batch[..m], bits, base, keys);
+        // A byte per row first (a compare the compiler runs in vector lanes), then eight
+        // of them to the bits of one byte by one multiplication: row k's 0 or 1 at bit
+        // 8k lands at bit 56 + k, and no two partial products meet (so nothing carries).
+        for (flag, pair) in flags[..m].iter_mut().zip(&batch[..m]) {
+            *flag = u8::from(u64::from_le(pair[0]) >= threshold);
         }
-        cipher.encrypt(as_blocks(&mut batch[..m]));
-        for ((o, &byte), pairs) in out.iter_mut().zip(bits).zip(batch[..m].chunks(8)) {
-            let mut lies = 0u8;
-            for (k, pair) in pairs.iter().enumerate() {
-                lies |= u8::from(u64::from_le(pair[0]) >= threshold) << k;
-            }
-            *o = byte ^ lies;
+        flags[m..m.next_multiple_of(8)].fill(0); // a short batch's last byte: no lie past its rows
+        for ((o, &byte), eight) in out.iter_mut().zip(bits).zip(flags[..m.next_multiple_of(8)].chunks_exact(8)) {
+            let lies = u64::from_le_bytes(eight.try_into().expect("8 bytes")).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            *o = byte ^ lies as u8;
         }
     }
+}
+
+/// The value-keyed blocks `(base XOR bit) || key` of a batch whose rows start at bit 0 of
+/// `bits`, built a byte of rows at a time as u64 pairs (through the block's byte array and
+/// a bit lookup per row, this cost twice the AES), then encrypted in place.
+fn value_blocks(cipher: &Cipher, batch: &mut [[u64; 2]], bits: &[u8], base: u64, keys: &[u64]) {
+    for ((pairs, keys), &byte) in batch.chunks_mut(8).zip(keys.chunks(8)).zip(bits) {
+        for (k, (pair, &key)) in pairs.iter_mut().zip(keys).enumerate() {
+            *pair = [(base ^ u64::from((byte >> k) & 1)).to_le(), key.to_le()];
+        }
+    }
+    cipher.encrypt(as_blocks(batch));
+}
+
+/// `n` bits of a bitmap from bit `first` on, moved to bit 0 (bits past `n` are 0).
+fn shifted(bits: &[u8], first: usize, n: usize) -> Vec<u8> {
+    let (bytes, skip, shift) = (n.div_ceil(8), first / 8, first % 8);
+    let mut out: Vec<u8> = if shift == 0 {
+        bits[skip..skip + bytes].to_vec()
+    } else {
+        (0..bytes)
+            .map(|j| {
+                let low = bits[skip + j] >> shift;
+                let high = bits.get(skip + j + 1).map_or(0, |&b| b << (8 - shift));
+                low | high
+            })
+            .collect()
+    };
+    if !n.is_multiple_of(8) {
+        out[bytes - 1] &= (1u8 << (n % 8)) - 1;
+    }
+    out
 }
 
 /// Pairs of little-endian u64 as AES blocks, in place.
 fn as_blocks(pairs: &mut [[u64; 2]]) -> &mut [Block] {
     // SAFETY: a Block is 16 bytes with alignment 1, as is the memory of each pair.
     unsafe { std::slice::from_raw_parts_mut(pairs.as_mut_ptr().cast::<Block>(), pairs.len()) }
-}
-
-/// The value-keyed blocks `(base XOR bit) || key` of one batch, from bit `first` of the
-/// bitmap on, encrypted in place.
-fn bitmap_blocks(cipher: &Cipher, batch: &mut [Block], bits: &[u8], first: usize, base: u64, keys: &[u64]) {
-    for (i, (block, &key)) in batch.iter_mut().zip(keys).enumerate() {
-        set_block(block, base ^ u64::from(bit_at(bits, first + i)), key);
-    }
-    cipher.encrypt(batch);
 }
 
 /// The keep decisions of randomized response on a Boolean bitmap:
@@ -297,12 +318,13 @@ fn keep_bits_into(
     let (bits, keys, out) = bitmap_views(bits, bit_offset, keys, out, |n| n)?;
     py.detach(|| {
         let (bits, keys, dst) = unsafe { (bits.slice::<u8>(), keys.slice::<u64>(), out.slice_mut::<u8>()) };
-        let mut batch = [Block::default(); BATCH];
+        let bits = shifted(bits, bit_offset, keys.len()); // from bit 0: whole bytes per batch
+        let mut batch = [[0u64; 2]; BATCH];
         for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
             let m = keys.len();
-            bitmap_blocks(&cipher, &mut batch[..m], bits, bit_offset + c * BATCH, base, keys);
-            for (d, block) in dst.iter_mut().zip(&batch[..m]) {
-                *d = u8::from(word(block, 0) < threshold);
+            value_blocks(&cipher, &mut batch[..m], &bits[c * BATCH / 8..], base, keys);
+            for (d, pair) in dst.iter_mut().zip(&batch[..m]) {
+                *d = u8::from(u64::from_le(pair[0]) < threshold);
             }
         }
     });

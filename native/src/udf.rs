@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use super::arrow_c::{ArrowArray, ArrowArrayStream, ArrowSchema};
-use super::{Cipher, bit_at, rr_bitmap, view};
+use super::{Cipher, bit_at, rr_bitmap, shifted, view};
 
 /// A released (empty) struct: what a consumer leaves behind when it moves one out.
 fn released<T>() -> T {
@@ -355,26 +355,6 @@ pub(crate) fn udf_rr_binary<'py>(
         _ => false,
     };
     Ok(Some((with_validity, nulls)))
-}
-
-/// `n` bits of a bitmap from bit `first` on, moved to bit 0 (bits past `n` are 0).
-fn shifted(bits: &[u8], first: usize, n: usize) -> Vec<u8> {
-    let (bytes, skip, shift) = (n.div_ceil(8), first / 8, first % 8);
-    let mut out: Vec<u8> = if shift == 0 {
-        bits[skip..skip + bytes].to_vec()
-    } else {
-        (0..bytes)
-            .map(|j| {
-                let low = bits[skip + j] >> shift;
-                let high = bits.get(skip + j + 1).map_or(0, |&b| b << (8 - shift));
-                low | high
-            })
-            .collect()
-    };
-    if !n.is_multiple_of(8) {
-        out[bytes - 1] &= (1u8 << (n % 8)) - 1;
-    }
-    out
 }
 
 /// `data` as u64 words in place, when it is 8-byte aligned (the keys' little-endian bit
