@@ -463,21 +463,22 @@ def _release(
         if isinstance(step, DPKMeans):
             got = got.centres
     if isinstance(got, pl.LazyFrame):
-        # dp_group_by's bounding sorts every row: faster in memory (see dp_group_by's Notes).
-        return got.collect(engine="in-memory" if isinstance(step, DPGroupBy) else "auto")
+        return got.collect()
     if isinstance(got, pl.DataFrame):
         return got
     return cast(pl.DataFrame, pl.from_arrow(got.toArrow()))  # Spark: a release is a small aggregate
 
 
 def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None, ppdm: Any) -> Any:
-    return ppdm.dp_group_by(
+    got = ppdm.dp_group_by(
         original,
         **step.arguments(key),
         secret=secret,
         intervals=step.intervals,
         non_negative=step.non_negative,
     )
+    # The bounding sorts every row: faster in memory (see dp_group_by's Notes).
+    return got.collect(engine="in-memory") if isinstance(got, pl.LazyFrame) else got
 
 
 class _Publisher:
