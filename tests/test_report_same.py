@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from polars_ppdm.reporting._table import Table
-from polars_ppdm.reporting.columns import _BINS, _distribution, _edges, _finite, _Tables
+from polars_ppdm.reporting.columns import _BINS, _bin_counts, _distribution, _edges, _finite, _Tables
 from polars_ppdm.reporting.uniqueness import uniqueness
 
 
@@ -98,6 +98,38 @@ def test_bins_from_the_extremes_are_numpys_bins_of_the_values(values: np.ndarray
     old = np.histogram_bin_edges(values, bins=_BINS)
     new = _edges(float(values.min()), float(values.max()), integers=False)
     assert new.dtype == old.dtype and np.array_equal(new, old)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([3.0]),
+        np.array([-2.5, -2.5, 7.0]),
+        np.random.default_rng(3).normal(0, 1, 200_001),
+        np.random.default_rng(4).lognormal(10, 2, 999),
+        np.random.default_rng(5).integers(-40, 41, 5_000).astype(np.float64),
+        np.array([1e-300, 2e-300, 5e-301]),
+        np.array([-1e300, 1e300, 0.0]),
+    ],
+)
+def test_bin_counts_are_numpys_histogram_s(values: np.ndarray) -> None:
+    # Every kind of edges a report counts in: equal-width bins of the extremes, one bin
+    # per integer (or two), a reconstruction's, edges inside the values (the values on
+    # and past them), and edges NumPy's equal-width path would not give.
+    low, high = float(values.min()), float(values.max())
+    middle = float(np.median(values))
+    cases = [
+        _edges(low, high, integers=False),
+        _edges(low, high, integers=True),
+        _edges(low, middle, integers=False),
+        np.append(low + (middle - low) / 7 * np.arange(7), middle),
+        np.array([low, middle, high]) if low < middle < high else np.array([low - 1, high + 1]),
+        np.array([low - 1, low - 0.5, middle, middle + 1e-9, high + 3]),
+    ]
+    for edges in cases:
+        want, _ = np.histogram(values, bins=edges)
+        got = _bin_counts(values, edges)
+        assert got.dtype == want.dtype and np.array_equal(got, want), edges
 
 
 def test_finite_values_are_the_old_copy_s() -> None:

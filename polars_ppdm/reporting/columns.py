@@ -166,9 +166,30 @@ def _edges(low: float, high: float, *, integers: bool) -> np.ndarray:
 
 
 def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> PlotSeries:
-    counts, _ = np.histogram(values, bins=edges)
+    counts = _bin_counts(values, edges)
     heights = counts / max(values.size, 1)
     return PlotSeries(label, tuple(float(e) for e in edges), tuple(float(h) for h in heights), source=source)
+
+
+def _bin_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(values, bins=edges)``'s counts, without its sort.
+
+    Given an array of edges, NumPy sorts the values (in blocks of 65,536) to count them,
+    and its sort is the slow one on some CPUs (AVX-512: 2.4 of a 5M-row report's 6.9 s,
+    issue 30).  Edges that are NumPy's own equal-width ones -- ``np.linspace`` of the
+    first and last -- take its equal-width path: one pass, each value's bin computed and
+    then checked against these same edges, so the counts are the same."""
+    bins = edges.size - 1
+    # (Equal first and last edges NumPy would widen by half a unit each way.)
+    if (
+        bins >= 1
+        and edges[0] < edges[-1]
+        and np.array_equal(edges, np.linspace(edges[0], edges[-1], bins + 1))
+    ):
+        counts, _ = np.histogram(values, bins=bins, range=(float(edges[0]), float(edges[-1])))
+    else:
+        counts, _ = np.histogram(values, bins=edges)
+    return counts
 
 
 def _bars(column: str, released: pl.Series, original: pl.Series | None, title: str) -> tuple[Plot, list[str]]:
