@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 mod arrow_c;
 mod plugin;
 mod radix;
+mod repeats;
 mod spacings;
 mod udf;
 
@@ -681,5 +682,6 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spacings::spacing_sums_into, m)?)?;
     m.add_function(wrap_pyfunction!(spacings::block_sums_into, m)?)?;
     m.add_function(wrap_pyfunction!(radix::radix_sort_words, m)?)?;
+    m.add_function(wrap_pyfunction!(repeats::screen_repeats_into, m)?)?;
     Ok(())
 }

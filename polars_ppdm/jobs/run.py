@@ -98,6 +98,7 @@ from polars_ppdm.jobs.manifest import Manifest
 from polars_ppdm.jobs.paths import check_paths
 from polars_ppdm.jobs.plan import check_columns, ledger_path, open_dataset, published_columns
 from polars_ppdm.jobs.progress import Progress
+from polars_ppdm.kernels.repeats import RepeatScreen, passes, screen
 from polars_ppdm.perturb._plugin import plugin_errors
 from polars_ppdm.secret import Secret, secret_from_env
 
@@ -661,16 +662,18 @@ def _categories_of(step: RRDisguise, column: str) -> list[Any] | None:
     return cats.get(column) if isinstance(cats, dict) else cats
 
 
-def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> None:
+def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows: int | None = None) -> None:
     """Refuse, before anything is reserved, data that a randomized-response step would
-    refuse or be charged too little for, in one pass over the key and those columns:
+    refuse or be charged too little for:
 
     - a value outside the step's ``categories`` (``rr_disguise`` refuses it; the message
-      here names the step and column, never the value);
+      here names the step and column, never the value), in one pass over those columns;
     - some privacy unit with more distinct values of a column than the step's declared
       ``max_values_per_unit`` (default 1): each distinct value is one more epsilon-LDP
       release of the unit's column (the coins are keyed by unit, column and value), and
-      the step is charged for ``max_values_per_unit`` of them.
+      the step is charged for ``max_values_per_unit`` of them.  Counted exactly, per unit,
+      for the units :func:`repeated_units` finds in more than one row (``rows``: the
+      inputs' row count, counted when None).
 
     The messages carry no count or value from the data."""
     key = pipeline.dataset.key
@@ -692,23 +695,15 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> No
         c: pl.col(c).is_not_null() & ~pl.col(c).cast(pl.String).is_in([str(v) for v in cats])
         for c, (_, cats) in outside.items()
     }
-    if key is None:
-        query = scan(files, fmt).select(stray[c].any().alias(f"outside {c}") for c in outside)
-    else:
-        query = (
-            scan(files, fmt)
-            .group_by(key)
-            .agg(
-                *(pl.col(c).n_unique().alias(f"values {c}") for c in bounds),
-                *(stray[c].any().alias(f"outside {c}") for c in outside),
-            )
-            .select(
-                *((pl.col(f"values {c}").max() > bounds[c][1]).alias(f"values {c}") for c in bounds),
-                *(pl.col(f"outside {c}").any() for c in outside),
-            )
-        )
+    found: dict[str, Any] = {}
+    over: list[str] = []
     try:
-        found = query.collect().row(0, named=True)
+        if outside:
+            query = scan(files, fmt).select(stray[c].any().alias(f"outside {c}") for c in outside)
+            found = query.collect().row(0, named=True)
+        if bounds:
+            assert key is not None
+            over = columns_over_bound(scan(files, fmt), key, {c: b for c, (_, b) in bounds.items()}, rows)
     except (pl.exceptions.PolarsError, OSError) as error:
         msg = f"[dataset] inputs cannot be read: {withheld(error)}"
         raise InputError(msg) from None
@@ -718,7 +713,6 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> No
         for c in outside
         if found[f"outside {c}"]
     ]
-    over = [c for c in bounds if found[f"values {c}"]]
     problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
         f"column {c!r} than the bound {bounds[c][1]}{'' if bounds[c][1] > 1 else ' (the default)'}."
@@ -733,6 +727,55 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str) -> No
                 "bound the data keeps (max_values_per_unit = N on the step)."
             )
         raise PipelineError(msg + " Nothing was reserved or released.")
+
+
+def columns_over_bound(units: pl.LazyFrame, key: str, bounds: dict[str, int], rows: int | None) -> list[str]:
+    """The columns of ``bounds`` of which some unit (``key``) of ``units`` holds more
+    distinct values (a null counted as one) than its bound: counted exactly for the units
+    :func:`repeated_units` finds in more than one of the ``rows`` rows (counted when
+    None), as a unit in one row holds one value."""
+    if rows is None:
+        rows = int(units.select(pl.len()).collect().item())
+    repeated = repeated_units(units, key, rows)
+    if repeated is not None:
+        if not repeated.height:
+            return []
+        units = units.join(repeated.lazy(), left_on=_unit_hash(key), right_on="hash", how="semi")
+    found = (
+        units.group_by(key)
+        .agg(pl.col(c).n_unique().alias(f"values {c}") for c in bounds)
+        .select((pl.col(f"values {c}").max() > bound).alias(c) for c, bound in bounds.items())
+        .collect()
+        .row(0, named=True)
+    )
+    return [c for c in bounds if found[c]]
+
+
+def _unit_hash(key: str) -> pl.Expr:
+    """A 64-bit hash of the privacy unit, the same in every pass of one process (equal
+    keys, nulls included, hash alike; a collision only adds rows to the exact count)."""
+    return pl.col(key).hash(seed=0)
+
+
+def repeated_units(units: pl.LazyFrame, key: str, rows: int) -> pl.DataFrame | None:
+    """The hashes (column ``hash``) of a superset of the units of ``units`` that occur in
+    more than one of its ``rows`` rows, found in bounded memory
+    (:mod:`polars_ppdm.kernels.repeats`); None without the compiled screen."""
+    count = passes(rows)
+    hashed = units.select(_unit_hash(key).alias("hash"))
+    found = []
+    for part in range(count):
+        screened = screen(math.ceil(rows / count))
+        if screened is None:
+            return None
+
+        def seen(hashes: pl.Series, screened: RepeatScreen = screened) -> pl.Series:
+            return pl.Series(screened.offer(hashes.to_numpy()))
+
+        keys = hashed if count == 1 else hashed.filter(pl.col("hash") % count == part)
+        flagged = keys.filter(pl.col("hash").map_batches(seen, return_dtype=pl.Boolean, is_elementwise=True))
+        found.append(flagged.unique().collect(engine="streaming"))
+    return pl.concat(found)
 
 
 def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
@@ -940,7 +983,8 @@ def run_pipeline(
         spark_engine.check_for_spark(pipeline, fmt)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
-    check_values_per_unit(pipeline, files, fmt)
+    counts = [item.rows for item in inputs]
+    check_values_per_unit(pipeline, files, fmt, None if None in counts else sum(cast(list[int], counts)))
     for item, digest in zip(inputs, pinned.fingerprints, strict=True):
         item.fingerprint = digest
     this_run = run_id(pipeline, pinned.fingerprints, secret, throughs)

@@ -40,6 +40,7 @@ FUNCTIONS = (
     "udf_rr_binary",
     "spacing_sums_into",
     "block_sums_into",
+    "screen_repeats_into",
 )
 
 
