@@ -252,6 +252,35 @@ def test_a_unit_with_more_distinct_values_than_declared_is_refused_before_reserv
     assert not (tmp_path / "out" / "table.parquet").exists()
 
 
+@pytest.mark.parametrize(
+    ("ids", "dtype"),
+    [([1.0, 1.0, 2.0, 3.0, 3.0, 3.0], "Float64"), ([[1], [1], [2], [3], [3], [3]], "List(Int64)")],
+)
+def test_a_privacy_unit_that_is_neither_integer_nor_string_is_refused_before_reading(
+    tmp_path, monkeypatch, capsys, ids, dtype
+):
+    # Every step keys its draws by the unit's integer or hashed string; a float unit
+    # would reach the per-unit check and the steps first (a List key panicked Polars 1.34's hash).
+    monkeypatch.setenv("PPDM_SECRET", SECRET_HEX)
+    path = _write_pipeline(tmp_path, PER_ATTRIBUTE, rows={**MANY, "id": ids})
+    for command in ("plan", "run"):
+        assert (
+            main([command, "--quiet", str(path)] if command == "run" else [command, str(path)])
+            == EXIT_INVALID
+        )
+        err = capsys.readouterr().err
+        assert (
+            "[dataset], field 'key': the privacy unit's column 'id' must be an integer or string column"
+            in err
+        )
+        assert f"Got dtype {dtype} instead." in err
+    assert not (tmp_path / "out" / "table.parquet").exists()
+    assert (
+        not (tmp_path / "out" / "ledger.duckdb").exists()
+        or Ledger(tmp_path / "out" / "ledger.duckdb").spent("d") == 0
+    )
+
+
 def test_declared_values_per_unit_are_charged(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PPDM_SECRET", SECRET_HEX)
     path = _write_pipeline(tmp_path, PER_ATTRIBUTE + "max_values_per_unit = 2\n", rows=MANY)

@@ -21,7 +21,9 @@ from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-SECRET = "5e3b9a1cc0ffee0071d24f86a9e0b35c2d8e17f64a90c3b5e2718d6f09ab4c31"  # 64 hex digits, no guessable pattern
+SECRET = (
+    "5e3b9a1cc0ffee0071d24f86a9e0b35c2d8e17f64a90c3b5e2718d6f09ab4c31"  # 64 hex digits, no guessable pattern
+)
 OTHER_SECRET = (
     "cf566d014b7b01c047a305a1f720c1ccbc4ea0eab23f670c1dd25f6d2a0e94f4"  # from os.urandom: not guessable
 )
@@ -562,7 +564,12 @@ def test_dp_group_by_is_refused_on_spark_before_anything_runs(example, capsys):
             'column = "channel", bounds = [0.0, 500.0] },\n  { aggregate = "mean"',
             "needs a numeric column",
         ),
-        ('key = "user_id"', 'key = "amount"', "'amount' of dp_group_by must be an integer or string column"),
+        # The privacy unit of every step: refused as the dataset's key, before any step.
+        (
+            'key = "user_id"',
+            'key = "amount"',
+            "[dataset], field 'key': the privacy unit's column 'amount' must be",
+        ),
         ('{ aggregate = "count" }', '{ aggregate = "count", name = "amount_sum" }', "distinct output names"),
         (
             "delta = 1e-6 ",
@@ -581,7 +588,7 @@ def test_a_dp_group_by_the_data_would_refuse_is_refused_before_the_budget(exampl
     assert main(["plan", str(path)]) == EXIT_INVALID
     assert message in capsys.readouterr().err
     assert main(["run", str(path)]) == EXIT_INVALID
-    assert "[[release]] 1 dp_group_by" in capsys.readouterr().err
+    assert ("[dataset]" if "[dataset]" in message else "[[release]] 1 dp_group_by") in capsys.readouterr().err
     ledger = path.parent / "out" / "ledger.duckdb"
     assert not ledger.exists() or Ledger(ledger).spent("events") == 0
     assert not (path.parent / "out" / "by_channel").exists()

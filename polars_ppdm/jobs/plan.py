@@ -173,6 +173,10 @@ def _category_problems(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
     return problems
 
 
+def _unit_dtype(dtype: pl.DataType) -> bool:
+    return dtype.is_integer() or dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+
+
 def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
     """Every column a step names exists, the releases accept their columns' dtypes, and
     when a table is published, every input column is named by exactly one perturb step
@@ -182,6 +186,13 @@ def check_columns(pipeline: Pipeline, schema: pl.Schema) -> None:
     key = pipeline.dataset.key
     if key is not None and key not in names:
         problems.append(f"[dataset], field 'key': the input has no column {key!r}; it has {schema.names()}.")
+    elif key is not None and not _unit_dtype(schema[key]):
+        # Every step keys its draws by the unit's 64-bit word (integers, hashed strings):
+        # refused here, before a row is read or anything reserved, not by the first step.
+        problems.append(
+            f"[dataset], field 'key': the privacy unit's column {key!r} must be an integer or string column "
+            f"(String, Categorical or Enum). Got dtype {schema[key]} instead."
+        )
     for section, index, step in pipeline.steps():
         missing = [c for c in step.columns if c not in names]
         if missing:

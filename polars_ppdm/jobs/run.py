@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, SecretError
@@ -760,22 +761,30 @@ def _unit_hash(key: str) -> pl.Expr:
 def repeated_units(units: pl.LazyFrame, key: str, rows: int) -> pl.DataFrame | None:
     """The hashes (column ``hash``) of a superset of the units of ``units`` that occur in
     more than one of its ``rows`` rows, found in bounded memory
-    (:mod:`polars_ppdm.kernels.repeats`); None without the compiled screen."""
+    (:mod:`polars_ppdm.kernels.repeats`); None without the compiled screen.
+
+    The screen is offered every row of the batches Polars materialises (``sink_batches``),
+    never run as a predicate: Polars may push a predicate into the scan and evaluate it
+    on a row group's dictionary, or once on a constant column, where a repeated key would
+    be offered once.  In several passes, each pass offers the keys of its residue alone,
+    to a filter sized for them."""
     count = passes(rows)
     hashed = units.select(_unit_hash(key).alias("hash"))
-    found = []
+    flagged: list[np.ndarray] = []
     for part in range(count):
         screened = screen(math.ceil(rows / count))
         if screened is None:
             return None
 
-        def seen(hashes: pl.Series, screened: RepeatScreen = screened) -> pl.Series:
-            return pl.Series(screened.offer(hashes.to_numpy()))
+        def offer(batch: pl.DataFrame, screened: RepeatScreen = screened, part: int = part) -> None:
+            hashes = batch["hash"].to_numpy()
+            if count > 1:
+                hashes = hashes[hashes % np.uint64(count) == part]
+            flagged.append(hashes[screened.offer(hashes)])
 
-        keys = hashed if count == 1 else hashed.filter(pl.col("hash") % count == part)
-        flagged = keys.filter(pl.col("hash").map_batches(seen, return_dtype=pl.Boolean, is_elementwise=True))
-        found.append(flagged.unique().collect(engine="streaming"))
-    return pl.concat(found)
+        hashed.sink_batches(offer, maintain_order=False, engine="streaming")
+    found = pl.Series("hash", np.concatenate(flagged) if flagged else np.empty(0, np.uint64), pl.UInt64)
+    return found.unique().to_frame()
 
 
 def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
