@@ -268,6 +268,61 @@ def test_an_input_changed_while_the_internal_report_reads_it_is_refused(
     assert not (pipeline.parent / "out" / "report.internal.html").exists()
 
 
+def test_the_published_table_read_a_column_at_a_time_gives_the_page_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    from test_pipeline_run import SECRET
+
+    import polars_ppdm.jobs.report as job_report
+    from polars_ppdm.jobs.commands import main
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    pipeline = _parquet_survey(tmp_path, "p")
+    assert main(["run", "--quiet", "--no-report", str(pipeline)]) == 0
+    pages = {}
+    for way in ("a column at a time", "whole"):
+        if way == "whole":  # as the report read it before issue 30
+            monkeypatch.setattr(job_report, "_published", lambda path: (Table(pl.read_parquet(path)), {}))
+        assert main(["report", str(pipeline)]) == 0
+        for version in ("internal", "public"):
+            page = (pipeline.parent / "out" / f"report.{version}.html").read_text()
+            pages[way, version] = re.sub(r"written [0-9T:+-]+", "", page)
+    for version in ("internal", "public"):
+        assert pages["a column at a time", version] == pages["whole", version]
+
+
+@pytest.mark.parametrize("version", ["internal", "public"])
+def test_a_published_table_replaced_while_the_report_reads_it_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    import os
+
+    from test_pipeline_run import SECRET
+
+    import polars_ppdm.reporting
+    from polars_ppdm.jobs.commands import main
+    from polars_ppdm.jobs.errors import EXIT_INPUT
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    pipeline = _parquet_survey(tmp_path, "p")
+    assert main(["run", "--quiet", "--no-report", str(pipeline)]) == 0
+    real = polars_ppdm.reporting.report
+
+    def meanwhile(*args: Any, **kwargs: Any) -> str:
+        page = real(*args, **kwargs)
+        if kwargs["version"] == version:  # a run publishes a new table meanwhile
+            table = pipeline.parent / "out" / "survey_perturbed.parquet"
+            os.utime(table, ns=(table.stat().st_atime_ns, table.stat().st_mtime_ns + 10**9))
+        return page
+
+    monkeypatch.setattr(polars_ppdm.reporting, "report", meanwhile)
+    assert main(["report", "--version", version, str(pipeline)]) == EXIT_INPUT
+    assert "changed while the report read it (a run replaced the published table?)" in capsys.readouterr().err
+    assert not (pipeline.parent / "out" / f"report.{version}.html").exists()
+
+
 def test_a_scanned_column_comes_in_one_piece_a_frame_s_is_not_touched(tmp_path: Path) -> None:
     chunked = pl.concat([pl.DataFrame({"x": [1.0, 2.0]}), pl.DataFrame({"x": [3.0]})], rechunk=False)
     assert chunked["x"].n_chunks() == 2
