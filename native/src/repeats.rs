@@ -24,6 +24,9 @@ const BITS_PER_KEY: u32 = 6;
 /// Keys whose words are computed and prefetched before their test-and-set: the misses of
 /// a filter far larger than the cache overlap instead of queueing one after another.
 const AHEAD: usize = 64;
+/// Keys below which a batch is screened on the calling thread alone (a thread costs
+/// tens of microseconds to start; 32,768 keys take about half a millisecond).
+const MIN_PER_THREAD: usize = 32_768;
 
 /// Offers each 64-bit key hash of `hashes` to the filter `bits` (uint64 words, zeroed
 /// at the start, any number of them) and writes to `seen` (one byte a hash) 1 where all
@@ -49,7 +52,20 @@ pub fn screen_repeats_into(
         // SAFETY: the words are only touched through atomics, by every caller.
         let words: &[AtomicU64] = unsafe { bits.slice() };
         let (hashes, seen) = unsafe { (hashes.slice::<u64>(), seen.slice_mut::<u8>()) };
-        screen(words, hashes, seen);
+        // A batch on every core: the time is the filter's cache misses, which threads
+        // overlap (the test-and-set is atomic, so a key repeated across them is still seen).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cores.min(hashes.len() / MIN_PER_THREAD).max(1);
+        if threads == 1 {
+            screen(words, hashes, seen);
+        } else {
+            let share = hashes.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                for (hashes, seen) in hashes.chunks(share).zip(seen.chunks_mut(share)) {
+                    scope.spawn(move || screen(words, hashes, seen));
+                }
+            });
+        }
     });
     Ok(())
 }

@@ -782,7 +782,7 @@ def repeated_units(units: pl.LazyFrame, key: str, rows: int) -> pl.DataFrame | N
                 hashes = hashes[hashes % np.uint64(count) == part]
             flagged.append(hashes[screened.offer(hashes)])
 
-        hashed.sink_batches(offer, maintain_order=False, engine="streaming")
+        hashed.sink_batches(offer, chunk_size=1 << 20, maintain_order=False, engine="streaming")
     found = pl.Series("hash", np.concatenate(flagged) if flagged else np.empty(0, np.uint64), pl.UInt64)
     return found.unique().to_frame()
 
