@@ -52,22 +52,25 @@ pub fn screen_repeats_into(
         // SAFETY: the words are only touched through atomics, by every caller.
         let words: &[AtomicU64] = unsafe { bits.slice() };
         let (hashes, seen) = unsafe { (hashes.slice::<u64>(), seen.slice_mut::<u8>()) };
-        // A batch on every core: the time is the filter's cache misses, which threads
-        // overlap (the test-and-set is atomic, so a key repeated across them is still seen).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = cores.min(hashes.len() / MIN_PER_THREAD).max(1);
-        if threads == 1 {
-            screen(words, hashes, seen);
-        } else {
-            let share = hashes.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                for (hashes, seen) in hashes.chunks(share).zip(seen.chunks_mut(share)) {
-                    scope.spawn(move || screen(words, hashes, seen));
-                }
-            });
-        }
+        screen_on(cores, words, hashes, seen);
     });
     Ok(())
+}
+
+/// A batch on up to `cores` threads: the time is the filter's cache misses, which threads
+/// overlap (the test-and-set is atomic, so a key repeated across them is still seen).
+fn screen_on(cores: usize, words: &[AtomicU64], hashes: &[u64], seen: &mut [u8]) {
+    let threads = cores.min(hashes.len() / MIN_PER_THREAD).max(1);
+    if threads == 1 {
+        return screen(words, hashes, seen);
+    }
+    let share = hashes.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (hashes, seen) in hashes.chunks(share).zip(seen.chunks_mut(share)) {
+            scope.spawn(move || screen(words, hashes, seen));
+        }
+    });
 }
 
 fn screen(words: &[AtomicU64], hashes: &[u64], seen: &mut [u8]) {
@@ -131,6 +134,20 @@ mod tests {
         let hashes: Vec<u64> = (0..40u64).chain(0..40u64).collect();
         let seen = offered(&words, &hashes);
         assert!(seen[40..].iter().all(|&s| s == 1));
+    }
+
+    #[test]
+    fn a_key_repeated_across_threads_is_flagged_once_of_its_two_rows() {
+        // Each key twice, one copy in each thread's share of the batch: whichever thread
+        // sets its bits first, the other sees them (one atomic test-and-set a word).
+        let n = 4 * MIN_PER_THREAD;
+        let words: Vec<AtomicU64> = (0..(2 * n * 16 / 64)).map(|_| AtomicU64::new(0)).collect();
+        let hashes: Vec<u64> = (0..n as u64).chain(0..n as u64).collect();
+        let mut seen = vec![0u8; hashes.len()];
+        screen_on(2, &words, &hashes, &mut seen);
+        for key in 0..n {
+            assert!(seen[key] + seen[key + n] >= 1, "key {key} was missed");
+        }
     }
 
     #[test]
