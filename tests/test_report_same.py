@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from polars_ppdm.reporting._table import Table
-from polars_ppdm.reporting.columns import _BINS, _bin_counts, _distribution, _edges, _finite, _Tables
+from polars_ppdm.reporting.columns import _BINS, _bin_counts, _counts, _distribution, _edges, _finite, _Tables
 from polars_ppdm.reporting.uniqueness import uniqueness
 
 
@@ -130,6 +130,23 @@ def test_bin_counts_are_numpys_histogram_s(values: np.ndarray) -> None:
         want, _ = np.histogram(values, bins=edges)
         got = _bin_counts(values, edges)
         assert got.dtype == want.dtype and np.array_equal(got, want), edges
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [True, False, None, True],
+        [True, True],
+        [False],
+        [None, None],
+        [],
+        [None, False, False],
+    ],
+)
+def test_boolean_counts_are_the_group_by_s(values: list[bool | None]) -> None:
+    series = pl.Series("v", values, dtype=pl.Boolean)
+    old = dict(series.to_frame("value").group_by("value").agg(pl.len().alias("n")).iter_rows())
+    assert _counts(series) == old
 
 
 def test_finite_values_are_the_old_copy_s() -> None:

@@ -6,6 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 from _helpers import Z, sample_variance_se_from
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import polars_ppdm as ppdm
 from polars_ppdm.exceptions import InvalidParameterError
@@ -264,3 +266,46 @@ def test_a_pattern_column_named_like_an_output_is_refused_up_front(name):
     got = ppdm.rr_support(df, [name, "b"], p=0.8, itemsets=[[name], [name, "b"]])
     assert got.drop("itemset").equals(renamed.drop("itemset"))
     assert got["itemset"].to_list() == [[name], [name, "b"]]
+
+
+# ---- Boolean columns counted by sums (issue 30): the group-by's results, every case ----
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(0, 40),
+    st.sampled_from(["per_attribute", "whole_record"]),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
+def test_boolean_patterns_counted_by_sums_are_the_group_by_s(
+    width: int, n: int, mode: str, nulls: bool, lazy: bool, data: st.DataObject
+) -> None:
+    import sys
+
+    module = sys.modules["polars_ppdm.mine.rr_support"]
+    cells = st.one_of(st.none(), st.booleans()) if nulls else st.booleans()
+    columns = [f"c{j}" for j in range(width)]
+    frame = pl.DataFrame(
+        {c: data.draw(st.lists(cells, min_size=n, max_size=n)) for c in columns},
+        schema=dict.fromkeys(columns, pl.Boolean),
+    )
+    source = frame.lazy() if lazy else frame
+
+    def support() -> pl.DataFrame | str:
+        try:
+            found = ppdm.rr_support(source, columns, p=0.8, mode=mode)
+            return found.collect() if isinstance(found, pl.LazyFrame) else found
+        except InvalidParameterError as error:
+            return str(error)
+
+    summed = support()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "boolean_pattern_counts", lambda design, schema: None)
+        grouped = support()
+    if isinstance(grouped, str):
+        assert summed == grouped
+    else:
+        assert isinstance(summed, pl.DataFrame) and summed.equals(grouped)

@@ -1,7 +1,8 @@
 """Corrected frequencies from randomized-response data: patterns and itemset supports.
 
-Counting is a Polars query on the disguised columns (a group-by for patterns, one
-``select`` of sums for itemsets); the small aggregate then goes through the estimators of
+Counting is a Polars query on the disguised columns (a group-by for patterns, or a sum
+per pattern for up to three Boolean columns; one ``select`` of sums for itemsets); the
+small aggregate then goes through the estimators of
 :mod:`polars_ppdm.kernels.rr`.  The functions from counts to estimates
 (:func:`pattern_estimates`, :func:`itemset_estimates`) take no frame of the data, so the
 Spark front-end (:mod:`polars_ppdm.spark.mine`) feeds them its own aggregates.
@@ -15,7 +16,7 @@ Wen Han, *Randomization methods for privacy-preserving data mining*, Zhejiang Un
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole
 
 __all__ = [
     "ITEMSETS_SCHEMA",
+    "boolean_pattern_counts",
     "itemset_aggregates",
     "itemset_counts",
     "itemset_estimates",
@@ -70,6 +72,56 @@ def pattern_codes(design: RRDesign, grouped: pl.DataFrame) -> list[np.ndarray]:
     return [design.domains[c].encode(grouped[c], func=design.func)[0].astype(np.intp) for c in design.columns]
 
 
+#: Boolean columns counted by a sum per pattern rather than a group-by (2^3 sums).
+BOOLEAN_SUMS_UP_TO = 3
+
+
+def boolean_pattern_counts(
+    design: RRDesign, schema: pl.Schema
+) -> tuple[list[pl.Expr], Callable[[pl.DataFrame], pl.DataFrame]] | None:
+    """For up to :data:`BOOLEAN_SUMS_UP_TO` Boolean columns: the sums that count every
+    pattern (and each column's nulls) in one pass, and the function that turns their one
+    row into the group-by's frame (one row per pattern seen; a null as a pattern of its
+    own, which :func:`pattern_codes` refuses).  None for other columns.
+
+    A group-by of one Boolean column took 0.8 s at 100M rows, its sums 0.1 s."""
+    cols = design.columns
+    if len(cols) > BOOLEAN_SUMS_UP_TO or any(schema[c] != pl.Boolean for c in cols):
+        return None
+    patterns = list(itertools.product((False, True), repeat=len(cols)))
+    sums = [
+        pl.all_horizontal(pl.col(c) if v else ~pl.col(c) for c, v in zip(cols, pattern, strict=True))
+        .sum()
+        .cast(pl.Int64)
+        .alias(f"pattern {i}")
+        for i, pattern in enumerate(patterns)
+    ] + [pl.col(c).null_count().cast(pl.Int64).alias(f"nulls {c}") for c in cols]
+
+    def grouped(row: pl.DataFrame) -> pl.DataFrame:
+        found = row.row(0, named=True)
+        seen = [
+            (pattern, found[f"pattern {i}"]) for i, pattern in enumerate(patterns) if found[f"pattern {i}"]
+        ]
+        values: dict[str, list[bool | None]] = {
+            c: [pattern[j] for pattern, _ in seen] for j, c in enumerate(cols)
+        }
+        observed = [n for _, n in seen]
+        for c in cols:
+            if found[f"nulls {c}"]:  # a null pattern, refused as the group-by's would be
+                for other in cols:
+                    values[other].append(None if other == c else False)
+                observed.append(found[f"nulls {c}"])
+                break
+        return pl.DataFrame(
+            {
+                **{c: pl.Series(c, values[c], pl.Boolean) for c in cols},
+                "observed": pl.Series(observed, dtype=pl.Int64),
+            }
+        )
+
+    return sums, grouped
+
+
 def pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     """Every pattern's estimated frequency from the disguised pattern counts.
 
@@ -100,7 +152,9 @@ def pattern_estimates(design: RRDesign, grouped: pl.DataFrame) -> pl.DataFrame:
     return result.clear() if n == 0 else result
 
 
-def itemset_counts(design: RRDesign, itemsets: Sequence[tuple[str, ...]]) -> dict[tuple[str, tuple[str, ...]], str]:
+def itemset_counts(
+    design: RRDesign, itemsets: Sequence[tuple[str, ...]]
+) -> dict[tuple[str, tuple[str, ...]], str]:
     """The counts needed to estimate the supports of ``itemsets``, each with its output name.
 
     A key ``("all", S)`` is the number of rows having every item of S, ``("none", S)``
@@ -279,6 +333,16 @@ def rr_support(
     check_output_names(func, design.columns, itemsets=itemsets)  # a column "frequency" would be overwritten
     lazy = as_lazy(frame)
     if itemsets is None:
+        counted = boolean_pattern_counts(design, schema)
+        if counted is not None:  # a sum per pattern: one pass, no table of groups
+            sums, grouped = counted
+
+            def estimates(row: pl.DataFrame) -> pl.DataFrame:
+                return pattern_estimates(design, grouped(row))
+
+            return like(
+                frame, lazy.select(sums).map_batches(estimates, schema=pattern_schema(design, schema))
+            )
         query = (
             lazy.group_by(design.columns)
             .agg(pl.len().cast(pl.Int64).alias("observed"))
