@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from polars_ppdm.jobs import run as run_module
 from polars_ppdm.jobs.run import columns_over_bound, repeated_units
 from polars_ppdm.kernels import _native, repeats
 
@@ -55,6 +56,7 @@ def test_the_screen_never_misses_a_repeated_unit(table: tuple[pl.DataFrame, dict
     frame, _ = table
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_native, "NATIVE", NATIVE)
+        patch.setattr(run_module, "REPEATS_WORTH_SCREENING", 1.0)  # never gives up
         found = repeated_units(frame.lazy(), "id", frame.height)
     assert found is not None
     repeated = frame.group_by("id").len().filter(pl.col("len") > 1).select(pl.col("id").hash(seed=0))
@@ -62,7 +64,7 @@ def test_the_screen_never_misses_a_repeated_unit(table: tuple[pl.DataFrame, dict
 
 
 @settings(max_examples=80, deadline=None)
-@given(tables(), st.sampled_from(["screen", "passes", "no compiled kernels"]))
+@given(tables(), st.sampled_from(["screen", "screen, never giving up", "passes", "no compiled kernels"]))
 def test_the_verdict_is_the_exact_count_s_on_every_path(
     table: tuple[pl.DataFrame, dict[str, int]], path: str
 ) -> None:
@@ -74,6 +76,8 @@ def test_the_verdict_is_the_exact_count_s_on_every_path(
             patch.setattr(_native, "NATIVE", NATIVE)
         if path == "passes":  # one 64-bit word a pass: up to 15 passes, most keys flagged
             patch.setattr(repeats, "MAX_WORDS", 1)
+        if path in ("passes", "screen, never giving up"):  # the semi-join of the flagged units
+            patch.setattr(run_module, "REPEATS_WORTH_SCREENING", 1.0)
         got = columns_over_bound(frame.lazy(), "id", bounds, None)
     assert set(got) == _exact(frame, "id", bounds)
     assert got == [c for c in bounds if c in got]  # in the steps' order
@@ -129,3 +133,20 @@ def test_each_pass_offers_its_own_keys_alone() -> None:
         assert repeats.passes(n) == 4
         found = repeated_units(units, "id", n)
     assert found is not None and found.height < n * 0.005
+
+
+@needs_native
+def test_a_table_whose_units_mostly_repeat_is_counted_whole() -> None:
+    # An events table (every unit in 4 rows): the screen flags 3 rows in 4, gives up past
+    # 1% of the rows, and every unit is counted -- the same verdict.
+    n = 200_000
+    ids = pl.int_range(n, eager=True) % (n // 4)
+    frame = pl.DataFrame({"id": ids, "a": (ids % 3 == 0)})
+    twice = frame.with_columns(  # row 7 is one of unit 7's four rows
+        pl.when(pl.int_range(pl.len()) == 7).then(~pl.col("a")).otherwise(pl.col("a")).alias("a")
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_native, "NATIVE", NATIVE)
+        assert repeated_units(frame.lazy(), "id", n) is None
+        assert columns_over_bound(frame.lazy(), "id", {"a": 1}, n) == []
+        assert columns_over_bound(twice.lazy(), "id", {"a": 1}, n) == ["a"]

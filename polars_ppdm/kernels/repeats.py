@@ -1,5 +1,4 @@
-"""Which privacy units may occur in more than one row: a screen in memory that does not
-grow with the number of units.
+"""Which privacy units may occur in more than one row: a screen in 2 bytes a unit.
 
 ``ppdm run`` refuses, before it reserves any budget, a table in which some unit holds
 more distinct values of a randomized-response column than the step is charged for (each
