@@ -85,6 +85,7 @@ def _published(path: Path) -> tuple[Table, dict[Path, tuple[int, ...]]]:
             frame = pl.scan_parquet(path / "*.parquet" if path.is_dir() else path)
         else:
             frame = pl.scan_ipc(path)
+        frame.collect_schema()  # a damaged file is named here, with Polars' reason
     except FileNotFoundError:
         msg = f"The published table {str(path)!r} is missing: it was written by the run, and moved or deleted since."
         raise InputError(msg) from None

@@ -171,6 +171,9 @@ def _stairs(label: str, values: np.ndarray, edges: np.ndarray, source: Any) -> P
     return PlotSeries(label, tuple(float(e) for e in edges), tuple(float(h) for h in heights), source=source)
 
 
+_WIDEST_SUBNORMAL = float(np.finfo(np.float64).tiny) * 2.0**52
+
+
 def _bin_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """``np.histogram(values, bins=edges)``'s counts, without its sort.
 
@@ -180,15 +183,21 @@ def _bin_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     first and last -- take its equal-width path: one pass, each value's bin computed and
     then checked against these same edges, so the counts are the same."""
     bins = edges.size - 1
-    # (Equal first and last edges NumPy would widen by half a unit each way.)
-    if (
-        bins >= 1
-        and edges[0] < edges[-1]
-        and np.array_equal(edges, np.linspace(edges[0], edges[-1], bins + 1))
-    ):
-        counts, _ = np.histogram(values, bins=bins, range=(float(edges[0]), float(edges[-1])))
-    else:
-        counts, _ = np.histogram(values, bins=edges)
+    if bins >= 1 and edges[0] < edges[-1]:
+        # The equal-width path corrects a bin by one at most: only for bins far wider than
+        # the floats' spacing (not subnormal widths, not integers near 2**53, where
+        # linspace's edges drift or repeat).  Equal first and last edges it would widen.
+        width = (float(edges[-1]) - float(edges[0])) / bins
+        largest = max(abs(float(edges[0])), abs(float(edges[-1])))
+        wide = (
+            math.isfinite(width)
+            and width >= _WIDEST_SUBNORMAL
+            and width > 2.0**10 * float(np.spacing(largest))
+        )
+        if wide and np.array_equal(edges, np.linspace(edges[0], edges[-1], bins + 1)):
+            counts, _ = np.histogram(values, bins=bins, range=(float(edges[0]), float(edges[-1])))
+            return counts
+    counts, _ = np.histogram(values, bins=edges)
     return counts
 
 
