@@ -48,6 +48,15 @@ def _manifest(pipeline: Pipeline) -> dict[str, Any]:
     return found
 
 
+def _unreadable(what: str, path: Path, error: BaseException) -> InputError:
+    """The refusal of a file the run wrote: missing since, or unreadable (Polars' reason)."""
+    if isinstance(error, FileNotFoundError):
+        return InputError(
+            f"{what} {str(path)!r} is missing: it was written by the run, and moved or deleted since."
+        )
+    return InputError(f"{what} {str(path)!r} cannot be read: {error}")
+
+
 def _read(path: Path, what: str) -> pl.DataFrame:
     """A published table or a release as the run wrote it (a Spark table: a folder of parts)."""
     try:
@@ -58,12 +67,8 @@ def _read(path: Path, what: str) -> pl.DataFrame:
         if path.suffix.lower() in {".arrow", ".ipc", ".feather"}:
             return pl.read_ipc(path)
         return pl.read_parquet(path)
-    except FileNotFoundError:
-        msg = f"{what} {str(path)!r} is missing: it was written by the run, and moved or deleted since."
-        raise InputError(msg) from None
     except (pl.exceptions.PolarsError, OSError) as error:
-        msg = f"{what} {str(path)!r} cannot be read: {error}"
-        raise InputError(msg) from None
+        raise _unreadable(what, path, error) from None
 
 
 # Files the report reads a column at a time (Parquet, Arrow IPC: one column is read
@@ -86,12 +91,9 @@ def _published(path: Path) -> tuple[Table, dict[Path, tuple[int, ...]]]:
         else:
             frame = pl.scan_ipc(path)
         frame.collect_schema()  # a damaged file is named here, with Polars' reason
-    except FileNotFoundError:
-        msg = f"The published table {str(path)!r} is missing: it was written by the run, and moved or deleted since."
-        raise InputError(msg) from None
     except (pl.exceptions.PolarsError, OSError) as error:
-        msg = f"The published table {str(path)!r} cannot be read: {error}"
-        raise InputError(msg) from None
+        what = "The published table"
+        raise _unreadable(what, path, error) from None
 
     def refuse(error: BaseException) -> InputError:
         msg = (
