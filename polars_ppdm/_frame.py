@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, TypeVar, overload
 
 import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
 
-__all__ = ["Frame", "as_lazy", "eager", "fresh_names", "like", "schema_of"]
+__all__ = ["Frame", "as_lazy", "eager", "fresh_names", "like", "map_whole", "schema_of"]
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 _T = TypeVar("_T")
@@ -30,6 +30,23 @@ def schema_of(frame: pl.DataFrame | pl.LazyFrame, func: str) -> pl.Schema:
 
 def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     return frame if isinstance(frame, pl.LazyFrame) else frame.lazy()
+
+
+def map_whole(
+    lazy: pl.LazyFrame, function: Callable[[pl.DataFrame], pl.DataFrame], schema: Mapping[str, Any]
+) -> pl.LazyFrame:
+    """``lazy`` through ``function``, a function of the whole frame (an estimate, a noisy
+    release, a permutation), as one step no optimisation sees through.
+
+    Polars 1's ``LazyFrame.map_batches`` lets a filter, slice or projection written after
+    it move before it by default (Polars 2 does not): on Polars 1.34 ``head(2)`` after
+    ``rr_support`` estimated from the first two rows' patterns, and a filter after
+    ``ecdf_resample`` resampled the filtered rows only.  A function of the whole frame
+    must see the whole frame, whatever is chained after it.
+    """
+    return lazy.map_batches(
+        function, schema=schema, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False
+    )
 
 
 @overload

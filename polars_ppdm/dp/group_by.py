@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import Frame, as_lazy, fresh_names, like, schema_of
+from polars_ppdm._frame import Frame, as_lazy, fresh_names, like, map_whole, schema_of
 from polars_ppdm._validation import (
     INTERVAL_SUFFIXES,
     check_columns,
@@ -1222,8 +1222,8 @@ def dp_group_by(
     if request.public_groups is not None:
         grouped = with_public_groups(grouped, request)
     schema_out = _output_schema(request, schema, intervals)
-    query = grouped.map_batches(
-        lambda g: release_groups(g, request, key, intervals, non_negative, accountant), schema=schema_out
+    query = map_whole(
+        grouped, lambda g: release_groups(g, request, key, intervals, non_negative, accountant), schema_out
     )
     # The in-memory engine: the bounding sorts every row at once, and Polars 2's streaming
     # sort took twice the time and memory on this plan (bench_dp_group_by); Polars 1 ran both

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._frame import Frame, as_lazy, like, map_whole, schema_of
 from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, per_column
 from polars_ppdm.dp._common import (
     NOT_CHARGED,
@@ -308,18 +308,15 @@ def noisy_grid(
     grid = pl.LazyFrame({BIN: pl.int_range(total, dtype=pl.Int64, eager=True)})
     counts = counts.select(pl.col(BIN).cast(pl.Int64), pl.col("count"))
     bad = counts.filter(pl.col(BIN).is_null())
-    joined = (
-        pl.concat(
-            [
-                bad,
-                grid.join(counts, on=BIN, how="left", maintain_order="left").with_columns(
-                    pl.col("count").fill_null(0)
-                ),
-            ]
-        )
-        .with_columns(pl.col("count").cast(pl.Int64))
-        .map_batches(noisy, schema={BIN: pl.Int64, "count": pl.Int64})
-    )
+    filled_grid = pl.concat(
+        [
+            bad,
+            grid.join(counts, on=BIN, how="left", maintain_order="left").with_columns(
+                pl.col("count").fill_null(0)
+            ),
+        ]
+    ).with_columns(pl.col("count").cast(pl.Int64))
+    joined = map_whole(filled_grid, noisy, {BIN: pl.Int64, "count": pl.Int64})
     described = []
     for c in cols:
         low, high = bounds_of[c]

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._design import RRDesign
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._frame import Frame, as_lazy, like, map_whole, schema_of
 from polars_ppdm._validation import check_output_names
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.rr import estimate_patterns, subset_coefficients, whole_record_estimate
@@ -340,14 +340,9 @@ def rr_support(
             def estimates(row: pl.DataFrame) -> pl.DataFrame:
                 return pattern_estimates(design, grouped(row))
 
-            return like(
-                frame, lazy.select(sums).map_batches(estimates, schema=pattern_schema(design, schema))
-            )
-        query = (
-            lazy.group_by(design.columns)
-            .agg(pl.len().cast(pl.Int64).alias("observed"))
-            .map_batches(lambda g: pattern_estimates(design, g), schema=pattern_schema(design, schema))
-        )
+            return like(frame, map_whole(lazy.select(sums), estimates, pattern_schema(design, schema)))
+        patterns = lazy.group_by(design.columns).agg(pl.len().cast(pl.Int64).alias("observed"))
+        query = map_whole(patterns, lambda g: pattern_estimates(design, g), pattern_schema(design, schema))
         return like(frame, query)
     wanted = itemset_request(design, itemsets)
     exprs, names = itemset_aggregates(design, wanted)
@@ -355,4 +350,4 @@ def rr_support(
     def finish(aggregates: pl.DataFrame) -> pl.DataFrame:
         return itemsets_frame(design, wanted, aggregates.row(0, named=True), names)
 
-    return like(frame, lazy.select(exprs).map_batches(finish, schema=ITEMSETS_SCHEMA))
+    return like(frame, map_whole(lazy.select(exprs), finish, ITEMSETS_SCHEMA))

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._encoding import row_keys, with_nulls
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._frame import Frame, as_lazy, like, map_whole, schema_of
 from polars_ppdm._validation import (
     check_bool,
     check_choice,
@@ -299,7 +299,4 @@ def ecdf_resample(
             out = out[rows]
         return out
 
-    # No projection pushdown through the map: Polars 1.34 then hands it fewer columns than
-    # the declared schema and fails the query; the map needs its columns and key anyway.
-    lazy = as_lazy(frame).map_batches(resample, schema=out_schema, projection_pushdown=False)
-    return like(frame, lazy)
+    return like(frame, map_whole(as_lazy(frame), resample, out_schema))
