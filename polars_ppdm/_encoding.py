@@ -17,7 +17,7 @@ import polars as pl
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import fnv1a_64
 
-__all__ = ["Domain", "null_key_message", "row_keys", "with_nulls"]
+__all__ = ["Domain", "aligned", "null_key_message", "row_keys", "with_nulls"]
 
 
 def null_key_message(column: str, func: str) -> str:
@@ -29,6 +29,35 @@ def null_key_message(column: str, func: str) -> str:
         f"The key column {column!r} of {func} has null values in rows that need a random draw; "
         "every such row needs a key: fill the key or drop those rows first."
     )
+
+
+def aligned(values: pl.Series, keys: pl.Series, func: str) -> tuple[pl.Series, pl.Series]:
+    """The values and the row keys of an element-wise step, of one length.
+
+    A one-row side (an aggregate such as ``pl.col("x").sum()``, or a literal key) is
+    repeated over the other side's rows, as Polars broadcasts it into any element-wise
+    expression of a lazy query: each row then draws for itself, keyed by its own key.
+    An eager ``select`` hands the function the one row as it is, and the kernel would
+    have read the values' bitmap past its one row: eager and lazy now agree.
+
+    Examples
+    --------
+    >>> v, k = aligned(pl.Series("x", [2.5]), pl.Series("id", [1, 2, 3]), "add_noise")
+    >>> v.to_list(), len(k)
+    ([2.5, 2.5, 2.5], 3)
+    """
+    n, m = len(values), len(keys)
+    if n == m:
+        return values, keys
+    if n == 1:
+        return values.new_from_index(0, m), keys
+    if m == 1:
+        return values, keys.new_from_index(0, n)
+    msg = (
+        f"{func}: the column {values.name!r} and the key {keys.name!r} have different numbers of rows; an "
+        "element-wise step needs one key per row (or one row on either side, repeated over the other)."
+    )
+    raise InvalidParameterError(msg)
 
 
 def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = None) -> np.ndarray:

@@ -594,8 +594,15 @@ def _gaussian_tails(sigma: float) -> np.ndarray:
     end (small terms first); the terms beyond ``L = 38.7 sigma`` underflow to 0.0."""
     count = math.ceil(38.7 * sigma) + 2
     k = np.arange(count, dtype=np.float64)
-    terms = np.exp(-(k * k) / (2.0 * sigma * sigma))
+    terms = _libm_exp(-(k * k) / (2.0 * sigma * sigma))
     return np.cumsum(terms[::-1])[::-1]
+
+
+def _libm_exp(x: np.ndarray) -> np.ndarray:
+    """``exp`` of each value by the C library (``math.exp``), not ``np.exp``: NumPy's
+    vectorised exp differs in the last bit between NumPy versions and CPUs, and the
+    figures built on it (variances, interval quantiles) are published."""
+    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=len(x))
 
 
 def _tail_euler_maclaurin(sigma: float, m: int) -> float:
@@ -662,7 +669,7 @@ def discrete_gaussian_variance(sigma: float) -> float:
     if s >= 2:
         return s * s
     k = np.arange(1, math.ceil(40 * s) + 1, dtype=np.float64)  # exp(-800): beyond, nothing
-    terms = np.exp(-(k * k) / (2 * s * s))
+    terms = _libm_exp(-(k * k) / (2 * s * s))
     return min(s * s, 2 * math.fsum((k * k * terms).tolist()) / (1 + 2 * math.fsum(terms.tolist())))
 
 
@@ -762,8 +769,8 @@ def to_grid(values: np.ndarray | float, grid: float) -> np.ndarray:
 
 def discrete_laplace_variance(scale: float) -> float:
     """Variance of :func:`discrete_laplace`: ``2 alpha / (1 - alpha)^2``."""
-    alpha = np.exp(-1.0 / scale)
-    return float(2 * alpha / (1 - alpha) ** 2)
+    alpha = math.exp(-1.0 / scale)
+    return 2 * alpha / (1 - alpha) ** 2
 
 
 #: Stream label of the contribution words; column j of a release chains through

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import row_keys, with_nulls
+from polars_ppdm._encoding import aligned, row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, is_real, per_column
 from polars_ppdm.exceptions import InvalidParameterError
@@ -180,7 +180,7 @@ def add_noise_expr(
     draw = uniform_noise if dist == "uniform" else gaussian_noise
 
     def batch(inputs: Sequence[pl.Series]) -> pl.Series:
-        values, keys = inputs
+        values, keys = aligned(inputs[0], inputs[1], func)
         if not values.dtype.is_numeric():
             msg = f"add_noise needs a numeric column. Got {values.name!r} of dtype {values.dtype} instead."
             raise InvalidParameterError(msg)

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._design import RRDesign
-from polars_ppdm._encoding import Domain, row_keys, with_nulls
+from polars_ppdm._encoding import Domain, aligned, row_keys, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
@@ -69,6 +69,7 @@ def disguise_series(
     stream: int,
     func: str,
 ) -> pl.Series:
+    values, keys = aligned(values, keys, func)
     domain = Domain.of(values.dtype, categories, func=func, column=values.name)
     keep = keep_probability(p, epsilon, domain.k, func, column=values.name)
     if values.dtype == pl.Boolean:
