@@ -265,35 +265,6 @@ def test_the_internal_report_of_parquet_inputs_read_a_column_at_a_time_is_the_on
     assert 'id="column-income"' in pages["csv"] and pages["csv"] == pages["parquet"]
 
 
-def test_an_input_changed_while_the_internal_report_reads_it_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import os
-
-    from test_pipeline_run import SECRET
-
-    import polars_ppdm.reporting
-    from polars_ppdm.jobs.commands import main
-    from polars_ppdm.jobs.errors import EXIT_INPUT
-
-    monkeypatch.setenv("PPDM_SECRET", SECRET)
-    pipeline = _parquet_survey(tmp_path, "p")
-    assert main(["run", "--quiet", "--no-report", str(pipeline)]) == 0
-    real = polars_ppdm.reporting.report
-
-    def meanwhile(*args: Any, **kwargs: Any) -> str:
-        page = real(*args, **kwargs)
-        if kwargs["version"] == "internal":  # another process writes into the input meanwhile
-            data = pipeline.parent / "survey.parquet"
-            os.utime(data, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns + 10**9))
-        return page
-
-    monkeypatch.setattr(polars_ppdm.reporting, "report", meanwhile)
-    assert main(["report", str(pipeline)]) == EXIT_INPUT
-    assert "changed while the internal report read it" in capsys.readouterr().err
-    assert not (pipeline.parent / "out" / "report.internal.html").exists()
-
-
 def test_the_published_table_read_a_column_at_a_time_gives_the_page_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -319,9 +290,26 @@ def test_the_published_table_read_a_column_at_a_time_gives_the_page_read_whole(
         assert pages["a column at a time", version] == pages["whole", version]
 
 
-@pytest.mark.parametrize("version", ["internal", "public"])
-def test_a_published_table_replaced_while_the_report_reads_it_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], version: str
+# (the file another process changes while the report reads it, the page being written
+# then, the refusal's words)
+_CHANGED_MEANWHILE = {
+    "an input": ("survey.parquet", "internal", "changed while the internal report read it"),
+    "the published table, internal page": (
+        "out/survey_perturbed.parquet",
+        "internal",
+        "changed while the report read it (a run replaced the published table?)",
+    ),
+    "the published table, public page": (
+        "out/survey_perturbed.parquet",
+        "public",
+        "changed while the report read it (a run replaced the published table?)",
+    ),
+}
+
+
+@pytest.mark.parametrize("changed", _CHANGED_MEANWHILE)
+def test_a_file_changed_while_the_report_reads_it_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], changed: str
 ) -> None:
     import os
 
@@ -331,6 +319,7 @@ def test_a_published_table_replaced_while_the_report_reads_it_is_refused(
     from polars_ppdm.jobs.commands import main
     from polars_ppdm.jobs.errors import EXIT_INPUT
 
+    name, version, words = _CHANGED_MEANWHILE[changed]
     monkeypatch.setenv("PPDM_SECRET", SECRET)
     pipeline = _parquet_survey(tmp_path, "p")
     assert main(["run", "--quiet", "--no-report", str(pipeline)]) == 0
@@ -338,14 +327,14 @@ def test_a_published_table_replaced_while_the_report_reads_it_is_refused(
 
     def meanwhile(*args: Any, **kwargs: Any) -> str:
         page = real(*args, **kwargs)
-        if kwargs["version"] == version:  # a run publishes a new table meanwhile
-            table = pipeline.parent / "out" / "survey_perturbed.parquet"
-            os.utime(table, ns=(table.stat().st_atime_ns, table.stat().st_mtime_ns + 10**9))
+        if kwargs["version"] == version:  # another process writes the file meanwhile
+            path = pipeline.parent / name
+            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
         return page
 
     monkeypatch.setattr(polars_ppdm.reporting, "report", meanwhile)
     assert main(["report", "--version", version, str(pipeline)]) == EXIT_INPUT
-    assert "changed while the report read it (a run replaced the published table?)" in capsys.readouterr().err
+    assert words in capsys.readouterr().err
     assert not (pipeline.parent / "out" / f"report.{version}.html").exists()
 
 
