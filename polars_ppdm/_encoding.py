@@ -69,6 +69,13 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
     Checks cost nothing when the key column has no nulls (its null count is metadata).
     """
     dtype = keys.dtype
+    textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+    if not (dtype.is_integer() or textual):  # before the nulls: the lazy plan checks the dtype first
+        msg = (
+            f"The key column {keys.name!r} of {func} must be an integer or string column. "
+            f"Got dtype {dtype} instead."
+        )
+        raise InvalidParameterError(msg)
     if keys.null_count():
         nulls = keys.is_null().to_numpy()
         if required_rows is not None:
@@ -83,22 +90,16 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
         if keys.dtype == pl.UInt64:
             return keys.to_numpy()
         return keys.cast(pl.Int64).to_numpy().view(np.uint64)
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
-        import pyarrow as pa  # here only: ~50 MB of RSS that integer keys never need
+    import pyarrow as pa  # strings only: ~50 MB of RSS that integer keys never need
 
-        keys = keys.cast(pl.String)
-        arr = (keys.fill_null("") if keys.null_count() else keys).to_arrow()
-        arr = pa.concat_arrays(arr.chunks) if isinstance(arr, pa.ChunkedArray) else arr
-        arr = arr.cast(pa.large_string())
-        _, offsets_buf, data_buf = arr.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
-        return fnv1a_64(offsets, data)
-    msg = (
-        f"The key column {keys.name!r} of {func} must be an integer or string column. "
-        f"Got dtype {dtype} instead."
-    )
-    raise InvalidParameterError(msg)
+    keys = keys.cast(pl.String)
+    arr = (keys.fill_null("") if keys.null_count() else keys).to_arrow()
+    arr = pa.concat_arrays(arr.chunks) if isinstance(arr, pa.ChunkedArray) else arr
+    arr = arr.cast(pa.large_string())
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    return fnv1a_64(offsets, data)
 
 
 _WIDE_INTEGERS = tuple(getattr(pl, name) for name in ("Int128", "UInt128") if hasattr(pl, name))

@@ -9,6 +9,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import polars_ppdm as ppdm
+from polars_ppdm.exceptions import InvalidParameterError
 
 N = 250_000  # more than two streaming morsels and several DuckDB vectors
 SECRET = "0123456789abcdef0123456789abcdef"
@@ -125,3 +126,22 @@ def test_secret_forms_agree(frame, monkeypatch):
     outs = [small.select(pl.col("x").ppdm.rr_disguise(p=0.7, secret=f, key="id")) for f in forms]
     for out in outs[1:]:
         assert_frame_equal(out, outs[0])
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy", "streaming"])
+@pytest.mark.parametrize("step", ["rr_disguise", "add_noise"])
+def test_a_float_key_with_nulls_is_refused_for_its_dtype_in_every_mode(mode: str, step: str) -> None:
+    # The lazy plan checks the key's dtype first; a batch checked its nulls first, so the
+    # same mistake read "null values" eagerly and "integer or string" lazily.
+    frame = pl.DataFrame({"a": [True, False, True], "v": [1.0, 2.0, 3.0], "x": [1.0, None, 2.0]})
+    run = {
+        "rr_disguise": lambda f: ppdm.rr_disguise(f, "a", p=0.8, key="x", secret=1),
+        "add_noise": lambda f: ppdm.add_noise(f, "v", scale=1.0, key="x", secret=1),
+    }[step]
+    with pytest.raises(
+        InvalidParameterError, match=r"must be an integer or string column\. Got dtype Float64"
+    ):
+        if mode == "eager":
+            run(frame)
+        else:
+            run(frame.lazy()).collect(engine="streaming" if mode == "streaming" else "in-memory")
