@@ -7,7 +7,7 @@ import pytest
 from test_pipeline_run import SECRET, copy_example
 
 from polars_ppdm.jobs.commands import main
-from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK
+from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK, EXIT_REPORT
 from polars_ppdm.reporting.html import BANNERS
 
 
@@ -117,12 +117,24 @@ def test_a_failing_report_fails_the_command_but_keeps_the_outputs(survey, capsys
         raise OSError(msg)
 
     monkeypatch.setattr("polars_ppdm.reporting.html.render", broken)
-    assert main(["run", "--quiet", str(survey)]) == 1
+    # Not the error's own status (1 here, 2 for a refusal): the run published and spent.
+    assert main(["run", "--quiet", str(survey)]) == EXIT_REPORT
     err = capsys.readouterr().err
     assert "The run had succeeded: its outputs are in place and its budget spent; only its report was not" in err
     assert "disk full" in err
     out = survey.parent / "out"
     assert (out / "survey_perturbed.parquet").exists()
+
+
+def test_a_run_over_an_empty_input_writes_its_report(survey):
+    # An empty table is a valid input (its releases are noise alone); the report's
+    # rank-linkage figure refused it, after the run had spent its budget.
+    data = survey.parent / "survey.csv"
+    pl.read_csv(data).head(0).write_parquet(survey.parent / "survey.parquet")
+    survey.write_text(survey.read_text().replace('inputs = ["survey.csv"]', 'inputs = ["survey.parquet"]'))
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    for path in reports(survey).values():
+        assert "rank linkage" in path.read_text()
 
 
 def test_report_version_is_checked(survey, capsys):

@@ -15,6 +15,8 @@ exit meaning
      from when it was fingerprinted), or a re-run of a recorded run id computed other
      outputs than the run recorded (a step that is not deterministic); nothing was
      published and nothing spent
+7    ``ppdm run``: the run succeeded (its outputs are in place, its budget spent) but
+     its report could not be written; ``ppdm report`` writes it, a re-run spends nothing
 130  interrupted (Ctrl-C, SIGINT); nothing was published and nothing spent, unless the
      message says the interruption came while the outputs were being put in place
 ==== ================================================================================
@@ -33,6 +35,7 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_OTHER",
+    "EXIT_REPORT",
     "InputChangedError",
     "InputError",
     "PipelineError",
@@ -46,6 +49,7 @@ EXIT_BUDGET = 3
 EXIT_INPUT = 4
 EXIT_BUSY = 5
 EXIT_CHANGED = 6
+EXIT_REPORT = 7
 EXIT_INTERRUPTED = 130
 
 

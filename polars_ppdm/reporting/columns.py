@@ -449,7 +449,7 @@ def _ecdf(step: Any, column: str, tables: _Tables) -> _Parts:
         )
         parts.attack = Figure(
             "rank linkage",
-            share(rank_linkage(original, released, column)),
+            share(rank_linkage(original, released, column)) if original.height else "n/a",
             "share of rows an attacker who knows the original column links to the right person",
         )
     return parts
