@@ -541,6 +541,8 @@ def test_a_pipelines_refusals_are_the_same_for_neighbouring_inputs(pipeline, cap
 
     line = same_message(damaged, b"abc", b"zq-private", ("abc", "zq-private"))
     assert "cannot be read" in line
+    # The file's schema is not its data: the user is told which column to look at.
+    assert "as dtype `i64` at column 'age' (column number 4)" in line
 
 
 def test_a_polars_errors_line_withholds_its_values_and_counts():

@@ -87,17 +87,28 @@ def withheld(error: BaseException) -> str:
     the first line is kept, its quoted parts and its numbers withheld, and it is cut, so
     no value, count or position of the data reaches a log.
 
+    A CSV parser's dtype and column (its header's name and number) are the file's schema,
+    not its data: they are kept, so that the user can find the column.
+
     Examples
     --------
     >>> withheld(ValueError("could not parse `abc` as dtype `i64` at column 'b' (row 7)\nat 9 bytes"))
-    'could not parse <withheld> as dtype <withheld> at column <withheld> (row <n>)'
+    "could not parse <withheld> as dtype `i64` at column 'b' (row <n>)"
+    >>> withheld(ValueError("could not parse `x1` as dtype `f64` at column 'pay' (column number 5)"))
+    "could not parse <withheld> as dtype `f64` at column 'pay' (column number 5)"
     """
     import re
 
     text = str(error).strip().splitlines()
     first = text[0] if text else type(error).__name__
+    schema = re.search(r" as dtype (`\w+`) at column ('[^']*')(?: \(column number (\d+)\))?", first)
     first = re.sub(r"`[^`]*`|\"[^\"]*\"|'[^']*'", "<withheld>", first)
     first = re.sub(r"(?<![\w.-])-?\d[\d,._]*(?:e[-+]?\d+)?(?!\w)", "<n>", first)
+    if schema is not None:
+        dtype, column, number = schema.groups()
+        first = first.replace(" as dtype <withheld> at column <withheld>", f" as dtype {dtype} at column {column}", 1)
+        if number is not None:
+            first = first.replace("(column number <n>)", f"(column number {number})", 1)
     # A list of withheld values would still tell how many there were (Polars 1.34 lists
     # each value that failed a cast): one placeholder for the whole list.
     first = re.sub(r"\[(?:<withheld>|<n>|, |\.\.\.|\u2026)+\]", "[<withheld>]", first)
