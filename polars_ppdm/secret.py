@@ -76,9 +76,15 @@ class Secret:
         """A secret from 32 or 64 hex digits."""
         text = text.strip()
         if len(text) not in (32, 64) or not set(text) <= _HEX:
+            # Which characters are not hex would be the secret's own: only that some are.
+            what = (
+                "characters"
+                if len(text) not in (32, 64)
+                else "characters, some of them not hex digits (0-9, a-f, A-F)"
+            )
             msg = (
                 "A hex secret must be 32 or 64 hex digits (128 or 256 bits). "
-                f"Got a string of {len(text)} characters instead."
+                f"Got a string of {len(text)} {what} instead."
             )
             raise SecretError(msg)
         return cls(bytes.fromhex(text))
@@ -297,9 +303,14 @@ def resolve_secret(secret: SecretLike) -> Secret:
                 )
                 raise SecretError(msg)
             return Secret.from_int(int(text))
+        what = (
+            "characters"
+            if len(text) not in (32, 64)
+            else "characters, some of them not hex digits (0-9, a-f, A-F)"
+        )
         msg = (
             "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME', 'file:PATH' or "
-            f"a decimal integer. Got a string of {len(text)} characters instead."
+            f"a decimal integer. Got a string of {len(text)} {what} instead."
         )
         raise SecretError(msg)
     msg = (

@@ -137,6 +137,15 @@ def test_a_run_over_an_empty_input_writes_its_report(survey):
         assert "rank linkage" in path.read_text()
 
 
+def test_a_csv_with_a_header_and_no_rows_is_refused_for_what_it_is(survey, capsys):
+    # Its columns would all be strings: the refusal was a step's "not numeric (String)".
+    data = survey.parent / "survey.csv"
+    pl.read_csv(data).head(0).write_csv(data)
+    for command in ("plan", "run"):
+        assert main([command, str(survey)]) == EXIT_INPUT
+        assert "has a header but no rows" in capsys.readouterr().err
+
+
 def test_report_version_is_checked(survey, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["report", "--version", "secret", str(survey)])

@@ -106,7 +106,9 @@ def withheld(error: BaseException) -> str:
     first = re.sub(r"(?<![\w.-])-?\d[\d,._]*(?:e[-+]?\d+)?(?!\w)", "<n>", first)
     if schema is not None:
         dtype, column, number = schema.groups()
-        first = first.replace(" as dtype <withheld> at column <withheld>", f" as dtype {dtype} at column {column}", 1)
+        first = first.replace(
+            " as dtype <withheld> at column <withheld>", f" as dtype {dtype} at column {column}", 1
+        )
         if number is not None:
             first = first.replace("(column number <n>)", f"(column number {number})", 1)
     # A list of withheld values would still tell how many there were (Polars 1.34 lists
@@ -203,8 +205,16 @@ def read_schema(files: list[Path], fmt: str) -> pl.Schema:
     for path in files:
         try:
             found = scan([path], fmt).collect_schema()
+            empty = fmt == "csv" and scan([path], fmt).head(1).collect().height == 0
         except (pl.exceptions.PolarsError, OSError) as error:
             raise _unreadable(path, error) from None
+        if empty:
+            msg = (
+                f"[dataset] inputs: {str(path)!r} has a header but no rows. A CSV's column types are read from "
+                "its rows, so every column of this one would be a string; an empty table must come as Parquet "
+                "or Arrow IPC, which carry their types."
+            )
+            raise InputError(msg)
         if schema is None:
             schema = found
         elif found != schema:
