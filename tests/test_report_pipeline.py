@@ -120,7 +120,9 @@ def test_a_failing_report_fails_the_command_but_keeps_the_outputs(survey, capsys
     # Not the error's own status (1 here, 2 for a refusal): the run published and spent.
     assert main(["run", "--quiet", str(survey)]) == EXIT_REPORT
     err = capsys.readouterr().err
-    assert "The run had succeeded: its outputs are in place and its budget spent; only its report was not" in err
+    assert (
+        "The run had succeeded: its outputs are in place and its budget spent; only its report was not" in err
+    )
     assert "disk full" in err
     out = survey.parent / "out"
     assert (out / "survey_perturbed.parquet").exists()
@@ -144,6 +146,18 @@ def test_a_csv_with_a_header_and_no_rows_is_refused_for_what_it_is(survey, capsy
     for command in ("plan", "run"):
         assert main([command, str(survey)]) == EXIT_INPUT
         assert "has a header but no rows" in capsys.readouterr().err
+
+
+def test_a_release_s_refusal_names_the_release(survey, capsys):
+    data = survey.parent / "survey.csv"
+    frame = pl.read_csv(data)
+    frame.with_columns(smoker=pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise("smoker")).write_csv(
+        data
+    )
+    assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "has null values" in err and "(In [[release]] 1 rr_support(smoker).)" in err
+    assert "nothing spent" in err
 
 
 def test_report_version_is_checked(survey, capsys):

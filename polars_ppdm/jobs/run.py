@@ -52,7 +52,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
-from polars_ppdm.exceptions import BudgetExceededError, SecretError
+from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, SecretError
 from polars_ppdm.jobs import spark_engine
 from polars_ppdm.jobs.atomic import GrowingFileHash, file_sha256, remove_stale, replace_whole
 from polars_ppdm.jobs.config import (
@@ -1103,10 +1103,14 @@ def run_pipeline(
                 frame, update = _continual(pipeline, index, release, original, secret, throughs[label], book)
                 publisher.trees.append(update)
             else:
-                with plugin_errors():
-                    frame = _release(
-                        pipeline, release, original, disguised, release_secret(secret, this_run), api
-                    )
+                try:
+                    with plugin_errors():
+                        frame = _release(
+                            pipeline, release, original, disguised, release_secret(secret, this_run), api
+                        )
+                except InvalidParameterError as error:  # the function's words: say which step
+                    error.add_note(f"(In {label}.)")
+                    raise
             target = pipeline.resolve(release.output)
             rows, digest = _write_frame(frame, target, label, publisher)
             progress.done(label)
