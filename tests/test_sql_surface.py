@@ -542,6 +542,36 @@ def test_binary_rr_on_another_type_says_what_to_use(con, table, column, kind):
 
 
 @pytest.mark.parametrize(
+    ("func", "call"),
+    [
+        ("ppdm_rr_disguise", "ppdm_rr_disguise(smoker::BOOLEAN, 0.8, '{s}', {key}, 'smoker')"),
+        (
+            "ppdm_rr_disguise_k",
+            "ppdm_rr_disguise_k(diet, ['vegan', 'vegetarian', 'omnivore'], 0.8, '{s}', {key}, 'diet')",
+        ),
+        (
+            "ppdm_rr_disguise_whole_record",
+            "ppdm_rr_disguise_whole_record(a, ['a'], 0.8, '{s}', {key}, record := [a])",
+        ),
+        ("ppdm_add_noise", "ppdm_add_noise(income, 1.0, '{s}', {key}, 'income')"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("key", "kind"), [("email", "VARCHAR"), ("id::UBIGINT", "UBIGINT"), ("id::DOUBLE", "DOUBLE")]
+)
+def test_a_key_of_another_type_says_what_to_use(con, table, func, call, key, kind):
+    """A text key gave DuckDB's binder error naming the internal UDF and its types."""
+    with pytest.raises(duckdb.InvalidInputException) as info:
+        con.execute(f"SELECT {call.format(s=SECRET, key=key)} FROM people").fetchall()
+    message = str(info.value)
+    assert "_ppdm_" not in message and "LINE 1" not in message
+    assert (
+        f"The 'key' argument of {func} must be an integer column (BIGINT or narrower). Got {kind} instead; for a "
+        "text key pass ppdm_key(key), which gives the row keys Polars gives a string key." in message
+    ), message
+
+
+@pytest.mark.parametrize(
     ("call", "message"),
     [
         (

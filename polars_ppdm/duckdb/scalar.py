@@ -423,22 +423,39 @@ def _key_udf(s):
 # which would also quote the SQL text and a secret written in it), and wants exactly one
 # of p and epsilon.  ppdm_rr_disguise refuses x of another type than BOOLEAN by name (the
 # check folds away at bind time; it was DuckDB's binder error naming _ppdm_rr_binary).
-_MACROS = """
+# The key likewise: a text or 64-bit unsigned key is refused by name (a text key goes
+# through ppdm_key); the integer types that fit a BIGINT are cast to it, as before.
+_KEY_TYPES = "'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', '\"NULL\"'"
+
+
+def _keyed(func: str, call: str) -> str:
+    """``call`` (which reads the key as ``__key``) behind the check of the key's type."""
+    return (
+        f"CASE WHEN typeof(key) NOT IN ({_KEY_TYPES})\n"
+        f"         THEN error('The ''key'' argument of {func} must be an integer column (BIGINT or narrower). Got '\n"
+        "                    || typeof(key) || ' instead; for a text key pass ppdm_key(key), which gives the '\n"
+        "                    || 'row keys Polars gives a string key.')\n"
+        f"         ELSE {call.replace('__key', 'TRY_CAST(key AS BIGINT)')} END"
+    )
+
+
+_MACROS = f"""
 CREATE OR REPLACE MACRO ppdm_rr_disguise(x, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL) AS
     CASE WHEN typeof(x) NOT IN ('BOOLEAN', '"NULL"')
          THEN error('The ''x'' argument of ppdm_rr_disguise must be BOOLEAN (binary randomized response; 0/1 '
                     || 'integers as x::BOOLEAN). Got ' || typeof(x) || ' (the column '
                     || coalesce('''' || stream::VARCHAR || '''', 'passed as x') || ') instead; for categories '
                     || 'use ppdm_rr_disguise_k(x, categories, ...) with the column''s public categories.')
-         ELSE _ppdm_rr_binary(TRY_CAST(x AS BOOLEAN), p, epsilon, secret, key, stream) END;
+         ELSE {_keyed("ppdm_rr_disguise", "_ppdm_rr_binary(TRY_CAST(x AS BOOLEAN), p, epsilon, secret, __key, stream)")}
+    END;
 CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
     x, categories, p := NULL, secret := NULL, key := NULL, stream := NULL, epsilon := NULL
-) AS _ppdm_rr_kary(x, categories, p, epsilon, secret, key, stream);
+) AS {_keyed("ppdm_rr_disguise_k", "_ppdm_rr_kary(x, categories, p, epsilon, secret, __key, stream)")};
 CREATE OR REPLACE MACRO ppdm_rr_disguise_whole_record(
     x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL, record := NULL
-) AS _ppdm_rr_whole_record(x, record, columns, p, epsilon, secret, key);
+) AS {_keyed("ppdm_rr_disguise_whole_record", "_ppdm_rr_whole_record(x, record, columns, p, epsilon, secret, __key)")};
 CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream := NULL, dist := 'gaussian') AS
-    _ppdm_add_noise(x, dist, scale, secret, key, stream);
+    {_keyed("ppdm_add_noise", "_ppdm_add_noise(x, dist, scale, secret, __key, stream)")};
 """
 
 
