@@ -14,6 +14,12 @@ import typing
 from typing import Any
 
 MARKER = "<!-- pipeline-steps -->"
+# The line after the marker, for whoever reads the page in the repository (where the
+# tables are not): the build replaces it with the tables too.
+UNBUILT = (
+    "> In the repository this page has no tables yet: they are written when the site is built "
+    "(`make docs`, then `site/pipeline-steps/index.html`)."
+)
 
 # What each step charges the dataset's budget (pure accounting; a zCDP dataset is charged
 # rho, or epsilon^2 / 2 for a pure step): polars_ppdm.jobs.config.step_cost says the same in code.
@@ -155,5 +161,5 @@ def steps_markdown() -> str:
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if MARKER in markdown:
-        return markdown.replace(MARKER, steps_markdown())
+        return markdown.replace(f"{MARKER}\n{UNBUILT}", MARKER).replace(MARKER, steps_markdown())
     return markdown

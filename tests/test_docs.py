@@ -92,7 +92,9 @@ def test_the_pipeline_steps_page_covers_every_step_and_field():
             if field != "step":
                 assert f"| `{field}` |" in section, f"{name}: field {field!r} is not in its table"
     marker_page = (DOCS / "pipeline-steps.md").read_text(encoding="utf-8")
-    assert hooks.MARKER in marker_page
+    assert f"{hooks.MARKER}\n{hooks.UNBUILT}\n" in marker_page
+    built = hooks.on_page_markdown(marker_page)
+    assert hooks.UNBUILT not in built and "### `rr_disguise`" in built
 
 
 @pytest.mark.parametrize(
