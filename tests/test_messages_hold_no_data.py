@@ -559,3 +559,29 @@ def test_a_polars_errors_line_withholds_its_values_and_counts():
     assert same_message(
         line, ["1", "abc"], ["zz-private", "2", "qq"], ("abc", "zz-private", "qq")
     ).startswith("InvalidOperationError: conversion from")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "SECRETVAL",
+        "\"x` as dtype `i64` at column 'SECRETVAL'\"",  # a fake schema part inside the value
+        "x` as dtype `i64` at column 'SECRETVAL'",
+        '"SECRET\nVAL"',  # a line break: Polars' first line ends inside the value
+        "pre`SECRETVAL",  # one backtick
+        "\"it's SECRETVAL\"",
+    ],
+)
+def test_a_csv_parse_error_keeps_its_schema_and_withholds_any_value(tmp_path: Path, value: str) -> None:
+    """``withheld`` keeps the dtype and column of Polars' parse error; the value, whatever
+    it holds, stays withheld (a value faking the schema part must not pass as one)."""
+    from polars_ppdm.jobs.inputs import withheld
+
+    path = tmp_path / "people.csv"
+    # Past the rows Polars infers the types from: column b is an integer column.
+    path.write_text("a,b\n" + "1,2\n" * 200 + f"1,{value}\n")
+    with pytest.raises(pl.exceptions.PolarsError) as info:
+        pl.scan_csv(path).collect()
+    line = withheld(info.value)
+    assert "SECRET" not in line and "VAL" not in line, line
+    assert line == "could not parse <withheld> as dtype `i64` at column 'b' (column number 2)", line

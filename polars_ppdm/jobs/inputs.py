@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,37 +81,49 @@ def input_format(pipeline: Pipeline, files: list[Path]) -> str:
     raise PipelineError(msg)
 
 
+# Polars' CSV parse error, whole: the value between the backticks may hold anything
+# (backticks, quotes, line breaks, a fake "as dtype ... at column ..."), so the value is
+# everything up to the *last* "` as dtype `", and the schema part must end the line.
+_CSV_PARSE = re.compile(
+    r"could not parse `.*` as dtype `(?P<dtype>\w+)` at column '(?P<column>[^'\n]*)' "
+    r"\(column number (?P<number>\d+)\)(?=\n|$)",
+    re.DOTALL,
+)
+# A quoted part (a backslash escapes a quote), or a quote that never closes on the line:
+# withheld to the end of the line.
+_QUOTED = re.compile(r"`(?:\\.|[^`\\])*(?:`|$)|\"(?:\\.|[^\"\\])*(?:\"|$)|'(?:\\.|[^'\\])*(?:'|$)")
+
+
 def withheld(error: BaseException) -> str:
     r"""The first line of a reader's error, fit for a log.  A parser's message quotes the
     data ("could not parse" a quoted value, a row's text) and its later lines say where
     (an offset in the file), an engine's may count rows ("for 3 out of 9 values"): only
-    the first line is kept, its quoted parts and its numbers withheld, and it is cut, so
-    no value, count or position of the data reaches a log.
+    the first line is kept, its quoted parts (to the end of the line, for a quote that
+    never closes) and its numbers withheld, and it is cut, so no value, count or position
+    of the data reaches a log.
 
-    A CSV parser's dtype and column (its header's name and number) are the file's schema,
-    not its data: they are kept, so that the user can find the column.
+    Polars' CSV parse error keeps its dtype and column (the header's name and number):
+    they are the file's schema, not its data, and tell the user which column to look at.
 
     Examples
     --------
     >>> withheld(ValueError("could not parse `abc` as dtype `i64` at column 'b' (row 7)\nat 9 bytes"))
-    "could not parse <withheld> as dtype `i64` at column 'b' (row <n>)"
-    >>> withheld(ValueError("could not parse `x1` as dtype `f64` at column 'pay' (column number 5)"))
+    'could not parse <withheld> as dtype <withheld> at column <withheld> (row <n>)'
+    >>> withheld(ValueError("could not parse `x1` as dtype `f64` at column 'pay' (column number 5)\n\nat 9"))
+    "could not parse <withheld> as dtype `f64` at column 'pay' (column number 5)"
+    >>> withheld(ValueError("could not parse `a` as dtype `i64` at column 'x' (column number 2)` as dtype `f64` "
+    ...                     "at column 'pay' (column number 5)"))
     "could not parse <withheld> as dtype `f64` at column 'pay' (column number 5)"
     """
-    import re
-
-    text = str(error).strip().splitlines()
-    first = text[0] if text else type(error).__name__
-    schema = re.search(r" as dtype (`\w+`) at column ('[^']*')(?: \(column number (\d+)\))?", first)
-    first = re.sub(r"`[^`]*`|\"[^\"]*\"|'[^']*'", "<withheld>", first)
+    text = str(error).strip()
+    parse = _CSV_PARSE.match(text)
+    if parse is not None:
+        column = parse["column"] if len(parse["column"]) <= 100 else parse["column"][:100] + "..."
+        return f"could not parse <withheld> as dtype `{parse['dtype']}` at column '{column}' (column number {parse['number']})"
+    lines = text.splitlines()
+    first = lines[0] if lines else type(error).__name__
+    first = _QUOTED.sub("<withheld>", first)
     first = re.sub(r"(?<![\w.-])-?\d[\d,._]*(?:e[-+]?\d+)?(?!\w)", "<n>", first)
-    if schema is not None:
-        dtype, column, number = schema.groups()
-        first = first.replace(
-            " as dtype <withheld> at column <withheld>", f" as dtype {dtype} at column {column}", 1
-        )
-        if number is not None:
-            first = first.replace("(column number <n>)", f"(column number {number})", 1)
     # A list of withheld values would still tell how many there were (Polars 1.34 lists
     # each value that failed a cast): one placeholder for the whole list.
     first = re.sub(r"\[(?:<withheld>|<n>|, |\.\.\.|\u2026)+\]", "[<withheld>]", first)
