@@ -34,28 +34,36 @@ def null_key_message(column: str, func: str) -> str:
 def aligned(values: pl.Series, keys: pl.Series, func: str) -> tuple[pl.Series, pl.Series]:
     """The values and the row keys of an element-wise step, of one length.
 
-    A one-row side (an aggregate such as ``pl.col("x").sum()``, or a literal key) is
-    repeated over the other side's rows, as Polars broadcasts it into any element-wise
-    expression of a lazy query: each row then draws for itself, keyed by its own key.
-    An eager ``select`` hands the function the one row as it is, and the kernel would
-    have read the values' bitmap past its one row: eager and lazy now agree.
+    A one-row key (a literal, ``key=pl.lit(3)``) is repeated over the values' rows, as
+    Polars broadcasts it in a lazy query: every row is then one unit, and equal values
+    share their coin.  A one-row value against several keys (an aggregate such as
+    ``pl.col("x").sum()``) is refused: each row would draw its own perturbation of the
+    one value, and the average of those copies gives it away.  Where Polars broadcasts
+    the aggregate before the step sees it (a lazy or streaming query on Polars 2), it
+    cannot be told from a column of equal values: the docs say not to perturb one.
 
     Examples
     --------
-    >>> v, k = aligned(pl.Series("x", [2.5]), pl.Series("id", [1, 2, 3]), "add_noise")
-    >>> v.to_list(), len(k)
-    ([2.5, 2.5, 2.5], 3)
+    >>> v, k = aligned(pl.Series("x", [2.5, 1.0, 4.0]), pl.Series("id", [7]), "add_noise")
+    >>> v.to_list(), k.to_list()
+    ([2.5, 1.0, 4.0], [7, 7, 7])
     """
     n, m = len(values), len(keys)
     if n == m:
         return values, keys
-    if n == 1:
-        return values.new_from_index(0, m), keys
     if m == 1:
         return values, keys.new_from_index(0, n)
+    if n == 1:
+        msg = (
+            f"{func} perturbs each unit's own value, but the column {values.name!r} is one value (an aggregate "
+            f"or a literal) against the rows of the key {keys.name!r}: each row would draw its own perturbation "
+            "of it, and their average would give it away. Perturb the rows and aggregate after, or release the "
+            "aggregate with a dp_* function."
+        )
+        raise InvalidParameterError(msg)
     msg = (
         f"{func}: the column {values.name!r} and the key {keys.name!r} have different numbers of rows; an "
-        "element-wise step needs one key per row (or one row on either side, repeated over the other)."
+        "element-wise step needs one key per row."
     )
     raise InvalidParameterError(msg)
 

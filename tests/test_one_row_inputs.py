@@ -1,12 +1,16 @@
-"""An aggregate or a literal in an element-wise step: eager, lazy and streaming agree.
+"""A literal key or an aggregate value in an element-wise step.
 
-Polars broadcasts a one-row input (``pl.col("x").sum()``, ``pl.lit(3)``) into an
+Polars broadcasts a one-row input (``pl.lit(3)``, ``pl.col("x").sum()``) into an
 element-wise expression of a lazy query, but hands an eager ``select`` the one row as it
-is.  The expression forms of ``rr_disguise`` and ``add_noise`` repeat it themselves, so
-every mode gives what the lazy query gives: the result of the same step over a column
-that holds the one value on every row.  Before, an eager ``rr_disguise`` of an aggregate
-read the values' bitmap past its one row (other bits than lazy's), and an eager
-``add_noise`` failed with NumPy's message.
+is.  Before, an eager ``rr_disguise`` of an aggregate read the values' bitmap past its
+one row (other bits than lazy's), and an eager ``add_noise`` failed with NumPy's message.
+
+* A one-row key is repeated over the rows, as Polars does: every mode gives what the
+  same step gives under a column holding that key on every row.
+* A one-row value against several keys is refused: each row would draw its own copy of
+  the one value (an aggregate), and the copies together give it away.  Where Polars
+  broadcasts it first (a lazy query on Polars 2) the step cannot tell it from a column of
+  equal values; the docstrings say not to perturb an aggregate.
 """
 
 from __future__ import annotations
@@ -27,42 +31,27 @@ FRAME = pl.DataFrame(
         "a": [True, False, True, True, False, False, True, None, True, False, True],
     }
 )
+BROADCAST = FRAME.with_columns(three=pl.lit(3, dtype=pl.Int32))
 
-# name: (the step on an aggregate or literal, the same step on the broadcast column)
-CASES: dict[str, tuple[pl.Expr, pl.Expr]] = {
-    "add_noise of a sum": (
-        pl.col("k").sum().ppdm.add_noise(scale=1.0, secret=SECRET, key="id", stream="s"),
-        pl.col("k_sum").ppdm.add_noise(scale=1.0, secret=SECRET, key="id", stream="s"),
-    ),
-    "add_noise of a sum, row-position keys": (
-        pl.col("k").sum().ppdm.add_noise(dist="uniform", scale=2.0, secret=SECRET, stream="s"),
-        pl.col("k_sum").ppdm.add_noise(dist="uniform", scale=2.0, secret=SECRET, stream="s"),
-    ),
-    "rr_disguise of any()": (
-        pl.col("a").any().ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s"),
-        pl.col("a_any").ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s"),
-    ),
-    "rr_disguise of a string max": (
-        pl.col("k")
-        .cast(pl.String)
-        .max()
-        .ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", categories=[str(i) for i in range(8)], stream="s"),
-        pl.col("k_max").ppdm.rr_disguise(
-            p=0.6, secret=SECRET, key="id", categories=[str(i) for i in range(8)], stream="s"
-        ),
-    ),
-    "rr_disguise under a literal key": (
+# name: (the step under a literal key, the same step under the broadcast key column)
+LITERAL_KEYS: dict[str, tuple[pl.Expr, pl.Expr]] = {
+    "rr_disguise": (
         pl.col("a").ppdm.rr_disguise(p=0.6, secret=SECRET, key=pl.lit(3), stream="s"),
         pl.col("a").ppdm.rr_disguise(p=0.6, secret=SECRET, key="three", stream="s"),
     ),
+    "rr_disguise k-ary": (
+        pl.col("k").ppdm.rr_disguise(
+            p=0.6, secret=SECRET, key=pl.lit(3), categories=list(range(8)), stream="s"
+        ),
+        pl.col("k").ppdm.rr_disguise(
+            p=0.6, secret=SECRET, key="three", categories=list(range(8)), stream="s"
+        ),
+    ),
+    "add_noise": (
+        pl.col("k").ppdm.add_noise(scale=1.0, secret=SECRET, key=pl.lit(3), stream="s"),
+        pl.col("k").ppdm.add_noise(scale=1.0, secret=SECRET, key="three", stream="s"),
+    ),
 }
-
-BROADCAST = FRAME.with_columns(
-    k_sum=pl.col("k").sum(),
-    a_any=pl.col("a").any(),
-    k_max=pl.col("k").cast(pl.String).max(),
-    three=pl.lit(3, dtype=pl.Int32),
-)
 
 MODES: dict[str, Callable[[pl.Expr], pl.Series]] = {
     "eager": lambda e: FRAME.select(e).to_series(),
@@ -72,13 +61,32 @@ MODES: dict[str, Callable[[pl.Expr], pl.Series]] = {
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", CASES)
-def test_a_one_row_input_draws_per_row_as_the_broadcast_column(case: str, mode: str) -> None:
-    step, on_column = CASES[case]
+@pytest.mark.parametrize("case", LITERAL_KEYS)
+def test_a_literal_key_is_repeated_over_the_rows_in_every_mode(case: str, mode: str) -> None:
+    step, on_column = LITERAL_KEYS[case]
     want = BROADCAST.select(on_column).to_series()
     got = MODES[mode](step)
     assert got.len() == FRAME.height
     assert got.to_list() == want.to_list()
+
+
+AGGREGATES = {
+    "add_noise of a sum": pl.col("k").sum().ppdm.add_noise(scale=1.0, secret=SECRET, key="id", stream="s"),
+    "add_noise of a sum, row-position keys": pl.col("k")
+    .sum()
+    .ppdm.add_noise(dist="uniform", scale=2.0, secret=SECRET, stream="s"),
+    "rr_disguise of any()": pl.col("a").any().ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s"),
+    "rr_disguise of a string max": pl.col("k")
+    .cast(pl.String)
+    .max()
+    .ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", categories=[str(i) for i in range(8)], stream="s"),
+}
+
+
+@pytest.mark.parametrize("case", AGGREGATES)
+def test_an_aggregate_value_handed_over_as_one_row_is_refused(case: str) -> None:
+    with pytest.raises(InvalidParameterError, match="perturbs each unit's own value, but the column"):
+        FRAME.select(AGGREGATES[case])
 
 
 def test_values_and_keys_of_other_lengths_are_refused() -> None:

@@ -2,15 +2,20 @@
 
 Standard deviations and interval quantiles of the noise are published beside the
 releases (``*_sd`` columns, the report).  They were built on ``np.exp``, whose last bit
-differs between NumPy versions and CPUs: ``dp_group_by``'s ``x_sum_sd`` below was
-70.7106781115756 on NumPy 2.4 and 70.7106781630244 on NumPy 1.26 (the minimum, run by
-CI's minimum-versions leg).  They are now built on the C library's ``exp``; the values
-are pinned here.
+differs between NumPy versions and CPUs, and the geometric noise's ``1 - exp(-1/scale)``
+lost half of a double's digits at a fine grid's scale: ``dp_group_by``'s ``x_sum_sd``
+below was 70.7106781115756 on NumPy 2.4 and 70.7106781630244 on NumPy 1.26 (the minimum,
+run by CI's minimum-versions leg), both about 1e-10 off.  They are now built on the C
+library's ``exp`` and ``expm1``: the values are pinned here, and checked against 60-digit
+decimal arithmetic.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal, localcontext
+
 import polars as pl
+import pytest
 
 import polars_ppdm as ppdm
 from polars_ppdm import dp
@@ -35,4 +40,13 @@ def test_a_released_sd_is_pinned() -> None:
         secret=ppdm.Secret.for_tests(1),
         intervals=True,
     )
-    assert out["x_sum_sd"][0] == 70.7106781115756
+    assert out["x_sum_sd"][0] == 70.71067811865468
+
+
+@pytest.mark.parametrize("scale", [0.05, 0.3, 1.0, 3.0, 1e3, 6553600.0, 1e9, 1e12])
+def test_the_geometric_sd_is_exact_to_a_few_ulps(scale: float) -> None:
+    with localcontext() as ctx:
+        ctx.prec = 60
+        alpha = (Decimal(-1) / Decimal(scale)).exp()
+        exact = float((2 * alpha).sqrt() / (1 - alpha))
+    assert abs(geometric_sd(scale) - exact) <= 4 * abs(exact) * 2.0**-52

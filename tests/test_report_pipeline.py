@@ -128,6 +128,17 @@ def test_a_failing_report_fails_the_command_but_keeps_the_outputs(survey, capsys
     assert (out / "survey_perturbed.parquet").exists()
 
 
+def test_ctrl_c_during_the_report_exits_7_not_130(survey, capsys, monkeypatch):
+    # 130 says "nothing published or spent": the run had published and spent.
+    def interrupted(report):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("polars_ppdm.reporting.html.render", interrupted)
+    assert main(["run", "--quiet", str(survey)]) == EXIT_REPORT
+    assert "The run had succeeded" in capsys.readouterr().err
+    assert (survey.parent / "out" / "survey_perturbed.parquet").exists()
+
+
 def test_a_run_over_an_empty_input_writes_its_report(survey):
     # An empty table is a valid input (its releases are noise alone); the report's
     # rank-linkage figure refused it, after the run had spent its budget.

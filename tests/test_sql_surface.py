@@ -567,7 +567,8 @@ def test_a_key_of_another_type_says_what_to_use(con, table, func, call, key, kin
     assert "_ppdm_" not in message and "LINE 1" not in message
     assert (
         f"The 'key' argument of {func} must be an integer column (BIGINT or narrower). Got {kind} instead; for a "
-        "text key pass ppdm_key(key), which gives the row keys Polars gives a string key." in message
+        "text key pass ppdm_key(key), which gives the row keys Polars gives a string key (a number in quotes: write "
+        "it without them)." in message
     ), message
 
 

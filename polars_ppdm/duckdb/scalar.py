@@ -434,7 +434,7 @@ def _keyed(func: str, call: str) -> str:
         f"CASE WHEN typeof(key) NOT IN ({_KEY_TYPES})\n"
         f"         THEN error('The ''key'' argument of {func} must be an integer column (BIGINT or narrower). Got '\n"
         "                    || typeof(key) || ' instead; for a text key pass ppdm_key(key), which gives the '\n"
-        "                    || 'row keys Polars gives a string key.')\n"
+        "                    || 'row keys Polars gives a string key (a number in quotes: write it without them).')\n"
         f"         ELSE {call.replace('__key', 'TRY_CAST(key AS BIGINT)')} END"
     )
 

@@ -39,7 +39,7 @@ EXIT_CODES_HELP = (
     "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
     "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 an input changed while the run "
     "read it, or a re-run of a recorded run computed other outputs than it recorded (nothing published "
-    "or spent); 7 the run succeeded but its report was not written (ppdm report writes it); 130 interrupted (nothing published or spent unless the message says otherwise); "
+    "or spent); 7 the run succeeded (outputs in place, budget spent) but its report or summary failed; 130 interrupted (nothing published or spent unless the message says otherwise); "
     "141 the reader of the output closed the pipe (e.g. | head)"
 )
 
@@ -161,10 +161,11 @@ def _run(args: argparse.Namespace) -> int:
                 "The run had succeeded: its outputs are in place and its budget spent; only its report was not "
                 "written (ppdm report writes it)."
             )
-            # Not the error's own status: a scheduler that reads 2 (invalid pipeline) would
-            # not know that the run spent its budget and published.
+            # Not the error's own status (nor 130 for Ctrl-C): a scheduler that reads 2
+            # (invalid pipeline) or 130 (nothing spent) would not know that the run
+            # published and spent its budget.
             _fail("run", error)
-            return EXIT_INTERRUPTED if isinstance(error, KeyboardInterrupt) else EXIT_REPORT
+            return EXIT_REPORT
     try:
         if not args.quiet:
             spent = (
@@ -191,7 +192,8 @@ def _run(args: argparse.Namespace) -> int:
             )
     except OSError as error:  # stdout full or closed: the run itself succeeded
         error.add_note("The run had succeeded: its outputs are in place and its epsilon spent.")
-        return _fail("run", error)
+        _fail("run", error)
+        return EXIT_REPORT
     return EXIT_OK
 
 

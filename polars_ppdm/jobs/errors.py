@@ -16,7 +16,8 @@ exit meaning
      outputs than the run recorded (a step that is not deterministic); nothing was
      published and nothing spent
 7    ``ppdm run``: the run succeeded (its outputs are in place, its budget spent) but
-     its report could not be written; ``ppdm report`` writes it, a re-run spends nothing
+     what followed failed or was interrupted: its report (``ppdm report`` writes it; a
+     re-run spends nothing) or its summary line
 130  interrupted (Ctrl-C, SIGINT); nothing was published and nothing spent, unless the
      message says the interruption came while the outputs were being put in place
 ==== ================================================================================

@@ -768,9 +768,10 @@ def to_grid(values: np.ndarray | float, grid: float) -> np.ndarray:
 
 
 def discrete_laplace_variance(scale: float) -> float:
-    """Variance of :func:`discrete_laplace`: ``2 alpha / (1 - alpha)^2``."""
-    alpha = math.exp(-1.0 / scale)
-    return 2 * alpha / (1 - alpha) ** 2
+    """Variance of :func:`discrete_laplace`: ``2 alpha / (1 - alpha)^2``, ``alpha = exp(-1 / scale)``."""
+    # 1 - alpha by expm1: at a fine grid's scale (millions of units) 1 - exp(-1/scale)
+    # would keep about half of a double's digits.
+    return 2 * math.exp(-1.0 / scale) / math.expm1(-1.0 / scale) ** 2
 
 
 #: Stream label of the contribution words; column j of a release chains through

@@ -132,7 +132,10 @@ def add_noise_expr(
     Parameters
     ----------
     expr : polars.Expr
-        A numeric expression.
+        A numeric expression of each unit's own value.  Not an aggregate
+        (``pl.col("x").sum()``): each row would draw its own noise on the one value, and
+        the average of the copies is the value.  It is refused where Polars hands the step
+        the one row (eager); a lazy query on Polars 2 broadcasts it first.
     dist : {'gaussian', 'uniform'}
         The noise distribution (public).
     scale : float

@@ -203,7 +203,10 @@ def rr_disguise_expr(
     Parameters
     ----------
     expr : polars.Expr
-        A Boolean, 0/1 integer, Enum, Categorical or String column.
+        A Boolean, 0/1 integer, Enum, Categorical or String column: each unit's own value.
+        Not an aggregate (``pl.col("x").any()``): each row would draw its own copy of the
+        one value, and the copies together give it away.  It is refused where Polars hands
+        the step the one row (eager); a lazy query on Polars 2 broadcasts it first.
     p : float, optional
         Probability of keeping the true value, in [0, 1], not 1/k.
     epsilon : float, optional
