@@ -76,15 +76,9 @@ class Secret:
         """A secret from 32 or 64 hex digits."""
         text = text.strip()
         if len(text) not in (32, 64) or not set(text) <= _HEX:
-            # Which characters are not hex would be the secret's own: only that some are.
-            what = (
-                "characters"
-                if len(text) not in (32, 64)
-                else "characters, some of them not hex digits (0-9, a-f, A-F)"
-            )
             msg = (
                 "A hex secret must be 32 or 64 hex digits (128 or 256 bits). "
-                f"Got a string of {len(text)} {what} instead."
+                f"Got a string of {_what_it_holds(text)} instead."
             )
             raise SecretError(msg)
         return cls(bytes.fromhex(text))
@@ -255,6 +249,14 @@ def _check_variable_name(name: object) -> None:
         raise SecretError(msg)
 
 
+def _what_it_holds(text: str) -> str:
+    """What a refused secret string is, for its message: its length, and whether some
+    characters are not hex where the length is right (which ones would be the secret's)."""
+    if len(text) in (32, 64):
+        return f"{len(text)} characters, some of them not hex digits (0-9, a-f, A-F)"
+    return f"{len(text)} characters"
+
+
 def resolve_secret(secret: SecretLike) -> Secret:
     """Turn any accepted ``secret=`` value into a :class:`Secret` (see the module docs).
 
@@ -303,14 +305,9 @@ def resolve_secret(secret: SecretLike) -> Secret:
                 )
                 raise SecretError(msg)
             return Secret.from_int(int(text))
-        what = (
-            "characters"
-            if len(text) not in (32, 64)
-            else "characters, some of them not hex digits (0-9, a-f, A-F)"
-        )
         msg = (
             "The 'secret' parameter, as a string, must be 32 or 64 hex digits, 'env:NAME', 'file:PATH' or "
-            f"a decimal integer. Got a string of {len(text)} {what} instead."
+            f"a decimal integer. Got a string of {_what_it_holds(text)} instead."
         )
         raise SecretError(msg)
     msg = (

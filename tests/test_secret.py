@@ -88,3 +88,12 @@ def test_env_variable_name_must_be_a_variable_name(name):
     secret-from-env-name); '' and 'A=B' can name no variable."""
     with pytest.raises(SecretError, match="'name' parameter of secret_from_env"):
         ppdm.secret_from_env(name)
+
+
+def test_a_secret_of_the_right_length_with_non_hex_characters_is_told_so():
+    for refused in (lambda t: Secret.from_hex(t), resolve_secret):
+        with pytest.raises(SecretError) as info:
+            refused("0123456789abcdef0123456789abcdeZ")
+        message = str(info.value)
+        assert "32 characters, some of them not hex digits (0-9, a-f, A-F)" in message
+        assert "Z" not in message.replace("0-9, a-f, A-F", "")
