@@ -159,7 +159,9 @@ def test_a_csv_with_a_header_and_no_rows_is_refused_for_what_it_is(survey, capsy
         assert "has a header but no rows" in capsys.readouterr().err
 
 
-def test_a_release_s_refusal_names_the_release(survey, capsys):
+def test_a_release_over_a_column_with_nulls_is_refused_before_anything_is_reserved(survey, capsys):
+    # rr_support refuses nulls (a disguised null carries no answer): that used to come
+    # after the perturbed table was written, and named no step.
     data = survey.parent / "survey.csv"
     frame = pl.read_csv(data)
     frame.with_columns(smoker=pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise("smoker")).write_csv(
@@ -167,7 +169,22 @@ def test_a_release_s_refusal_names_the_release(survey, capsys):
     )
     assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
     err = capsys.readouterr().err
-    assert "has null values" in err and "(In [[release]] 1 rr_support(smoker).)" in err
+    assert "[[release]] 1 rr_support(smoker): column 'smoker' has null values" in err
+    assert "Nothing was reserved or released." in err
+    assert not (survey.parent / "out" / "survey_perturbed.parquet").exists()
+
+
+def test_a_release_s_refusal_names_the_release(survey, capsys, monkeypatch):
+    from polars_ppdm.exceptions import InvalidParameterError
+
+    def refused(*args, **kwargs):
+        msg = "a refusal in the release's own words."
+        raise InvalidParameterError(msg)
+
+    monkeypatch.setattr("polars_ppdm.jobs.run._release", refused)
+    assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "a refusal in the release's own words. (In [[release]] 1 rr_support(smoker).)" in err
     assert "nothing spent" in err
 
 

@@ -16,7 +16,8 @@ Order, and why
        file's identity and fingerprint) before a row is read; then their metadata and
        schema, every step built over an empty frame of that schema (each dtype check a
        step makes), every CSV field parsed once, and one pass over the key and the
-       randomized-response columns (values inside ``categories``,
+       randomized-response columns (values inside ``categories``, distinct values per
+       unit, no null where an ``rr_support`` or ``rr_apriori`` release counts:
        :func:`check_values_per_unit`).  ``ppdm plan`` makes the same checks but the
        passes over rows, with the same messages.
     4. The ledger reserves the epsilon in one transaction (or finds the identical run).
@@ -674,7 +675,10 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows:
       release of the unit's column (the coins are keyed by unit, column and value), and
       the step is charged for ``max_values_per_unit`` of them.  Counted exactly, per unit,
       for the units :func:`repeated_units` finds in more than one row (``rows``: the
-      inputs' row count, counted when None).
+      inputs' row count, counted when None);
+    - a null in a column that an ``rr_support`` or ``rr_apriori`` release reads: a
+      disguised null carries no answer, so the release would refuse it after the
+      perturbed table had been written (a pipeline drops no rows).
 
     The messages carry no count or value from the data."""
     key = pipeline.dataset.key
@@ -690,7 +694,12 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows:
             cats = _categories_of(step, column)
             if cats:
                 outside[column] = (label, cats)
-    if not bounds and not outside:
+    counted: dict[str, str] = {}  # a column a counting release reads -> the first such release
+    for index, release in enumerate(pipeline.release, 1):
+        if isinstance(release, RRSupport | RRApriori):
+            for column in release.columns:
+                counted.setdefault(column, step_label("release", index, release))
+    if not bounds and not outside and not counted:
         return
     stray = {
         c: pl.col(c).is_not_null() & ~pl.col(c).cast(pl.String).is_in([str(v) for v in cats])
@@ -699,8 +708,11 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows:
     found: dict[str, Any] = {}
     over: list[str] = []
     try:
-        if outside:
-            query = scan(files, fmt).select(stray[c].any().alias(f"outside {c}") for c in outside)
+        if outside or counted:
+            query = scan(files, fmt).select(
+                *(stray[c].any().alias(f"outside {c}") for c in outside),
+                *(pl.col(c).is_null().any().alias(f"null {c}") for c in counted),
+            )
             found = query.collect().row(0, named=True)
         if bounds:
             assert key is not None
@@ -713,6 +725,12 @@ def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows:
         "disguises only the declared values (a public domain): list every value the column can hold."
         for c in outside
         if found[f"outside {c}"]
+    ]
+    problems += [
+        f"{counted[c]}: column {c!r} has null values, and a disguised null carries no answer for it to count; "
+        "a pipeline drops no rows: give it an input without them, or leave the release out."
+        for c in counted
+        if found[f"null {c}"]
     ]
     problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
