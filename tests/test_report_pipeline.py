@@ -7,7 +7,7 @@ import pytest
 from test_pipeline_run import SECRET, copy_example
 
 from polars_ppdm.jobs.commands import main
-from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK, EXIT_REPORT
+from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK, EXIT_PLACING, EXIT_REPORT
 from polars_ppdm.reporting.html import BANNERS
 
 
@@ -242,3 +242,64 @@ def test_report_output_that_is_a_folder_is_refused(tmp_path):
     with pytest.raises(InvalidParameterError, match="is a folder"):
         ppdm.report(frame, [{"step": "keep", "columns": ["x"]}], version="public", output=tmp_path)
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, BrokenPipeError])
+def test_ctrl_c_or_a_failure_while_printing_the_summary_exits_7(survey, capsys, monkeypatch, stop):
+    def cut(result, reports):
+        raise stop
+
+    monkeypatch.setattr("polars_ppdm.jobs.commands._summary", cut)
+    assert main(["run", "--no-report", str(survey)]) == EXIT_REPORT
+    assert "only its summary line was not printed" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_closing_the_progress_display_exits_7(survey, capsys, monkeypatch):
+    from polars_ppdm.jobs import progress
+
+    made = progress.make_progress
+
+    def closing_interrupted(quiet):
+        shown = made(quiet=quiet)
+
+        def close():
+            raise KeyboardInterrupt
+
+        shown.close = close
+        return shown
+
+    monkeypatch.setattr(progress, "make_progress", closing_interrupted)
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_REPORT
+    assert "The run had succeeded" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_a_failure_after_the_ledger_commit_exits_8_and_a_rerun_places_the_outputs_free(
+    survey, capsys, monkeypatch, stop
+):
+    # Neither 130 ("nothing spent") nor 1: the ledger had recorded the run, its epsilon is spent.
+    from polars_ppdm.jobs import run as run_module
+    from polars_ppdm.ledger import Ledger
+
+    placed = run_module.replace_whole
+
+    def fails_on_the_second(temporary, target):
+        if getattr(fails_on_the_second, "done", False):
+            msg = "disk gone"
+            raise stop(msg)
+        fails_on_the_second.done = True
+        placed(temporary, target)
+
+    monkeypatch.setattr(run_module, "replace_whole", fails_on_the_second)
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_PLACING
+    err = capsys.readouterr().err
+    assert "recorded the run as published" in err and "running the same pipeline again" in err
+    out = survey.parent / "out"
+    spent = Ledger(out / "ledger.duckdb").spent("survey")
+    assert spent > 0
+    assert not (out / "manifest.json").exists()
+
+    monkeypatch.setattr(run_module, "replace_whole", placed)
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK
+    assert (out / "manifest.json").exists()
+    assert Ledger(out / "ledger.duckdb").spent("survey") == spent

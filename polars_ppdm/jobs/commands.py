@@ -27,9 +27,11 @@ from polars_ppdm.jobs.errors import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_OTHER,
+    EXIT_PLACING,
     EXIT_REPORT,
     InputError,
     ReleaseMismatchError,
+    came_after_recording,
 )
 
 __all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code", "guarded", "one_line"]
@@ -39,7 +41,9 @@ EXIT_CODES_HELP = (
     "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
     "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 an input changed while the run "
     "read it, or a re-run of a recorded run computed other outputs than it recorded (nothing published "
-    "or spent); 7 the run succeeded (outputs in place, budget spent) but its report or summary failed; 130 interrupted (nothing published or spent unless the message says otherwise); "
+    "or spent); 7 the run succeeded (outputs in place, budget spent) but its report or summary failed; "
+    "8 the run was recorded (budget spent) but not all its outputs were put in place: run it again "
+    "(spends nothing); 130 interrupted (nothing published or spent); "
     "141 the reader of the output closed the pipe (e.g. | head)"
 )
 
@@ -148,53 +152,57 @@ def _run(args: argparse.Namespace) -> int:
         result = run_pipeline(
             args.pipeline, ledger=args.ledger, progress=progress, engine=args.engine, as_of=args.as_of
         )
-    except Exception as error:
-        return _fail("run", error)
-    finally:
-        progress.close()
+    except (Exception, KeyboardInterrupt) as error:
+        _close_quietly(progress)
+        code = _fail("run", error)
+        # After the ledger's commit the budget is spent, whatever the error: not 130
+        # ("nothing spent") nor the error's own status, which a scheduler would retry or alert on.
+        return EXIT_PLACING if came_after_recording(error) else code
     reports: list[Path] = []
-    if not args.no_report:
-        try:
-            reports = _write_report(args.pipeline, args.ledger, None)
-        except (Exception, KeyboardInterrupt) as error:
-            error.add_note(
-                "The run had succeeded: its outputs are in place and its budget spent; only its report was not "
-                "written (ppdm report writes it)."
-            )
-            # Not the error's own status (nor 130 for Ctrl-C): a scheduler that reads 2
-            # (invalid pipeline) or 130 (nothing spent) would not know that the run
-            # published and spent its budget.
-            _fail("run", error)
-            return EXIT_REPORT
+    missed = "its summary line was not printed"
     try:
+        progress.close()
+        if not args.no_report:
+            missed = "its report was not written (ppdm report writes it)"
+            reports = _write_report(args.pipeline, args.ledger, None)
+            missed = "its summary line was not printed"
         if not args.quiet:
-            spent = (
-                f"spent {result.unit} {result.spent:g}"
-                if result.new
-                else "identical to an earlier run: spent nothing"
-            )
-            rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
-            if result.reclaimed:
-                spent += (
-                    f"; withdrew the reservation of {len(result.reclaimed)} earlier run(s) killed before they "
-                    "published anything"
-                )
-            written = ", ".join(_shown(p) for p in result.outputs) or "none"
-            print(
-                f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
-                f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
-                f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
-                + (
-                    f"; report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}"
-                    if reports
-                    else ""
-                )
-            )
-    except OSError as error:  # stdout full or closed: the run itself succeeded
-        error.add_note("The run had succeeded: its outputs are in place and its epsilon spent.")
+            print(_summary(result, reports))
+    except (Exception, KeyboardInterrupt) as error:
+        # Not the error's own status (nor 130 for Ctrl-C): a scheduler that reads 2
+        # (invalid pipeline) or 130 (nothing spent) would not know that the run
+        # published and spent its budget.
+        error.add_note(f"The run had succeeded: its outputs are in place and its budget spent; only {missed}.")
         _fail("run", error)
         return EXIT_REPORT
     return EXIT_OK
+
+
+def _close_quietly(progress: Any) -> None:
+    """Close the progress display after a failed run without hiding the failure."""
+    try:
+        progress.close()
+    except Exception:  # the run's own error is the one to report
+        pass
+
+
+def _summary(result: Any, reports: list[Path]) -> str:
+    spent = (
+        f"spent {result.unit} {result.spent:g}" if result.new else "identical to an earlier run: spent nothing"
+    )
+    rows = f"{result.rows:,} rows published, " if result.rows is not None else ""
+    if result.reclaimed:
+        spent += (
+            f"; withdrew the reservation of {len(result.reclaimed)} earlier run(s) killed before they "
+            "published anything"
+        )
+    written = ", ".join(_shown(p) for p in result.outputs) or "none"
+    return (
+        f"ppdm run: dataset {result.dataset!r}: {rows}{len(result.outputs)} output(s) written; "
+        f"{spent} ({result.left:g} left of {result.budget:g}); outputs: {written}; "
+        f"manifest: {_shown(result.manifest)} (run {result.run_id[:12]})"
+        + (f"; report: {', '.join(_shown(p) for p in reports)}{_spark_note(reports)}" if reports else "")
+    )
 
 
 def _write_report(pipeline_file: str, ledger: str | None, versions: list[str] | None) -> list[Path]:

@@ -18,8 +18,11 @@ exit meaning
 7    ``ppdm run``: the run succeeded (its outputs are in place, its budget spent) but
      what followed failed or was interrupted: its report (``ppdm report`` writes it; a
      re-run spends nothing) or its summary line
-130  interrupted (Ctrl-C, SIGINT); nothing was published and nothing spent, unless the
-     message says the interruption came while the outputs were being put in place
+8    ``ppdm run``: the ledger had recorded the run as published (its budget is spent)
+     when putting its outputs in place failed or was interrupted: some outputs may be
+     missing; running the same pipeline again places them and spends nothing
+130  interrupted (Ctrl-C, SIGINT) before the run was recorded: nothing was published
+     and nothing spent
 ==== ================================================================================
 """
 
@@ -36,11 +39,14 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_OTHER",
+    "EXIT_PLACING",
     "EXIT_REPORT",
     "InputChangedError",
     "InputError",
     "PipelineError",
     "ReleaseMismatchError",
+    "came_after_recording",
+    "mark_recorded",
 ]
 
 EXIT_OK = 0
@@ -51,7 +57,19 @@ EXIT_INPUT = 4
 EXIT_BUSY = 5
 EXIT_CHANGED = 6
 EXIT_REPORT = 7
+EXIT_PLACING = 8
 EXIT_INTERRUPTED = 130
+
+
+def mark_recorded(error: BaseException) -> None:
+    """Say on ``error`` that it came after the ledger recorded the run as published."""
+    error.ppdm_run_recorded = True  # type: ignore[attr-defined]
+
+
+def came_after_recording(error: BaseException) -> bool:
+    """Whether ``error`` came after the ledger recorded the run (see :func:`mark_recorded`):
+    its budget is spent whatever the error, so a scheduler must not read it as nothing done."""
+    return bool(getattr(error, "ppdm_run_recorded", False))
 
 
 class PipelineError(InvalidParameterError):

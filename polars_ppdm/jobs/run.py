@@ -83,6 +83,7 @@ from polars_ppdm.jobs.errors import (
     InputError,
     PipelineError,
     ReleaseMismatchError,
+    mark_recorded,
 )
 from polars_ppdm.jobs.inputs import (
     InputFile,
@@ -919,10 +920,11 @@ def _settle_failed_run(book: Any, run: str, new: bool, publisher: _Publisher, er
     nothing was published, the reservation; say which on the error (a note)."""
     publisher.discard()
     if publisher.committed:
+        mark_recorded(error)
         _interrupted_note(
             error,
-            "The ledger had recorded the run as published when this happened: some outputs may be in place, "
-            "and its epsilon stays spent.",
+            "The ledger had recorded the run as published when this happened: its epsilon stays spent and some "
+            "outputs may be missing; running the same pipeline again puts them in place and spends nothing.",
         )
         return
     if not new:
