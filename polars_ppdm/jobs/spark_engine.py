@@ -80,7 +80,13 @@ def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
     if fmt == "parquet":
         return spark.read.parquet(*paths)
     # CSV: Polars' inferred types, declared, so that both engines read the same values.
-    return spark.read.csv(paths, header=True, schema=spark_schema(schema, "run"), enforceSchema=True)
+    # Spark's default nullValue "" reads a quoted empty string ("") as null, where Polars
+    # reads an empty string (and only an empty field as null): a null marker no file holds
+    # keeps the two apart as Polars does.
+    no_file_holds = f"\x00ppdm-null-{secrets.token_hex(16)}"
+    return spark.read.csv(
+        paths, header=True, schema=spark_schema(schema, "run"), enforceSchema=True, nullValue=no_file_holds
+    )
 
 
 def sink_table(

@@ -85,3 +85,29 @@ def test_engine_in_the_file_and_on_the_command_line(spark, tmp_path, monkeypatch
     path.write_text(path.read_text().replace('engine = "spark"', 'engine = "duckdb"'))
     assert main(["run", "--quiet", str(path)]) == EXIT_INVALID
     assert "engine" in capsys.readouterr().err
+
+
+def test_quoted_empty_strings_in_a_csv_read_alike_on_both_engines(spark, tmp_path, monkeypatch):
+    # Spark's CSV reader took a quoted "" for null by default; Polars reads an empty string.
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    paths = {engine: copy_example("survey", tmp_path / engine) for engine in ("polars", "spark")}
+    for path in paths.values():
+        data = path.parent / "survey.csv"
+        frame = pl.read_csv(data).with_columns(
+            pl.when(pl.col("respondent_id") % 5 == 0)
+            .then(pl.lit(""))
+            .when(pl.col("respondent_id") % 7 == 0)
+            .then(None)
+            .otherwise("region")
+            .alias("region")
+        )
+        frame.write_csv(data)
+        assert '""' in data.read_text()  # the test's premise: quoted empty strings in the file
+    for engine, path in paths.items():
+        assert _run(path, engine) == EXIT_OK
+    want = _outputs(paths["polars"].parent / "out" / "manifest.json")
+    got = _outputs(paths["spark"].parent / "out" / "manifest.json")
+    table = "survey_perturbed.parquet"
+    assert want[table]["region"].eq_missing("").sum() > 0 and want[table]["region"].null_count() > 0
+    for output, frame in want.items():
+        assert got[output].sort(frame.columns).equals(frame.sort(frame.columns)), output
