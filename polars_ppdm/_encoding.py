@@ -17,7 +17,7 @@ import polars as pl
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import fnv1a_64
 
-__all__ = ["Domain", "aligned", "null_key_message", "row_keys", "with_nulls"]
+__all__ = ["Domain", "RowShape", "aligned", "null_key_message", "row_keys", "row_shape", "with_nulls"]
 
 
 def null_key_message(column: str, func: str) -> str:
@@ -31,16 +31,66 @@ def null_key_message(column: str, func: str) -> str:
     )
 
 
-def aligned(values: pl.Series, keys: pl.Series, func: str) -> tuple[pl.Series, pl.Series]:
+@dataclass(frozen=True)
+class RowShape:
+    """What the expressions of an element-wise step say of their lengths, read when the
+    step is built (before any data): ``value_literal``: the value is a literal (public:
+    repeated over the key's rows); ``key_scalar``: the key is one value for every row (a
+    literal or an aggregate: repeated over the values' rows); None where this Polars
+    cannot tell (``Expr.meta.is_scalar`` is newer than 1.34)."""
+
+    value_literal: bool = False
+    key_scalar: bool | None = None
+
+
+def _one_value_message(func: str, value: str, key: str) -> str:
+    return (
+        f"{func} perturbs each unit's own value, but the column {value!r} is one value (an aggregate) against "
+        f"the rows of the key {key!r}: each row would draw its own perturbation of it, and their average would "
+        "give it away. Perturb the rows and aggregate after, or release the aggregate with a dp_* function."
+    )
+
+
+def row_shape(value: pl.Expr, key: pl.Expr, func: str) -> RowShape:
+    """Refuse, when the step is built, a value that is one value for the whole frame (an
+    aggregate such as ``pl.col("x").sum()``; a literal is public and allowed): each row
+    would draw its own perturbation of the one value, and their average gives it away.
+    Refused here, before any data, it is refused whatever the engine and whether Polars
+    broadcasts it before the step sees it (a lazy query on Polars 2 does).
+
+    Examples
+    --------
+    >>> row_shape(pl.col("x"), pl.lit(3), "add_noise").key_scalar in (True, None)
+    True
+    """
+    is_scalar = getattr(value.meta, "is_scalar", None)
+    if is_scalar is None:  # Polars 1.34: the batch tells what it can (see aligned)
+        return RowShape()
+    literal = value.meta.is_literal(allow_aliasing=True)
+    if is_scalar() and not literal:
+        raise InvalidParameterError(_one_value_message(func, _name(value), _name(key)))
+    return RowShape(value_literal=literal, key_scalar=key.meta.is_scalar())
+
+
+def _name(expr: pl.Expr) -> str:
+    try:
+        return expr.meta.output_name()
+    except Exception:  # no single output name: the expression's text
+        return str(expr)
+
+
+def aligned(
+    values: pl.Series, keys: pl.Series, func: str, shape: RowShape | None = None
+) -> tuple[pl.Series, pl.Series]:
     """The values and the row keys of an element-wise step, of one length.
 
-    A one-row key (a literal, ``key=pl.lit(3)``) is repeated over the values' rows, as
+    A one-value key (a literal, ``key=pl.lit(3)``) is repeated over the values' rows, as
     Polars broadcasts it in a lazy query: every row is then one unit, and equal values
-    share their coin.  A one-row value against several keys (an aggregate such as
-    ``pl.col("x").sum()``) is refused: each row would draw its own perturbation of the
-    one value, and the average of those copies gives it away.  Where Polars broadcasts
-    the aggregate before the step sees it (a lazy or streaming query on Polars 2), it
-    cannot be told from a column of equal values: the docs say not to perturb one.
+    share their coin; so is a literal value.  A key or value cut to another length (a
+    ``filter`` of one of them) is refused, in words that do not depend on the lengths.
+    ``shape`` is what :func:`row_shape` read off the expressions; without it (Polars
+    1.34, which cannot tell), a one-row key is repeated and a one-row value against
+    several keys refused as an aggregate.
 
     Examples
     --------
@@ -51,19 +101,16 @@ def aligned(values: pl.Series, keys: pl.Series, func: str) -> tuple[pl.Series, p
     n, m = len(values), len(keys)
     if n == m:
         return values, keys
-    if m == 1:
+    known = shape is not None and shape.key_scalar is not None
+    if m == 1 and (shape.key_scalar if known else True):  # type: ignore[union-attr]
         return values, keys.new_from_index(0, n)
-    if n == 1:
-        msg = (
-            f"{func} perturbs each unit's own value, but the column {values.name!r} is one value (an aggregate "
-            f"or a literal) against the rows of the key {keys.name!r}: each row would draw its own perturbation "
-            "of it, and their average would give it away. Perturb the rows and aggregate after, or release the "
-            "aggregate with a dp_* function."
-        )
-        raise InvalidParameterError(msg)
+    if n == 1 and shape is not None and shape.value_literal:
+        return values.new_from_index(0, m), keys
+    if n == 1 and not known:
+        raise InvalidParameterError(_one_value_message(func, values.name, keys.name))
     msg = (
-        f"{func}: the column {values.name!r} and the key {keys.name!r} have different numbers of rows; an "
-        "element-wise step needs one key per row."
+        f"{func}: the column {values.name!r} and the key {keys.name!r} have different numbers of rows (one of "
+        "them filtered or aggregated?); an element-wise step needs one key per row, of the same rows."
     )
     raise InvalidParameterError(msg)
 

@@ -7,10 +7,12 @@ one row (other bits than lazy's), and an eager ``add_noise`` failed with NumPy's
 
 * A one-row key is repeated over the rows, as Polars does: every mode gives what the
   same step gives under a column holding that key on every row.
-* A one-row value against several keys is refused: each row would draw its own copy of
-  the one value (an aggregate), and the copies together give it away.  Where Polars
-  broadcasts it first (a lazy query on Polars 2) the step cannot tell it from a column of
-  equal values; the docstrings say not to perturb an aggregate.
+* An aggregate value is refused: each row would draw its own copy of the one value, and
+  the copies together give it away.  Where Polars can tell (``Expr.meta.is_scalar``,
+  after 1.34) it is refused when the step is built, in every mode (a lazy query on
+  Polars 2 broadcasts it before the step sees it); a literal value is public, repeated.
+* A key or value filtered to another length is refused in words that do not depend on
+  how many rows the filter kept.
 """
 
 from __future__ import annotations
@@ -70,23 +72,77 @@ def test_a_literal_key_is_repeated_over_the_rows_in_every_mode(case: str, mode: 
     assert got.to_list() == want.to_list()
 
 
-AGGREGATES = {
-    "add_noise of a sum": pl.col("k").sum().ppdm.add_noise(scale=1.0, secret=SECRET, key="id", stream="s"),
-    "add_noise of a sum, row-position keys": pl.col("k")
-    .sum()
-    .ppdm.add_noise(dist="uniform", scale=2.0, secret=SECRET, stream="s"),
-    "rr_disguise of any()": pl.col("a").any().ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s"),
-    "rr_disguise of a string max": pl.col("k")
-    .cast(pl.String)
-    .max()
-    .ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", categories=[str(i) for i in range(8)], stream="s"),
+AGGREGATES: dict[str, Callable[[], pl.Expr]] = {
+    "add_noise of a sum": lambda: (
+        pl.col("k").sum().ppdm.add_noise(scale=1.0, secret=SECRET, key="id", stream="s")
+    ),
+    "add_noise of a sum, row-position keys": lambda: (
+        pl.col("k").sum().ppdm.add_noise(dist="uniform", scale=2.0, secret=SECRET, stream="s")
+    ),
+    "rr_disguise of any()": lambda: (
+        pl.col("a").any().ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s")
+    ),
+    "rr_disguise of a string max": lambda: (
+        pl.col("k")
+        .cast(pl.String)
+        .max()
+        .ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", categories=[str(i) for i in range(8)], stream="s")
+    ),
 }
+TELLS_SCALARS = hasattr(pl.col("x").meta, "is_scalar")  # Polars 1.34 cannot tell when building
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", AGGREGATES)
-def test_an_aggregate_value_handed_over_as_one_row_is_refused(case: str) -> None:
+def test_an_aggregate_value_is_refused_in_every_mode(case: str, mode: str) -> None:
+    # Where Polars can tell, refused when the step is built: before, a lazy query on
+    # Polars 2 broadcast the aggregate and the step perturbed every copy.
+    if not TELLS_SCALARS and mode != "eager":
+        pytest.skip("Polars < 2 cannot tell an aggregate when the step is built")
     with pytest.raises(InvalidParameterError, match="perturbs each unit's own value, but the column"):
-        FRAME.select(AGGREGATES[case])
+        MODES[mode](AGGREGATES[case]())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_literal_value_is_public_and_repeated(mode: str) -> None:
+    if not TELLS_SCALARS:
+        pytest.skip("Polars < 2 cannot tell a literal when the step is built")
+    step = pl.lit(True).alias("a").ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s")
+    column = FRAME.with_columns(a=pl.lit(True))  # the literal as a column of the frame's rows
+    want = column.select(pl.col("a").ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", stream="s"))
+    got = MODES[mode](step)
+    assert got.to_list() == want.to_series().to_list()
+
+
+def _refusal(frame: pl.DataFrame, step: pl.Expr) -> str:
+    with pytest.raises(InvalidParameterError, match="have different numbers of rows") as refused:
+        frame.select(step)
+    return str(refused.value)
+
+
+# The filter keeps one row of FRAME and two of TWO_SEVENS: the same words for both.
+TWO_SEVENS = FRAME.with_columns(k=pl.when(pl.col("id") == 1).then(7).otherwise("k"))
+SEVENS = pl.col("k") == 7
+
+
+def test_a_filtered_key_is_refused_in_the_same_words_whatever_its_length() -> None:
+    # Before, a key filtered down to one row was repeated over every row (all rows one
+    # unit), and the words of the refusal told one row from several.
+    if not TELLS_SCALARS:
+        pytest.skip("Polars < 2 cannot tell a filtered key from a literal")
+    step = pl.col("k").ppdm.add_noise(scale=1.0, secret=SECRET, key=pl.col("id").filter(SEVENS), stream="s")
+    assert _refusal(FRAME, step) == _refusal(TWO_SEVENS, step)
+
+
+def test_a_filtered_value_is_refused_in_the_same_words_whatever_its_length() -> None:
+    if not TELLS_SCALARS:
+        pytest.skip("Polars < 2 cannot tell a filtered value from an aggregate")
+    step = (
+        pl.col("k")
+        .filter(SEVENS)
+        .ppdm.rr_disguise(p=0.6, secret=SECRET, key="id", categories=list(range(8)), stream="s")
+    )
+    assert _refusal(FRAME, step) == _refusal(TWO_SEVENS, step)
 
 
 def test_values_and_keys_of_other_lengths_are_refused() -> None:

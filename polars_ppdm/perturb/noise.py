@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import aligned, row_keys, with_nulls
+from polars_ppdm._encoding import aligned, row_keys, row_shape, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, is_real, per_column
 from polars_ppdm.exceptions import InvalidParameterError
@@ -134,8 +134,9 @@ def add_noise_expr(
     expr : polars.Expr
         A numeric expression of each unit's own value.  Not an aggregate
         (``pl.col("x").sum()``): each row would draw its own noise on the one value, and
-        the average of the copies is the value.  It is refused where Polars hands the step
-        the one row (eager); a lazy query on Polars 2 broadcasts it first.
+        the average of the copies is the value.  It is refused when the step is built (on
+        Polars 1.34, which cannot tell, only where an eager query hands it over as one
+        row); a literal (public) is repeated over the rows.
     dist : {'gaussian', 'uniform'}
         The noise distribution (public).
     scale : float
@@ -181,9 +182,11 @@ def add_noise_expr(
             raise InvalidParameterError(msg) from None
     secret, word = resolve_secret(secret).key, stream_id(stream)
     draw = uniform_noise if dist == "uniform" else gaussian_noise
+    keys = key_expr(key)
+    shape = row_shape(expr, keys, func)
 
     def batch(inputs: Sequence[pl.Series]) -> pl.Series:
-        values, keys = aligned(inputs[0], inputs[1], func)
+        values, keys = aligned(inputs[0], inputs[1], func, shape)
         if not values.dtype.is_numeric():
             msg = f"add_noise needs a numeric column. Got {values.name!r} of dtype {values.dtype} instead."
             raise InvalidParameterError(msg)
@@ -203,7 +206,7 @@ def add_noise_expr(
         # Under a null, zeros: not the noise of the filler 0.0, nor the input's hidden value.
         return with_nulls(pl.Series(values.name, noise), valid)
 
-    return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.Float64, is_elementwise=True)
+    return pl.map_batches([expr, keys], batch, return_dtype=pl.Float64, is_elementwise=True)
 
 
 def add_noise(

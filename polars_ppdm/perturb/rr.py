@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._design import RRDesign
-from polars_ppdm._encoding import Domain, aligned, row_keys, with_nulls
+from polars_ppdm._encoding import Domain, RowShape, aligned, row_keys, row_shape, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
@@ -68,8 +68,9 @@ def disguise_series(
     secret: bytes,
     stream: int,
     func: str,
+    shape: RowShape | None = None,
 ) -> pl.Series:
-    values, keys = aligned(values, keys, func)
+    values, keys = aligned(values, keys, func, shape)
     domain = Domain.of(values.dtype, categories, func=func, column=values.name)
     keep = keep_probability(p, epsilon, domain.k, func, column=values.name)
     if values.dtype == pl.Boolean:
@@ -205,8 +206,9 @@ def rr_disguise_expr(
     expr : polars.Expr
         A Boolean, 0/1 integer, Enum, Categorical or String column: each unit's own value.
         Not an aggregate (``pl.col("x").any()``): each row would draw its own copy of the
-        one value, and the copies together give it away.  It is refused where Polars hands
-        the step the one row (eager); a lazy query on Polars 2 broadcasts it first.
+        one value, and the copies together give it away.  It is refused when the step is
+        built (on Polars 1.34, which cannot tell, only where an eager query hands it over
+        as one row); a literal (public) is repeated over the rows.
     p : float, optional
         Probability of keeping the true value, in [0, 1], not 1/k.
     epsilon : float, optional
@@ -264,6 +266,8 @@ def rr_disguise_expr(
             raise InvalidParameterError(msg) from None
     secret = resolve_secret(secret).key
     stream_word = stream_id(stream)
+    keys = key_expr(key)
+    shape = row_shape(expr, keys, func)
 
     def batch(inputs: Sequence[pl.Series]) -> pl.Series:
         values, keys = inputs
@@ -276,10 +280,11 @@ def rr_disguise_expr(
             secret=secret,
             stream=stream_word,
             func=func,
+            shape=shape,
         )
 
     # Two inputs rather than a struct: a struct costs Polars about 1 ns a row to build.
-    return pl.map_batches([expr, key_expr(key)], batch, return_dtype=pl.dtype_of(expr), is_elementwise=True)
+    return pl.map_batches([expr, keys], batch, return_dtype=pl.dtype_of(expr), is_elementwise=True)
 
 
 def _negate_where(pair: Sequence[pl.Series], *, domain: Domain, func: str) -> pl.Series:
