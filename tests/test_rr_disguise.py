@@ -68,7 +68,7 @@ def test_kary_string_enum_and_categorical_share_the_draws(frame):
     enum = pl.Enum(cats)
     out = frame.select(
         pl.col("colour").ppdm.rr_disguise(p=0.6, secret=2, key="id", categories=cats),
-        pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, secret=2, key="id").alias("as_enum"),
+        pl.col("colour").cast(enum).ppdm.rr_disguise(p=0.6, secret=2, key="id", stream="colour").alias("as_enum"),
         pl.col("colour")
         .cast(pl.Categorical)
         .ppdm.rr_disguise(p=0.6, secret=2, key="id", categories=cats, stream="colour")

@@ -604,20 +604,22 @@ pub(crate) fn register_noise_tables(tables: (Vec<f64>, Vec<f64>, Vec<f64>)) {
     let _ = NOISE_TABLES.set(tables);
 }
 
-/// The arguments of `add_noise_f64` (33 little-endian bytes): the secret's handle, the
-/// two stream words of the value-keyed chain, Gaussian or uniform, and the scale.
+/// The arguments of `add_noise_f64` (41 little-endian bytes): the secret's handle, the
+/// two stream words of the value-keyed chain, Gaussian or uniform, the scale, and the
+/// grid of the released values (`polars_ppdm.kernels.noise.noise_grid`).
 struct NoiseArgs {
     cipher: Arc<Cipher>,
     steps: [u64; 2],
     gaussian: bool,
     scale: f64,
+    grid: f64,
 }
 
 impl NoiseArgs {
     fn parse(kwargs: &[u8]) -> Result<Self, String> {
         let bytes = argument_bytes(kwargs)?;
-        if bytes.len() != 33 {
-            return Err(format!("internal: the noise plugin's arguments are 33 bytes, not {}", bytes.len()));
+        if bytes.len() != 41 {
+            return Err(format!("internal: the noise plugin's arguments are 41 bytes, not {}", bytes.len()));
         }
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         Ok(NoiseArgs {
@@ -625,6 +627,7 @@ impl NoiseArgs {
             steps: [u64_at(8), u64_at(16)],
             gaussian: bytes[24] != 0,
             scale: f64::from_bits(u64_at(25)),
+            grid: f64::from_bits(u64_at(33)),
         })
     }
 }
@@ -648,6 +651,14 @@ fn floats(values: &Input) -> Result<std::borrow::Cow<'_, [f64]>, String> {
         out.extend_from_slice(slice(array)?);
     }
     Ok(std::borrow::Cow::Owned(out))
+}
+
+/// `value` rounded to a multiple of `grid` (ties to even, -0.0 as 0.0); kept as it is
+/// past 2^52 grid steps (or for a quotient that is not finite), where its own spacing is
+/// coarser than the grid.
+fn on_grid(value: f64, grid: f64) -> f64 {
+    let steps = value / grid;
+    if steps.abs() < 4_503_599_627_370_496.0 { steps.round_ties_even() * grid + 0.0 } else { value }
 }
 
 fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
@@ -676,10 +687,10 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     let mut out = vec![0.0f64; n];
     fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, &mut out);
     for (row, (o, &x)) in out.iter_mut().zip(data.iter()).enumerate() {
-        // x + r: the bits of Polars' x + r (addition commutes exactly). Zero under a null:
-        // an Arrow IPC file writes the data buffer whole, and the noise of the filler 0.0
-        // there is the unit's noise for the value 0.0.
-        *o = if is_valid(row) { *o + x } else { 0.0 };
+        // x + r on the grid (the steps of kernels/noise.py's noisy_values). Zero under a
+        // null: an Arrow IPC file writes the data buffer whole, and the noise of the
+        // filler 0.0 there is the unit's noise for the value 0.0.
+        *o = if is_valid(row) { on_grid(*o + x, args.grid) } else { 0.0 };
     }
     Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(out), validity, n, nulls)))
 }

@@ -23,9 +23,9 @@ from polars_ppdm.duckdb._shared import constant, one_array, secret_of, secret_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import _native, prf
 from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, discrete_gaussian, discrete_laplace
-from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
+from polars_ppdm.kernels.noise import gaussian_noise, noisy_values, uniform_noise
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
-from polars_ppdm.kernels.rr import keep_decisions
+from polars_ppdm.kernels.rr import keep_decisions, mechanism_stream
 from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, block_uniforms
 from polars_ppdm.perturb.noise import check_drawable, check_noise
 from polars_ppdm.perturb.rr import (
@@ -238,7 +238,9 @@ def _rr_plan_of(
     key = secret_of_source(text, state).key
     label = _stream_label(column, func)[1]
     threshold = prf.bernoulli_threshold(_keep_probability(p, epsilon, 2, func))
-    return None if threshold is None else (key, prf.value_stream(stream_id(label)), threshold)
+    if threshold is None:
+        return None
+    return key, prf.value_stream(mechanism_stream(stream_id(label), 2, threshold)), threshold
 
 
 def _rr_kary_udf(x, categories, p, epsilon, secret, key, stream):
@@ -327,8 +329,8 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
     keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
     data = values.fill_null(0.0).to_numpy()
     noise = _NOISE_KERNELS[dist](secret_of(secret, func).key, stream_id(label), keys, scale, values=data)
-    # x + r; zeros under a NULL, not the noise of the filler 0.0 (see with_nulls).
-    return with_nulls(pl.Series(column, data + noise), valid.to_numpy()).to_arrow()
+    # x + r on the scale's grid; zeros under a NULL, not the noise of the filler 0.0 (see with_nulls).
+    return with_nulls(pl.Series(column, noisy_values(data, noise, scale)), valid.to_numpy()).to_arrow()
 
 
 def _uniform_udf(secret, stream, key):

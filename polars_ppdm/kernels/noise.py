@@ -9,7 +9,9 @@ float64 bits (``x + 0.0``, so -0.0 counts as 0.0), two AES calls per row.  A uni
 unchanged value keeps its noise (re-runs cannot be averaged away), a changed value gets
 fresh, independent noise (the change is not revealed), and a unit's rows share noise
 only when their values are equal.  Without ``values`` the block is ``stream || key``
-(simulations and audits that draw noise for synthetic keys).  Its
+(simulations and audits that draw noise for synthetic keys).  The stream is derived by
+the distribution and the scale (:func:`noise_stream`), and the released ``x + r`` is
+rounded to a power-of-two grid below the scale (:func:`noisy_values`).  Its
 logarithm and cosine are :mod:`polars_ppdm.kernels.portable_math`'s, not NumPy's, whose
 bits depend on the CPU: the noise is the same on every machine.
 """
@@ -33,7 +35,77 @@ from polars_ppdm.kernels.prf import (
 )
 from polars_ppdm.kernels.spacings import exponentials
 
-__all__ = ["gaussian_noise", "scale_for_snr", "uniform_noise", "value_words"]
+__all__ = [
+    "gaussian_noise",
+    "noise_grid",
+    "noise_stream",
+    "noisy_values",
+    "scale_for_snr",
+    "uniform_noise",
+    "value_words",
+]
+
+#: Below the scale, the grid of released noisy values: 2**-24 of the scale's power of two.
+GRID_BITS_BELOW_SCALE = 24
+
+
+def noise_stream(stream: int, *, gaussian: bool, scale: float) -> int:
+    """The stream of one noise mechanism: ``stream`` (the column's) derived by the
+    distribution and the scale's float64 bits.
+
+    Two releases of one value under other scales then draw independent noise.  With one
+    draw ``z`` shared, ``y1 = x + s1 z`` and ``y2 = x + s2 z`` would give the value back
+    exactly: ``x = (s2 y1 - s1 y2) / (s2 - s1)``.
+
+    Examples
+    --------
+    >>> noise_stream(7, gaussian=True, scale=1.0) != noise_stream(7, gaussian=True, scale=2.0)
+    True
+    """
+    kind = "gaussian" if gaussian else "uniform"
+    return derived_stream(stream, f"noise/{kind}/{float(scale).hex()}")
+
+
+def noise_grid(scale: float) -> float:
+    """The power-of-two grid the noisy values are released on: ``2**(floor(log2(scale))
+    - 24)``, so that the float's low bits carry nothing of the original.
+
+    The noise itself is on a far finer, value-independent lattice (uniform: multiples of
+    ``scale * 2**-52``); released unrounded, ``y - x`` must lie on it wherever ``x + r`` is
+    exact, which rules candidate originals in or out (Mironov, CCS 2012, for Laplace).
+    Rounded to a grid ~2**28 times coarser, every candidate within the noise's range can
+    give every released value.  The rounding moves a value by at most half a grid step,
+    ``scale * 2**-24``: nothing next to the noise.
+
+    Examples
+    --------
+    >>> noise_grid(1.0), noise_grid(5000.0) == 2.0 ** (12 - 24)
+    (5.960464477539063e-08, True)
+    """
+    return math.ldexp(1.0, math.frexp(float(scale))[1] - 1 - GRID_BITS_BELOW_SCALE)
+
+
+def noisy_values(values: np.ndarray, noise: np.ndarray, scale: float) -> np.ndarray:
+    """``x + r`` rounded to :func:`noise_grid` (ties to even; -0.0 as 0.0), in ``noise``'s
+    buffer.  Where ``|x + r|`` is past ``2**52`` grid steps, its own float spacing is
+    coarser than the grid and it is kept as it is.  The compiled plugin takes the same
+    IEEE steps (``native/src/plugin.rs``).
+
+    Examples
+    --------
+    >>> y = noisy_values(np.array([0.1, 1e300]), np.array([0.25, 1.0]), 1.0)
+    >>> float(y[0]) == round(0.35 * 2**24) / 2**24, float(y[1]) == 1e300
+    (True, True)
+    """
+    grid = noise_grid(scale)
+    out = np.add(values, noise, out=noise)
+    steps = out / grid
+    on_grid = np.abs(steps) < 2.0**52  # False for the infinite or NaN quotient of a tiny grid
+    np.rint(steps, out=steps)
+    steps *= grid
+    steps += 0.0
+    np.copyto(out, steps, where=on_grid)
+    return out
 
 
 def value_words(values: np.ndarray) -> np.ndarray:
@@ -107,6 +179,7 @@ def uniform_noise(
     >>> bool(r[0] == r[2]), bool(r[0] != r[1])
     (True, True)
     """
+    stream = noise_stream(stream, gaussian=False, scale=half_width)
     fast = _compiled_noise(secret, stream, keys, values, half_width, gaussian=False)
     if fast is not None:
         return fast
@@ -134,6 +207,7 @@ def gaussian_noise(
     >>> bool(abs(np.corrcoef(r[0::2], r[1::2])[0, 1]) < 0.02)  # a unit's two values: independent noise
     True
     """
+    stream = noise_stream(stream, gaussian=True, scale=sigma)
     fast = _compiled_noise(secret, stream, keys, values, sigma, gaussian=True)
     if fast is not None:
         return fast

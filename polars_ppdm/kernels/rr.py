@@ -12,7 +12,9 @@ bits while its value is unchanged (re-runs cannot be averaged), draws fresh, ind
 coins when the value changes (the change is not revealed), and its several rows share a
 coin only when their values are equal (so the XOR of two different values is not
 revealed).  Whole-record disguise keys its one coin by the unit and the whole record
-(:func:`whole_record_keep`).
+(:func:`whole_record_keep`).  The stream itself is the column's stream and the
+mechanism's parameters (:func:`mechanism_stream`): a release of the same value under
+another p or k draws independent coins.
 
 Estimation: the observed category frequencies are ``lambda = M pi`` with
 ``M = p I + (1 - p)/(k - 1) (J - I)``; several attributes disguised independently give
@@ -49,6 +51,7 @@ from polars_ppdm.kernels.prf import (
     bit_value_prf_words,
     chained_prf_words,
     choice_index,
+    derived_stream,
     value_prf_words,
     value_stream,
 )
@@ -60,6 +63,7 @@ __all__ = [
     "keep_decisions",
     "keep_decisions_bits",
     "keep_from_epsilon",
+    "mechanism_stream",
     "record_words",
     "rr_matrix",
     "subset_coefficients",
@@ -107,6 +111,23 @@ def inverse_rr_matrix(p: float, k: int) -> np.ndarray:
     return (np.eye(k) - (b / (a + k * b)) * np.ones((k, k))) / a
 
 
+def mechanism_stream(stream: int, k: int, threshold: int) -> int:
+    """The stream of the coins of one randomized-response mechanism: ``stream`` (the
+    column's) derived by the mechanism's parameters, k (0 for whole-record disguise) and
+    the keep threshold (:func:`polars_ppdm.kernels.prf.bernoulli_threshold` of p).
+
+    Two releases of one value under other parameters then draw independent coins.  With
+    shared coins (one uniform compared with p1 < p2), two binary releases that differ
+    would say that the one with the larger p told the truth: no finite epsilon.
+
+    Examples
+    --------
+    >>> mechanism_stream(5, 2, bernoulli_threshold(0.8)) != mechanism_stream(5, 2, bernoulli_threshold(0.9))
+    True
+    """
+    return derived_stream(stream, f"rr/k={int(k)}/keep-below={int(threshold)}")
+
+
 def disguise_codes(
     codes: np.ndarray,
     k: int,
@@ -145,6 +166,7 @@ def disguise_codes(
         out[:] = codes
         return out
     t = np.uint64(threshold)
+    stream = mechanism_stream(stream, k, threshold)
 
     if k == 2:
 
@@ -186,6 +208,7 @@ def keep_decisions(codes: np.ndarray, p: float, secret: bytes, stream: int, keys
     if threshold is None:
         out[:] = True
         return out
+    stream = mechanism_stream(stream, 2, threshold)
     native = _native.NATIVE
     if native is not None and codes.dtype in (np.bool_, np.uint8) and len(codes) == len(keys):
         # One call without the GIL: the blocks, AES and the compare, per row.
@@ -246,6 +269,7 @@ def keep_decisions_bits(
     if threshold is None:
         out[:] = True
         return out
+    stream = mechanism_stream(stream, 2, threshold)
     native = _native.NATIVE
     bits = np.asarray(bits)
     if native is not None and bits.dtype == np.uint8 and bits.ndim == 1 and int(bit_offset) >= 0:
@@ -328,7 +352,7 @@ def whole_record_keep(
     def consume(start, stop, words):
         np.less(words[:, 0], below, out=out[start:stop])
 
-    chained_prf_words(secret, stream, keys, records, consume)
+    chained_prf_words(secret, mechanism_stream(stream, 0, threshold), keys, records, consume)
     return out
 
 

@@ -40,8 +40,10 @@ from polars.plugins import register_plugin_function
 from polars_ppdm._encoding import _WIDE_INTEGERS
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.noise import noise_grid, noise_stream
 from polars_ppdm.kernels.portable_math import _minus_log_centres, _quarter_turn_cells
 from polars_ppdm.kernels.prf import _check_secret, bernoulli_threshold, derived_stream, value_stream
+from polars_ppdm.kernels.rr import mechanism_stream
 
 __all__ = [
     "noise_plugin",
@@ -124,8 +126,9 @@ def rr_boolean_plugin(
     if directory is None:
         return None
     threshold = bernoulli_threshold(keep)
+    coins = stream if threshold is None else mechanism_stream(stream, 2, threshold)
     args = struct.pack(
-        "<QQQB", secret_handle(secret), value_stream(stream), threshold or 0, threshold is None
+        "<QQQB", secret_handle(secret), value_stream(coins), threshold or 0, threshold is None
     )
     return register_plugin_function(
         plugin_path=directory,
@@ -152,8 +155,9 @@ def noise_plugin(
     if directory is None:
         return None
     _register_noise_tables()
-    steps = (derived_stream(stream, "unit"), derived_stream(stream, "part/0"))
-    args = struct.pack("<QQQBd", secret_handle(secret), *steps, gaussian, scale)
+    coins = noise_stream(stream, gaussian=gaussian, scale=scale)
+    steps = (derived_stream(coins, "unit"), derived_stream(coins, "part/0"))
+    args = struct.pack("<QQQBdd", secret_handle(secret), *steps, gaussian, scale, noise_grid(scale))
     return register_plugin_function(
         plugin_path=directory,
         function_name="add_noise_f64",

@@ -19,17 +19,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from polars_ppdm._encoding import aligned, row_keys, row_shape, with_nulls
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_choice, check_columns, check_numeric, is_real, per_column
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.noise import gaussian_noise, uniform_noise
+from polars_ppdm.kernels.noise import gaussian_noise, noisy_values, uniform_noise
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.perturb._plugin import noise_plugin, plugin_errors, plugin_key_dtype
-from polars_ppdm.perturb.rr import key_expr
+from polars_ppdm.perturb.rr import default_stream, key_expr
 from polars_ppdm.secret import SecretLike, resolve_secret
 
 __all__ = [
@@ -146,7 +145,13 @@ def add_noise_expr(
         unit; default the row position); the same key with the same value gets the same
         noise.
     stream : str, optional
-        Stream label; default ``"add_noise/" + output name``.
+        Stream label; default ``"add_noise/" + output name`` for a column, required for a
+        computed expression (see :func:`polars_ppdm.rr_disguise_expr`).  The noise is
+        drawn at the stream derived by ``dist`` and ``scale``: a release of the same value
+        at another scale has independent noise (with shared noise, two scales would give
+        the value back exactly).  The released ``x + r`` is rounded to a power-of-two grid
+        ``2**-24`` of the scale (its low bits would otherwise rule candidate originals in
+        or out).
 
     Examples
     --------
@@ -173,13 +178,7 @@ def add_noise_expr(
     dist, scale = check_noise(dist, scale, func)
     check_drawable(scale, func)
     if stream is None:
-        try:
-            stream = "add_noise/" + expr.meta.output_name()
-        except Exception:
-            msg = (
-                "add_noise cannot name the stream of an expression without an output name; pass stream='...'."
-            )
-            raise InvalidParameterError(msg) from None
+        stream = default_stream(expr, func, "add_noise/")
     secret, word = resolve_secret(secret).key, stream_id(stream)
     draw = uniform_noise if dist == "uniform" else gaussian_noise
     keys = key_expr(key)
@@ -202,7 +201,7 @@ def add_noise_expr(
         valid = x.is_not_null().to_numpy() if nulls else None
         unit_keys = row_keys(keys, func=func, required_rows=valid)
         noise = draw(secret, word, unit_keys, scale, values=data)
-        np.add(data, noise, out=noise)  # x + r in place: the bits of Polars' x + r
+        noisy_values(data, noise, scale)  # x + r on the scale's grid, in place
         # Under a null, zeros: not the noise of the filler 0.0, nor the input's hidden value.
         return with_nulls(pl.Series(values.name, noise), valid)
 

@@ -53,6 +53,26 @@ def key_expr(key: str | pl.Expr | None) -> pl.Expr:
     raise InvalidParameterError(msg)
 
 
+def default_stream(expr: pl.Expr, func: str, prefix: str = "") -> str:
+    """The stream label of an element-wise step without ``stream=``: ``prefix`` and the
+    expression's output name, for a column (renamed or not).
+
+    A computed expression (``pl.col("a") & pl.col("b")``, ``pl.col("x").clip(...)``) is
+    refused: its output name is its first column's, so it would draw the coins of that
+    column, and where the two are equal their releases would be equal too (which tells
+    when a derived value equals its source)."""
+    if not expr.meta.undo_aliases().meta.is_column():
+        name = expr.meta.output_name(raise_if_undetermined=False)
+        msg = (
+            f"{func} of the computed expression {str(expr)[:80]!r} needs stream='...': without it the stream "
+            "would be its output name"
+            + (f" {name!r}, the stream of the column {name!r} itself" if name else "")
+            + ", and the two releases would share coins wherever their values are equal. Name a stream of its own."
+        )
+        raise InvalidParameterError(msg)
+    return prefix + expr.meta.output_name()
+
+
 def whole_record_stream(columns: Sequence[str]) -> str:
     """Default stream label of the one-coin-per-record disguise of ``columns``."""
     return "whole_record/" + "\x1f".join(columns)
@@ -221,7 +241,9 @@ def rr_disguise_expr(
         The row key (the privacy unit): rows with the same key and the same value get the
         same coin, so a re-run never re-randomises an unchanged value.  Integer or
         string.  Default: the row position in the frame the expression sees (then the
-        result depends on the row order).
+        result depends on the row order).  Inside ``.over(...)`` or ``group_by().agg``
+        that frame is the group: positions restart per group and rows of different
+        groups would share coins; give a key there.
     categories : sequence, optional
         The public domain of a String, Categorical or k-ary integer column, required for
         those.  It is never read off the data: a category that no row has would never be
@@ -230,7 +252,8 @@ def rr_disguise_expr(
         column without ``categories`` is binary (0/1).
     stream : str, optional
         Stream label of the draws.  Default: the column's output name, so two columns
-        disguised with one secret get independent coins.  In DuckDB,
+        disguised with one secret get independent coins; required for a computed
+        expression (its output name is its first column's, whose coins it would share).  In DuckDB,
         ``ppdm_rr_disguise(x, p, secret, key, 'x')`` matches the default here.
 
     Returns
@@ -259,11 +282,7 @@ def rr_disguise_expr(
     func = "rr_disguise"
     check_p_or_epsilon(p, epsilon, func)  # the 1/k check waits for the dtype
     if stream is None:
-        try:
-            stream = expr.meta.output_name()
-        except Exception:
-            msg = "rr_disguise cannot name the stream of an expression without an output name; pass stream='...'."
-            raise InvalidParameterError(msg) from None
+        stream = default_stream(expr, func)
     secret = resolve_secret(secret).key
     stream_word = stream_id(stream)
     keys = key_expr(key)

@@ -189,7 +189,7 @@ def test_whole_record_coin_is_keyed_by_the_record():
 
 
 #: The value-keyed coins' bits, pinned: a change of the keying must be announced.
-DIGEST = "51aaf73ddd9970ba2705aaf8499cbb40fb4d8e60394f9f09a819030e3c9d25b8"
+DIGEST = "30ea17066f0e0c924ac247f0e22d985878b64ed83ca5b6c6c7f75f8446134c8a"
 
 
 def test_value_keyed_bits_are_pinned():
