@@ -231,14 +231,12 @@ _TABLE_SCHEMA = pl.Schema(
     ]
 )
 
-# One lock per ledger file for the threads of this process (DuckDB's file lock is per process).
-_PATH_LOCKS: dict[str, threading.RLock] = {}
-_PATH_LOCKS_GUARD = threading.Lock()
-
-
-def _path_lock(key: str) -> threading.RLock:
-    with _PATH_LOCKS_GUARD:
-        return _PATH_LOCKS.setdefault(key, threading.RLock())
+# One lock for the ledger transactions of every thread of this process (DuckDB's file
+# lock is per process, so it does not part them).  One for all files, not one per path:
+# a path does not name a file (a hard link, a bind mount, a case-insensitive file system),
+# and two threads that opened one file by two paths overspent its budget and damaged its
+# reads.  A transaction takes milliseconds; runs hold no lock between them.
+_LEDGER_LOCK = threading.RLock()
 
 
 def _process_start(pid: int) -> str:
@@ -415,7 +413,7 @@ class Ledger:
         if not self.path.parent.is_dir():
             _fail("path", "Ledger", "a file in an existing folder", str(path))
         self.timeout = check_real("timeout", timeout, "Ledger", low=0)
-        self._lock = _path_lock(os.path.realpath(self.path))
+        self._lock = _LEDGER_LOCK
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"

@@ -60,10 +60,13 @@ CREATE OR REPLACE MACRO _ppdm_dp_out(kind, value_col, q) AS coalesce(
 CREATE OR REPLACE MACRO _ppdm_dp_summed(kind) AS kind IN ('sum', 'mean', 'variance', 'std');
 CREATE OR REPLACE MACRO _ppdm_dp_shifted(kind) AS kind IN ('mean', 'variance', 'std');
 CREATE OR REPLACE MACRO _ppdm_dp_in_python(kind) AS kind IN ('variance', 'std', 'quantile');
--- ppdm_bits of a BIGINT in plain SQL (two's complement; NULL: NULL_BITS), for the per-row
--- units and groups: a Python UDF per 2048-row vector cost more than the bounding itself.
+-- ppdm_bits of an integer of up to 64 bits in plain SQL (its 64-bit pattern: two's
+-- complement, a UBIGINT as it is; NULL: NULL_BITS), for the per-row units and groups: a
+-- Python UDF per 2048-row vector cost more than the bounding itself.  Through HUGEINT,
+-- not BIGINT: a UBIGINT at or above 2^63 has no BIGINT, and TRY_CAST made every such
+-- value NULL, one group (one noise draw) and one unit.
 CREATE OR REPLACE MACRO _ppdm_dp_bits(x) AS
-    coalesce((x::BIGINT::HUGEINT & 18446744073709551615::HUGEINT)::UBIGINT, 9221243865064631925::UBIGINT);
+    coalesce((TRY_CAST(x AS HUGEINT) & 18446744073709551615::HUGEINT)::UBIGINT, 9221243865064631925::UBIGINT);
 -- What is wrong with a quantile's candidates (NULL: nothing), given as JSON (a number of
 -- points, or a list), as dp.quantile's checks say it.
 CREATE OR REPLACE MACRO _ppdm_dp_candidates_problem(j, lo, hi) AS
@@ -256,7 +259,7 @@ rows AS (
                     THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ' || _ppdm_dp_fn(kind)
                                || ' has NULL values; every row needs its privacy unit.')
                 WHEN u_type = 'VARCHAR' THEN _ppdm_dp_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
-                ELSE _ppdm_dp_bits(TRY_CAST(__ppdm_u AS BIGINT)) END AS __unit,
+                ELSE _ppdm_dp_bits(__ppdm_u) END AS __unit,
            -- Clamped, in grid units, minus a mean's midpoint (as Polars: exact integer sums).
            CASE WHEN NOT _ppdm_dp_summed(kind) THEN 0
                 WHEN __ppdm_x IS NULL OR isnan(__ppdm_x) OR NOT isfinite(__ppdm_x) THEN NULL
@@ -315,7 +318,7 @@ pairs AS (
 -- The group value's 64-bit pattern (polars_ppdm.dp.group_by._value_bits), once per group.
 group_bits AS (
     SELECT __g, if(typeof(__g) = 'VARCHAR', ppdm_string_bits(secret::VARCHAR, TRY_CAST(__g AS VARCHAR)),
-                   _ppdm_dp_bits(TRY_CAST(__g AS BIGINT))) AS __gbits
+                   _ppdm_dp_bits(__g)) AS __gbits
     FROM (SELECT DISTINCT __g FROM whole_pairs)
 ),
 -- The max_groups_contributed pairs of smallest (word, group) of each unit: an aggregate
@@ -352,7 +355,7 @@ keyed AS (
            ppdm_word(secret::VARCHAR, 'dp_group_by/group/0', 0::UBIGINT,
                      CASE WHEN c.__g IS NULL THEN ppdm_bits(NULL)
                           WHEN typeof(c.__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(c.__g AS VARCHAR))
-                          ELSE ppdm_bits(TRY_CAST(c.__g AS BIGINT)) END) AS __word
+                          ELSE _ppdm_dp_bits(c.__g) END) AS __word
     FROM candidates c
 ),
 -- Bad data is refused before any noise is drawn, with no count in the message.

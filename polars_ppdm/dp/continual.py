@@ -43,7 +43,7 @@ from polars_ppdm.dp._common import (
     release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant
-from polars_ppdm.dp.group_by import group_words
+from polars_ppdm.dp.group_by import check_group_key_dtype, group_words
 from polars_ppdm.dp.zcdp import check_rho
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import binary_tree as tree
@@ -96,11 +96,20 @@ class ContinualResult(NamedTuple):
     state: TreeState
 
 
+_WIDER_THAN_INT64 = tuple(getattr(pl, name) for name in ("Int128", "UInt128") if hasattr(pl, name))
+
+
 def period_index(column: str, dtype: pl.DataType, start: Any, every: str) -> pl.Expr:
     """The period number of each row: the integer column as it is, or ``(date - start)
     // every`` days for a Date or Datetime column (the date part, in the column's time
     zone)."""
     if dtype.is_integer():
+        # Clipped into Int64 first: a strict cast of a UInt64 or 128-bit period past Int64
+        # fails with a message that quotes the value; clipped, it stays before period 0 or
+        # past any horizon, as it was.
+        if dtype in (pl.UInt64, *_WIDER_THAN_INT64):
+            lowest = None if dtype.is_unsigned_integer() else -(2**63)
+            return pl.col(column).clip(lowest, 2**63 - 1).cast(pl.Int64)
         return pl.col(column).cast(pl.Int64)
     days = EVERY[every]
     return ((pl.col(column).cast(pl.Date) - pl.lit(start, dtype=pl.Date)).dt.total_days() // days).cast(
@@ -345,6 +354,8 @@ def _check_groups(public_groups: Any, by: list[str], schema: pl.Schema) -> pl.Da
     if not isinstance(public_groups, pl.DataFrame) or sorted(public_groups.columns) != sorted(by):
         msg = f"The 'public_groups' parameter of {_FUNC} must be a DataFrame with exactly the 'by' columns {by}. Got {public_groups!r} instead."
         raise InvalidParameterError(msg)
+    for c in by:
+        check_group_key_dtype(schema[c], c, _FUNC)
     groups = public_groups.select(by)
     if groups.height == 0 or groups.height >= tree.MAX_GROUPS or groups.is_duplicated().any():
         msg = f"The 'public_groups' of {_FUNC} must list between 1 and 2^32 - 1 distinct groups. Got {groups.height} rows{' with duplicates' if groups.height and groups.is_duplicated().any() else ''}."

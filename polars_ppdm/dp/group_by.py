@@ -81,6 +81,7 @@ __all__ = [
     "bounded_groups",
     "check_flag",
     "check_group_by",
+    "check_group_key_dtype",
     "dp_group_by",
     "group_words",
     "quantile_of",
@@ -222,15 +223,24 @@ def string_bits(secret: bytes, text: pl.Series) -> np.ndarray:
 _GROUP_DTYPES = "integer, String, Categorical, Enum or Boolean"
 
 
-def _check_group_dtype(schema: pl.Schema, column: str) -> None:
-    dtype = schema[column]
-    if dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean) or isinstance(dtype, pl.Enum):
+def check_group_key_dtype(dtype: pl.DataType, column: str, func: str) -> None:
+    """Refuse, by its dtype alone, a group column whose values have no 64-bit pattern: a
+    float, or a 128-bit integer (its values past 64 bits would fail a cast whose message
+    quotes them)."""
+    wide = dtype in (pl.Int128, pl.UInt128) if hasattr(pl, "UInt128") else dtype == pl.Int128
+    if not wide and (
+        dtype.is_integer() or dtype in (pl.String, pl.Categorical, pl.Boolean) or isinstance(dtype, pl.Enum)
+    ):
         return
     msg = (
-        f"The 'by' parameter of {_FUNC}: group column {column!r} must be {_GROUP_DTYPES} (a float is no group key). "
-        f"Got dtype {dtype} instead."
+        f"The 'by' parameter of {func}: group column {column!r} must be {_GROUP_DTYPES} of at most 64 bits (a "
+        f"float is no group key; cast a 128-bit integer to String). Got dtype {dtype} instead."
     )
     raise InvalidParameterError(msg)
+
+
+def _check_group_dtype(schema: pl.Schema, column: str) -> None:
+    check_group_key_dtype(schema[column], column, _FUNC)
 
 
 @dataclass(frozen=True)

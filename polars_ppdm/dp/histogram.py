@@ -8,6 +8,7 @@ Zhang, Cheng, DPQT k-means (paper 004): the noisy-count primitive of its quadtre
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -266,6 +267,17 @@ def check_histogram(
     noise.check_scale(noise.scale(contributions, contributions), _FUNC)
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
+    for c in cols:
+        low, high = bounds_of[c]
+        # The bin of x is (x - low) * (bins / (high - low)): that factor must be finite,
+        # or a value equal to low gives 0 x inf = NaN and the data decide the refusal.
+        if not math.isfinite(bins_of[c] / (high - low)):
+            msg = (
+                f"The 'bins' and 'bounds' parameters of {_FUNC}: {bins_of[c]} bins over ({low!r}, {high!r}) for "
+                f"column {c!r} are narrower than a float can index (bins / (high - low) overflows); widen the "
+                "bounds or rescale the column."
+            )
+            raise InvalidParameterError(msg)
     epsilon_of = noise.budget if noise.name == "laplace" else None
     return HistogramRequest(cols, bounds_of, bins_of, epsilon_of, contributions, noise)
 
