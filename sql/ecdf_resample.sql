@@ -8,7 +8,8 @@
 --       for ppdm_rr_disguise: hex, 'env:NAME' or decimal digits).
 -- Every argument is checked before any row is read, with an error naming it: a NULL, a value
 -- of the wrong type, a col or key that names no column of tbl (the error lists its columns).
--- Needs the UDFs of ppdm.duckdb.register (ppdm_prf_word, _ppdm_ecdf_offsets, _ppdm_ecdf_uniforms).
+-- Needs the UDFs of ppdm.duckdb.register (ppdm_prf_word, _ppdm_ecdf_words, _ppdm_ecdf_key,
+-- _ppdm_ecdf_offsets, _ppdm_ecdf_uniforms).
 -- Returns every row of tbl: the other columns as they are, then col (DOUBLE) last, each
 -- non-null value replaced by the generated value of the same rank; nulls stay null and
 -- are left out of the ECDF.  The same values as Polars for the same secret and key.
@@ -124,17 +125,27 @@ __ppdm_cdf AS (
 __ppdm_levels AS (
     SELECT __ppdm_j, __ppdm_cut, __ppdm_cum::DOUBLE / max(__ppdm_cum) OVER () AS __ppdm_f FROM __ppdm_cdf
 ),
+-- The column's own key (as polars_ppdm.perturb.ecdf.column_key): the release key of its
+-- label and of the keyed digest of its values, so that other data draw another sample.
+__ppdm_own AS (
+    SELECT _ppdm_ecdf_key(secret::VARCHAR, col::VARCHAR, any_value(s.__ppdm_b),
+                          (coalesce(sum(_ppdm_ecdf_words(secret::VARCHAR, b.__ppdm_x)), 0) % 18446744073709551616)::UBIGINT,
+                          count(*)) AS __ppdm_own_key
+    FROM __ppdm_base b JOIN __ppdm_stats s ON s.__ppdm_b IS NOT NULL
+    WHERE b.__ppdm_x IS NOT NULL
+    HAVING count(*) > 0  -- an empty table: no key, and nothing drawn
+),
 -- The row of rank r gets the inverse CDF of the r-th smallest of n keyed uniforms, drawn
 -- in rank order without a sort (exponential spacings, polars_ppdm.kernels.spacings):
 -- the offsets of the blocks of 2048 ranks and their total from one pass over the draws,
 -- then each block's uniforms from its own draws, by the kernel Polars calls.
 __ppdm_spacings AS (
-    SELECT _ppdm_ecdf_offsets(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n) AS __ppdm_o, __ppdm_n
-    FROM __ppdm_stats WHERE __ppdm_n > 0
+    SELECT _ppdm_ecdf_offsets(__ppdm_own_key, 'ecdf_resample/' || col::VARCHAR, __ppdm_n) AS __ppdm_o, __ppdm_n
+    FROM __ppdm_stats, __ppdm_own WHERE __ppdm_n > 0
 ),
 __ppdm_blocks AS (
     SELECT __ppdm_k,
-           _ppdm_ecdf_uniforms(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR, __ppdm_n, __ppdm_k,
+           _ppdm_ecdf_uniforms((SELECT __ppdm_own_key FROM __ppdm_own), 'ecdf_resample/' || col::VARCHAR, __ppdm_n, __ppdm_k,
                                __ppdm_o[__ppdm_k + 1], __ppdm_o[len(__ppdm_o)]) AS __ppdm_us
     FROM __ppdm_spacings, range(0, len(__ppdm_o) - 1) __ppdm_r(__ppdm_k)
 ),
@@ -153,7 +164,7 @@ __ppdm_sample AS (
 ),
 __ppdm_ranked_rows AS (
     SELECT *, row_number() OVER (
-        ORDER BY __ppdm_x, ppdm_prf_word(secret::VARCHAR, 'ecdf_resample/' || col::VARCHAR || '/ties', __ppdm_key)
+        ORDER BY __ppdm_x, ppdm_prf_word((SELECT __ppdm_own_key FROM __ppdm_own), 'ecdf_resample/' || col::VARCHAR || '/ties', __ppdm_key)
     ) AS __ppdm_r
     -- Joined to the checks so that they run first (DuckDB 1.5 called the UDF before them,
     -- which then named a null key where the argument was the wrong type).

@@ -27,7 +27,7 @@ from polars_ppdm.kernels.ecdf import (
 )
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.spacings import sorted_uniforms
-from polars_ppdm.perturb.ecdf import ecdf_stream
+from polars_ppdm.perturb.ecdf import column_key, ecdf_stream
 
 SECRET = ppdm.resolve_secret(2012).key
 
@@ -47,13 +47,15 @@ def test_frame_function_applies_the_kernels_column_by_column():
     df = pl.DataFrame({"x1": [2, 6, 3, 9, 7], "x2": [4.0, 7, 1, 6, 8], "label": [0, 1, 1, 0, 0]})
     out = ppdm.ecdf_resample(df, ["x1", "x2"], bins=3, secret=2012, shuffle=True)
     # The rows in the draw order of x1: slot s holds the row of rank draws[s].
-    draws = shuffle_order(SECRET, stream_id(ecdf_stream("x1") + "/shuffle"), 5)
+    # Every draw of a column is under its own key, of its values (column_key).
+    keys = {c: column_key(SECRET, c, 3, df[c].cast(pl.Float64).to_numpy()) for c in ("x1", "x2")}
+    draws = shuffle_order(keys["x1"], stream_id(ecdf_stream("x1") + "/shuffle"), 5)
     for column in ("x1", "x2"):
         values = df[column].cast(pl.Float64).to_numpy()
         cuts, cdf = smoothed_cdf(values, 3)
-        ranked = rank_order(values, SECRET, stream_id(ecdf_stream(column) + "/ties"), np.arange(5))
+        ranked = rank_order(values, keys[column], stream_id(ecdf_stream(column) + "/ties"), np.arange(5))
         released = np.empty(5)
-        released[ranked] = sorted_sample(SECRET, stream_id(ecdf_stream(column)), 5, cuts, cdf)
+        released[ranked] = sorted_sample(keys[column], stream_id(ecdf_stream(column)), 5, cuts, cdf)
         if column == "x1":
             rows = ranked[draws]
         assert out[column].to_list() == released[rows].tolist()
@@ -136,7 +138,8 @@ def test_nulls_stay_null_and_are_left_out_of_the_ecdf():
     out = ppdm.ecdf_resample(df, "x", bins=3, secret=1)
     assert out["x"].is_null().to_list() == df["x"].is_null().to_list()
     cuts, cdf = smoothed_cdf(np.array([3.0, 1.0, 8.0, 4.0]), 3)
-    sample = sorted_sample(ppdm.resolve_secret(1).key, stream_id("ecdf_resample/x"), 4, cuts, cdf)
+    own = column_key(ppdm.resolve_secret(1).key, "x", 3, np.array([3.0, 1.0, 8.0, 4.0]))
+    sample = sorted_sample(own, stream_id("ecdf_resample/x"), 4, cuts, cdf)
     assert sorted(out["x"].drop_nulls().to_list()) == sample.tolist()
     assert out["k"].equals(df["k"])
 
@@ -234,8 +237,9 @@ def test_shuffle_publishes_the_unshuffled_release_in_the_keyed_row_order(link):
     m = int(valid.sum())
     if link == "rank":
         values = df["x1"].drop_nulls().to_numpy()
-        ranked = rank_order(values, SECRET, stream_id(ecdf_stream("x1") + "/ties"), np.flatnonzero(valid))
-        ranked = ranked[shuffle_order(SECRET, stream_id(ecdf_stream("x1") + "/shuffle"), m)]
+        own = column_key(SECRET, "x1", 20, values)
+        ranked = rank_order(values, own, stream_id(ecdf_stream("x1") + "/ties"), np.flatnonzero(valid))
+        ranked = ranked[shuffle_order(own, stream_id(ecdf_stream("x1") + "/shuffle"), m)]
     else:
         ranked = np.arange(m)
     rows = np.concatenate((np.flatnonzero(valid)[ranked], np.flatnonzero(~valid)))

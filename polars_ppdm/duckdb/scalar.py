@@ -25,8 +25,10 @@ from polars_ppdm.kernels import _native, prf
 from polars_ppdm.kernels.dp_noise import check_gaussian_sigma, discrete_gaussian, discrete_laplace
 from polars_ppdm.kernels.noise import gaussian_noise, noisy_values, uniform_noise
 from polars_ppdm.kernels.prf import first_words, stream_id, uniform
+from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words
 from polars_ppdm.kernels.rr import keep_decisions, mechanism_stream
 from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, block_uniforms
+from polars_ppdm.perturb.ecdf import column_label
 from polars_ppdm.perturb.noise import check_drawable, check_noise
 from polars_ppdm.perturb.rr import (
     _disguise_boolean,
@@ -376,6 +378,29 @@ def _discrete_gaussian_udf(secret, stream, key, sigma):
     return pa.array(discrete_gaussian(secret.key, stream_id(label), keys, sigma))
 
 
+def _ecdf_words_udf(secret, x):
+    """Each value's keyed digest word (:func:`~polars_ppdm.kernels.release_key.row_words`
+    of its float64 bits, -0.0 as 0.0); the macro sums them into the column's digest."""
+    func = "ppdm_ecdf_resample"
+    if len(x) == 0:
+        return pa.array([], type=pa.uint64())
+    values = series(x, "x").cast(pl.Float64).to_numpy()
+    return pa.array(row_words(secret_of(secret, func).key, [values]), type=pa.uint64())
+
+
+def _ecdf_key_udf(secret, column, bins, word_sum, rows):
+    """The hex AES key of one column's resample
+    (:func:`polars_ppdm.perturb.ecdf.column_key`), from the sum of the values' words mod
+    2^64 and their count: the key the other ECDF UDFs then take as their secret."""
+    func = "ppdm_ecdf_resample"
+    if len(bins) == 0:
+        return pa.array([], type=pa.string())
+    key = secret_of(secret, func).key
+    label = column_label(str(constant(column, "col", func)), int(constant(bins, "bins", func)))
+    digest = finish_digest(key, int(constant(word_sum, "digest", func)), int(constant(rows, "rows", func)))
+    return pa.array([release_key(key, label, digest).hex()] * len(bins), type=pa.string())
+
+
 def _ecdf_offsets_udf(secret, stream, n):
     """The offset of every block of ranks of the sorted uniforms of ``ppdm_ecdf_resample``,
     then their total (:func:`~polars_ppdm.kernels.spacings.block_offsets`): one list per row,
@@ -526,7 +551,19 @@ def register_scalar_udfs(con: duckdb.DuckDBPyConnection) -> None:
         null_handling=SPECIAL,
     )
     con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL)
-    # The sorted uniforms of ppdm_ecdf_resample (sql/ecdf_resample.sql), from the same kernel as Polars.
+    # The sorted uniforms of ppdm_ecdf_resample (sql/ecdf_resample.sql), from the same kernel
+    # as Polars, under the column's own key (from its values' digest).
+    con.create_function(
+        "_ppdm_ecdf_words", _ecdf_words_udf, [T.VARCHAR, T.DOUBLE], T.UBIGINT, type=ARROW, null_handling=SPECIAL
+    )
+    con.create_function(
+        "_ppdm_ecdf_key",
+        _ecdf_key_udf,
+        [T.VARCHAR, T.VARCHAR, T.BIGINT, T.UBIGINT, T.BIGINT],
+        T.VARCHAR,
+        type=ARROW,
+        null_handling=SPECIAL,
+    )
     doubles = duckdb.list_type(T.DOUBLE)
     con.create_function(
         "_ppdm_ecdf_offsets",

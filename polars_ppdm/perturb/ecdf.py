@@ -36,9 +36,10 @@ from polars_ppdm.kernels.ecdf import (
     smoothed_cdf,
 )
 from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.release_key import release_key, table_digest
 from polars_ppdm.secret import SecretLike, resolve_secret
 
-__all__ = ["ecdf_resample", "ecdf_stream"]
+__all__ = ["column_key", "column_label", "ecdf_resample", "ecdf_stream"]
 
 _FUNC = "ecdf_resample"
 LINKS = ("rank", "none")
@@ -49,6 +50,30 @@ def ecdf_stream(column: str) -> str:
     """Stream label of the generated sample of ``column`` (ties use ``+ "/ties"``; the
     row order of ``shuffle=True``, by the first column, ``+ "/shuffle"``)."""
     return "ecdf_resample/" + column
+
+
+def column_label(column: str, bins: int) -> str:
+    """The label of one column's resample in its key (:func:`column_key`)."""
+    return f"{ecdf_stream(column)}/bins={int(bins)}"
+
+
+def column_key(secret: bytes, column: str, bins: int, values: np.ndarray) -> bytes:
+    """The AES key of one column's resample: the secret's release key
+    (:func:`polars_ppdm.kernels.release_key.release_key`) of :func:`column_label` and the
+    keyed, order-free digest of the column's non-null values (float64, -0.0 as 0.0).
+
+    Every draw of the column (the sample, the ties, the shuffle) is keyed by its data: the
+    same values reproduce the release bit for bit, and a changed value draws a fresh
+    sample.  Under one key for all data, two nights one value apart released the same
+    values outside the span between the value's old and new bins, which showed both.
+
+    Examples
+    --------
+    >>> a = column_key(bytes(16), "x", 10, np.array([1.0, 2.0, 3.0]))
+    >>> a == column_key(bytes(16), "x", 10, np.array([3.0, 1.0, 2.0])), a == column_key(bytes(16), "x", 10, np.array([1.0, 2.0, 4.0]))
+    (True, False)
+    """
+    return release_key(secret, column_label(column, bins), table_digest(secret, [values]))
 
 
 def _check_bins(bins: int | Sequence[int] | Mapping[str, int], cols: list[str]) -> dict[str, int]:
@@ -160,7 +185,10 @@ def ecdf_resample(
         Equal-width intervals between min and max, from 2 to 10 million (the paper's
         k = bins + 1 cut points).  More bins follow the data more closely, and disclose more of it.
     secret : Secret, bytes, hex str, 'env:NAME', int or None
-        The secret of the keyed randomness (see :mod:`polars_ppdm.secret`).
+        The secret of the keyed randomness (see :mod:`polars_ppdm.secret`).  Each column
+        draws under its own key, of the secret, its bins and its values
+        (:func:`column_key`): the same values give the same release, a changed value a
+        fresh sample (not one that differs only around the change).
     key : str, optional
         Row-key column (integer or string) whose PRF words break ties between equal
         original values; default the row position.  Ties are never broken by position
@@ -241,32 +269,36 @@ def ecdf_resample(
             local.workspace = Workspace(n, index=index)  # the row numbers shared by all threads
         return local.workspace
 
-    def resample_column(
-        df: pl.DataFrame, c: str, keys: np.ndarray, index: np.ndarray, keep_order: bool
-    ) -> tuple[pl.Series, np.ndarray | None]:
+    def checked_values(df: pl.DataFrame, c: str) -> tuple[np.ndarray, np.ndarray | None, bytes]:
+        """The column's finite values, their validity, and the key of its draws."""
         values, valid, low, high = _finite_values(df[c])
         if values[0] == low == high:
             raise InvalidParameterError(constant_message(c))
         if not np.isfinite(high - low):
             raise InvalidParameterError(too_wide_message(c))
+        return values, valid, column_key(secret, c, bins_of[c], values)
+
+    def resample_column(
+        df: pl.DataFrame, c: str, keys: np.ndarray, index: np.ndarray, keep_order: bool
+    ) -> tuple[pl.Series, np.ndarray | None]:
+        values, valid, own = checked_values(df, c)
         stream = stream_id(ecdf_stream(c))
         if link == "none":
             cuts, cdf = smoothed_cdf(values, bins_of[c])
-            sample = draw_sample(secret, stream, len(values), cuts, cdf)
+            sample = draw_sample(own, stream, len(values), cuts, cdf)
             return _with_nulls(sample, valid, c), np.arange(len(values))
         row_key = keys if valid is None else keys[valid]
         ws = workspace(len(values), index)
         # -0.0 counts as 0.0, in the ranks and in the ECDF.
-        order, cuts, cdf = ranked_cdf(
-            values, bins_of[c], secret, stream_id(ecdf_stream(c) + "/ties"), row_key, ws
-        )
-        sample = relinked_sample(secret, stream, order, cuts, cdf, ws)  # row order[r] gets value r
+        order, cuts, cdf = ranked_cdf(values, bins_of[c], own, stream_id(ecdf_stream(c) + "/ties"), row_key, ws)
+        sample = relinked_sample(own, stream, order, cuts, cdf, ws)  # row order[r] gets value r
         return _with_nulls(sample, valid, c), (order.copy() if keep_order else None)
 
-    def draw_order(c: str, n: int, index: np.ndarray) -> np.ndarray:
+    def draw_order(df: pl.DataFrame, c: str, n: int, index: np.ndarray) -> np.ndarray:
         """Slot s of the shuffled output holds the row of rank ``draw_order[s]`` in ``c``
         (copied out of the thread's workspace, which its next column reuses)."""
-        return shuffle_order(secret, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n, index)).copy()
+        own = checked_values(df, c)[2]
+        return shuffle_order(own, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n, index)).copy()
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
         if df.height == 0:  # an empty frame releases nothing: empty in, empty out
@@ -278,7 +310,7 @@ def ecdf_resample(
             first = df[cols[0]]
             slots = None
             if shuffle and link == "rank":  # ranked rows in draw order; runs beside the columns
-                slots = pool.submit(draw_order, cols[0], first.len() - first.null_count(), index)
+                slots = pool.submit(draw_order, df, cols[0], first.len() - first.null_count(), index)
             jobs = [
                 pool.submit(resample_column, df, c, keys, index, shuffle and i == 0)
                 for i, c in enumerate(cols)

@@ -59,17 +59,19 @@ from polars_ppdm.kernels.ecdf import (
     tie_words,
 )
 from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words
 from polars_ppdm.kernels.spacings import BLOCK, block_offsets, block_totals, sorted_uniforms_at
 from polars_ppdm.perturb.ecdf import (
     LINKS,
     _check_bins,
+    column_label,
     constant_message,
     ecdf_stream,
     not_finite_message,
     too_few_message,
     too_wide_message,
 )
-from polars_ppdm.secret import Secret, SecretLike, resolve_secret
+from polars_ppdm.secret import SecretLike, resolve_secret
 from polars_ppdm.spark._engine import (
     check_key,
     fresh_columns,
@@ -255,7 +257,7 @@ def ecdf_resample(
     out_dtype = {c: (schema[c] if round_integers and schema[c].is_integer() else pl.Float64()) for c in cols}
     out_types = spark_schema(pl.Schema(out_dtype), _FUNC)
 
-    census = _census(sdf, cols, key_name)
+    census = _census(sdf, cols, key_name, resolved.key)
     if census.rows == 0:  # an empty frame releases nothing: empty in, empty out
         return sdf.select(
             *(
@@ -267,10 +269,12 @@ def ecdf_resample(
         raise InvalidParameterError(null_key_message(key_name, _FUNC))
     for c in cols:
         census.check(c)
+    # Every draw of a column under its own key, of its values (perturb.ecdf.column_key).
+    own = {c: census.key(resolved.key, c, bins_of[c]) for c in cols}
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
     target = {c: min(BUCKET_ROWS, max(1, -(-census.n[c] // BUCKETS))) for c in cols}
     plans = {c: census.plan(c, target[c]) for c in cols}
-    counts = _histogram(sdf, cols, key_name, resolved, cuts, plans, census.n)
+    counts = _histogram(sdf, cols, key_name, own, cuts, plans, census.n)
 
     # The key may be resampled too: ties use the original key, so keep a copy.
     tie_key = key_name
@@ -284,7 +288,7 @@ def ecdf_resample(
             out,
             c,
             tie_key,
-            resolved,
+            own[c],
             cuts[c],
             cdf,
             plans[c],
@@ -305,10 +309,15 @@ class _Census:
         self.low: dict[str, float] = {}
         self.high: dict[str, float] = {}
         self.bad: dict[str, int] = {}
+        self.word_sum: dict[str, int] = {}
         self._cells: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         for i, c in enumerate(cols):
             mine = sorted((r for r in cells if r["col"] == i and r["cell"] >= 0), key=lambda r: r["cell"])
             self.bad[c] = sum(int(r["bad"]) for r in cells if r["col"] == i and r["cell"] < 0)
+            # The values' digest words, summed per 32-bit half (a sum of int64 would overflow).
+            low_half = sum(int(r["dlo"]) for r in cells if r["col"] == i and r["cell"] < 0)
+            high_half = sum(int(r["dhi"]) for r in cells if r["col"] == i and r["cell"] < 0)
+            self.word_sum[c] = (low_half + (high_half << 32)) % 2**64
             self.n[c] = sum(int(r["n"]) for r in mine)
             self.low[c] = min((float(r["vmin"]) for r in mine), default=math.nan)
             self.high[c] = max((float(r["vmax"]) for r in mine), default=math.nan)
@@ -334,10 +343,16 @@ class _Census:
     def plan(self, c: str, target: int) -> _Plan:
         return _plan(*self._cells[c], target)
 
+    def key(self, secret: bytes, c: str, bins: int) -> bytes:
+        """The column's own key (:func:`polars_ppdm.perturb.ecdf.column_key`) from the
+        census's digest of its values."""
+        return release_key(secret, column_label(c, bins), finish_digest(secret, self.word_sum[c], self.n[c]))
 
-def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
+
+def _census(sdf: SparkFrame, cols: list[str], key: str, secret: bytes) -> _Census:
     """Job 1: per (column, cell) counts, minimum and maximum order keys and values; per
-    column its NaN/inf count; the row count and the null keys."""
+    column its NaN/inf count and the halves of its values' digest words; the row count
+    and the null keys."""
     from pyspark.sql import functions as F
 
     fields = {
@@ -349,6 +364,8 @@ def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
         "vmin": pl.Float64(),
         "vmax": pl.Float64(),
         "bad": pl.Int64(),
+        "dlo": pl.Int64(),
+        "dhi": pl.Int64(),
         "rows": pl.Int64(),
         "key_nulls": pl.Int64(),
     }
@@ -376,10 +393,15 @@ def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
                 )
                 .with_columns(col=pl.lit(i))
             )
-            parts.append(pl.DataFrame({"col": [i], "cell": [-1], "bad": [bad]}))
+            words = row_words(secret, [values]) if len(values) else np.empty(0, np.uint64)
+            halves = {
+                "dlo": [int((words & np.uint64(0xFFFF_FFFF)).sum(dtype=np.uint64))],
+                "dhi": [int((words >> np.uint64(32)).sum(dtype=np.uint64))],
+            }
+            parts.append(pl.DataFrame({"col": [i], "cell": [-1], "bad": [bad], **halves}))
         return pl.concat(parts, how="diagonal_relaxed").select(
             pl.col(name).cast(dtype).fill_null(0)
-            if name in ("n", "bad", "rows", "key_nulls")
+            if name in ("n", "bad", "dlo", "dhi", "rows", "key_nulls")
             else pl.col(name).cast(dtype)
             for name, dtype in fields.items()
         )
@@ -392,6 +414,8 @@ def _census(sdf: SparkFrame, cols: list[str], key: str) -> _Census:
         F.min("vmin").alias("vmin"),
         F.max("vmax").alias("vmax"),
         F.sum("bad").alias("bad"),
+        F.sum("dlo").alias("dlo"),
+        F.sum("dhi").alias("dhi"),
         F.sum("rows").alias("rows"),
         F.sum("key_nulls").alias("key_nulls"),
     )
@@ -445,7 +469,7 @@ def _histogram(
     sdf: SparkFrame,
     cols: list[str],
     key: str,
-    secret: Secret,
+    own: dict[str, bytes],
     cuts: dict[str, np.ndarray],
     plans: dict[str, _Plan],
     n: dict[str, int],
@@ -471,7 +495,7 @@ def _histogram(
             keys = batch[key].filter(batch[c].is_not_null())
 
             def ties(rows: np.ndarray, keys: pl.Series = keys, c: str = c) -> np.ndarray:
-                return tie_words(secret.key, streams[c], row_keys(keys, func=_FUNC)[rows])
+                return tie_words(own[c], streams[c], row_keys(keys, func=_FUNC)[rows])
 
             buckets = plans[c].buckets(_unsigned_keys(values), ties)  # ties only in tied heavy cells
             ids, counts = np.unique(buckets, return_counts=True)
@@ -483,10 +507,14 @@ def _histogram(
     for i, c in enumerate(cols):
 
         def sums(
-            batch: pl.DataFrame, i: int = i, stream: int = stream_id(ecdf_stream(c)), count: int = n[c]
+            batch: pl.DataFrame,
+            i: int = i,
+            stream: int = stream_id(ecdf_stream(c)),
+            count: int = n[c],
+            secret: bytes = own[c],
         ) -> pl.DataFrame:
             blocks = batch["id"].to_numpy()
-            return part(i, 2, blocks, block_totals(secret.key, stream, count, blocks).view(np.int64))
+            return part(i, 2, blocks, block_totals(secret, stream, count, blocks).view(np.int64))
 
         partial = partial.unionByName(map_polars(spark.range(n[c] // BLOCK + 1), sums, schema, _FUNC))
     totals = partial.groupBy("col", "kind", "id").agg(F.sum("count").alias("count"))
@@ -497,7 +525,7 @@ def _resample_column(
     sdf: SparkFrame,
     c: str,
     key: str,
-    secret: Secret,
+    secret: bytes,
     cuts: np.ndarray,
     cdf: np.ndarray,
     plan: _Plan,
@@ -521,7 +549,7 @@ def _resample_column(
     def rank_keys(batch: pl.DataFrame) -> pl.DataFrame:
         valid = batch[c].is_not_null().to_numpy()
         values, _ = _finite(batch, c)
-        ties = tie_words(secret.key, tie_stream, row_keys(batch[key], func=_FUNC))
+        ties = tie_words(secret, tie_stream, row_keys(batch[key], func=_FUNC))
         present = ties[valid]
         keys = plan.buckets(_unsigned_keys(values), lambda rows: present[rows])
         # Rows without a value get no rank, but a negative one spread by their tie word
@@ -552,7 +580,7 @@ def _resample_column(
 
     def draws(batch: pl.DataFrame) -> pl.DataFrame:
         ranks = batch["id"].to_numpy()
-        uniforms = sorted_uniforms_at(secret.key, stream, ranks, block_starts, total)
+        uniforms = sorted_uniforms_at(secret, stream, ranks, block_starts, total)
         released = pl.Series(value, inverse_cdf(uniforms, cuts, cdf))
         if dtype != pl.Float64:  # round_integers, as Polars rounds
             released = released.round().cast(dtype)

@@ -2,8 +2,9 @@
 
 The digests below were taken from ``ecdf_resample`` before the passes were fused (the
 order keys packed in the same pass, the sample scattered slice by slice, the workspace's
-sample sharing the keys' memory, one row index for every thread): any change of bits
-fails here.  The table is above :data:`polars_ppdm.kernels.sorting.SMALL`, so the large
+sample sharing the keys' memory, one row index for every thread), and renewed once, with
+the same bits on every path, when every draw came under the column's own key
+(``perturb.ecdf.column_key``): any change of bits fails here.  The table is above :data:`polars_ppdm.kernels.sorting.SMALL`, so the large
 sorts take the measured (or forced) path, and it has a mostly tied column (the tie-word
 path), -0.0 and 0.0, nulls, a key column and several columns for the thread pool.
 """
@@ -24,11 +25,11 @@ from polars_ppdm.kernels.ecdf import Workspace, ranked_cdf, relinked_sample, smo
 SECRET = bytes(range(100, 132))
 
 DIGESTS = {
-    "rank": "a6356df073d9b9238e3d99e76b431e5644f3977bd1ac7635498e3e2caa2981e2",
-    "shuffle": "15ec15cbfce03718f91ddff34e83b3b762636b6a00f945b95d6c1ba5c67a8cbe",
-    "shuffle_nulls_first": "d3896cce9cf36233037ba003bf368dd4b019e2985362b0222dcdf6575c3fb400",
-    "key": "82c6b5ae476a5239562a44083a9c09a15f7ef3c68bf9011d51d0d1529b5c9fdf",
-    "none": "e71c920141f21d5e170a9499fae4257a0203d50da04c96c26a72a7074d42885d",
+    "rank": "e4b6b863d38e7b44e02132f05d41076f2d46c5453883a1d6a766edcbab547d2c",
+    "shuffle": "6faab0b1a0fd0960884c7171aa9f4e838e9bd48b84321a13c8ba3ae76405e6c8",
+    "shuffle_nulls_first": "7c4d804bdc63d2c1e178d4ab0e6c7be4851038e16d22861b2d72707c13e75e0c",
+    "key": "b629a86b710d39e5b94b1fe5d83d0d03723430586fb82fc2c1f392d1a5af93da",
+    "none": "84950561bdc3c660b89c59e53d579226c707014d31c0a653ba1af437fe8d3552",
 }
 
 CASES = {

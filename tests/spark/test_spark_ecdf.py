@@ -77,7 +77,7 @@ def test_heavy_ties_and_signed_zeros(spark, tied, buckets, monkeypatch):
     monkeypatch.setattr(spark_ecdf, "BUCKETS", buckets)
     sdf = to_spark(spark, tied, 17, seed=3)
     if buckets > 1:  # both ways of splitting are taken
-        census = spark_ecdf._census(sdf, ["z", "w"], "name")
+        census = spark_ecdf._census(sdf, ["z", "w"], "name", bytes(16))
         assert census.plan("z", 40).by_tie.any()
         assert not census.plan("w", 40).by_tie.all()
     params = dict(bins=25, secret=SECRET, key="name")
