@@ -138,6 +138,24 @@ def test_a_restart_without_the_state_is_a_new_release_charged_again_with_fresh_n
     assert acc.spent_rho == pytest.approx(1.0)  # a continuation is post-processing
 
 
+def test_a_state_taken_back_to_an_earlier_night_draws_each_node_once():
+    # Keyed by the set of nodes drawn in one call, a leaf drawn from one saved state with
+    # through = 2, 3, 4, 5 came out 11, 6, 13, 11: copies of one node's noise to average.
+    log = _log(10)
+    saved = _release(log, through=1).state
+
+    def leaf(through: int) -> list[int]:
+        nodes = _release(log, through=through, state=saved).state.nodes
+        return nodes.filter((pl.col("level") == 0) & (pl.col("index") == 2)).sort("group")["value"].to_list()
+
+    first = leaf(2)
+    assert all(leaf(through) == first for through in (3, 4, 5, 9))
+    # And a restart without the state, over the same log, reproduces it too.
+    assert leaf(2) == _release(log, through=7).state.nodes.filter(
+        (pl.col("level") == 0) & (pl.col("index") == 2)
+    ).sort("group")["value"].to_list()
+
+
 def test_the_charge_is_a_rho_and_a_pure_accountant_refuses_it():
     with pytest.raises(BudgetExceededError, match="a rho is not an epsilon"):
         _release(_log(2), through=1, accountant=ppdm.BudgetAccountant(5.0))

@@ -446,7 +446,7 @@ def test_table_hashed_while_written_matches_the_file(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PPDM_SECRET", SECRET)
     rng = np.random.default_rng(3)
-    rows = 600_000
+    rows = 900_000
     pl.DataFrame({"id": np.arange(rows), "a": rng.random(rows) < 0.5, "x": rng.random(rows)}).write_parquet(
         tmp_path / "in.parquet", row_group_size=50_000
     )

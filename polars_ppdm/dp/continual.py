@@ -331,7 +331,7 @@ def dp_continual_counts(
     fresh = digests.filter(pl.col("period") > (-1 if known is None else known))
     state = TreeState(state.config, state.nodes, pl.concat([state.periods, fresh]))
     nodes = tree.complete_nodes(horizon, through)
-    noisy, state = _noisy_nodes(state, nodes, counts, horizon, sigma, key, label)
+    noisy, state = _noisy_nodes(state, nodes, counts, digests, horizon, sigma, key, label)
     periods, totals = tree.tree_estimate(noisy, horizon, through)
     period_var, total_var = tree.tree_variance(horizon, through, sigma)
     g, p = periods.shape
@@ -496,10 +496,19 @@ def _check_published_periods(state: TreeState, digests: pl.DataFrame) -> None:
         raise InvalidParameterError(msg)
 
 
+def _prefix_digests(secret: bytes, digests: pl.DataFrame) -> np.ndarray:
+    """For each period p of ``digests`` (``0 .. through``, in order), the keyed digest of
+    the periods ``0 .. p`` (their numbers and digests), as uint64."""
+    words = row_words(secret, [digests["period"].to_numpy(), digests["digest"].to_numpy()])
+    sums = np.cumsum(words, dtype=np.uint64)  # wraps modulo 2^64
+    return np.array([finish_digest(secret, int(total), p + 1) for p, total in enumerate(sums)], dtype=np.uint64)
+
+
 def _noisy_nodes(
     state: TreeState,
     nodes: tree.Nodes,
     counts: np.ndarray,
+    digests: pl.DataFrame,
     horizon: int,
     sigma: float,
     secret: bytes,
@@ -525,16 +534,21 @@ def _noisy_nodes(
     if missing.any():
         level, index = nodes.level[missing], nodes.index[missing]
         true = tree.node_sums(counts, level, index, horizon=horizon)
-        # Keyed by what these nodes add noise to (every group's value of every new node):
-        # the same data reproduce the same draws, any other data draw afresh.
-        columns = [
-            np.repeat(np.arange(g), len(level)),
-            np.tile(level, g),
-            np.tile(index, g),
-            true.reshape(-1),
-        ]
-        key = release_key(secret, f"{label}/{state.config}", table_digest(secret, columns))
-        drawn = true + tree.node_noise(key, stream_id(label), level, index, sigma, groups=g)
+        drawn = np.empty_like(true)
+        groups = np.arange(g)
+        before = _prefix_digests(secret, digests)
+        last = nodes.last[missing]
+        for j in range(len(level)):
+            # Each node keyed by its own value in every group and by the digest of every
+            # period up to its last: the same log reproduces its draw whichever other nodes
+            # come with it (keyed by the set drawn together, a state taken back to an
+            # earlier night drew it anew, and the copies averaged away), and a change in
+            # any period up to it draws afresh (so a restart over changed data does not
+            # show which nodes the change reached).
+            at = (level[j : j + 1], index[j : j + 1])
+            columns = [groups, np.repeat(at[0], g), np.repeat(at[1], g), true[:, j], np.repeat(before[last[j]], g)]
+            key = release_key(secret, f"{label}/{state.config}", table_digest(secret, columns))
+            drawn[:, j] = true[:, j] + tree.node_noise(key, stream_id(label), *at, sigma, groups=g)[:, 0]
         noisy[:, missing] = drawn
         added = pl.DataFrame(
             {
