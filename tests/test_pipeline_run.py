@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import polars_ppdm as ppdm
 from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
 
@@ -100,7 +102,11 @@ def test_survey_outputs(example):
     data = (path.parent / "survey.csv").read_bytes()
     block = hashlib.sha256(data).digest()  # one 64 MiB block
     top = hashlib.sha256(b"polars_ppdm/input/64MiB-blocks\x00" + len(data).to_bytes(8, "big") + block)
-    assert got["inputs"][0]["fingerprint"] == top.hexdigest()
+    # Keyed: a plain hash would let anyone holding a candidate input confirm it.
+    assert got["inputs"][0]["fingerprint"] != top.hexdigest()
+    key = ppdm.resolve_secret(SECRET).key
+    keyed = hmac.new(key, b"polars_ppdm/manifest-input\x00" + top.hexdigest().encode(), hashlib.sha256)
+    assert got["inputs"][0]["fingerprint"] == keyed.hexdigest()
 
 
 def test_identical_rerun_spends_nothing_and_writes_the_same_bytes(example):

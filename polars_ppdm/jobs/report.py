@@ -131,6 +131,7 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tup
     """The inputs the run read, refused if any has changed since: Parquet and Arrow
     files read a column at a time (noted in ``read``), CSV files in memory."""
     from polars_ppdm.jobs.inputs import expand, fingerprint, input_format, scan
+    from polars_ppdm.jobs.run import keyed_fingerprint, read_secret
 
     files = expand(pipeline)
     recorded = {str(item["path"]): item.get("fingerprint") for item in manifest.get("inputs", [])}
@@ -142,8 +143,9 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tup
         raise InputError(msg)
     fmt = input_format(pipeline, files)
     identities = {path: _identity(path) for path in files}  # before the fingerprints they vouch for
+    secret = read_secret(pipeline)  # the manifest's fingerprints are keyed by it
     for path in files:
-        if fingerprint(path) != recorded[str(path)]:
+        if keyed_fingerprint(secret, fingerprint(path)) != recorded[str(path)]:
             msg = (
                 f"{str(path)!r} has changed since the run: the internal report compares with the inputs of the run "
                 "(the public version reads none: ppdm report --version public)."

@@ -208,6 +208,15 @@ def run_id(
     return digest.hexdigest()
 
 
+def keyed_fingerprint(secret: Secret, fingerprint: str) -> str:
+    """An input's fingerprint as the manifest records it: HMAC-SHA256 under the secret of
+    its content fingerprint.  It tells whoever holds the secret whether two runs read the
+    same bytes; a plain hash of the bytes would tell anyone holding a candidate file
+    whether it was the input (a table or its neighbour: which one the DP releases came
+    from)."""
+    return hmac.new(secret.key, b"polars_ppdm/manifest-input\x00" + fingerprint.encode(), hashlib.sha256).hexdigest()
+
+
 def tree_name(pipeline: Pipeline, label: str) -> str:
     """A continual release's name in the ledger: its step's label and output (two
     pipelines of one dataset may both have a "[[release]] 1 dp_continual_counts(...)")."""
@@ -1041,7 +1050,12 @@ def run_pipeline(
         secret_fingerprint=secret.fingerprint(),
         started=started,
         inputs=[
-            {"path": str(i.path), "bytes": i.bytes, "rows": i.rows, "fingerprint": i.fingerprint}
+            {
+                "path": str(i.path),
+                "bytes": i.bytes,
+                "rows": i.rows,
+                "fingerprint": keyed_fingerprint(secret, str(i.fingerprint)),
+            }
             for i in inputs
         ],
         steps=[
