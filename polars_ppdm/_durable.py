@@ -35,6 +35,7 @@ __all__ = [
     "fsync_folder",
     "remove_stale",
     "replace_whole",
+    "stale_temporaries",
     "temporary_name",
     "write_bytes_atomic",
 ]
@@ -79,19 +80,33 @@ def temporary_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
-def remove_stale(target: Path) -> list[Path]:
-    """Remove temporary files of ``target`` left by processes that no longer run."""
+def stale_temporaries(target: Path) -> list[Path]:
+    """The temporaries of ``target`` (files, or folders of Spark part files) left by
+    processes that no longer run."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.ppdm-(\d+)-[0-9a-f]{{8}}\.tmp")
-    removed: list[Path] = []
     folder = target.parent
     if not folder.is_dir():
-        return removed
-    for entry in folder.iterdir():
-        match = pattern.fullmatch(entry.name)
-        if match and not _alive(int(match[1])):
-            with contextlib.suppress(OSError):
+        return []
+    return [
+        entry
+        for entry in folder.iterdir()
+        if (match := pattern.fullmatch(entry.name)) is not None and not _alive(int(match[1]))
+    ]
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by processes that no longer run; returns
+    those removed (one that cannot be removed stays, and :func:`stale_temporaries` lists it)."""
+    import shutil
+
+    removed: list[Path] = []
+    for entry in stale_temporaries(target):
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
                 entry.unlink()
-                removed.append(entry)
+            removed.append(entry)
     return removed
 
 

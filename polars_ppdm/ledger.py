@@ -1236,20 +1236,25 @@ class Ledger:
             con.execute("DELETE FROM ppdm_runs WHERE run_id = ?", [run_id])
         return True
 
-    def reclaim(self, dataset: str) -> list[str]:
+    def reclaim(self, dataset: str, *, pipeline: str | None = None) -> list[str]:
         """Withdraw the reservations of ``dataset``'s runs that were reserved on this host
         by a process that no longer runs (killed) and recorded no output: a run puts
         its outputs in place only after :meth:`publish`, so such a run published
-        nothing.  Returns the run ids withdrawn.  Runs of other hosts, of live
-        processes, or reserved by an older polars_ppdm (no owner recorded) stay spent."""
+        nothing.  ``pipeline``: only the runs of that pipeline (as :meth:`reserve`
+        recorded it), whose leftovers the caller has removed.  Returns the run ids
+        withdrawn.  Runs of other hosts, of live processes, or reserved by an older
+        polars_ppdm (no owner recorded) stay spent."""
         _check_name("dataset", dataset, "Ledger.reclaim")
+        if pipeline is not None and not isinstance(pipeline, str):
+            _fail("pipeline", "Ledger.reclaim", "a string or None", pipeline)
         with self._transaction() as con:
             if not self._has_owner(con):
                 return []
             rows = con.execute(
                 "SELECT run_id, owner FROM ppdm_runs r WHERE dataset = ? AND status = 'reserved' "
+                "AND (? IS NULL OR pipeline = ?) "
                 "AND NOT EXISTS (SELECT 1 FROM ppdm_outputs o WHERE o.run_id = r.run_id)",
-                [dataset],
+                [dataset, pipeline, pipeline],
             ).fetchall()
             dead = [run for run, owner in rows if _dead(owner)]
             for run in dead:

@@ -622,3 +622,48 @@ def test_a_nightly_release_over_one_more_user_does_not_reveal_the_change(example
     assert change != exact, change
     # Fresh noise of scale 8 / 0.5 = 16 in every bin: hardly any bin moves by its exact change.
     assert sum(c == e for c, e in zip(change, exact, strict=True)) <= 3, (change, exact)
+
+
+def _killed_run(ledger: Path, pipeline: str, leftover_beside: Path) -> Path:
+    """A run reserved by a process that is gone, which left a temporary (a whole release,
+    say) beside an output."""
+    code = (
+        "import os, sys; from polars_ppdm.ledger import Ledger; "
+        "Ledger(sys.argv[1]).reserve('survey', 'killed', [('s', 1.0)], pipeline=sys.argv[2], record_outputs=True); "
+        "print(os.getpid())"
+    )
+    pid = subprocess.run(
+        [sys.executable, "-c", code, str(ledger), pipeline], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    leftover = leftover_beside.with_name(f".{leftover_beside.name}.ppdm-{pid}-0badcafe.tmp")
+    leftover.write_text("a complete release")
+    return leftover
+
+
+def test_a_killed_run_is_taken_back_only_by_its_pipeline_once_its_leftovers_are_gone(example, monkeypatch):
+    # Before, any next run of the dataset took the killed run's epsilon back while its
+    # temporaries (whole DP releases) lay in the output folder.
+    from polars_ppdm.jobs import run as run_module
+    from polars_ppdm.ledger import Ledger
+
+    path = example("survey")
+    assert run(str(path)) == EXIT_OK
+    ledger = path.parent / "out" / "ledger.duckdb"
+    leftover = _killed_run(ledger, str(path), path.parent / "out" / "smoker_support.csv")
+    spent = Ledger(ledger).spent("survey")
+    # A leftover that cannot be removed keeps the reservation spent.
+    monkeypatch.setattr(run_module, "remove_stale", lambda target: [])
+    assert run(str(path)) == EXIT_OK
+    assert Ledger(ledger).spent("survey") == pytest.approx(spent) and leftover.exists()
+    # Another pipeline file of the dataset leaves it to its own pipeline.
+    monkeypatch.undo()
+    other = path.with_name("other.toml")
+    other.write_text(path.read_text())
+    assert run(str(other)) == EXIT_OK
+    assert Ledger(ledger).spent("survey") == pytest.approx(spent)
+    # Its own pipeline removes the leftover, then takes the reservation back.
+    assert not leftover.exists()  # the other pipeline writes the same file: it removed it
+    leftover.write_text("a complete release")
+    assert run(str(path)) == EXIT_OK
+    assert not leftover.exists()
+    assert Ledger(ledger).spent("survey") == pytest.approx(spent - 1.0)

@@ -19,6 +19,7 @@ from polars_ppdm._durable import (
     check_replaceable_folder,
     remove_stale,
     replace_whole,
+    stale_temporaries,
     write_bytes_atomic,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "file_sha256",
     "remove_stale",
     "replace_whole",
+    "stale_temporaries",
     "write_bytes_atomic",
 ]
 

@@ -55,7 +55,13 @@ import polars as pl
 
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, SecretError
 from polars_ppdm.jobs import spark_engine
-from polars_ppdm.jobs.atomic import GrowingFileHash, file_sha256, remove_stale, replace_whole
+from polars_ppdm.jobs.atomic import (
+    GrowingFileHash,
+    file_sha256,
+    remove_stale,
+    replace_whole,
+    stale_temporaries,
+)
 from polars_ppdm.jobs.config import (
     ENGINES,
     AddNoise,
@@ -206,6 +212,17 @@ def run_id(
         digest.update(part.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def _leftovers_removed(pipeline: Pipeline, book: Path) -> bool:
+    """Remove the temporaries that killed runs left beside the pipeline's outputs; True
+    when none is left."""
+    from polars_ppdm.jobs.paths import written_paths
+
+    targets = [w.path for w in written_paths(pipeline, book) if w.kind != "ledger"]
+    for target in targets:
+        remove_stale(target)
+    return not any(stale_temporaries(target) for target in targets)
 
 
 def keyed_fingerprint(secret: Secret, fingerprint: str) -> str:
@@ -1005,9 +1022,12 @@ def run_pipeline(
     # A continual release is charged by the run that starts its tree, once.
     spends = pipeline.spends(started=started_trees(pipeline, throughs, book))
     needed = math.fsum(eps for _, eps, _ in spends)
-    # A run of this host killed before its commit published nothing: its reservation
-    # is taken back before this run's budget is counted.
-    reclaimed = book.reclaim(name)
+    # A run of this pipeline killed on this host before its commit published nothing: its
+    # reservation is taken back before this run's budget is counted, once nothing of it is
+    # left on disk (its temporaries beside the outputs may hold whole releases; one that
+    # cannot be removed keeps the reservation spent).  Another pipeline's killed runs left
+    # theirs beside its own outputs: that pipeline's next run takes them back.
+    reclaimed = book.reclaim(name, pipeline=str(source)) if _leftovers_removed(pipeline, book_path) else []
     left = book.remaining(name)
     pinned: PinnedInputs | None = None
     if needed > left * (1 + 1e-12) + 1e-15:
