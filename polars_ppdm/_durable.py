@@ -36,6 +36,7 @@ __all__ = [
     "remove_stale",
     "replace_whole",
     "stale_temporaries",
+    "temporaries",
     "temporary_name",
     "write_bytes_atomic",
 ]
@@ -80,17 +81,28 @@ def temporary_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
+def temporaries(target: Path, *, others_only: bool = False) -> list[Path]:
+    """The temporaries of ``target`` (files, or folders of Spark part files), by the pid
+    in their names; with ``others_only``, those of other processes."""
+    return [
+        entry
+        for entry, pid in _temporaries(target)
+        if not (others_only and pid == os.getpid())
+    ]
+
+
 def stale_temporaries(target: Path) -> list[Path]:
-    """The temporaries of ``target`` (files, or folders of Spark part files) left by
-    processes that no longer run."""
+    """The temporaries of ``target`` left by processes that no longer run."""
+    return [entry for entry, pid in _temporaries(target) if not _alive(pid)]
+
+
+def _temporaries(target: Path) -> list[tuple[Path, int]]:
     pattern = re.compile(rf"\.{re.escape(target.name)}\.ppdm-(\d+)-[0-9a-f]{{8}}\.tmp")
     folder = target.parent
     if not folder.is_dir():
         return []
     return [
-        entry
-        for entry in folder.iterdir()
-        if (match := pattern.fullmatch(entry.name)) is not None and not _alive(int(match[1]))
+        (entry, int(match[1])) for entry in folder.iterdir() if (match := pattern.fullmatch(entry.name)) is not None
     ]
 
 

@@ -70,6 +70,12 @@ __ppdm_params AS (
                    THEN error('The ''bins'' argument of ppdm_dp_histogram must be an integer >= 1 (at most 50,000,000, the '
                               || 'cell limit of polars_ppdm.dp_histogram: every bin is released, empty ones too). Got '
                               || bins::VARCHAR || ' instead.')
+               -- As polars_ppdm.dp_histogram: the bin of x is (x - low) * (bins / (high - low)),
+               -- whose factor must be finite (else a value equal to low gives 0 x inf = NaN).
+               WHEN isinf(TRY_CAST(bins AS DOUBLE) / (TRY_CAST(high AS DOUBLE) - TRY_CAST(low AS DOUBLE)))
+                   THEN error('The ''bins'' and ''low''/''high'' arguments of ppdm_dp_histogram: ' || bins::VARCHAR
+                              || ' bins over (' || low::VARCHAR || ', ' || high::VARCHAR || ') are narrower than a '
+                              || 'float can index (bins / (high - low) overflows); widen the bounds or rescale the column.')
                -- The mechanism and its budget, as polars_ppdm.dp.mechanism.check_mechanism: epsilon
                -- for 'laplace', rho for 'gaussian', exactly the one.
                WHEN mechanism IS NULL OR coalesce(TRY_CAST(mechanism AS VARCHAR), '') NOT IN ('laplace', 'gaussian')

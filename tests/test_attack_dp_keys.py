@@ -113,6 +113,14 @@ def test_a_period_past_int64_is_counted_as_out_of_range_not_quoted(dtype, far):
         assert run().table.height == 2
 
 
+def test_a_histogram_grid_that_overflows_is_refused_in_sql_too():
+    con = ppdm.duckdb.register(duckdb.connect())
+    for data in ([0.5e-308, 3e-309, 7e-309], [0.0, 3e-309, 7e-309]):
+        con.register("tiny", pl.DataFrame({"x": data}))
+        with pytest.raises(duckdb.Error, match="bins / \\(high - low\\) overflows"):
+            con.sql(f"FROM ppdm_dp_histogram('tiny', 'x', 0.0, 1e-308, 10, 1.0, '{SQL_SECRET}')").fetchall()
+
+
 def test_a_histogram_grid_that_overflows_is_refused_before_the_data():
     # bins / (high - low) = inf: a value equal to low gave 0 x inf = NaN, and the release
     # was refused only for data holding low.

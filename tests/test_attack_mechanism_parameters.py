@@ -197,3 +197,29 @@ def test_two_nights_of_ecdf_resampling_do_not_show_the_changed_value(engine: str
     minimum = float(first["age"].min())
     shared = (one == other) & (one != minimum)
     assert int(shared.sum()) == 0
+
+
+def test_categories_in_another_order_draw_independent_coins() -> None:
+    # Keyed by the value's code (its position), b in [a, b, c] and in [c, b, a] shared its
+    # keep coin and its replacement: the outputs (a, a) never came from a true b.
+    n = 40_000
+    truth = np.random.default_rng(9).choice(["a", "b", "c"], n)
+    df = pl.DataFrame({"id": np.arange(n), "c": truth})
+
+    def release(categories: list[str]) -> np.ndarray:
+        return ppdm.rr_disguise(df, "c", p=0.5, categories=categories, secret=SECRET, key="id")["c"].to_numpy()
+
+    first, second = release(["a", "b", "c"]), release(["c", "b", "a"])
+    true_b = truth == "b"
+    both_a = float(np.mean((first[true_b] == "a") & (second[true_b] == "a")))
+    assert within_5_se(both_a, 0.25 * 0.25, int(true_b.sum()))  # a lie to a: 0.5 x 1/2, twice
+
+
+@pytest.mark.parametrize("scale", [5e-324, 1e-320, 2.0**-999])
+def test_a_scale_with_no_grid_below_it_is_refused(scale: float) -> None:
+    # noise_grid(scale) is 0 or subnormal there: the values went out unrounded.
+    df = pl.DataFrame({"id": [1, 2], "x": [1.0, 2.0]})
+    with pytest.raises(InvalidParameterError, match=r"at least 2\*\*-998"):
+        ppdm.add_noise(df, "x", scale=scale, secret=SECRET, key="id")
+    with pytest.raises(InvalidParameterError, match=r"at least 2\*\*-998"):
+        df.select(pl.col("x").ppdm.add_noise(scale=scale, secret=SECRET, key="id"))

@@ -303,3 +303,21 @@ def test_a_failure_after_the_ledger_commit_exits_8_and_a_rerun_places_the_output
     assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK
     assert (out / "manifest.json").exists()
     assert Ledger(out / "ledger.duckdb").spent("survey") == spent
+
+
+def test_ctrl_c_between_the_ledger_commit_and_its_return_exits_8(survey, capsys, monkeypatch):
+    # The COMMIT had happened (the ledger shows the run published) but Ledger.publish had
+    # not returned: 130 said "nothing published or spent".
+    from polars_ppdm.ledger import Ledger
+
+    committed = Ledger.publish
+
+    def then_interrupted(self, *args, **kwargs):
+        committed(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Ledger, "publish", then_interrupted)
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_PLACING
+    assert "recorded the run as published" in capsys.readouterr().err
+    monkeypatch.setattr(Ledger, "publish", committed)
+    assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK  # places the outputs, free

@@ -20,6 +20,7 @@ from polars_ppdm._durable import (
     remove_stale,
     replace_whole,
     stale_temporaries,
+    temporaries,
     write_bytes_atomic,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "remove_stale",
     "replace_whole",
     "stale_temporaries",
+    "temporaries",
     "write_bytes_atomic",
 ]
 

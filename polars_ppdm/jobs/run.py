@@ -60,7 +60,7 @@ from polars_ppdm.jobs.atomic import (
     file_sha256,
     remove_stale,
     replace_whole,
-    stale_temporaries,
+    temporaries,
 )
 from polars_ppdm.jobs.config import (
     ENGINES,
@@ -222,7 +222,9 @@ def _leftovers_removed(pipeline: Pipeline, book: Path) -> bool:
     targets = [w.path for w in written_paths(pipeline, book) if w.kind != "ledger"]
     for target in targets:
         remove_stale(target)
-    return not any(stale_temporaries(target) for target in targets)
+    # Any temporary of another process blocks: a pid reused by a live process makes a
+    # dead run's leftover look alive.
+    return not any(temporaries(target, others_only=True) for target in targets)
 
 
 def keyed_fingerprint(secret: Secret, fingerprint: str) -> str:
@@ -941,12 +943,27 @@ def _changed_input(pinned: PinnedInputs, error: BaseException) -> InputChangedEr
     return None
 
 
+def _recorded_as_published(book: Any, run: str) -> bool:
+    """Whether the ledger holds ``run`` as published (False when it cannot be read: the
+    run then counts as not published, and its reservation as spent)."""
+    try:
+        runs = book.table().filter(pl.col("run_id") == run)
+    except Exception:
+        return False
+    return bool(runs.height) and bool((runs["status"] == "succeeded").any())
+
+
 def _settle_failed_run(book: Any, run: str, new: bool, publisher: _Publisher, error: BaseException) -> None:
     """After a run failed (or was interrupted): take back what was kept aside and, when
     nothing was published, the reservation; say which on the error (a note)."""
+    if new and not publisher.committed and _recorded_as_published(book, run):
+        # Interrupted after the COMMIT, before publish returned.  (An identical re-run's
+        # id is recorded as published by the run it repeats: only a new run asks.)
+        publisher.committed = True
+    if publisher.committed:
+        mark_recorded(error)  # before the clean-up, which a second Ctrl-C may cut short
     publisher.discard()
     if publisher.committed:
-        mark_recorded(error)
         _interrupted_note(
             error,
             "The ledger had recorded the run as published when this happened: its epsilon stays spent and some "
@@ -1027,7 +1044,9 @@ def run_pipeline(
     # left on disk (its temporaries beside the outputs may hold whole releases; one that
     # cannot be removed keeps the reservation spent).  Another pipeline's killed runs left
     # theirs beside its own outputs: that pipeline's next run takes them back.
-    reclaimed = book.reclaim(name, pipeline=str(source)) if _leftovers_removed(pipeline, book_path) else []
+    # The pipeline by its real path: as typed, "pipeline.toml" in two folders was one
+    # pipeline, and one file by two spellings was two.
+    reclaimed = book.reclaim(name, pipeline=str(source.resolve())) if _leftovers_removed(pipeline, book_path) else []
     left = book.remaining(name)
     pinned: PinnedInputs | None = None
     if needed > left * (1 + 1e-12) + 1e-15:
@@ -1103,7 +1122,7 @@ def run_pipeline(
         epsilon_delta=book.status(name).delta if unit == "rho" else None,
     )
     manifest_path = pipeline.resolve(pipeline.output.manifest)
-    reservation = book.reserve(name, this_run, spends, pipeline=str(source), record_outputs=True)
+    reservation = book.reserve(name, this_run, spends, pipeline=str(source.resolve()), record_outputs=True)
     manifest.spent = needed if reservation.new else 0.0
     manifest.identical_rerun = not reservation.new
     publisher = _Publisher(book, this_run, None)

@@ -47,6 +47,8 @@ DISTRIBUTIONS = ("uniform", "gaussian")
 # The largest |draw| of the kernels is 8.6 sigma (Box-Muller at u = 2^-53): a larger scale
 # would overflow float64.
 _MAX_SCALE = 1e307
+#: Below it the grid of the released values (kernels.noise.noise_grid) is no normal float.
+_MIN_SCALE = 2.0**-998
 
 
 def check_noise(dist: object, scale: Any, func: str, *, allow_zero: bool = False) -> tuple[str, float]:
@@ -71,6 +73,13 @@ def check_drawable(scale: float, func: str) -> None:
         msg = (
             f"The 'scale' parameter of {func} must be at most {_MAX_SCALE:.3g}: Gaussian draws reach 8.6 "
             f"standard deviations, and larger noise overflows float64 to infinity. Got {scale!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    if scale < _MIN_SCALE:
+        msg = (
+            f"The 'scale' parameter of {func} must be at least 2**-998 (~{_MIN_SCALE:.3g}): the released values "
+            "are rounded to a grid 2**-24 of the scale, which has no float below that (their low bits would "
+            f"then carry the originals'). Got {scale!r} instead."
         )
         raise InvalidParameterError(msg)
 
@@ -135,7 +144,9 @@ def add_noise_expr(
         (``pl.col("x").sum()``): each row would draw its own noise on the one value, and
         the average of the copies is the value.  It is refused when the step is built (on
         Polars 1.34, which cannot tell, only where an eager query hands it over as one
-        row); a literal (public) is repeated over the rows.
+        row); a literal (public) is repeated over the rows.  An aggregate already
+        broadcast to every row (``.over(...)``, ``x.sum() + 0 * x``, ``pl.repeat``) cannot
+        be told from a column of equal values: do not perturb one.
     dist : {'gaussian', 'uniform'}
         The noise distribution (public).
     scale : float

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from polars_ppdm._encoding import Domain, RowShape, aligned, row_keys, row_shape
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_columns, check_p_or_epsilon, keep_probability
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import stream_id
+from polars_ppdm.kernels.prf import derived_stream, stream_id
 from polars_ppdm.kernels.rr import (
     disguise_codes,
     keep_decisions,
@@ -73,6 +74,19 @@ def default_stream(expr: pl.Expr, func: str, prefix: str = "") -> str:
     return prefix + expr.meta.output_name()
 
 
+def domain_stream(stream: int, domain: Domain) -> int:
+    """The stream of a column's coins under its domain: a declared domain's order (its
+    categories as text, in order) derives it, as the coins are keyed by the value's code,
+    its position in that order.  Two releases of one column with the categories in
+    another order then draw independent coins; sharing them, a value at the same
+    position in both shared its keep coin and its replacement, and some pairs of outputs
+    were impossible for some truths.  The binary domains (False, True) and (0, 1) keep
+    the column's stream (the compiled Boolean path's bits)."""
+    if domain.categories == (False, True):  # also (0, 1)
+        return stream
+    return derived_stream(stream, "categories/" + json.dumps([str(c) for c in domain.categories]))
+
+
 def whole_record_stream(columns: Sequence[str]) -> str:
     """Default stream label of the one-coin-per-record disguise of ``columns``."""
     return "whole_record/" + "\x1f".join(columns)
@@ -95,6 +109,7 @@ def disguise_series(
     keep = keep_probability(p, epsilon, domain.k, func, column=values.name)
     if values.dtype == pl.Boolean:
         return _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func)
+    stream = domain_stream(stream, domain)
     codes, valid = domain.encode(values, func=func)
     row_key = row_keys(keys, func=func, required_rows=valid)
     out = disguise_codes(codes, domain.k, keep, secret, stream, row_key)
@@ -228,7 +243,9 @@ def rr_disguise_expr(
         Not an aggregate (``pl.col("x").any()``): each row would draw its own copy of the
         one value, and the copies together give it away.  It is refused when the step is
         built (on Polars 1.34, which cannot tell, only where an eager query hands it over
-        as one row); a literal (public) is repeated over the rows.
+        as one row); a literal (public) is repeated over the rows.  An aggregate already
+        broadcast to every row (``.over(...)``, arithmetic with a column, ``pl.repeat``)
+        cannot be told from a column of equal values: do not perturb one.
     p : float, optional
         Probability of keeping the true value, in [0, 1], not 1/k.
     epsilon : float, optional

@@ -314,7 +314,7 @@ class _Census:
         for i, c in enumerate(cols):
             mine = sorted((r for r in cells if r["col"] == i and r["cell"] >= 0), key=lambda r: r["cell"])
             self.bad[c] = sum(int(r["bad"]) for r in cells if r["col"] == i and r["cell"] < 0)
-            # The values' digest words, summed per 32-bit half (a sum of int64 would overflow).
+            # The values' digest words, summed per batch mod 2^64 and then per 32-bit half.
             low_half = sum(int(r["dlo"]) for r in cells if r["col"] == i and r["cell"] < 0)
             high_half = sum(int(r["dhi"]) for r in cells if r["col"] == i and r["cell"] < 0)
             self.word_sum[c] = (low_half + (high_half << 32)) % 2**64
@@ -393,11 +393,11 @@ def _census(sdf: SparkFrame, cols: list[str], key: str, secret: bytes) -> _Censu
                 )
                 .with_columns(col=pl.lit(i))
             )
-            words = row_words(secret, [values]) if len(values) else np.empty(0, np.uint64)
-            halves = {
-                "dlo": [int((words & np.uint64(0xFFFF_FFFF)).sum(dtype=np.uint64))],
-                "dhi": [int((words >> np.uint64(32)).sum(dtype=np.uint64))],
-            }
+            # The batch's sum of the words mod 2^64, as two 32-bit halves: Spark adds the
+            # halves over batches in Int64 without overflow below 2^31 batches (a sum of
+            # the words' own halves overflowed past ~4e9 rows: ANSI mode raises).
+            total = int(row_words(secret, [values]).sum(dtype=np.uint64)) if len(values) else 0
+            halves = {"dlo": [total & 0xFFFF_FFFF], "dhi": [total >> 32]}
             parts.append(pl.DataFrame({"col": [i], "cell": [-1], "bad": [bad], **halves}))
         return pl.concat(parts, how="diagonal_relaxed").select(
             pl.col(name).cast(dtype).fill_null(0)
