@@ -279,9 +279,14 @@ def ecdf_resample(
         return values, valid, column_key(secret, c, bins_of[c], values)
 
     def resample_column(
-        df: pl.DataFrame, c: str, keys: np.ndarray, index: np.ndarray, keep_order: bool
+        df: pl.DataFrame,
+        c: str,
+        keys: np.ndarray,
+        index: np.ndarray,
+        keep_order: bool,
+        checked: tuple[np.ndarray, np.ndarray | None, bytes] | None = None,
     ) -> tuple[pl.Series, np.ndarray | None]:
-        values, valid, own = checked_values(df, c)
+        values, valid, own = checked if checked is not None else checked_values(df, c)
         stream = stream_id(ecdf_stream(c))
         if link == "none":
             cuts, cdf = smoothed_cdf(values, bins_of[c])
@@ -294,10 +299,9 @@ def ecdf_resample(
         sample = relinked_sample(own, stream, order, cuts, cdf, ws)  # row order[r] gets value r
         return _with_nulls(sample, valid, c), (order.copy() if keep_order else None)
 
-    def draw_order(df: pl.DataFrame, c: str, n: int, index: np.ndarray) -> np.ndarray:
+    def draw_order(c: str, own: bytes, n: int, index: np.ndarray) -> np.ndarray:
         """Slot s of the shuffled output holds the row of rank ``draw_order[s]`` in ``c``
         (copied out of the thread's workspace, which its next column reuses)."""
-        own = checked_values(df, c)[2]
         return shuffle_order(own, stream_id(ecdf_stream(c) + "/shuffle"), n, workspace(n, index)).copy()
 
     def resample(df: pl.DataFrame) -> pl.DataFrame:
@@ -306,13 +310,15 @@ def ecdf_resample(
         index = np.arange(df.height + 1, dtype=np.uint64)  # row numbers and draw keys, read-only
         keys = row_keys(df[key], func=_FUNC) if key is not None else index[:-1]
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
+        first = df[cols[0]]
+        # The first column's values and key serve its shuffle too: taken once.
+        checked = checked_values(df, cols[0]) if shuffle and link == "rank" else None
         with ThreadPoolExecutor(max_workers=_workers(len(cols))) as pool:
-            first = df[cols[0]]
             slots = None
-            if shuffle and link == "rank":  # ranked rows in draw order; runs beside the columns
-                slots = pool.submit(draw_order, df, cols[0], first.len() - first.null_count(), index)
+            if checked is not None:  # ranked rows in draw order; runs beside the columns
+                slots = pool.submit(draw_order, cols[0], checked[2], len(checked[0]), index)
             jobs = [
-                pool.submit(resample_column, df, c, keys, index, shuffle and i == 0)
+                pool.submit(resample_column, df, c, keys, index, shuffle and i == 0, checked if i == 0 else None)
                 for i, c in enumerate(cols)
             ]
             results = [job.result() for job in jobs]
