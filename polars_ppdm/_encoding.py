@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.prf import fnv1a_64
+from polars_ppdm.kernels.string_keys import keyed_string_keys
 
 __all__ = ["Domain", "RowShape", "aligned", "null_key_message", "row_keys", "row_shape", "with_nulls"]
 
@@ -115,29 +115,36 @@ def aligned(
     raise InvalidParameterError(msg)
 
 
-def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = None) -> np.ndarray:
+def check_key_dtype(dtype: pl.DataType, name: str, func: str) -> None:
+    """Refuse a key column that is neither integer nor text (String, Categorical, Enum)."""
+    textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
+    if not (dtype.is_integer() or textual):
+        msg = f"The key column {name!r} of {func} must be an integer or string column. Got dtype {dtype} instead."
+        raise InvalidParameterError(msg)
+
+
+def row_keys(
+    keys: pl.Series, *, secret: bytes, func: str, required_rows: np.ndarray | None = None
+) -> np.ndarray:
     """64-bit row keys of a key column.
 
-    Integers give their 64-bit two's-complement pattern; strings their FNV-1a 64-bit hash
-    over UTF-8 bytes (:func:`polars_ppdm.kernels.prf.fnv1a_64`).  A null key is an error
-    where a row needs a draw (``required_rows``, default all rows): it has no identity.
-    Checks cost nothing when the key column has no nulls (its null count is metadata).
+    Integers give their 64-bit two's-complement pattern; strings a keyed 64-bit hash of
+    their UTF-8 bytes under ``secret``
+    (:func:`polars_ppdm.kernels.string_keys.keyed_string_keys`): without the secret no
+    one can compute a string's key, or choose an id that shares another's.  A null key is
+    an error where a row needs a draw (``required_rows``, default all rows): it has no
+    identity.  Checks cost nothing when the key column has no nulls (its null count is
+    metadata).
     """
     dtype = keys.dtype
-    textual = dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
-    if not (dtype.is_integer() or textual):  # before the nulls: the lazy plan checks the dtype first
-        msg = (
-            f"The key column {keys.name!r} of {func} must be an integer or string column. "
-            f"Got dtype {dtype} instead."
-        )
-        raise InvalidParameterError(msg)
+    check_key_dtype(dtype, keys.name, func)  # before the nulls: the lazy plan checks the dtype first
     if keys.null_count():
         nulls = keys.is_null().to_numpy()
         if required_rows is not None:
             nulls &= required_rows
         if nulls.any():
             raise InvalidParameterError(null_key_message(keys.name, func))
-    # Null keys of rows that need no draw (null values) hash as 0 / "": any word will do.
+    # Null keys of rows that need no draw (null values) are 0 / "": any word will do.
     if dtype.is_integer():
         keys = keys.fill_null(0) if keys.null_count() else keys
         if dtype in _WIDE_INTEGERS:
@@ -154,7 +161,7 @@ def row_keys(keys: pl.Series, *, func: str, required_rows: np.ndarray | None = N
     _, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
-    return fnv1a_64(offsets, data)
+    return keyed_string_keys(secret, offsets, data)
 
 
 _WIDE_INTEGERS = tuple(getattr(pl, name) for name in ("Int128", "UInt128") if hasattr(pl, name))

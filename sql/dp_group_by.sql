@@ -258,7 +258,7 @@ rows AS (
                 WHEN __ppdm_u IS NULL
                     THEN error('The privacy_unit_column ' || privacy_unit_column::VARCHAR || ' of ' || _ppdm_dp_fn(kind)
                                || ' has NULL values; every row needs its privacy unit.')
-                WHEN u_type = 'VARCHAR' THEN _ppdm_dp_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR)))
+                WHEN u_type = 'VARCHAR' THEN _ppdm_dp_bits(ppdm_key(TRY_CAST(__ppdm_u AS VARCHAR), secret::VARCHAR))
                 ELSE _ppdm_dp_bits(__ppdm_u) END AS __unit,
            -- Clamped, in grid units, minus a mean's midpoint (as Polars: exact integer sums).
            CASE WHEN NOT _ppdm_dp_summed(kind) THEN 0

@@ -54,7 +54,7 @@ __ppdm_args AS (
                    THEN error('ppdm_ecdf_resample: column ' || col::VARCHAR || ' must be numeric, got ' || __ppdm_col_type)
                WHEN NOT regexp_full_match(__ppdm_key_type, '(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER)')
                    THEN error('ppdm_ecdf_resample: the key column ' || key::VARCHAR || ' must hold integers (BIGINT; for a '
-                              || 'text key, add a column ppdm_key(text) and name it). Got ' || __ppdm_key_type || ' instead.')
+                              || 'text key, add a column ppdm_key(text, s) with the same ''secret'' s and name it). Got ' || __ppdm_key_type || ' instead.')
                WHEN bins IS NULL OR NOT regexp_full_match(typeof(bins), '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL.*)')
                    THEN error('ppdm_ecdf_resample: bins must be an integer >= 2, got ' || if(bins IS NULL, 'NULL', typeof(bins))
                               || ' (the ''bins'' argument: an integer in [2, 10,000,000]).')

@@ -168,14 +168,14 @@ def test_keyed_randomness_refuses_nulls(con, sql):
 
 
 def test_ppdm_key_passes_nulls_through(con):
-    """The README pattern ppdm_rr_disguise_k(diet, ..., ppdm_key(email)) with a null email and diet."""
+    """The README pattern ppdm_rr_disguise_k(diet, ..., ppdm_key(email, secret)) with a null email and diet."""
     con.execute(
         "CREATE TABLE s AS SELECT * FROM (VALUES ('a@x', 'vegan'), (NULL, NULL), ('b@x', 'omnivore')) t(email, diet)"
     )
-    keys = con.execute("SELECT ppdm_key(email) FROM s").fetchall()
+    keys = con.execute("SELECT ppdm_key(email, '1') FROM s").fetchall()
     assert keys[1] == (None,) and None not in (keys[0][0], keys[2][0])
     out = con.execute(
-        "SELECT ppdm_rr_disguise_k(diet, ['vegan', 'omnivore'], 1.0, '1', ppdm_key(email), 'diet') FROM s"
+        "SELECT ppdm_rr_disguise_k(diet, ['vegan', 'omnivore'], 1.0, '1', ppdm_key(email, '1'), 'diet') FROM s"
     ).fetchall()
     assert out == [("vegan",), (None,), ("omnivore",)]
 

@@ -179,8 +179,8 @@ def test_duckdb_macro_matches_polars_bit_for_bit():
         }
     ).with_columns(pl.when(pl.col("id") % 13 == 0).then(None).otherwise(pl.col("age")).alias("age"))
     con = ppdm.duckdb.register(duckdb.connect())
-    con.execute("CREATE TABLE t AS SELECT *, ppdm_key(email) AS email_key FROM df")
     seed = "ab" * 16
+    con.execute(f"CREATE TABLE t AS SELECT *, ppdm_key(email, '{seed}') AS email_key FROM df")
     con.execute(f"CREATE TEMP TABLE step1 AS FROM ppdm_ecdf_resample('t', 'income', 'id', 60, '{seed}')")
     sql = con.sql(f"FROM ppdm_ecdf_resample('step1', 'age', 'id', 20, '{seed}')").pl()
     assert sql.columns == ["id", "email", "email_key", "income", "age"]  # the resampled column last

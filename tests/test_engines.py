@@ -48,7 +48,7 @@ def test_eager_lazy_streaming_duckdb_udf_and_bulk_agree(frame, key):
     con = ppdm.duckdb.register(duckdb.connect())
     con.execute("SET threads = 2")
     con.execute("CREATE TABLE t AS SELECT * FROM frame")
-    sql_key = "id" if key == "id" else "ppdm_key(email)"
+    sql_key = "id" if key == "id" else f"ppdm_key(email, '{SECRET}')"
     udf = con.sql(
         f"""SELECT id,
                    ppdm_rr_disguise(x, 0.8, '{SECRET}', {sql_key}, 'x') AS x,

@@ -45,7 +45,7 @@ def people() -> pl.DataFrame:
 
 @pytest.fixture
 def table(con, people) -> str:
-    con.execute("CREATE TABLE people AS SELECT *, ppdm_key(email) AS email_key FROM people")
+    con.execute(f"CREATE TABLE people AS SELECT *, ppdm_key(email, '{SECRET}') AS email_key FROM people")
     return "people"
 
 
@@ -567,7 +567,7 @@ def test_a_key_of_another_type_says_what_to_use(con, table, func, call, key, kin
     assert "_ppdm_" not in message and "LINE 1" not in message
     assert (
         f"The 'key' argument of {func} must be an integer column (BIGINT or narrower). Got {kind} instead; for a "
-        "text key pass ppdm_key(key), which gives the row keys Polars gives a string key (a number in quotes: write "
+        "text key pass ppdm_key(key, secret), which gives the row keys Polars gives a string key (a number in quotes: write "
         "it without them)." in message
     ), message
 
@@ -586,7 +586,7 @@ def test_a_key_of_another_type_says_what_to_use(con, table, func, call, key, kin
         ),
         (
             "ppdm_rr_disguise(b, 0.8, '{s}', if(id % 3 = 0, NULL, id), 'b')",
-            r"The 'key' argument of ppdm_rr_disguise must be the row-key column \(BIGINT, or ppdm_key\(text\) for a "
+            r"The 'key' argument of ppdm_rr_disguise must be the row-key column \(BIGINT, or ppdm_key\(text, secret\) for a "
             r"text key\), with a key wherever the column 'b' has a value\. Got NULL in such rows instead: fill the key "
             r"or drop those rows first\.",
         ),

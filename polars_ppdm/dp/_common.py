@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import check_key_dtype, row_keys
 from polars_ppdm._frame import fresh_names
 from polars_ppdm._validation import check_int, is_real
 from polars_ppdm.dp.accountant import BudgetAccountant
@@ -65,8 +65,7 @@ def check_unit_key(key: Any, schema: pl.Schema, func: str, name: str = "key") ->
     if not isinstance(key, str) or key not in schema:
         msg = f"The {name!r} parameter of {func} names no column: {key!r}. Columns: {list(schema.names())}."
         raise InvalidParameterError(msg)
-    if not (schema[key].is_integer() or schema[key] in (pl.String, pl.Categorical)):
-        row_keys(pl.Series(key, [], dtype=schema[key]), func=func)  # raises the dtype error
+    check_key_dtype(schema[key], key, func)
     return key
 
 
@@ -90,7 +89,7 @@ def unit_words(
         null = column.is_null().to_numpy() if column.null_count() else None
         values.append((column.fill_null(0.0) if null is not None else column).to_numpy())
         nulls.append(null)
-    return contribution_words(secret, row_keys(units.rename(key), func=func), values, nulls)
+    return contribution_words(secret, row_keys(units.rename(key), secret=secret, func=func), values, nulls)
 
 
 def bound_contributions(

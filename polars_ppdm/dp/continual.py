@@ -414,7 +414,7 @@ def _period_counts(
             group = group_words(secret, batch.select(f"g{i}" for i in range(len(by))))
             values = [batch["at"].cast(pl.Float64).to_numpy(), group.view(np.float64)]
             chained = contribution_words(
-                secret, row_keys(batch["unit"].rename(unit), func=_FUNC), values, [None, None]
+                secret, row_keys(batch["unit"].rename(unit), secret=secret, func=_FUNC), values, [None, None]
             )
             return pl.Series(word, chained, dtype=pl.UInt64)
 
@@ -452,7 +452,7 @@ def _period_digests(
         batch = batch_rows.struct.unnest()
         group = group_words(secret, batch.select(f"g{i}" for i in range(len(by))))
         units = (
-            row_keys(batch["unit"].rename(unit), func=_FUNC)
+            row_keys(batch["unit"].rename(unit), secret=secret, func=_FUNC)
             if unit is not None
             else np.zeros(batch.height, dtype=np.uint64)
         )

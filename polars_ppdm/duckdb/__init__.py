@@ -61,9 +61,10 @@ The keyed randomness itself, for macros:
 * ``ppdm_discrete_gaussian(secret, stream, key, sigma DOUBLE) -> BIGINT``: the same for
   the Gaussian mechanism, exact discrete Gaussian noise of ``sigma = l2 / sqrt(2 rho)``
   (in [2^-7, 2^50]; the Gaussian DP macros draw theirs with ``ppdm_release_gaussian``);
-* ``ppdm_key(s VARCHAR) -> BIGINT`` -- the FNV-1a 64-bit reduction of a string key, the
-  one Polars applies to string key columns (``key := ppdm_key(email)`` equals Polars'
-  ``key="email"``).
+* ``ppdm_key(s VARCHAR, secret) -> BIGINT`` -- the keyed 64-bit reduction of a string key
+  under the secret, the one Polars applies to string key columns (``key :=
+  ppdm_key(email, secret)`` equals Polars' ``key="email"`` with that secret;
+  :func:`polars_ppdm.kernels.string_keys.keyed_string_keys`).
 
 Every macro of ``sql/`` (pure SQL, each file documents its arguments): the corrections
 ``ppdm_rr_support_k(tbl, col, categories, p := NULL, epsilon := NULL)`` (k-ary, one

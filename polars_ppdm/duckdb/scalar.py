@@ -82,8 +82,8 @@ def _check_key(key: pa.Array | pa.ChunkedArray, values: pl.Series, func: str) ->
     keys = series(key, "key")
     if keys.null_count() and (keys.is_null() & values.is_not_null()).any():
         msg = (
-            f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text) for a "
-            f"text key), with a key wherever the column {values.name!r} has a value. Got NULL in "
+            f"The 'key' argument of {func} must be the row-key column (BIGINT, or ppdm_key(text, secret) "
+            f"for a text key), with a key wherever the column {values.name!r} has a value. Got NULL in "
             "such rows instead: fill the key or drop those rows first."
         )
         raise InvalidParameterError(msg)
@@ -328,9 +328,10 @@ def _add_noise_udf(x, dist, scale, secret, key, stream):
             "or infinite values instead; replace them or make them NULL."
         )
         raise InvalidParameterError(msg)
-    keys = row_keys(_check_key(key, values, func), func=func, required_rows=valid.to_numpy())
+    secret = secret_of(secret, func).key
+    keys = row_keys(_check_key(key, values, func), secret=secret, func=func, required_rows=valid.to_numpy())
     data = values.fill_null(0.0).to_numpy()
-    noise = _NOISE_KERNELS[dist](secret_of(secret, func).key, stream_id(label), keys, scale, values=data)
+    noise = _NOISE_KERNELS[dist](secret, stream_id(label), keys, scale, values=data)
     # x + r on the scale's grid; zeros under a NULL, not the noise of the filler 0.0 (see with_nulls).
     return with_nulls(pl.Series(column, noisy_values(data, noise, scale)), valid.to_numpy()).to_arrow()
 
@@ -340,7 +341,9 @@ def _uniform_udf(secret, stream, key):
     if len(key) == 0:
         return pa.array([], type=pa.float64())
     secret, label = secret_of(secret, func), constant(stream, "stream", func)
-    return pa.array(uniform(secret.key, stream_id(label), row_keys(series(key, "key"), func=func)))
+    return pa.array(
+        uniform(secret.key, stream_id(label), row_keys(series(key, "key"), secret=secret.key, func=func))
+    )
 
 
 def _prf_word_udf(secret, stream, key):
@@ -348,7 +351,9 @@ def _prf_word_udf(secret, stream, key):
     if len(key) == 0:
         return pa.array([], type=pa.uint64())
     secret, label = secret_of(secret, func), constant(stream, "stream", func)
-    return pa.array(first_words(secret.key, stream_id(label), row_keys(series(key, "key"), func=func)))
+    return pa.array(
+        first_words(secret.key, stream_id(label), row_keys(series(key, "key"), secret=secret.key, func=func))
+    )
 
 
 def _discrete_laplace_udf(secret, stream, key, scale):
@@ -360,7 +365,7 @@ def _discrete_laplace_udf(secret, stream, key, scale):
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."
         raise InvalidParameterError(msg)
-    keys = row_keys(series(key, "key"), func=func)
+    keys = row_keys(series(key, "key"), secret=secret.key, func=func)
     return pa.array(discrete_laplace(secret.key, stream_id(label), keys, scale))
 
 
@@ -374,7 +379,7 @@ def _discrete_gaussian_udf(secret, stream, key, sigma):
         msg = f"The 'sigma' argument of {func} must be a finite float > 0 (l2 / sqrt(2 rho)). Got {sigma!r} instead."
         raise InvalidParameterError(msg)
     check_gaussian_sigma(sigma, func)
-    keys = row_keys(series(key, "key"), func=func)
+    keys = row_keys(series(key, "key"), secret=secret.key, func=func)
     return pa.array(discrete_gaussian(secret.key, stream_id(label), keys, sigma))
 
 
@@ -435,10 +440,22 @@ def _ecdf_uniforms_udf(secret, stream, n, block, offset, total):
     return pa.LargeListArray.from_arrays(np.concatenate(([0], np.cumsum(lengths))), values)
 
 
-def _key_udf(s):
+def _key_udf(s, secret):
     # NULL in, NULL out: the disguise UDFs accept a null key where the value is null too.
+    func = "ppdm_key"
+    if len(s) == 0:
+        return pa.array([], type=pa.int64())
+    if constant(secret, "secret", func, optional=True) is None:
+        msg = (
+            "ppdm_key(text, secret) needs the secret of the draws the key selects: text keys are hashed under it, "
+            "so that no one without it can compute a key or choose a text that shares another's. Got no secret "
+            "(ppdm_key(text) alone, without one, is no longer accepted); pass the same secret as the query's."
+        )
+        raise InvalidParameterError(msg)
     keys = series(s, "s")
-    words = row_keys(keys, func="ppdm_key", required_rows=np.zeros(len(keys), dtype=bool))
+    words = row_keys(
+        keys, secret=secret_of(secret, func).key, func=func, required_rows=np.zeros(len(keys), dtype=bool)
+    )
     return pa.array(words.view("int64"), mask=keys.is_null().to_numpy() if keys.null_count() else None)
 
 
@@ -460,8 +477,8 @@ def _keyed(func: str, call: str) -> str:
     return (
         f"CASE WHEN typeof(key) NOT IN ({_KEY_TYPES})\n"
         f"         THEN error('The ''key'' argument of {func} must be an integer column (BIGINT or narrower). Got '\n"
-        "                    || typeof(key) || ' instead; for a text key pass ppdm_key(key), which gives the '\n"
-        "                    || 'row keys Polars gives a string key (a number in quotes: write it without them).')\n"
+        "                    || typeof(key) || ' instead; for a text key pass ppdm_key(key, secret), which gives '\n"
+        "                    || 'the row keys Polars gives a string key (a number in quotes: write it without them).')\n"
         f"         ELSE {call.replace('__key', 'TRY_CAST(key AS BIGINT)')} END"
     )
 
@@ -481,6 +498,7 @@ CREATE OR REPLACE MACRO ppdm_rr_disguise_k(
 CREATE OR REPLACE MACRO ppdm_rr_disguise_whole_record(
     x, columns, p := NULL, secret := NULL, key := NULL, epsilon := NULL, record := NULL
 ) AS {_keyed("ppdm_rr_disguise_whole_record", "_ppdm_rr_whole_record(x, record, columns, p, epsilon, secret, __key)")};
+CREATE OR REPLACE MACRO ppdm_key(key, secret := NULL) AS _ppdm_key(key, secret);
 CREATE OR REPLACE MACRO ppdm_add_noise(x, scale, secret, key, stream := NULL, dist := 'gaussian') AS
     {_keyed("ppdm_add_noise", "_ppdm_add_noise(x, dist, scale, secret, __key, stream)")};
 """
@@ -550,11 +568,18 @@ def register_scalar_udfs(con: duckdb.DuckDBPyConnection) -> None:
         type=ARROW,
         null_handling=SPECIAL,
     )
-    con.create_function("ppdm_key", _key_udf, [T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL)
+    con.create_function(
+        "_ppdm_key", _key_udf, [T.VARCHAR, T.VARCHAR], T.BIGINT, type=ARROW, null_handling=SPECIAL
+    )
     # The sorted uniforms of ppdm_ecdf_resample (sql/ecdf_resample.sql), from the same kernel
     # as Polars, under the column's own key (from its values' digest).
     con.create_function(
-        "_ppdm_ecdf_words", _ecdf_words_udf, [T.VARCHAR, T.DOUBLE], T.UBIGINT, type=ARROW, null_handling=SPECIAL
+        "_ppdm_ecdf_words",
+        _ecdf_words_udf,
+        [T.VARCHAR, T.DOUBLE],
+        T.UBIGINT,
+        type=ARROW,
+        null_handling=SPECIAL,
     )
     con.create_function(
         "_ppdm_ecdf_key",

@@ -795,7 +795,7 @@ def contribution_words(
     of the row's position, so the rows kept do not depend on row order, batches or
     partitions (every engine computes the same words).  Version-stable definition::
 
-        w_0 = unit key (the 64-bit row key: integer bits, or FNV-1a 64 of a string)
+        w_0 = unit key (the 64-bit row key: integer bits, or a string's keyed hash)
         w_j = word 0 of AES(secret, stream_id("dp/contributions/" + str(j - 1)) || (w_(j-1) XOR b_j))
               for j = 1..d, where b_j is the IEEE-754 float64 bit pattern of the row's
               value in column j - 1 (cast to float64), or NULL_BITS for a null

@@ -4,7 +4,8 @@ Every random draw of the library is a pure function of ``(secret, stream, key)``
 
 * ``secret`` -- 16 or 32 bytes, the AES-128 / AES-256 key;
 * ``stream`` -- a 64-bit label of the use (method, column, round), from :func:`stream_id`;
-* ``key`` -- the 64-bit row key (a primary key, a hashed string key or the row position).
+* ``key`` -- the 64-bit row key (a primary key, a string key's keyed hash
+  (:mod:`polars_ppdm.kernels.string_keys`) or the row position).
 
 The 16-byte plaintext block is ``stream || key``, both little-endian uint64; the AES
 ciphertext gives two 64-bit words ``w0, w1`` per row.  AES under a secret key is a
@@ -53,7 +54,7 @@ __all__ = [
     "chained_prf_words",
     "derived_stream",
     "encrypt_blocks",
-    "fnv1a_64",
+    "encrypt_plain",
     "prf_words",
     "stream_id",
     "uniform",
@@ -66,8 +67,6 @@ __all__ = [
 CHUNK_ROWS = 1 << 16
 
 _TWO_POW_53 = float(1 << 53)
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 
 
 def stream_id(label: str) -> int:
@@ -94,60 +93,6 @@ def _stream_word(label: str) -> int:
     # Cached: a SQL UDF asks for it on every 2048-row vector (a SHA-256 costs ~2 us).
     digest = hashlib.sha256(b"polars_ppdm/stream/" + label.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "little")
-
-
-def fnv1a_64(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
-    """FNV-1a 64-bit hash of variable-length byte strings, vectorised.
-
-    The documented, version-stable reduction of string keys to 64-bit row keys:
-    ``h = 0xcbf29ce484222325; for byte in utf8: h = (h ^ byte) * 0x100000001b3 mod 2**64``.
-    Collisions are not a secrecy problem (the result only selects an AES input block) but
-    two distinct strings with the same hash share their draws, like two rows of one key;
-    for n distinct keys that happens with probability about n**2 / 2**65.
-
-    Parameters
-    ----------
-    offsets : numpy.ndarray
-        n + 1 start offsets into ``data`` (Arrow layout).
-    data : numpy.ndarray
-        The concatenated UTF-8 bytes, uint8.
-
-    Returns
-    -------
-    numpy.ndarray
-        n uint64 hashes.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> data = np.frombuffer(b"afoobar", dtype=np.uint8)
-    >>> [hex(h) for h in fnv1a_64(np.array([0, 1, 7]), data)]
-    ['0xaf63dc4c8601ec8c', '0x85944171f73967e8']
-    """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    data = np.asarray(data, dtype=np.uint8)
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    n = len(lengths)
-    hashes = np.full(n, _FNV_OFFSET, dtype=np.uint64)
-    if n == 0:
-        return hashes
-    # Longest strings first: at byte position j the strings still active are a prefix,
-    # so the total work is the number of bytes, not n times the longest string.
-    order = np.argsort(-lengths, kind="stable")
-    sorted_lengths = lengths[order]
-    sorted_starts = starts[order]
-    work = hashes[order]
-    max_len = int(sorted_lengths[0])
-    active = n
-    for j in range(max_len):
-        while active > 0 and sorted_lengths[active - 1] <= j:
-            active -= 1
-        byte = data[sorted_starts[:active] + j].astype(np.uint64)
-        np.bitwise_xor(work[:active], byte, out=work[:active])
-        np.multiply(work[:active], _FNV_PRIME, out=work[:active])
-    hashes[order] = work
-    return hashes
 
 
 def _check_secret(secret: bytes) -> bytes:
@@ -293,6 +238,29 @@ def encrypt_blocks(secret: bytes, stream: int, keys: np.ndarray) -> np.ndarray:
         for start, stop in slices(n, CHUNK_ROWS):
             out[start:stop] = buffers.encrypt(enc, keys[start:stop])
     return out
+
+
+def encrypt_plain(secret: bytes, plain: np.ndarray) -> np.ndarray:
+    """AES-ECB of arbitrary 16-byte blocks: ``plain`` and the result are (n, 2) uint64,
+    little-endian words (a chained MAC needs blocks that are not ``stream || key``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plain = np.array([[5, 7]], dtype="<u8")
+    >>> bool((encrypt_plain(bytes(16), plain) == encrypt_blocks(bytes(16), 5, np.array([7]))).all())
+    True
+    """
+    secret = _check_secret(secret)
+    plain = np.ascontiguousarray(plain, dtype="<u8")
+    if _native.NATIVE is not None:
+        out = np.empty_like(plain)
+        if len(plain):
+            _compiled().encrypt_into(secret, plain, out)
+        return out
+    raw = np.empty(plain.nbytes + 15, dtype=np.uint8)  # update_into needs a block's room
+    _encryptor(secret).update_into(plain.data.cast("B"), raw.data)
+    return raw[: plain.nbytes].view("<u8").reshape(plain.shape)
 
 
 def prf_words(

@@ -308,7 +308,7 @@ def ecdf_resample(
         if df.height == 0:  # an empty frame releases nothing: empty in, empty out
             return df.select(pl.col(name).cast(dtype) for name, dtype in out_schema.items())
         index = np.arange(df.height + 1, dtype=np.uint64)  # row numbers and draw keys, read-only
-        keys = row_keys(df[key], func=_FUNC) if key is not None else index[:-1]
+        keys = row_keys(df[key], secret=secret, func=_FUNC) if key is not None else index[:-1]
         # Columns are independent; sorting and AES release the GIL, so threads overlap.
         first = df[cols[0]]
         # The first column's values and key serve its shuffle too: taken once.

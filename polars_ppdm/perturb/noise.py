@@ -210,7 +210,7 @@ def add_noise_expr(
             msg = f"add_noise: the column {values.name!r} holds NaN or infinite values; replace them or make them null."
             raise InvalidParameterError(msg)
         valid = x.is_not_null().to_numpy() if nulls else None
-        unit_keys = row_keys(keys, func=func, required_rows=valid)
+        unit_keys = row_keys(keys, secret=secret, func=func, required_rows=valid)
         noise = draw(secret, word, unit_keys, scale, values=data)
         noisy_values(data, noise, scale)  # x + r on the scale's grid, in place
         # Under a null, zeros: not the noise of the filler 0.0, nor the input's hidden value.

@@ -111,7 +111,7 @@ def disguise_series(
         return _disguise_boolean(values, keys, keep=keep, secret=secret, stream=stream, func=func)
     stream = domain_stream(stream, domain)
     codes, valid = domain.encode(values, func=func)
-    row_key = row_keys(keys, func=func, required_rows=valid)
+    row_key = row_keys(keys, secret=secret, func=func, required_rows=valid)
     out = disguise_codes(codes, domain.k, keep, secret, stream, row_key)
     return domain.decode(out, valid, name=values.name)
 
@@ -131,7 +131,7 @@ def _disguise_boolean(
     filled = values.fill_null(False) if values.null_count() else values
     # Which rows need a key: row_keys reads it only when the key column has nulls.
     valid = values.is_not_null().to_numpy() if values.null_count() and keys.null_count() else None
-    row_key = row_keys(keys, func=func, required_rows=valid)
+    row_key = row_keys(keys, secret=secret, func=func, required_rows=valid)
     bitmap = _value_bits(filled)
     if bitmap is not None:
         kept = keep_decisions_bits(*bitmap, keep, secret, stream, row_key)
@@ -461,7 +461,7 @@ def _whole_record_coin(
         keys, *values = inputs
         encoded = [domain.encode(v, func="rr_disguise") for v, domain in zip(values, domains, strict=True)]
         records = record_words([codes for codes, _ in encoded], [valid for _, valid in encoded])
-        kept = whole_record_keep(secret, word, row_keys(keys, func="rr_disguise"), records, keep)
+        kept = whole_record_keep(secret, word, row_keys(keys, secret=secret, func="rr_disguise"), records, keep)
         return pl.Series("__ppdm_truthful", kept)
 
     return pl.map_batches(
@@ -477,4 +477,4 @@ def whole_record_keep_series(
     domains = [Domain.of(v.dtype, None, func=func, column=v.name) for v in values]
     encoded = [domain.encode(v, func=func) for v, domain in zip(values, domains, strict=True)]
     records = record_words([codes for codes, _ in encoded], [valid for _, valid in encoded])
-    return whole_record_keep(secret, stream, row_keys(keys, func=func), records, keep)
+    return whole_record_keep(secret, stream, row_keys(keys, secret=secret, func=func), records, keep)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._encoding import null_key_message, row_keys
+from polars_ppdm._encoding import check_key_dtype, null_key_message, row_keys
 from polars_ppdm._validation import check_bool, check_choice, check_columns, check_numeric
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.ecdf import (
@@ -251,7 +251,7 @@ def ecdf_resample(
     check_bool("shuffle", shuffle, _FUNC)
     _refuse(link, bool(shuffle))
     key_name = check_key(key, schema, _FUNC)
-    row_keys(pl.Series(key_name, [], dtype=schema[key_name]), func=_FUNC)  # integer or string keys only
+    check_key_dtype(schema[key_name], key_name, _FUNC)
     resolved = resolve_secret(secret)
     check_bool("round_integers", round_integers, _FUNC)
     out_dtype = {c: (schema[c] if round_integers and schema[c].is_integer() else pl.Float64()) for c in cols}
@@ -274,7 +274,7 @@ def ecdf_resample(
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
     target = {c: min(BUCKET_ROWS, max(1, -(-census.n[c] // BUCKETS))) for c in cols}
     plans = {c: census.plan(c, target[c]) for c in cols}
-    counts = _histogram(sdf, cols, key_name, own, cuts, plans, census.n)
+    counts = _histogram(sdf, cols, key_name, own, cuts, plans, census.n, resolved.key)
 
     # The key may be resampled too: ties use the original key, so keep a copy.
     tie_key = key_name
@@ -296,6 +296,7 @@ def ecdf_resample(
             block_offsets(counts.block_totals(i, census.n[c] // BLOCK + 1)),
             census.n[c],
             out_dtype[c],
+            resolved.key,
         )
     return out.select(*(spark_column(n) for n in names))
 
@@ -473,9 +474,11 @@ def _histogram(
     cuts: dict[str, np.ndarray],
     plans: dict[str, _Plan],
     n: dict[str, int],
+    secret: bytes,
 ) -> _Counts:
     """Job 2: per column, the counts per interval (kind 0), rows per sort bucket (kind 1)
-    and the totals of the sorted uniforms' blocks (kind 2), summed by a Spark group-by."""
+    and the totals of the sorted uniforms' blocks (kind 2), summed by a Spark group-by.
+    ``secret``: the user's, which string keys are hashed under (as in Polars)."""
     from pyspark.sql import functions as F
 
     schema = pl.Schema({"col": pl.Int32(), "kind": pl.Int32(), "id": pl.Int64(), "count": pl.Int64()})
@@ -495,7 +498,7 @@ def _histogram(
             keys = batch[key].filter(batch[c].is_not_null())
 
             def ties(rows: np.ndarray, keys: pl.Series = keys, c: str = c) -> np.ndarray:
-                return tie_words(own[c], streams[c], row_keys(keys, func=_FUNC)[rows])
+                return tie_words(own[c], streams[c], row_keys(keys, secret=secret, func=_FUNC)[rows])
 
             buckets = plans[c].buckets(_unsigned_keys(values), ties)  # ties only in tied heavy cells
             ids, counts = np.unique(buckets, return_counts=True)
@@ -533,8 +536,10 @@ def _resample_column(
     spacings: tuple[np.ndarray, float],
     n: int,
     dtype: pl.DataType,
+    unit_secret: bytes,
 ) -> SparkFrame:
-    """Lazy: ``sdf`` with column ``c`` resampled (the rows' ranks joined to the sample's)."""
+    """Lazy: ``sdf`` with column ``c`` resampled (the rows' ranks joined to the sample's);
+    ``secret`` is the column's own key, ``unit_secret`` the user's (string keys' hash)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -549,7 +554,7 @@ def _resample_column(
     def rank_keys(batch: pl.DataFrame) -> pl.DataFrame:
         valid = batch[c].is_not_null().to_numpy()
         values, _ = _finite(batch, c)
-        ties = tie_words(secret, tie_stream, row_keys(batch[key], func=_FUNC))
+        ties = tie_words(secret, tie_stream, row_keys(batch[key], secret=unit_secret, func=_FUNC))
         present = ties[valid]
         keys = plan.buckets(_unsigned_keys(values), lambda rows: present[rows])
         # Rows without a value get no rank, but a negative one spread by their tie word

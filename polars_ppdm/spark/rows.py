@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from polars_ppdm import perturb
-from polars_ppdm._encoding import row_keys
+from polars_ppdm._encoding import check_key_dtype
 from polars_ppdm.perturb.spiral import SpiralKey
 from polars_ppdm.secret import SecretLike, resolve_secret
 from polars_ppdm.spark._engine import check_key, map_polars, polars_schema, spark_frame
@@ -36,7 +36,7 @@ def _row_wise(
     schema = polars_schema(sdf)
     if "key" not in params:
         params["key"] = name = check_key(row_key, schema, func)
-        row_keys(pl.Series(name, [], dtype=schema[name]), func=func)  # integer or string keys only
+        check_key_dtype(schema[name], name, func)
     # The Polars function on an empty frame of the same schema: every check it makes
     # before reading data runs here, on the driver, and its plan gives the output schema.
     out_schema = operation(pl.LazyFrame(schema=schema), **params).collect_schema()

@@ -196,7 +196,7 @@ def test_udfs_over_a_table_keep_rows_and_nulls(sql: duckdb.DuckDBPyConnection, d
     if not _table(sql, frame):
         return
     x, c, v, k = (_ident(slots[s]) for s in "xcvk")
-    key = data.draw(st.sampled_from([k, "rowid", f"ppdm_key({k}::VARCHAR)", "1", "NULL"]))
+    key = data.draw(st.sampled_from([k, "rowid", f"ppdm_key({k}::VARCHAR, {SECRET_SQL})", "1", "NULL"]))
     column = data.draw(st.sampled_from([x, c, v, k]))
     name, expr = data.draw(
         st.sampled_from(

@@ -193,7 +193,7 @@ def test_sql_rr_disguise_same_bits(monkeypatch):
         f"SELECT ppdm_rr_disguise(x, 0.7, '{secret}', id, 'x') AS a, "
         f"ppdm_rr_disguise(xn, 0.7, '{secret}', id, 'x') AS b, "
         f"ppdm_rr_disguise(xn, 0.7, '{secret}', idn, 'x') AS c, "
-        f"ppdm_rr_disguise(x, epsilon := 1.5, secret := '{secret}', key := ppdm_key(name), stream := 'x') AS d, "
+        f"ppdm_rr_disguise(x, epsilon := 1.5, secret := '{secret}', key := ppdm_key(name, '{secret}'), stream := 'x') AS d, "
         f"ppdm_rr_disguise(x, 1.0, '{secret}', id, 'x') AS e FROM df"
     )
 
