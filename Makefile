@@ -132,9 +132,9 @@ test-kill: $(VENV)/.test
 	$(PYTEST) -m "$(TIER_KILL)"
 
 # tests/fuzz again under the slow Hypothesis profile (15x the examples, every memory case
-# in a subprocess), with the table of generated cases per target.
+# in a subprocess), with the table of generated cases per target (the workers send theirs home).
 test-fuzz-slow: $(VENV)/.test
-	HYPOTHESIS_PROFILE=slow PPDM_FUZZ_TABLE=1 $(PYTEST) -p no:cacheprovider tests/fuzz
+	HYPOTHESIS_PROFILE=slow PPDM_FUZZ_TABLE=1 $(PYTEST) -n auto -p no:cacheprovider tests/fuzz
 
 # Every tool runs even when an earlier one finds something; the target fails if any did.
 # The compiled kernels' Rust (native/) is checked, and its unit tests run, where cargo is installed.

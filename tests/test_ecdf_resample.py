@@ -452,3 +452,23 @@ def test_a_later_select_of_fewer_columns_works():
     out = ppdm.ecdf_resample(lf, ["age"], secret=1, key="id").select("id", "age").collect()
     full = ppdm.ecdf_resample(lf, ["age"], secret=1, key="id").collect()
     assert out.equals(full.select("id", "age"))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "extremes"),
+    [
+        (pl.UInt64, (2**64 - 2**12, 2**64 - 1)),
+        (pl.Int64, (2**63 - 2**12, 2**63 - 1)),
+        (pl.Int64, (-(2**63), -(2**63) + 2**12)),
+        (pl.UInt64, (5, 2**64 - 1)),
+    ],
+)
+def test_round_integers_at_the_ends_of_the_dtype(dtype, extremes):
+    """Found by the slow fuzz profile: 2^64 - 1 is 2^64 as a float64, so a value released at
+    the column's maximum failed its cast back to UInt64 with Polars' message, which quoted
+    the values.  Released values are clipped to the floats the dtype holds."""
+    low, high = extremes
+    df = pl.DataFrame({"id": range(40), "x": pl.Series([high, low] * 20, dtype=dtype)})
+    out = ppdm.ecdf_resample(df, "x", bins=4, secret=ppdm.Secret.for_tests(1), key="id", round_integers=True)
+    assert out["x"].dtype == dtype and out.height == 40 and out["x"].null_count() == 0
+    assert low <= out["x"].min() and out["x"].max() <= high

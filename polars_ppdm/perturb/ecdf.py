@@ -137,6 +137,28 @@ def _finite_values(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None, fl
     return values, valid, low, high
 
 
+def rounded_into(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """``round_integers``: released floats rounded into an integer ``dtype``, clipped to the
+    floats that dtype holds.  A released value lies within the column's range, but as a
+    float its maximum may round up past the dtype's (2^64 - 1 is 2^64 as a float64): the
+    cast would then fail with a message quoting the values."""
+    bits = _INTEGER_BITS[dtype.base_type()]
+    signed = dtype.is_signed_integer()
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    top = float(high)
+    if int(top) > high:  # the float nearest the maximum is above it
+        top = float(np.nextafter(top, -math.inf))
+    return expr.round().clip(float(low), top).cast(dtype)
+
+
+_INTEGER_BITS = {
+    getattr(pl, f"{kind}{bits}"): bits
+    for kind in ("Int", "UInt")
+    for bits in (8, 16, 32, 64, 128)
+    if hasattr(pl, f"{kind}{bits}")
+}
+
+
 def _with_nulls(values: np.ndarray, valid: np.ndarray | None, name: str) -> pl.Series:
     """Float64 Series of the non-null rows' ``values``, nulls where ``valid`` is False."""
     if valid is None:
@@ -325,7 +347,7 @@ def ecdf_resample(
             draws = slots.result() if slots is not None else None
         out = df.with_columns(series for series, _ in results)
         if rounded:
-            out = out.with_columns(pl.col(c).round().cast(dtype) for c, dtype in rounded.items())
+            out = out.with_columns(rounded_into(pl.col(c), dtype) for c, dtype in rounded.items())
         if shuffle:
             ranked = results[0][1]
             assert ranked is not None  # the first column's rows in rank order (link='none': draw order)

@@ -68,6 +68,7 @@ from polars_ppdm.perturb.ecdf import (
     constant_message,
     ecdf_stream,
     not_finite_message,
+    rounded_into,
     too_few_message,
     too_wide_message,
 )
@@ -588,7 +589,7 @@ def _resample_column(
         uniforms = sorted_uniforms_at(secret, stream, ranks, block_starts, total)
         released = pl.Series(value, inverse_cdf(uniforms, cuts, cdf))
         if dtype != pl.Float64:  # round_integers, as Polars rounds
-            released = released.round().cast(dtype)
+            released = released.to_frame().select(rounded_into(pl.col(value), dtype)).to_series()
         return pl.DataFrame([pl.Series(rank, ranks), released])
 
     # Value r is drawn at rank r: no sort of the sample, only the join below.

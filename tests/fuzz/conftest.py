@@ -10,9 +10,11 @@ other tests (the wheel leg's README test) does not need Hypothesis.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,6 +28,35 @@ _FUZZ_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.fi
 settings.register_profile("default", max_examples=40, deadline=5_000, suppress_health_check=_FUZZ_HEALTH)
 settings.register_profile("slow", max_examples=250, deadline=20_000, suppress_health_check=_FUZZ_HEALTH)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# Under pytest-xdist the cases are counted in the workers: each sends its counts home when
+# it finishes, and the controller, which prints the summary, adds them up.
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fuzz_counts"] = json.dumps(
+            {
+                "counts": COUNTS,
+                "known": KNOWN_HITS,
+                "outcomes": OUTCOMES,
+                "errors": ERRORS,
+            }
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    sent = getattr(node, "workeroutput", {}).get("fuzz_counts")
+    if sent is None:
+        return
+    counts = json.loads(sent)
+    COUNTS.update(counts["counts"])
+    KNOWN_HITS.update(counts["known"])
+    for name, outcome in counts["outcomes"].items():
+        OUTCOMES[name].update(outcome)
+    for name, errors in counts["errors"].items():
+        ERRORS[name].update(errors)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
