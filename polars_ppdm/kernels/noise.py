@@ -99,7 +99,8 @@ def noisy_values(values: np.ndarray, noise: np.ndarray, scale: float) -> np.ndar
     """
     grid = noise_grid(scale)
     out = np.add(values, noise, out=noise)
-    steps = out / grid
+    with np.errstate(over="ignore", invalid="ignore"):  # such quotients are kept as they are
+        steps = out / grid
     on_grid = np.abs(steps) < 2.0**52  # False for the infinite or NaN quotient of a tiny grid
     np.rint(steps, out=steps)
     steps *= grid

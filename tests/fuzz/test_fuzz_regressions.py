@@ -158,6 +158,26 @@ def test_a_subnormal_variance_below_its_noise_warns_without_overflow() -> None:
     assert "inf standard errors below 0" in str(caught[1].message)
 
 
+def test_a_value_near_the_float_maximum_gets_noise_without_warning() -> None:
+    """The fast fuzz profile found it in SQL: ppdm_add_noise(1e308, 2.0, ...) raised
+    NumPy's "overflow encountered in divide" from the grid rounding (1e308 / 2^-23)."""
+    import duckdb
+
+    import polars_ppdm.duckdb
+
+    sql = (
+        "SELECT ppdm_add_noise(1e308, 2.0, "
+        "'d1ce5eed3a9c1d7f2b4e6085a1c3d5e7f90b2d4c6e8f0a1b3c5d7e9f1a2b4c6d', 1, 's')"
+    )
+    frame = pl.DataFrame({"x": [1e308, -1.7e308, 1.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ((value,),) = polars_ppdm.duckdb.register(duckdb.connect()).sql(sql).fetchall()
+        noisy = ppdm.add_noise(frame, "x", scale=2.0, secret=1)["x"].to_list()
+    assert value == 1e308  # past 2^52 grid steps: kept as the float it is
+    assert noisy[:2] == [1e308, -1.7e308] and noisy[2] != 1.0
+
+
 def test_a_numpy_unsigned_epsilon_does_not_wrap() -> None:
     frame = pl.DataFrame({"x": ["a", "b"]})
     with warnings.catch_warnings():
