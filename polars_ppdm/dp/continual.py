@@ -501,7 +501,9 @@ def _prefix_digests(secret: bytes, digests: pl.DataFrame) -> np.ndarray:
     the periods ``0 .. p`` (their numbers and digests), as uint64."""
     words = row_words(secret, [digests["period"].to_numpy(), digests["digest"].to_numpy()])
     sums = np.cumsum(words, dtype=np.uint64)  # wraps modulo 2^64
-    return np.array([finish_digest(secret, int(total), p + 1) for p, total in enumerate(sums)], dtype=np.uint64)
+    return np.array(
+        [finish_digest(secret, int(total), p + 1) for p, total in enumerate(sums)], dtype=np.uint64
+    )
 
 
 def _noisy_nodes(
@@ -534,21 +536,33 @@ def _noisy_nodes(
     if missing.any():
         level, index = nodes.level[missing], nodes.index[missing]
         true = tree.node_sums(counts, level, index, horizon=horizon)
-        drawn = np.empty_like(true)
         groups = np.arange(g)
         before = _prefix_digests(secret, digests)
         last = nodes.last[missing]
-        for j in range(len(level)):
-            # Each node keyed by its own value in every group and by the digest of every
-            # period up to its last: the same log reproduces its draw whichever other nodes
-            # come with it (keyed by the set drawn together, a state taken back to an
-            # earlier night drew it anew, and the copies averaged away), and a change in
-            # any period up to it draws afresh (so a restart over changed data does not
-            # show which nodes the change reached).
-            at = (level[j : j + 1], index[j : j + 1])
-            columns = [groups, np.repeat(at[0], g), np.repeat(at[1], g), true[:, j], np.repeat(before[last[j]], g)]
-            key = release_key(secret, f"{label}/{state.config}", table_digest(secret, columns))
-            drawn[:, j] = true[:, j] + tree.node_noise(key, stream_id(label), *at, sigma, groups=g)[:, 0]
+        # Each node keyed by its own value in every group and by the digest of every
+        # period up to its last: the same log reproduces its draw whichever other nodes
+        # come with it (keyed by the set drawn together, a state taken back to an earlier
+        # night drew it anew, and the copies averaged away), and a change in any period up
+        # to it draws afresh (so a restart over changed data does not show which nodes the
+        # change reached).  The nodes are then drawn together, each under its own key.
+        node_keys = [
+            release_key(
+                secret,
+                f"{label}/{state.config}",
+                table_digest(
+                    secret,
+                    [
+                        groups,
+                        np.repeat(level[j], g),
+                        np.repeat(index[j], g),
+                        true[:, j],
+                        np.repeat(before[last[j]], g),
+                    ],
+                ),
+            )
+            for j in range(len(level))
+        ]
+        drawn = true + tree.node_noise(node_keys, stream_id(label), level, index, sigma, groups=g)
         noisy[:, missing] = drawn
         added = pl.DataFrame(
             {

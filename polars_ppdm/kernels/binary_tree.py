@@ -109,7 +109,7 @@ differentially private continual counting", SODA 2023.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -344,7 +344,7 @@ def node_sums(
 
 
 def node_noise(
-    secret: bytes,
+    secret: bytes | Sequence[bytes],
     stream: int,
     level: np.ndarray,
     index: np.ndarray,
@@ -361,8 +361,10 @@ def node_noise(
 
     Parameters
     ----------
-    secret : bytes
-        The release's AES key (fixed over its horizon).
+    secret : bytes or sequence of bytes
+        The release's AES key (fixed over its horizon), or one key per node (a
+        continual release keys each node by its own data): node ``j`` drawn under
+        ``secret[j]``, exactly as ``node_noise(secret[j], ...)`` of that node alone.
     stream : int
         The release's 64-bit stream word.
     level, index : numpy.ndarray
@@ -382,8 +384,14 @@ def node_noise(
         np.arange(groups, dtype=np.uint64) if isinstance(groups, int | np.integer) else np.asarray(groups)
     )
     keys = noise_keys(numbers, node_ids(level, index))
-    draws = discrete_gaussian(secret, stream, keys.reshape(-1), sigma)
-    return np.asarray(draws, dtype=np.int64).reshape(keys.shape)
+    if isinstance(secret, bytes):
+        draws = discrete_gaussian(secret, stream, keys.reshape(-1), sigma).reshape(keys.shape)
+    else:
+        if len(secret) != keys.shape[1]:
+            msg = f"node_noise: {len(secret)} secrets for {keys.shape[1]} nodes; give one per node."
+            raise InvalidParameterError(msg)
+        draws = discrete_gaussian(secret, stream, keys.T, sigma).T  # rows: nodes
+    return np.ascontiguousarray(draws, dtype=np.int64)
 
 
 def tree_sigma(rho: float, horizon: int, k: int = 1) -> float:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 
 import numpy as np
@@ -108,10 +108,15 @@ def _laplace_prefix(stream: int, t: int, shift: int) -> str:
 
 class _Words:
     """Word 0 of AES(secret, stream(draw) || key) for many (draw, key) pairs at once: each
-    sample reads its own next word, whatever step of the sampler it is at."""
+    sample reads its own next word, whatever step of the sampler it is at.
 
-    def __init__(self, secret: bytes, prefix: str) -> None:
-        self._encryptor = Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+    With several secrets, sample ``i`` is under ``secrets[owners[i]]``; ``owners`` is
+    sorted (the samplers keep their pending samples in order), so each secret encrypts
+    one contiguous slice."""
+
+    def __init__(self, secrets: bytes | Sequence[bytes], prefix: str) -> None:
+        keys = [secrets] if isinstance(secrets, bytes) else list(secrets)
+        self._encryptors = [Cipher(algorithms.AES(key), modes.ECB()).encryptor() for key in keys]
         self._prefix = prefix
         self._table = np.empty(0, dtype=np.uint64)
 
@@ -122,13 +127,19 @@ class _Words:
             self._table = np.concatenate([self._table, np.array(grown, dtype=np.uint64)])
         return self._table[draws]
 
-    def __call__(self, draws: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    def __call__(self, draws: np.ndarray, keys: np.ndarray, owners: np.ndarray | None = None) -> np.ndarray:
         m = len(keys)
         plain = np.empty((m, 2), dtype="<u8")
         plain[:, 0] = self._streams(draws)
         plain[:, 1] = keys
         cipher = np.empty(m * 16 + 15, dtype=np.uint8)  # update_into wants a block of room
-        self._encryptor.update_into(plain.data.cast("B"), cipher.data)
+        if owners is None:
+            self._encryptors[0].update_into(plain.data.cast("B"), cipher.data)
+        else:
+            bounds = np.searchsorted(owners, np.arange(len(self._encryptors) + 1)).tolist()
+            for encryptor, lo, hi in zip(self._encryptors, bounds[:-1], bounds[1:], strict=True):
+                if hi > lo:
+                    encryptor.update_into(plain[lo:hi].data.cast("B"), cipher[lo * 16 : hi * 16 + 15].data)
         return cipher[: m * 16].view("<u8")[0::2].copy()
 
 
@@ -442,15 +453,18 @@ def _bernoulli_after_tie(words: list[int] | _TieWords, remainder: int, denominat
 class _TieWords:
     """A sample's words from a given draw on, read one at a time (ties only)."""
 
-    def __init__(self, words_of: _Words, draw: int, key: np.uint64) -> None:
-        self._words_of, self._draw, self._key = words_of, draw, key
+    def __init__(self, words_of: _Words, draw: int, key: np.uint64, owner: int) -> None:
+        self._words_of, self._draw, self._key, self._owner = words_of, draw, key, owner
 
     def __getitem__(self, j: int) -> int:
         draws = np.array([self._draw + j], dtype=np.int64)
-        return int(self._words_of(draws, np.array([self._key], dtype=np.uint64))[0])
+        keys = np.array([self._key], dtype=np.uint64)
+        return int(self._words_of(draws, keys, np.array([self._owner]))[0])
 
 
-def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float) -> np.ndarray:
+def discrete_gaussian(
+    secret: bytes | Sequence[bytes], stream: int, keys: np.ndarray, sigma: float
+) -> np.ndarray:
     """Discrete Gaussian noise (int64), ``P(x) proportional to exp(-x^2 / (2 sigma^2))``
     over the integers, sampled exactly.
 
@@ -480,8 +494,11 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
 
     Parameters
     ----------
-    secret : bytes
-        The AES key.
+    secret : bytes or sequence of bytes
+        The AES key; or ``J`` AES keys, with ``keys`` of shape ``(J, n)``: row ``j`` is
+        drawn under ``secret[j]``, exactly ``discrete_gaussian(secret[j], stream, keys[j],
+        sigma)``, all rows advancing together (the per-step NumPy work is paid once, not
+        ``J`` times: a continual release draws each node under its own key).
     stream : int
         The 64-bit stream word of the release (:func:`polars_ppdm.kernels.prf.stream_id`).
     keys : numpy.ndarray
@@ -492,7 +509,7 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     Returns
     -------
     numpy.ndarray
-        int64 noise, one value per key.
+        int64 noise, one value per key (of the shape of ``keys``).
 
     Examples
     --------
@@ -502,6 +519,9 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     ('int64', 1.0)
     >>> bool((discrete_gaussian(bytes(range(16)), stream_id("demo"), np.arange(5), 2.0) == noise[:5]).all())
     True
+    >>> two = discrete_gaussian([bytes(range(16)), bytes(16)], stream_id("demo"), np.arange(10).reshape(2, 5), 2.0)
+    >>> bool((two[0] == noise[:5]).all())
+    True
 
     References
     ----------
@@ -509,13 +529,22 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     NeurIPS 2020 (Algorithms 1, 2 and 3).
     """
     check_gaussian_sigma(sigma, "discrete_gaussian")
-    keys = _key_words(keys)
+    shape = np.shape(keys)
+    several = not isinstance(secret, bytes)
+    if several and (len(shape) != 2 or shape[0] != len(secret)):
+        msg = (
+            f"discrete_gaussian: with {len(secret)} secrets, keys must have shape "
+            f"({len(secret)}, n); got {shape}."
+        )
+        raise InvalidParameterError(msg)
+    per_secret = shape[1] if several else 0
+    keys = _key_words(np.asarray(keys).reshape(-1))
     m, shift = _gaussian_sigma(sigma)
     t = (m >> shift) + 1  # floor(sigma) + 1
     n = len(keys)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return out
+        return out.reshape(shape)
     words_of = _Words(secret, _gaussian_prefix(stream, m, shift))
     step = _LaplaceStep(t, 0, "discrete_gaussian")
     acceptance = _Acceptance(m, shift, t)
@@ -533,7 +562,8 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
     fraction = np.zeros(n, dtype=np.uint64)  # floor(f 2^64), in E and F
     exact = np.zeros(n, dtype=bool)  # f 2^64 is an integer
     while index.size:
-        words = words_of(draw, key)
+        # The pending samples stay in order, so their secrets' numbers stay sorted.
+        words = words_of(draw, key, index // per_secret if several else None)
         draw += 1
         at_e, at_f = np.flatnonzero(state == _E), np.flatnonzero(state == _F)
         state, u, k, v, proposed, magnitude, sign = step(words, state, u, k, v)
@@ -557,7 +587,8 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
             i = int(at_f[j])
             p_den = acceptance.den * int(kf[j])
             rest = (acceptance.numerator(int(y[i])) << 64) - int(bound[j]) * p_den
-            below, used = _bernoulli_after_tie(_TieWords(words_of, int(draw[i]), key[i]), rest, p_den)
+            owner = int(index[i]) // per_secret if several else 0
+            below, used = _bernoulli_after_tie(_TieWords(words_of, int(draw[i]), key[i], owner), rest, p_den)
             draw[i] += used
             f_more[j], f_end[j] = below, not below
         odd_f = (kf & one) == one
@@ -579,7 +610,7 @@ def discrete_gaussian(secret: bytes, stream: int, keys: np.ndarray, sigma: float
             index, key, state, draw, u, k, v, y, negative, whole, fraction, exact = _compact(
                 keep, index, key, state, draw, u, k, v, y, negative, whole, fraction, exact
             )
-    return out
+    return out.reshape(shape)
 
 
 #: The quantiles sum the pmf term by term up to this sigma; above, the Euler-Maclaurin

@@ -263,6 +263,21 @@ def test_refusals():
         bt.tree_estimate(np.zeros((2, 5)), 7, 3)
 
 
+def test_nodes_under_their_own_keys_are_each_node_s_own_noise():
+    """One key per node, drawn together: node j's noise is node_noise under key j alone."""
+    nodes = bt.complete_nodes(16, 10)
+    keys = [bytes([j + 1] * 16) for j in range(len(nodes.level))]
+    stream = stream_id("test/binary_tree/per-node")
+    together = bt.node_noise(keys, stream, nodes.level, nodes.index, 2.5, groups=3)
+    assert together.shape == (3, len(nodes.level)) and together.dtype == np.int64
+    for j, key in enumerate(keys):
+        at = slice(j, j + 1)
+        alone = bt.node_noise(key, stream, nodes.level[at], nodes.index[at], 2.5, groups=3)
+        assert np.array_equal(together[:, j], alone[:, 0]), j
+    with pytest.raises(InvalidParameterError, match="2 secrets for 19 nodes; give one per node"):
+        bt.node_noise(keys[:2], stream, nodes.level, nodes.index, 2.5, groups=3)
+
+
 # -- the release over a year ----------------------------------------------------------
 
 

@@ -17,6 +17,8 @@ from polars_ppdm.kernels.dp_noise import (
     _bernoulli_after_tie,
     _gaussian_tails,
     _tail_euler_maclaurin,
+    _TieWords,
+    _Words,
     check_gaussian_sigma,
     discrete_gaussian,
     discrete_gaussian_quantile,
@@ -232,6 +234,37 @@ def test_no_keys_give_no_draws():
     empty = discrete_gaussian(SECRET, stream_id("t/empty"), np.array([], dtype=np.uint64), 2.0)
     assert empty.dtype == np.int64
     assert empty.size == 0
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.8, 3.0, 2e6])
+def test_several_secrets_at_once_give_each_secret_s_own_draws(sigma):
+    """Row j under secrets[j], all rows advancing together, is exactly the draw of row j
+    alone: the same bits whether a release draws its nodes one by one or together."""
+    secrets = [bytes([j] * 16) for j in range(5)]
+    keys = np.arange(5 * 300, dtype=np.uint64).reshape(5, 300) * np.uint64(7919)
+    together = discrete_gaussian(secrets, stream_id("t/many"), keys, sigma)
+    assert together.shape == keys.shape and together.dtype == np.int64
+    for j, secret in enumerate(secrets):
+        assert np.array_equal(together[j], discrete_gaussian(secret, stream_id("t/many"), keys[j], sigma)), j
+    empty = discrete_gaussian(secrets[:2], stream_id("t/many"), np.zeros((2, 0), dtype=np.uint64), sigma)
+    assert empty.shape == (2, 0)
+
+
+def test_a_tie_reads_its_own_secret_s_next_words():
+    """The rare tie continues with the words of the sample's own secret, not the first's."""
+    secrets = [SECRET, OTHER_SECRET]
+    words_of = _Words(secrets, "t/tie")
+    alone = _Words(OTHER_SECRET, "t/tie")
+    key = np.uint64(12345)
+    tie = _TieWords(words_of, 3, key, owner=1)
+    assert [tie[0], tie[1]] == [int(w) for w in alone(np.array([3, 4]), np.array([key, key]))]
+
+
+def test_several_secrets_need_one_row_of_keys_each():
+    with pytest.raises(
+        InvalidParameterError, match=r"with 3 secrets, keys must have shape \(3, n\); got \(2, 4\)"
+    ):
+        discrete_gaussian([SECRET] * 3, stream_id("t/many"), np.zeros((2, 4), dtype=np.uint64), 1.0)
 
 
 def test_a_tie_on_all_64_bits_is_continued_exactly():
