@@ -167,6 +167,11 @@ params AS (
                WHEN mechanism::VARCHAR = 'laplace' AND (epsilon IS NULL OR NOT isfinite(epsilon::DOUBLE) OR NOT (epsilon::DOUBLE > 0))
                    THEN error('The ''epsilon'' argument of ' || _ppdm_dp_fn(kind) || ' must be a finite float > 0. Got '
                               || coalesce(epsilon::VARCHAR, 'NULL') || '.')
+               -- Python's dp_group_by draws a fresh secret from the OS when given none; a SQL
+               -- macro has no such source (a fresh one per row would not be one release).
+               WHEN secret IS NULL
+                   THEN error('The ''secret'' argument of ' || _ppdm_dp_fn(kind) || ' is required (the key of the noise and '
+                              || 'of the rows each unit keeps): ''env:NAME'', ''file:PATH'' or 32/64 hex digits, as for ppdm_rr_disguise.')
                WHEN privacy_unit_column IS NOT NULL AND NOT u_found
                    THEN error(_ppdm_dp_fn(kind) || ': the privacy_unit_column ' || privacy_unit_column::VARCHAR
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || list_transform(keys, lambda k: k[6:])::VARCHAR || '.')

@@ -89,6 +89,39 @@ def test_keys_of_a_slice_and_of_a_buffer_with_no_room_after_it() -> None:
     assert row_keys(series, secret=SECRET.key, func="test").tolist() == expected
 
 
+@pytest.mark.parametrize("long_rows", [1, 8, 9, 40])
+def test_long_keys_among_short_ones_and_tiny_buffers(long_rows: int) -> None:
+    """A few long keys finish in one CBC call each, many advance together: both paths give
+    the reference keys, as do buffers shorter than one chunk (every row near the end)."""
+    rng = np.random.default_rng(long_rows)
+    texts = [rng.bytes(int(n)) for n in rng.integers(0, 40, 300)]
+    for at in rng.choice(len(texts), long_rows, replace=False).tolist():
+        texts[at] = rng.bytes(int(rng.integers(100, 5_000)))
+    secret = bytes(range(16))
+    offsets, data = _arrow_layout(texts)
+    assert keyed_string_keys(secret, offsets, data).tolist() == [_reference_key(secret, t) for t in texts]
+    for tiny in ([b"abc"], [b"a", b"", b"bcdefgh"], [b"0123456789abcde"], [b""]):
+        got = keyed_string_keys(secret, *_arrow_layout(tiny))
+        assert got.tolist() == [_reference_key(secret, t) for t in tiny], tiny
+
+
+def test_a_buffer_with_no_room_after_it_is_not_copied() -> None:
+    """Polars hands over buffers that end at the last string: the kernel keeps its memory
+    to a chunk's temporaries (it copied the whole buffer, 3x the key bytes at peak)."""
+    import tracemalloc
+
+    texts = [bytes([i % 251]) * 160 for i in range(100_000)]  # 16 MB of keys, tight buffer
+    offsets, data = _arrow_layout(texts)
+    tracemalloc.start()
+    try:
+        keys = keyed_string_keys(SECRET.key, offsets, data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < data.nbytes / 2, f"peak {peak:,} bytes for {data.nbytes:,} bytes of keys"
+    assert keys[-1] == _reference_key(SECRET.key, texts[-1])
+
+
 def test_no_one_without_the_secret_gets_the_keys() -> None:
     emails = [f"person{i}@example.org" for i in range(10_000)]
     keys = pl.Series("email", emails)

@@ -130,6 +130,17 @@ def test_avg_errors_name_the_argument(con, arguments, match):
         con.sql(f"SELECT * FROM ppdm_dp_avg({arguments}, secret := '{SECRET}')").fetchall()
 
 
+@pytest.mark.parametrize("unit", ["person", "email", None])
+@pytest.mark.parametrize("function", ["ppdm_dp_count", "ppdm_dp_sum"])
+def test_a_release_without_a_secret_is_refused_by_name(con, function, unit):
+    """Not through an internal function the user never called (ppdm_key, ppdm_string_bits)."""
+    value = ", 'spend', contribution_bounds_per_row := [0, 10]" if function == "ppdm_dp_sum" else ""
+    per_unit = f", privacy_unit_column := '{unit}'" if unit else ""
+    query = f"SELECT * FROM {function}('visits', 'region'{value}, epsilon := 1.0{per_unit})"
+    with pytest.raises(duckdb.Error, match=rf"^[^:]*: The 'secret' argument of {function} is required \("):
+        con.sql(query).fetchall()
+
+
 def test_nulls_are_refused(con, visits):
     con.register(
         "holes",

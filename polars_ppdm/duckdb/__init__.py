@@ -64,7 +64,9 @@ The keyed randomness itself, for macros:
 * ``ppdm_key(s VARCHAR, secret) -> BIGINT`` -- the keyed 64-bit reduction of a string key
   under the secret, the one Polars applies to string key columns (``key :=
   ppdm_key(email, secret)`` equals Polars' ``key="email"`` with that secret;
-  :func:`polars_ppdm.kernels.string_keys.keyed_string_keys`).
+  :func:`polars_ppdm.kernels.string_keys.keyed_string_keys`).  Its value is a
+  pseudonym under the secret, not a public id: given as an integer key in another
+  release under the same secret it draws that unit's coins, so drop it before publishing.
 
 Every macro of ``sql/`` (pure SQL, each file documents its arguments): the corrections
 ``ppdm_rr_support_k(tbl, col, categories, p := NULL, epsilon := NULL)`` (k-ary, one
