@@ -115,7 +115,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_ppdm.exceptions import InvalidParameterError
-from polars_ppdm.kernels.dp_noise import discrete_gaussian, discrete_gaussian_variance
+from polars_ppdm.kernels.dp_noise import ONE_SECRET, discrete_gaussian, discrete_gaussian_variance
 
 __all__ = [
     "MAX_GROUPS",
@@ -384,7 +384,7 @@ def node_noise(
         np.arange(groups, dtype=np.uint64) if isinstance(groups, int | np.integer) else np.asarray(groups)
     )
     keys = noise_keys(numbers, node_ids(level, index))
-    if isinstance(secret, bytes):
+    if isinstance(secret, ONE_SECRET):
         draws = discrete_gaussian(secret, stream, keys.reshape(-1), sigma).reshape(keys.shape)
     else:
         if len(secret) != keys.shape[1]:

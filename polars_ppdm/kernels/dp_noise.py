@@ -40,6 +40,7 @@ from polars_ppdm.kernels.prf import first_words, stream_id
 __all__ = [
     "CONTRIBUTION_STREAM",
     "NULL_BITS",
+    "ONE_SECRET",
     "check_gaussian_sigma",
     "check_integer_scale",
     "contribution_words",
@@ -106,6 +107,10 @@ def _laplace_prefix(stream: int, t: int, shift: int) -> str:
     return f"dp/discrete_laplace/{stream:016x}/{t:x}/{shift}"
 
 
+#: What one AES key is given as (else a sequence of keys, one per row of draws).
+ONE_SECRET = (bytes, bytearray, memoryview)
+
+
 class _Words:
     """Word 0 of AES(secret, stream(draw) || key) for many (draw, key) pairs at once: each
     sample reads its own next word, whatever step of the sampler it is at.
@@ -115,7 +120,7 @@ class _Words:
     one contiguous slice."""
 
     def __init__(self, secrets: bytes | Sequence[bytes], prefix: str) -> None:
-        keys = [secrets] if isinstance(secrets, bytes) else list(secrets)
+        keys = [secrets] if isinstance(secrets, ONE_SECRET) else list(secrets)
         self._encryptors = [Cipher(algorithms.AES(key), modes.ECB()).encryptor() for key in keys]
         self._prefix = prefix
         self._table = np.empty(0, dtype=np.uint64)
@@ -530,7 +535,7 @@ def discrete_gaussian(
     """
     check_gaussian_sigma(sigma, "discrete_gaussian")
     shape = np.shape(keys)
-    several = not isinstance(secret, bytes)
+    several = not isinstance(secret, ONE_SECRET)
     if several and (len(shape) != 2 or shape[0] != len(secret)):
         msg = (
             f"discrete_gaussian: with {len(secret)} secrets, keys must have shape "

@@ -98,8 +98,10 @@ def noisy_values(values: np.ndarray, noise: np.ndarray, scale: float) -> np.ndar
     (True, True)
     """
     grid = noise_grid(scale)
-    out = np.add(values, noise, out=noise)
-    with np.errstate(over="ignore", invalid="ignore"):  # such quotients are kept as they are
+    # Near the float maximum the sum may overflow to inf, and the quotient too: such values
+    # are kept as they are (off the grid), without NumPy's warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.add(values, noise, out=noise)
         steps = out / grid
     on_grid = np.abs(steps) < 2.0**52  # False for the infinite or NaN quotient of a tiny grid
     np.rint(steps, out=steps)

@@ -4,6 +4,7 @@ entry whose fix has landed must leave KNOWN_FINDINGS)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -165,17 +166,22 @@ def test_a_value_near_the_float_maximum_gets_noise_without_warning() -> None:
 
     import polars_ppdm.duckdb
 
-    sql = (
-        "SELECT ppdm_add_noise(1e308, 2.0, "
-        "'d1ce5eed3a9c1d7f2b4e6085a1c3d5e7f90b2d4c6e8f0a1b3c5d7e9f1a2b4c6d', 1, 's')"
-    )
+    hex_secret = "'d1ce5eed3a9c1d7f2b4e6085a1c3d5e7f90b2d4c6e8f0a1b3c5d7e9f1a2b4c6d'"
     frame = pl.DataFrame({"x": [1e308, -1.7e308, 1.0]})
+    con = polars_ppdm.duckdb.register(duckdb.connect())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ((value,),) = polars_ppdm.duckdb.register(duckdb.connect()).sql(sql).fetchall()
+        ((value,),) = con.sql(f"SELECT ppdm_add_noise(1e308, 2.0, {hex_secret}, 1, 's')").fetchall()
         noisy = ppdm.add_noise(frame, "x", scale=2.0, secret=1)["x"].to_list()
+        # The review's case: the sum itself overflows (a scale near the float maximum).
+        ((summed,),) = con.sql(
+            f"SELECT ppdm_add_noise(1.7976931348623157e308, 1e307, {hex_secret}, 1, 's')"
+        ).fetchall()
+        far = ppdm.add_noise(frame, "x", scale=1e307, secret=1)["x"].to_list()
     assert value == 1e308  # past 2^52 grid steps: kept as the float it is
     assert noisy[:2] == [1e308, -1.7e308] and noisy[2] != 1.0
+    assert math.isinf(summed) or abs(summed) <= 1.7976931348623157e308
+    assert len(far) == 3
 
 
 def test_a_numpy_unsigned_epsilon_does_not_wrap() -> None:

@@ -248,6 +248,9 @@ def test_several_secrets_at_once_give_each_secret_s_own_draws(sigma):
         assert np.array_equal(together[j], discrete_gaussian(secret, stream_id("t/many"), keys[j], sigma)), j
     empty = discrete_gaussian(secrets[:2], stream_id("t/many"), np.zeros((2, 0), dtype=np.uint64), sigma)
     assert empty.shape == (2, 0)
+    # One key given as a bytearray is one key, not a sequence of 16 one-byte keys.
+    alone = discrete_gaussian(bytearray(secrets[1]), stream_id("t/many"), keys[1], sigma)
+    assert np.array_equal(alone, together[1])
 
 
 def test_a_tie_reads_its_own_secret_s_next_words():
