@@ -16,7 +16,9 @@ so it is a PRF for strings of any length, up to the birthday bound of AES)::
 with 128-bit blocks as two little-endian 64-bit words, as everywhere in the PRF.  Two
 distinct strings share a key with probability about 2^-64 per pair, which no one without
 the secret can raise.  Version-stable; every engine (Polars, DuckDB's ``ppdm_key``, Spark)
-calls this function.  Pure NumPy over :func:`polars_ppdm.kernels.prf.encrypt_plain`.
+calls this function.  NumPy over :func:`polars_ppdm.kernels.prf.encrypt_plain`, the rows
+of a chunk advancing together; the last few long rows (and those at the very end of the
+buffer) finish in one AES-CBC call each (the same chain: CBC with the state as its IV).
 """
 
 from __future__ import annotations
