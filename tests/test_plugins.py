@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import polars_ppdm as ppdm
 from polars_ppdm.kernels import _native
+from polars_ppdm.kernels.noise import noise_grid
 from polars_ppdm.perturb._plugin import plugin_directory, rr_boolean_plugin
 
 NATIVE = _native.load()
@@ -312,6 +313,40 @@ def test_noise_property_any_chunk_layout(n, data, seed, monkeypatch):
     )
     got = noisy(df, ["x"], key="id", scale=0.5)
     assert got.equals(noise_reference(df, ["x"], key="id", pure=True, monkeypatch=monkeypatch, scale=0.5))
+
+
+@pytest.mark.parametrize("scale", [2.0**-998, 3e-300, 1e-9, 0.7, 3.0, 1e15, 1e300, 1e307])
+def test_noise_same_bits_at_every_grid_and_magnitude(scale, monkeypatch):
+    # The plugin puts x + r on the grid by the grid's reciprocal (a power of two): the
+    # quotient's bits at every scale the API takes, for sums past 2**52 grid steps (kept as
+    # they are), sums that overflow, ties, signed zeros and subnormals; nulls beside them.
+    grid = noise_grid(scale)
+    rng = np.random.default_rng(5)
+    special = [
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        1e300,
+        -1e300,
+        1.79e308,
+        -1.79e308,
+        min(2.0**52 * grid, 1e308),
+        0.5 * grid,
+    ]
+    n = 4_001
+    x = np.where(
+        rng.random(n) < 0.5, rng.choice(special, n), rng.normal(0, 10 * scale, n).clip(-1e308, 1e308)
+    )
+    df = pl.DataFrame({"id": np.arange(n), "x": x}).with_columns(
+        pl.when(pl.int_range(pl.len()) % 11 == 3).then(None).otherwise("x").alias("x")
+    )
+    for dist in ("gaussian", "uniform"):
+        with np.errstate(over="ignore"):
+            expected = noise_reference(
+                df, ["x"], key="id", pure=True, monkeypatch=monkeypatch, scale=scale, dist=dist
+            )
+        assert noisy(df, ["x"], key="id", scale=scale, dist=dist).equals(expected)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

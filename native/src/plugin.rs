@@ -653,12 +653,39 @@ fn floats(values: &Input) -> Result<std::borrow::Cow<'_, [f64]>, String> {
     Ok(std::borrow::Cow::Owned(out))
 }
 
-/// `value` rounded to a multiple of `grid` (ties to even, -0.0 as 0.0); kept as it is
-/// past 2^52 grid steps (or for a quotient that is not finite), where its own spacing is
-/// coarser than the grid.
-fn on_grid(value: f64, grid: f64) -> f64 {
-    let steps = value / grid;
-    if steps.abs() < 4_503_599_627_370_496.0 { steps.round_ties_even() * grid + 0.0 } else { value }
+/// Each `noise[i] + values[i]` rounded to a multiple of `grid` (ties to even, -0.0 as
+/// 0.0), in `noise`; kept as it is past 2^52 grid steps (or for a quotient that is not
+/// finite), where its own spacing is coarser than the grid.  Branch-free, so the compiler
+/// runs several rows at a time.  The grid is a power of two: where its reciprocal is one
+/// too, `sum * (1 / grid)` is the quotient `sum / grid` bit for bit (both are the correctly
+/// rounded `sum * 2^-k`), without a division per row.
+fn onto_grid(noise: &mut [f64], values: &[f64], grid: f64) {
+    const LIMIT: f64 = 4_503_599_627_370_496.0;
+    let inverse = 1.0 / grid;
+    let power_of_two = grid.is_normal() && grid.to_bits() & ((1u64 << 52) - 1) == 0;
+    if power_of_two && inverse.is_normal() && inverse * grid == 1.0 {
+        for (o, &x) in noise.iter_mut().zip(values) {
+            let sum = *o + x;
+            let steps = sum * inverse;
+            let rounded = steps.round_ties_even() * grid + 0.0;
+            *o = if steps.abs() < LIMIT { rounded } else { sum };
+        }
+    } else {
+        for (o, &x) in noise.iter_mut().zip(values) {
+            let sum = *o + x;
+            let steps = sum / grid;
+            *o = if steps.abs() < LIMIT { steps.round_ties_even() * grid + 0.0 } else { sum };
+        }
+    }
+}
+
+/// Whether a row with a value (valid) holds NaN or an infinity.  First one branch-free
+/// pass over the whole buffer (the common case: every value finite); rows are looked up in
+/// the validity only when some value is not finite.
+fn non_finite_valid(data: &[f64], validity: Option<&[u8]>) -> bool {
+    const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
+    let any = data.chunks(1024).any(|chunk| chunk.iter().fold(false, |a, x| a | (x.to_bits() & EXPONENT == EXPONENT)));
+    any && (0..data.len()).any(|row| !data[row].is_finite() && validity.is_none_or(|v| bit_at(v, row) == 1))
 }
 
 fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String> {
@@ -668,8 +695,7 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     let (key_words, key_valid) = row_keys(keys)?;
     let data = floats(values)?;
     let (validity, nulls) = validity(values);
-    let is_valid = |row: usize| validity.as_ref().is_none_or(|v| bit_at(v, row) == 1);
-    if (0..n).any(|row| !data[row].is_finite() && is_valid(row)) {
+    if non_finite_valid(&data, validity.as_deref()) {
         return Err(format!(
             "add_noise: the column '{}' holds NaN or infinite values; replace them or make them null.",
             name_of(values.field())
@@ -678,6 +704,7 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     check_keys("add_noise", keys, key_valid.as_deref(), validity.as_deref(), n)?;
     // Under a null, the value that keys the noise is 0.0 (as the map_batches path fills
     // it); nobody sees that noise, but the buffer may hold a NaN there.
+    let is_valid = |row: usize| validity.as_ref().is_none_or(|v| bit_at(v, row) == 1);
     let data = if nulls > 0 {
         std::borrow::Cow::Owned((0..n).map(|row| if is_valid(row) { data[row] } else { 0.0 }).collect())
     } else {
@@ -686,11 +713,16 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     let math = PortableMath { minus_log_centres: centres, sines, cosines };
     let mut out = vec![0.0f64; n];
     fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, &mut out);
-    for (row, (o, &x)) in out.iter_mut().zip(data.iter()).enumerate() {
-        // x + r on the grid (the steps of kernels/noise.py's noisy_values). Zero under a
-        // null: an Arrow IPC file writes the data buffer whole, and the noise of the
-        // filler 0.0 there is the unit's noise for the value 0.0.
-        *o = if is_valid(row) { on_grid(*o + x, args.grid) } else { 0.0 };
+    // x + r on the grid (the steps of kernels/noise.py's noisy_values). Zero under a
+    // null: an Arrow IPC file writes the data buffer whole, and the noise of the filler
+    // 0.0 there is the unit's noise for the value 0.0.
+    onto_grid(&mut out, &data, args.grid);
+    if nulls > 0 {
+        for (row, o) in out.iter_mut().enumerate() {
+            if !is_valid(row) {
+                *o = 0.0;
+            }
+        }
     }
     Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(out), validity, n, nulls)))
 }
