@@ -357,10 +357,12 @@ candidates AS (
 ),
 keyed AS (
     SELECT c.*,
-           ppdm_word(secret::VARCHAR, 'dp_group_by/group/0', 0::UBIGINT,
-                     CASE WHEN c.__g IS NULL THEN ppdm_bits(NULL)
-                          WHEN typeof(c.__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(c.__g AS VARCHAR))
-                          ELSE _ppdm_dp_bits(c.__g) END) AS __word
+           -- A NULL group links in a stream of its own (polars_ppdm.dp.group_by.group_words):
+           -- every 64-bit pattern is some integer's, so no pattern may stand for NULL.
+           CASE WHEN c.__g IS NULL THEN ppdm_word(secret::VARCHAR, 'dp_group_by/group/0/null', 0::UBIGINT, 0::UBIGINT)
+                ELSE ppdm_word(secret::VARCHAR, 'dp_group_by/group/0', 0::UBIGINT,
+                               CASE WHEN typeof(c.__g) = 'VARCHAR' THEN ppdm_string_bits(secret::VARCHAR, TRY_CAST(c.__g AS VARCHAR))
+                                    ELSE _ppdm_dp_bits(c.__g) END) END AS __word
     FROM candidates c
 ),
 -- Bad data is refused before any noise is drawn, with no count in the message.

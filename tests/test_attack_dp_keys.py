@@ -9,6 +9,13 @@ and what a refusal says about them.
   Int64, failed in a strict cast whose message quoted the value.
 * A histogram whose ``bins / (high - low)`` overflows refused the data when some value
   equalled ``low`` (0 x inf), and released it otherwise.
+* (review 47) Two aggregates of one release of the same kind over one column (two sums
+  with bounds of one width, two means, two counts) drew their noise in one stream, named
+  after ``kind(column)``: over different clipped totals, the difference of the two
+  released figures was the exact difference of the truths, for every secret.
+* (review 47) A null group value linked into the group's keyed word as a fixed 64-bit
+  pattern, which is also an integer: the group of that integer drew the null group's
+  noise, and an attacker who added rows with it read the null group's count exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from _helpers import SQL_SECRET
 
 import polars_ppdm as ppdm
 from polars_ppdm import dp
+from polars_ppdm.dp.group_by import check_group_by
 from polars_ppdm.exceptions import InvalidParameterError
 
 BIG = 2**63
@@ -134,3 +142,128 @@ def test_a_histogram_grid_that_overflows_is_refused_before_the_data():
                 epsilon=1.0,
                 secret=ppdm.Secret.for_tests(2),
             )
+
+
+# ---- review 47: two figures of one release, and the null group
+
+
+def _spending(n: int = 200) -> pl.DataFrame:
+    # Values outside [0, 10], [-5, 5] and [-10, 10], so the bounds clip to different totals.
+    rng = np.random.default_rng(0)
+    return pl.DataFrame({"g": ["a"] * n, "id": np.arange(n), "spend": np.round(rng.uniform(-12, 12, n), 2)})
+
+
+def _two_of_a_kind(kind: str, secret: int) -> tuple[float, float]:
+    """The difference of the two figures of one release, and the true difference."""
+    frame = _spending()
+    # Bounds whose figures have one noise scale: a sum's is its largest |bound|, a mean's
+    # its half-width.
+    other = (-10, 10) if kind == "sum" else (-5, 5)
+    x = frame["spend"]
+    low, high = x.clip(0, 10), x.clip(*other)
+    make = {
+        "sum": lambda bounds, name: dp.sum("spend", bounds=bounds, name=name, epsilon=0.25),
+        "mean": lambda bounds, name: dp.mean("spend", bounds=bounds, name=name, epsilon=0.25),
+        "count": lambda bounds, name: dp.count(name=name, epsilon=0.25),
+    }[kind]
+    aggregates = [make((0, 10), "first"), make(other, "second")]
+    if kind == "mean":  # the means divide by the release's count (post-processing)
+        aggregates.append(dp.count(name="n", epsilon=0.25))
+    out = ppdm.dp_group_by(
+        frame,
+        "g",
+        aggregates,
+        epsilon=0.75 if kind == "mean" else 0.5,
+        privacy_unit="id",
+        public_groups=pl.DataFrame({"g": ["a"]}),
+        secret=ppdm.Secret.for_tests(secret),
+    )
+    first, second = out["first"][0], out["second"][0]
+    if kind == "sum":
+        return first - second, float(low.sum() - high.sum())
+    if kind == "mean":  # midpoints 5 and 0
+        return ((first - 5) - second) * out["n"][0], float((low - 5).sum() - high.sum())
+    return first - second, 0.0
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "count"])
+def test_two_figures_of_one_kind_and_column_in_one_release_draw_apart(kind):
+    # On the code before: the difference was the true one (to 1e-6) for all 6 secrets.
+    exact = [abs(got - truth) < 1e-3 for got, truth in (_two_of_a_kind(kind, s) for s in range(6))]
+    assert not all(exact), exact
+
+
+def test_every_figure_of_a_release_has_a_stream_of_its_own():
+    aggregates = [
+        dp.count(),
+        dp.count(name="rows"),
+        dp.sum("v", bounds=(0, 1)),
+        dp.sum("v", bounds=(0, 2), name="v_sum_2"),
+        dp.mean("v", bounds=(0, 1)),
+        dp.mean("v", bounds=(-1, 1), name="v_mean_2"),
+        dp.variance("v", bounds=(0, 1)),
+        dp.variance("v", bounds=(0, 3), name="v_var_2"),
+        dp.quantile("v", 0.5, bounds=(0, 1)),
+        dp.quantile("v", 0.5, bounds=(0, 4), name="v_median_2"),
+    ]
+    request = check_group_by(
+        pl.Schema({"g": pl.String, "v": pl.Float64, "id": pl.Int64}),
+        "g",
+        aggregates,
+        epsilon=10.0,
+        privacy_unit="id",
+        max_groups_contributed=1,
+        max_rows_per_group=1,
+        public_groups=pl.DataFrame({"g": ["a"]}),
+        delta=None,
+    )
+    labels = [request.stream_label(a) for a in request.aggregates]
+    assert len(set(labels)) == len(labels), labels
+    # A label no other figure shares names its stream alone (the bits of one-figure releases
+    # and of the SQL macros, one figure per call, are unchanged).
+    assert request.stream_label(dp.count_units()) == dp.count_units().label
+
+
+OLD_NULL_PATTERN = 0x7FF8_7070_646D_6E75
+
+
+def _null_group_counts(engine: str, secret: int) -> tuple[int, int]:
+    """Released counts of the null group (7 persons) and of the integer group of the old
+    null pattern (3 rows the attacker added)."""
+    frame = pl.DataFrame(
+        {"g": [None] * 7 + [OLD_NULL_PATTERN] * 3, "id": list(range(10))},
+        schema={"g": pl.Int64, "id": pl.Int64},
+    )
+    if engine == "polars":
+        out = ppdm.dp_group_by(
+            frame,
+            "g",
+            dp.count(),
+            epsilon=0.1,
+            privacy_unit="id",
+            public_groups=pl.DataFrame({"g": [None, OLD_NULL_PATTERN]}, schema={"g": pl.Int64}),
+            secret=ppdm.Secret.for_tests(secret),
+        )
+        counts = dict(zip(out["g"].to_list(), out["count"].to_list(), strict=True))
+    else:
+        con = ppdm.duckdb.register(duckdb.connect())
+        con.register("t", frame)
+        rows = con.execute(
+            f"""SELECT * FROM ppdm_dp_count('t', 'g', epsilon := 0.1, privacy_unit_column := 'id',
+                public_groups := [NULL::BIGINT, {OLD_NULL_PATTERN}::BIGINT],
+                secret := '{ppdm.Secret.for_tests(secret).key.hex()}')"""
+        ).fetchall()
+        counts = dict(rows)
+    return counts[None], counts[OLD_NULL_PATTERN]
+
+
+@pytest.mark.parametrize("engine", ["polars", "sql"])
+def test_the_null_group_draws_apart_from_every_integer_group(engine):
+    # On the code before: the released difference was the true 7 - 3 = 4 for every secret.
+    differences = [null - planted for null, planted in (_null_group_counts(engine, s) for s in range(8))]
+    assert differences.count(4) < 4, differences
+
+
+def test_the_null_group_has_the_same_bits_in_polars_and_sql():
+    for secret in range(3):
+        assert _null_group_counts("polars", secret) == _null_group_counts("sql", secret)

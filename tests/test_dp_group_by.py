@@ -220,6 +220,28 @@ def test_eager_lazy_and_streaming_give_the_same_bits():
     assert lazy.collect(engine="streaming").sort("region").equals(eager)
 
 
+def test_a_mean_listed_before_the_count_divides_by_it_and_the_columns_keep_their_order():
+    # A mean divides by the release's count: listed after the mean, the count was not drawn
+    # yet and the release failed with a KeyError.
+    frame = one_row_each(300)
+    mean_first = ppdm.dp_group_by(
+        frame,
+        "region",
+        [AGGREGATES[2], AGGREGATES[1], AGGREGATES[0]],
+        epsilon=0.6,
+        privacy_unit="person",
+        public_groups=PUBLIC,
+        secret=ppdm.Secret.for_tests(3),
+        intervals=True,
+    )
+    suffixes = ("", "_sd", "_ci_low", "_ci_high")
+    assert mean_first.columns == [
+        "region",
+        *(f + s for f in ("spend_mean", "spend_sum", "count") for s in suffixes),
+    ]
+    assert mean_first["spend_mean"].is_between(0, 100).all()
+
+
 def test_post_processing_and_accountant():
     frame = one_row_each(30)
     acc = ppdm.BudgetAccountant(1.0)

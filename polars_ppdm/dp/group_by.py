@@ -181,15 +181,27 @@ def group_words(secret: bytes, groups: pl.DataFrame) -> np.ndarray:
 
         w_0 = 0
         w_j = word 0 of AES(secret, stream_id("dp_group_by/group/" + str(j - 1)) || (w_(j-1) XOR b_j))
+        w_j = word 0 of AES(secret, stream_id("dp_group_by/group/" + str(j - 1) + "/null") || w_(j-1))
+              where the value is null
 
     where b_j is the value's 64-bit pattern for an integer (two's complement), 0/1 for a
-    Boolean, the first 8 bytes of HMAC-SHA256(secret, UTF-8) for a string, and NULL_BITS
-    for a null.  Keyed throughout, so no one without the secret can make two groups share
-    noise (an unkeyed string hash such as FNV can be steered into collisions).
+    Boolean, the first 8 bytes of HMAC-SHA256(secret, UTF-8) for a string.  A null links
+    in a stream of its own: every 64-bit pattern is some integer's, so a pattern standing
+    for null would give the null group and that integer's group one noise draw, and the
+    difference of their released counts exactly.  Keyed throughout, so no one without the
+    secret can make two groups share noise (an unkeyed string hash such as FNV can be
+    steered into collisions).
     """
     word = np.zeros(groups.height, dtype=np.uint64)
     for j, column in enumerate(groups.get_columns()):
-        word = first_words(secret, stream_id(f"{GROUP_STREAM}/{j}"), word ^ _value_bits(secret, column))
+        linked = word ^ _value_bits(secret, column)
+        if not column.null_count():
+            word = first_words(secret, stream_id(f"{GROUP_STREAM}/{j}"), linked)
+            continue
+        nulls = column.is_null().to_numpy()
+        valued = ~nulls
+        word[valued] = first_words(secret, stream_id(f"{GROUP_STREAM}/{j}"), linked[valued])
+        word[nulls] = first_words(secret, stream_id(f"{GROUP_STREAM}/{j}/null"), word[nulls])
     return word
 
 
@@ -346,6 +358,16 @@ class GroupByRequest:
             if a.column is not None:
                 seen[a.column] = None
         return list(seen)
+
+    def stream_label(self, a: DPAggregate) -> str:
+        """What ``a``'s noise streams are named after: its label (the kind and the column),
+        and where another aggregate of this release has the same label (a second sum of one
+        column with other bounds, a second count under another name) its output name too.
+        Two figures of one release never share a draw: over different true values (other
+        bounds clip differently), the difference of two figures would be exact."""
+        if sum(b.label == a.label for b in self.aggregates) > 1:
+            return f"{a.label}{chr(31)}{a.name}"
+        return a.label
 
     @property
     def label(self) -> str:
@@ -923,12 +945,13 @@ def release_groups(
         groups, words = groups[order], words[order.to_numpy()]
     out: dict[str, pl.Series] = {c: groups[c] for c in by}
     draws = GroupDraws(request, key, words, groups)
-    for a in request.aggregates:
+    # Counts first: a mean or variance divides by the release's count wherever it is listed.
+    for a in sorted(request.aggregates, key=lambda a: a.kind not in ("count", "count_units")):
         sd: float | np.ndarray
         if a.kind in ("count", "count_units"):
             scale = request.scale(a)
             truth = draws.rows if a.kind == "count" else draws.column(request.helpers.units)
-            value = truth + draws.draw(a.label, scale)
+            value = truth + draws.draw(request.stream_label(a), scale)
             draws.counts[a.name] = value.astype(np.float64)
             shown = np.maximum(value, 0) if non_negative else value
             out[a.name] = pl.Series(a.name, shown.astype(np.int64))
@@ -944,7 +967,7 @@ def release_groups(
             out[a.name] = pl.Series(a.name, value)
         elif a.kind == "sum":
             scale, grid = request.scale(a), a.grid(_FUNC)
-            units = draws.column(request.helpers.grid[a.name]) + draws.draw(a.label, scale)
+            units = draws.column(request.helpers.grid[a.name]) + draws.draw(request.stream_label(a), scale)
             value = units.astype(np.float64) * grid  # an integer number of grid steps
             sd, half = request.noise.sd(scale) * grid, float(request.noise.half_width(scale)) * grid
             low, high = value - half, value + half
@@ -963,7 +986,12 @@ def release_groups(
             spread = np.broadcast_to(np.asarray(sd, dtype=np.float64), (len(words),))
             for suffix, values in zip(INTERVAL_SUFFIXES, (spread, low, high), strict=True):
                 out[a.name + suffix] = pl.Series(a.name + suffix, np.asarray(values, dtype=np.float64))
-    return pl.DataFrame(out)
+    # In the order the aggregates were given (the counts were drawn first).
+    shown = [
+        (a.name, *(a.name + suffix for suffix in INTERVAL_SUFFIXES if intervals and a.has_interval))
+        for a in request.aggregates
+    ]
+    return pl.DataFrame(out).select(*by, *(c for columns in shown for c in columns))
 
 
 def _own_count(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
@@ -972,7 +1000,8 @@ def _own_count(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
     shared = draws.request.shared_count()
     if shared is not None:
         return draws.counts[shared.name]
-    return (draws.rows + draws.draw(f"count-of-{a.label}", draws.request.count_scale(a))).astype(np.float64)
+    label = f"count-of-{draws.request.stream_label(a)}"
+    return (draws.rows + draws.draw(label, draws.request.count_scale(a))).astype(np.float64)
 
 
 def variance_of(a: DPAggregate, draws: GroupDraws) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -987,8 +1016,9 @@ def variance_of(a: DPAggregate, draws: GroupDraws) -> tuple[np.ndarray, np.ndarr
     request, h = draws.request, draws.request.helpers
     grid, k, middle = a.grid(_FUNC), a.square_shift(_FUNC), a.square_middle(_FUNC)
     sum_scale, square_scale = request.scale(a), request.square_scale(a)
-    units = draws.column(h.grid[a.name]) + draws.draw(a.label, sum_scale)
-    squares = draws.column(h.squares[a.name]) + draws.draw(f"squares-of-{a.label}", square_scale)
+    label = request.stream_label(a)
+    units = draws.column(h.grid[a.name]) + draws.draw(label, sum_scale)
+    squares = draws.column(h.squares[a.name]) + draws.draw(f"squares-of-{label}", square_scale)
     count = _own_count(a, draws)
     n = np.maximum(count, 1.0)
     m1 = units.astype(np.float64) / n
@@ -1028,7 +1058,8 @@ def quantile_of(a: DPAggregate, draws: GroupDraws) -> np.ndarray:
     discrete permute-and-flip, which beat two-sided noise by 3-4% in rank error, as
     theory says); the first best candidate wins."""
     assert a.candidates is not None and a.column is not None
-    request, key, words, stream = draws.request, draws.key, draws.words, draws.stream(a.label)
+    request, key, words = draws.request, draws.key, draws.words
+    stream = draws.stream(request.stream_label(a))
     counted = draws.groups[request.helpers.ranks[a.name]]
     candidates = np.asarray(a.candidates, dtype=np.float64)
     width = len(candidates)
@@ -1087,7 +1118,7 @@ def _mean(a: DPAggregate, draws: GroupDraws) -> tuple[np.ndarray, np.ndarray]:
     mid = a.shift_units(_FUNC) * grid
     request = draws.request
     sum_scale = request.scale(a)
-    units = draws.column(request.helpers.grid[a.name]) + draws.draw(a.label, sum_scale)
+    units = draws.column(request.helpers.grid[a.name]) + draws.draw(request.stream_label(a), sum_scale)
     shifted = units.astype(np.float64) * grid
     count_scale = request.count_scale(a)
     count = _own_count(a, draws)
