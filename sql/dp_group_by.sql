@@ -6,12 +6,12 @@
 --
 --   SELECT * FROM ppdm_dp_count('visits', 'region', epsilon := 1.0,
 --       privacy_unit_column := 'person', max_groups_contributed := 1,
---       public_groups := ['north', 'south']);
+--       public_groups := ['north', 'south'], secret := 'env:PPDM_SECRET');
 --   SELECT * FROM ppdm_dp_sum('visits', 'region', 'spend', contribution_bounds_per_row := [0, 100],
 --       epsilon := 1.0, privacy_unit_column := 'person', delta := 1e-6, secret := 'env:PPDM_SECRET');
 --   SELECT * FROM ppdm_dp_percentile_cont('visits', 'region', 'spend', 0.5,
 --       contribution_bounds_per_row := [0, 100], candidates := 201, epsilon := 1.0,
---       privacy_unit_column := 'person', public_groups := ['north', 'south']);
+--       privacy_unit_column := 'person', public_groups := ['north', 'south'], secret := 'env:PPDM_SECRET');
 --
 -- tbl: a table or view name.  group_col: the group column (integer, VARCHAR or BOOLEAN).
 -- value_col (all but the counts): a numeric column.  contribution_bounds_per_row (all but
@@ -24,8 +24,9 @@
 --   buys the epsilon sqrt(2 rho)).  ppdm_dp_count_units counts each privacy unit once in
 --   each group it is kept in (sensitivity max_groups_contributed).  epsilon: > 0 (with partition selection, half of it
 --   selects the groups).  privacy_unit_column: the person's column (integer or VARCHAR, no
---   NULL); NULL: each row is its own unit.  max_groups_contributed, max_rows_per_group: >= 1
---   (both 1 without a privacy unit).  public_groups: a list of the groups to release (all of
+--   NULL); NULL: each row is its own unit.  max_groups_contributed, max_rows_per_group: >= 1,
+--   both 1 by default (a person's one row in one group: on an events table a count counts
+--   about the people, not the rows; and both 1 without a privacy unit).  public_groups: a list of the groups to release (all of
 --   them, empty ones too, no other); NULL: partition selection with delta in (0, 1).
 --   secret: as for ppdm_rr_disguise.
 --   mechanism: 'laplace' (the default: discrete Laplace noise, pure epsilon-DP, takes

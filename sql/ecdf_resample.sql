@@ -10,7 +10,8 @@
 -- of the wrong type, a col or key that names no column of tbl (the error lists its columns).
 -- Needs the UDFs of ppdm.duckdb.register (ppdm_prf_word, _ppdm_ecdf_words, _ppdm_ecdf_key,
 -- _ppdm_ecdf_offsets, _ppdm_ecdf_uniforms).
--- Returns every row of tbl: the other columns as they are, then col (DOUBLE) last, each
+-- Returns every row of tbl, in the order of the table's scan (as Polars keeps the frame's),
+-- with its columns in their order: the others as they are, col (DOUBLE) in its place, each
 -- non-null value replaced by the generated value of the same rank; nulls stay null and
 -- are left out of the ECDF.  The same values as Polars for the same secret and key.
 -- Several columns: one call per column, each over a (temporary) table made by the previous
@@ -23,7 +24,7 @@ CREATE OR REPLACE MACRO ppdm_ecdf_resample(tbl, col, key, bins, secret) AS TABLE
 -- key that names no column is our error below, not DuckDB's "COLUMNS(...) resulted in an
 -- empty set" binder error.  The table is read here only, in the first CTE: no CTE name
 -- shadows it.
-WITH __ppdm_src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_table(tbl)),
+WITH __ppdm_src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0', row_number() OVER () AS __ppdm_pos FROM query_table(tbl)),
 -- The arguments, checked against the table's schema on one row (an empty table too); two
 -- matches mean col (key) exists.
 __ppdm_shape AS (
@@ -180,8 +181,12 @@ __ppdm_released AS (
 -- col is the only column or is missing (an error above); the final SELECT keeps the
 -- 'user:' columns without the prefix (one at least: col, or all when col is missing).
 __ppdm_named AS (
-    SELECT COLUMNS(lambda c: (starts_with(c, 'user:') AND c IS DISTINCT FROM 'user:' || col::VARCHAR) OR c = '__ppdm_none'),
+    SELECT COLUMNS(lambda c: (starts_with(c, 'user:') AND c IS DISTINCT FROM 'user:' || col::VARCHAR)
+                             OR c IN ('__ppdm_none', '__ppdm_pos')),
            CASE WHEN COLUMNS(lambda c: c = 'user:' || col::VARCHAR OR c = '__ppdm_v') IS NULL THEN NULL ELSE __ppdm_v END AS '\0'
     FROM __ppdm_released
 )
-SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM __ppdm_named;
+-- In the table's column order, col in its place: the union by name takes its columns' order
+-- from its first part, the table's schema (no row), and col's type from both (DOUBLE).  In
+-- the rows' order of the scan (__ppdm_pos): the ranking and the joins above reorder them.
+SELECT COLUMNS('(?s)^user:(.*)$') AS '\1' FROM ((FROM __ppdm_src LIMIT 0) UNION ALL BY NAME (FROM __ppdm_named)) ORDER BY __ppdm_pos;

@@ -264,8 +264,9 @@ def test_ecdf_macro_keeps_user_columns_with_dunder_names(con):
     con.execute(
         "CREATE TABLE u AS SELECT i AS id, i * 1.5 AS x, -i AS __x, 7 AS __key, 'v' AS __v FROM range(40) r(i)"
     )
-    out = con.sql("FROM ppdm_ecdf_resample('u', 'x', 'id', 5, '1') ORDER BY id").pl()
-    assert out.columns == ["id", "__x", "__key", "__v", "x"]
+    out = con.sql("FROM ppdm_ecdf_resample('u', 'x', 'id', 5, '1')").pl()
+    assert out.columns == ["id", "x", "__x", "__key", "__v"]  # the table's order, rows too
+    assert out["id"].to_list() == list(range(40))
     assert out["__x"].to_list() == [-i for i in range(40)] and set(out["__key"]) == {7}
     expected = ppdm.ecdf_resample(
         con.sql("SELECT id, x::DOUBLE AS x FROM u ORDER BY id").pl(), "x", bins=5, secret="1", key="id"

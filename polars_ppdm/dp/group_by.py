@@ -1177,7 +1177,10 @@ def dp_group_by(
         The column naming the person (integer or string, no nulls).  Without it each row
         is its own unit (which assumes one row per person).
     max_groups_contributed, max_rows_per_group : int
-        Contribution bounds (>= 1; BigQuery's names); both 1 without a privacy unit.
+        Contribution bounds (>= 1; BigQuery's names), 1 by default: a unit's one row in
+        one group, so on an events table a count counts about the units, not the rows.
+        Set them to what a unit typically contributes (the noise grows with their
+        product); both 1 without a privacy unit.
     public_groups : polars.DataFrame, optional
         The groups to release, with exactly the ``by`` columns.
     delta : float, optional
