@@ -900,7 +900,7 @@ class Ledger:
             rows,
             pipeline=pipeline,
             status="reserved",
-            who=f"run {run_id!r}",
+            who=f"run {run_id[:12]}",  # a pipeline's run id is 64 hex digits: its start, as in the run's messages
             record_outputs=record_outputs,
         )
 
@@ -980,17 +980,20 @@ class Ledger:
         """Raise :class:`BudgetExceededError` if ``charge`` (epsilon) or ``delta_charge``
         does not fit what ``dataset`` has left (``held``)."""
         where = f"(Ledger file {str(self.path)!r}; "
+        # The whole command, as it runs (the ledger named), and the file that must agree.
+        command = f"`ppdm ledger --ledger {str(self.path)!r} --dataset {dataset!r}"
+        agree = "; a pipeline file's {} must then say the same"
         if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
             msg = (
                 f"{who} needs delta {delta_charge:g} on dataset {dataset!r} but the ledger has "
                 f"{held.remaining_delta:g} left of its delta budget {held.delta:g} (spent {held.spent_delta:g}); "
                 f"nothing was spent or released. {where}"
                 + (
-                    "the dataset has no delta budget: give it one with `ppdm ledger --dataset NAME "
-                    "--set-delta-budget DELTA` (Ledger.set_budget in Python); or release with public groups.)"
+                    f"the dataset has no delta budget: give it one with {command} --set-delta-budget DELTA` "
+                    f"(Ledger.set_budget in Python){agree.format('delta_budget')}; or release with public groups.)"
                     if held.delta == 0
-                    else "`ppdm ledger --dataset NAME --set-delta-budget DELTA` (Ledger.set_budget in Python) "
-                    "raises a budget, if raising it is what you mean.)"
+                    else f"{command} --set-delta-budget DELTA` (Ledger.set_budget in Python) "
+                    f"raises a budget, if raising it is what you mean{agree.format('delta_budget')}.)"
                 )
             )
             raise BudgetExceededError(msg)
@@ -1000,8 +1003,9 @@ class Ledger:
                 f"{who} needs {unit} {charge:g}{f' ({why})' if why else ''} on dataset {dataset!r} but the "
                 f"ledger has {held.remaining:g} left of {held.epsilon:g}{' rho' if unit == 'rho' else ''} "
                 f"(spent {held.spent:g}); nothing was "
-                f"spent or released. {where}`ppdm ledger --dataset NAME --set-budget {unit.upper()}` "
-                "(Ledger.set_budget in Python) raises a budget, if raising it is what you mean.)"
+                f"spent or released. {where}{command} --set-budget {unit.upper()}` "
+                f"(Ledger.set_budget in Python) raises a budget, if raising it is what you mean"
+                f"{agree.format(f'{unit}_budget')}.)"
             )
             raise BudgetExceededError(msg)
 

@@ -546,11 +546,21 @@ def test_a_dp_group_by_run_short_of_delta_is_refused_before_anything_is_written(
         frame.with_columns(pl.col("amount") + 1).write_parquet(path.parent / "events.parquet")
     book = Ledger(path.parent / "out" / "ledger.duckdb")
     before = book.table()
+    capsys.readouterr()
+    assert main(["plan", str(path)]) == EXIT_BUDGET
+    ahead = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("year ahead"))
+    # The runs ahead counted in the delta, which binds first (it said "2 more runs fit in the
+    # 2 left", of epsilon, beside "ppdm run will refuse this run").
+    assert "no more run fits in the delta 0 left" in ahead
     assert main(["run", str(path)]) == EXIT_BUDGET
     err = capsys.readouterr().err
     assert (
         "needs delta 4e-06 on dataset 'events' but the ledger has 2e-06 left of its delta budget 1e-05" in err
     )
+    # The command it gives runs as written: the ledger named (without it, ppdm ledger refused).
+    ledger = str(path.parent / "out" / "ledger.duckdb")
+    assert f"`ppdm ledger --ledger {ledger!r} --dataset 'events' --set-delta-budget DELTA`" in err
+    assert "a pipeline file's delta_budget must then say the same" in err
     assert book.table().equals(before)
 
 

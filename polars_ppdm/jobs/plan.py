@@ -79,8 +79,8 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
             keep = f"rho_budget = {recorded!r}" if converted else f"{recorded!r}"
             return (
                 f"[dataset], field {field_name!r}: the pipeline file says {says} but the ledger {str(path)!r} "
-                f"holds {recorded!r} for dataset {dataset.name!r}, and the ledger's holds (a budget is changed on "
-                f"purpose, not by editing a file). To change it: ppdm ledger --ledger {str(path)!r} --dataset "
+                f"holds {recorded!r} for dataset {dataset.name!r}, and the ledger's value stands (a budget is changed "
+                f"on purpose, not by editing a file). To change it: ppdm ledger --ledger {str(path)!r} --dataset "
                 f"{dataset.name!r} {option} {asked!r} (never below what is spent); or write {keep} in the file."
             )
     return None
@@ -562,4 +562,8 @@ def _year_ahead(
         started=set(throughs),
         today=today,
         epsilon_delta=plan.delta_budget if plan.unit == "rho" else 0.0,
+        # A pure-DP dataset spends delta on partition selection: left after this run.
+        delta_left=None
+        if plan.unit == "rho"
+        else plan.delta_left_before - (0.0 if plan.identical_rerun else plan.delta),
     )

@@ -242,6 +242,7 @@ def _year_ahead(
         started=started,
         today=today,
         epsilon_delta=held.delta if held.accounting == "zcdp" else 0.0,
+        delta_left=None if held.accounting == "zcdp" else held.remaining_delta,
     )
 
 

@@ -85,13 +85,17 @@ def year_ahead(
     continual: Sequence[ContinualSchedule] = (),
     today: dt.date,
     epsilon_delta: float = 0.0,
+    delta_left: float | None = None,
+    delta_per_run: float = 0.0,
 ) -> YearAhead:
     """The year ahead of a dataset (:class:`~polars_ppdm.reporting.model.YearAhead`).
 
     ``spent`` is what the ledger holds so far (this run included), ``per_run`` what each
     future run of today's pipeline takes, ``continual`` its continual releases (the first
     sets the schedule: one run per period), ``today`` the day of this run (the schedule
-    of a pipeline without a continual release: one run a day from tomorrow)."""
+    of a pipeline without a continual release: one run a day from tomorrow).
+    ``delta_left`` (this run included) and ``delta_per_run``: a pure-DP dataset's delta,
+    which partition selection spends: the runs that fit are those both budgets pay for."""
     from polars_ppdm.dp.continual import expected_rmse
 
     first = continual[0] if continual else None
@@ -120,6 +124,12 @@ def year_ahead(
         possible = max(possible, 0)
     left = max(budget - spent, 0.0)
     fit = None if per_run <= 0 else _fits(left, per_run)
+    delta_fit = (
+        None if delta_left is None or delta_per_run <= 0 else _fits(max(delta_left, 0.0), delta_per_run)
+    )
+    delta_binds = delta_fit is not None and (fit is None or delta_fit < fit)
+    if delta_binds:
+        fit = delta_fit
     binds = fit is not None and (possible is None or fit < possible)
     outlooks = []
     for c in continual:
@@ -182,6 +192,7 @@ def year_ahead(
         epsilon_delta=epsilon_delta,
         continual=tuple(outlooks),
         plots=tuple(plots),
+        delta_left=max(delta_left, 0.0) if delta_binds and delta_left is not None else None,
     )
 
 
@@ -213,6 +224,8 @@ def ahead_text(ahead: YearAhead) -> str:
     """The year ahead in one line: what each run takes, how many more fit, when the
     budget runs out (under :func:`assumption`)."""
     left = ahead.left
+    # Where the delta budget binds first (partition selection), the runs are counted in it.
+    what_left = f"{left:.4g} left" if ahead.delta_left is None else f"delta {ahead.delta_left:g} left"
     used = f"used {_amount(ahead, ahead.spent)} of {ahead.budget:.4g}"
     if ahead.unit == "rho" and ahead.epsilon_delta > 0:
         used += (
@@ -233,10 +246,10 @@ def ahead_text(ahead: YearAhead) -> str:
             f"(leaving {max(left - ahead.runs_possible * ahead.per_run, 0.0):.4g})"
         )
     elif ahead.runs_fit == 0:
-        tail = f"no more run fits in the {left:.4g} left: the next ({ahead.refused}) would be refused"
+        tail = f"no more run fits in the {what_left}: the next ({ahead.refused}) would be refused"
     else:
         tail = (
-            f"{ahead.runs_fit:,} more {'run fits' if ahead.runs_fit == 1 else 'runs fit'} in the {left:.4g} left, "
+            f"{ahead.runs_fit:,} more {'run fits' if ahead.runs_fit == 1 else 'runs fit'} in the {what_left}, "
             f"the last {ahead.last_fit}; "
             f"the budget runs out then: the run {ahead.refused} would be refused"
         )
@@ -253,6 +266,7 @@ def pipeline_year_ahead(
     started: Collection[str],
     today: dt.date,
     epsilon_delta: float = 0.0,
+    delta_left: float | None = None,
 ) -> YearAhead:
     """The year ahead of ``pipeline`` (a validated :class:`~polars_ppdm.jobs.config.Pipeline`):
     ``throughs`` the last period each continual release (by label) has published,
@@ -272,7 +286,8 @@ def pipeline_year_ahead(
         for index, step in enumerate(pipeline.release, 1)
         if isinstance(step, DPContinualCounts) and (label := step_label("release", index, step)) in throughs
     ]
-    per_run = math.fsum(cost for _, cost, _ in pipeline.spends(started=started))
+    spends = pipeline.spends(started=started)
+    per_run = math.fsum(cost for _, cost, _ in spends)
     return year_ahead(
         unit=pipeline.dataset.unit,
         budget=budget,
@@ -281,4 +296,6 @@ def pipeline_year_ahead(
         continual=continual,
         today=today,
         epsilon_delta=epsilon_delta,
+        delta_left=delta_left,
+        delta_per_run=math.fsum(delta for _, _, delta in spends),
     )

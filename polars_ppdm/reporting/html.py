@@ -281,6 +281,8 @@ def _year_ahead(budget: Budget | None) -> str:
         rows.append(("more runs the budget pays for", "no limit: the runs spend nothing"))
     else:
         rows.append(("more runs the budget pays for", f"{ahead.runs_fit:,}"))
+        if ahead.delta_left is not None:  # partition selection's delta binds first
+            rows.append(("delta left (binds first)", f"{ahead.delta_left:g}"))
     if ahead.refused is not None:
         if ahead.last_fit is not None:
             rows.append(("last run it pays for", ahead.last_fit))

@@ -142,6 +142,7 @@ class YearAhead:
     epsilon_delta: float = 0.0  # zCDP: the delta at which rho is stated as an epsilon
     continual: tuple[ContinualOutlook, ...] = ()
     plots: tuple[Plot, ...] = ()
+    delta_left: float | None = None  # the delta left, where it binds before the budget (partition selection)
 
     @property
     def left(self) -> float:
