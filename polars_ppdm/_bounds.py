@@ -45,9 +45,11 @@ def check_bounds(
         )
         bounds = {c: (extremes[i], extremes[len(columns) + i]) for i, c in enumerate(columns)}
     if bounds is None:
+        # bounds='data' named only where it is taken (a DP release refuses it).
         msg = (
             f"The 'bounds' parameter of {func} is required: public (low, high) per column, e.g. "
-            f"{{{columns[0]!r}: (0, 100)}}. (bounds='data' reads them off the data, which leaks.)"
+            f"{{{columns[0]!r}: (0, 100)}}."
+            + (" (bounds='data' reads them off the data, which leaks.)" if frame is not None else "")
         )
         raise InvalidParameterError(msg)
     if isinstance(bounds, Mapping):

@@ -161,8 +161,9 @@ def _weak_key(key: bytes) -> bool:
     return len(steps) == 1 or len(set(key)) < 8
 
 
-def require_strong_secret(secret: Secret, func: str) -> Secret:
-    """Refuse a guessable secret for a release whose noise must stay secret.
+def require_strong_secret(secret: Secret, func: str, *, sql: bool = False) -> Secret:
+    """Refuse a guessable secret for a release whose noise must stay secret (``sql``: the
+    advice in the words of the SQL functions' 'secret' argument).
 
     A DP release under a guessable secret (an integer, a key of one repeated byte or short
     pattern) is no DP release: the attacker recomputes the noise and subtracts it.
@@ -179,12 +180,21 @@ def require_strong_secret(secret: Secret, func: str) -> Secret:
     polars_ppdm.exceptions.SecretError: The 'secret' parameter of dp_histogram is guessable ...
     """
     if secret.guessable and not secret.for_tests_only:
-        msg = (
-            f"The 'secret' parameter of {func} is guessable (an integer, or a key of one repeated byte or a "
-            "repeated shorter pattern such as all zeros): anyone could recompute the noise and subtract it. Use secret=None (fresh "
-            "randomness), a secret from `ppdm secret` (hex, 'env:NAME' or a Secret), or, in a test or a "
-            "documentation example, ppdm.Secret.for_tests(seed)."
+        why = (
+            "(an integer, or a key of one repeated byte or a repeated shorter pattern such as all zeros): anyone "
+            "could recompute the noise and subtract it."
         )
+        if sql:
+            msg = (
+                f"The 'secret' argument of {func} is guessable {why} Give a secret made by `ppdm secret`: "
+                "'env:NAME' or 'file:PATH' naming where it is kept (or its hex digits)."
+            )
+        else:
+            msg = (
+                f"The 'secret' parameter of {func} is guessable {why} Use secret=None (fresh randomness), a "
+                "secret from `ppdm secret` (hex, 'env:NAME' or a Secret), or, in a test or a documentation "
+                "example, ppdm.Secret.for_tests(seed)."
+            )
         raise SecretError(msg)
     return secret
 

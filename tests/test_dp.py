@@ -136,7 +136,14 @@ def test_histogram_bins_are_dp_for_a_whole_unit_of_up_to_c_rows():
 
 def test_contribution_bounding_keeps_the_same_rows_on_a_rerun():
     df = pl.DataFrame({"x": np.arange(100.0) % 10, "person": np.arange(100) % 7})
-    params = dict(bounds=(0, 10), bins=10, epsilon=50.0, secret=ppdm.Secret.for_tests(3), key="person", max_contributions=2)
+    params = dict(
+        bounds=(0, 10),
+        bins=10,
+        epsilon=50.0,
+        secret=ppdm.Secret.for_tests(3),
+        key="person",
+        max_contributions=2,
+    )
     a = ppdm.dp_histogram(df, "x", **params)
     b = ppdm.dp_histogram(df.lazy(), "x", **params)
     assert_frame_equal(a, b.collect())
@@ -644,6 +651,10 @@ def test_bounds_from_the_data_are_refused_for_dp_releases():
         with pytest.raises(InvalidParameterError, match="bounds='data' is refused"):
             release()
     assert acc.spent == 0
+    # Without bounds, the refusal does not suggest the bounds='data' it would then refuse.
+    with pytest.raises(InvalidParameterError, match="is required: public") as refused:
+        ppdm.dp_histogram(df, "x", bins=2, epsilon=1.0, accountant=acc)
+    assert "bounds='data'" not in str(refused.value)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ppdm.dp_histogram(df, "x", bounds=(0, 1), bins=2, epsilon=1.0, secret=ppdm.Secret.for_tests(1))

@@ -118,10 +118,13 @@ def test_histogram_arguments_are_checked_by_name(con, arguments, match):
 
 
 def test_histogram_refuses_a_guessable_secret(con):
-    with pytest.raises(duckdb.Error, match="'secret' parameter of dp_histogram is guessable"):
+    with pytest.raises(duckdb.Error, match="'secret' argument of dp_histogram is guessable") as refused:
         con.sql(
             "FROM ppdm_dp_histogram('visits', 'x', 0, 10, 5, mechanism := 'gaussian', rho := 1, secret := '7')"
         ).fetchall()
+    # The advice in SQL's words (it gave Python's: secret=None, ppdm.Secret.for_tests(seed)).
+    assert "'env:NAME' or 'file:PATH'" in str(refused.value)
+    assert "secret=None" not in str(refused.value) and "for_tests" not in str(refused.value)
 
 
 # --- ppdm_dp_count / ppdm_dp_sum / ppdm_dp_avg ---------------------------------------------

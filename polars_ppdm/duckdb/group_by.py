@@ -132,7 +132,7 @@ def _release_noise_udf(secret, release, digest, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = str(constant(release, "release", "ppdm_release_noise"))
-    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0])
+    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
     label = str(constant(stream, "stream", func))
     scale = constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
@@ -148,7 +148,7 @@ def _release_gaussian_udf(secret, release, digest, stream, key, sigma):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = str(constant(release, "release", "ppdm_release_gaussian"))
-    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0])
+    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
     label = str(constant(stream, "stream", func))
     sigma = constant(sigma, "sigma", func)
     if not isinstance(sigma, float):
@@ -226,7 +226,7 @@ def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, valu
     if len(word) == 0:
         return pa.array([], type=pa.float64())
     request, a = _release_request(str(constant(spec, "spec", func)))
-    resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0])
+    resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0], sql=True)
     key = release_key(resolved.key, request.label, int(constant(digest, "digest", func)))
     h = request.helpers
     if a.kind == "quantile":

@@ -360,7 +360,10 @@ def _discrete_laplace_udf(secret, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = "ppdm_discrete_laplace"
-    secret, label = require_strong_secret(secret_of(secret, func), func), constant(stream, "stream", func)
+    secret, label = (
+        require_strong_secret(secret_of(secret, func), func, sql=True),
+        constant(stream, "stream", func),
+    )
     scale = constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of {func} must be a finite float > 0 (sensitivity / epsilon). Got {scale!r} instead."
@@ -373,7 +376,10 @@ def _discrete_gaussian_udf(secret, stream, key, sigma):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     func = "ppdm_discrete_gaussian"
-    secret, label = require_strong_secret(secret_of(secret, func), func), constant(stream, "stream", func)
+    secret, label = (
+        require_strong_secret(secret_of(secret, func), func, sql=True),
+        constant(stream, "stream", func),
+    )
     sigma = constant(sigma, "sigma", func)
     if not isinstance(sigma, float):
         msg = f"The 'sigma' argument of {func} must be a finite float > 0 (l2 / sqrt(2 rho)). Got {sigma!r} instead."
