@@ -900,7 +900,7 @@ class Ledger:
             rows,
             pipeline=pipeline,
             status="reserved",
-            who=f"run {run_id[:12]}",  # a pipeline's run id is 64 hex digits: its start, as in the run's messages
+            who=f"run {run_id[:12]!r}",  # a pipeline's run id is 64 hex digits: its start, as in the run's messages
             record_outputs=record_outputs,
         )
 

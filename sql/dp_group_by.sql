@@ -258,6 +258,19 @@ noise_params AS (
            if(__gauss, __count_sigma, (G * R)::DOUBLE / (eps / 2)) AS __count_scale
     FROM sigmas
 ),
+-- The query as Polars makes its request (one constant, JSON), and the label of the
+-- release's key made from it by the same Python (GroupByRequest.key_label): the whole
+-- query, so that another query (other bounds, contribution bounds or budget) never shares
+-- the noise where the statistics happen to be equal.
+specified AS (
+    SELECT *, json_object(
+               'kind', kind, 'group', group_col::VARCHAR, 'column', value_col::VARCHAR, 'low', lo, 'high', hi,
+               'q', TRY_CAST(q AS DOUBLE), 'candidates', to_json(candidates), 'epsilon', TRY_CAST(epsilon AS DOUBLE),
+               'rho', __rho, 'mechanism', TRY_CAST(mechanism AS VARCHAR), 'max_groups', G, 'max_rows', R,
+               'unit', privacy_unit_column::VARCHAR, 'delta', TRY_CAST(delta AS DOUBLE))::VARCHAR AS __spec
+    FROM noise_params
+),
+labelled AS (SELECT *, ppdm_dp_release_label(__spec) AS __release FROM specified),
 rows AS (
     SELECT coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none')) AS __g,
            CASE WHEN privacy_unit_column IS NULL THEN NULL
@@ -412,9 +425,9 @@ digested AS (
           FROM group_words) t
 ),
 selected AS (
-    SELECT k.* FROM digested k, grid_params
+    SELECT k.* FROM digested k, labelled
     WHERE public_groups IS NOT NULL
-       OR k.__units + ppdm_release_noise(secret::VARCHAR, 'dp_group_by(' || group_col::VARCHAR || ')', k.__digest,
+       OR k.__units + ppdm_release_noise(secret::VARCHAR, __release, k.__digest,
                                          'dp_group_by/' || group_col::VARCHAR || '/select', k.__word, G::DOUBLE / eps)
           >= ppdm_selection_threshold(eps, delta::DOUBLE, G)
 ),
@@ -422,19 +435,12 @@ selected AS (
 -- and of a mean's own count (count-of-mean(v)): discrete Gaussian of sigma __scale, or
 -- discrete Laplace of scale __scale.  Only the branch taken calls its function.
 drawn AS (
-    SELECT s.*, __gauss, __scale, __count_scale,
-           'dp_group_by(' || group_col::VARCHAR || ')' AS __release,
+    SELECT s.*, __gauss, __scale, __count_scale, __release, __spec,
            'dp_group_by/' || group_col::VARCHAR || '/'
            || CASE kind WHEN 'count' THEN 'count()' WHEN 'count_units' THEN 'count_units()' WHEN 'sum' THEN 'sum(' || value_col::VARCHAR || ')'
                         ELSE 'mean(' || value_col::VARCHAR || ')' END AS __stream,
-           'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')' AS __count_stream,
-           -- What ppdm_dp_release_value needs to make Polars' request (one constant).
-           CASE WHEN _ppdm_dp_in_python(kind) THEN json_object(
-               'kind', kind, 'group', group_col::VARCHAR, 'column', value_col::VARCHAR, 'low', lo, 'high', hi,
-               'q', TRY_CAST(q AS DOUBLE), 'candidates', to_json(candidates), 'epsilon', TRY_CAST(epsilon AS DOUBLE),
-               'rho', __rho, 'mechanism', TRY_CAST(mechanism AS VARCHAR), 'max_groups', G, 'max_rows', R,
-               'unit', privacy_unit_column::VARCHAR, 'delta', TRY_CAST(delta AS DOUBLE))::VARCHAR END AS __spec
-    FROM selected s, noise_params
+           'dp_group_by/' || group_col::VARCHAR || '/count-of-mean(' || value_col::VARCHAR || ')' AS __count_stream
+    FROM selected s, labelled
 ),
 noisy AS (
     SELECT s.__g, s.__order,

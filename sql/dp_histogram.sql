@@ -138,6 +138,14 @@ __ppdm_digest AS (
             % 18446744073709551616)::UBIGINT AS __ppdm_digest
     FROM __ppdm_counts
 ),
+-- The label of the release's key: the whole query (the bins' edges, the mechanism and its
+-- budget), as polars_ppdm.dp.histogram.HistogramRequest.key_label makes it, by the same
+-- Python: another histogram of the column never shares this one's noise.
+__ppdm_label AS (
+    SELECT ppdm_dp_histogram_label(col::VARCHAR, __ppdm_lo, __ppdm_hi, __ppdm_b, TRY_CAST(mechanism AS VARCHAR),
+                                   __ppdm_eps, __ppdm_rho) AS __ppdm_release
+    FROM __ppdm_params
+),
 __ppdm_grid AS (
     SELECT __ppdm_i AS __ppdm_bin, __ppdm_lo, __ppdm_hi, __ppdm_b, __ppdm_eps, __ppdm_rho, __ppdm_gauss
     FROM __ppdm_params, range(0, __ppdm_b) __ppdm_r(__ppdm_i)
@@ -151,13 +159,13 @@ __ppdm_noisy AS (
            -- Gaussian's sigma 1 / sqrt(2 rho) (polars_ppdm.dp.mechanism.Mechanism.scale).
            coalesce(c.__ppdm_n, 0)
            + CASE WHEN g.__ppdm_gauss
-                  THEN ppdm_release_gaussian(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                  THEN ppdm_release_gaussian(secret::VARCHAR, l.__ppdm_release, d.__ppdm_digest,
                                              'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT,
                                              1.0 / sqrt(2 * g.__ppdm_rho))
-                  ELSE ppdm_release_noise(secret::VARCHAR, 'dp_histogram(' || col::VARCHAR || ')', d.__ppdm_digest,
+                  ELSE ppdm_release_noise(secret::VARCHAR, l.__ppdm_release, d.__ppdm_digest,
                                           'dp_histogram/' || col::VARCHAR, g.__ppdm_bin::UBIGINT, 1.0 / g.__ppdm_eps)
              END AS __ppdm_count
-    FROM __ppdm_grid g LEFT JOIN __ppdm_counts c USING (__ppdm_bin), __ppdm_digest d
+    FROM __ppdm_grid g LEFT JOIN __ppdm_counts c USING (__ppdm_bin), __ppdm_digest d, __ppdm_label l
 ),
 -- An empty relation with the column col (and __ppdm_none, so that it binds when col is
 -- missing, an error above).  An expression that mentions col takes its name, and the alias

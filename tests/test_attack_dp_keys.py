@@ -267,3 +267,129 @@ def test_the_null_group_draws_apart_from_every_integer_group(engine):
 def test_the_null_group_has_the_same_bits_in_polars_and_sql():
     for secret in range(3):
         assert _null_group_counts("polars", secret) == _null_group_counts("sql", secret)
+
+
+# ---- the same secret, another query: the key names the whole query ---------------------------
+
+
+def _sliver_free(n: int = 1_000) -> np.ndarray:
+    # No value in [5, 5.1) nor above 9: the two queries below count every row alike.
+    x = np.random.default_rng(1).uniform(0, 9, 2 * n)
+    return x[(x < 5) | (x >= 5.1)][:n]
+
+
+def _two_histograms(engine: str, values: np.ndarray, secret: int) -> tuple[list, list]:
+    """Two histograms of one column, 2 bins over (0, 10) and over (0, 10.2): edges 5 and 5.1."""
+    frame = pl.DataFrame({"x": values})
+    sec = ppdm.Secret.for_tests(secret)
+    if engine == "polars":
+        return tuple(  # type: ignore[return-value]
+            ppdm.dp_histogram(frame, "x", bounds=(0, high), bins=2, epsilon=0.5, secret=sec)[
+                "count"
+            ].to_list()
+            for high in (10, 10.2)
+        )
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.register("t", frame)
+    return tuple(  # type: ignore[return-value]
+        [
+            row[-1]
+            for row in con.execute(
+                f"FROM ppdm_dp_histogram('t', 'x', 0, {high}, 2, 0.5, '{sec.key.hex()}')"
+            ).fetchall()
+        ]
+        for high in (10, 10.2)
+    )
+
+
+@pytest.mark.parametrize("engine", ["polars", "sql"])
+def test_two_histograms_under_other_bounds_never_share_their_noise(engine):
+    """The release key named the function and the column only: two histograms of one
+    column under other bounds drew one noise wherever their counts were equal -- identical
+    releases unless someone's value lay between the edges 5 and 5.1, fresh ones if so: a
+    certain answer about that person, whatever the epsilons (20 of 20 secrets identical
+    without the person, 0 of 20 with, on the code before)."""
+    identical = sum(a == b for a, b in (_two_histograms(engine, _sliver_free(), s) for s in range(10)))
+    assert identical == 0
+
+
+def test_two_sums_under_other_bounds_of_one_scale_never_share_their_noise():
+    """The same for dp_group_by: bounds (-10, 10) and (-10, 9) have one noise scale (10)
+    and one grid, and clip to one sum unless a value lies in (9, 10]."""
+    frame = pl.DataFrame({"g": ["a"] * 1_000, "v": _sliver_free() * 2 - 9})  # in [-9, 9)
+    identical = 0
+    for secret in range(10):
+        sums = [
+            ppdm.dp_group_by(
+                frame,
+                "g",
+                dp.sum("v", bounds=(-10, high)),
+                epsilon=1.0,
+                public_groups=pl.DataFrame({"g": ["a"]}),
+                secret=ppdm.Secret.for_tests(secret),
+            )["v_sum"][0]
+            for high in (10, 9)
+        ]
+        identical += sums[0] == sums[1]
+    assert identical == 0
+
+
+def test_two_quadtrees_over_other_boxes_never_share_their_noise():
+    """A quadtree's nodes drew their noise by position under a key of the points alone: over
+    a box a little wider, each node's cell moved but kept its noise, and the difference of
+    two releases' counts was the exact count of the points in the slivers between."""
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame({"x": rng.uniform(0.1, 4.9, 400), "y": rng.uniform(0.1, 4.9, 400)})
+    identical = 0
+    for secret in range(5):
+        counts = [
+            ppdm.dp_quadtree(
+                frame,
+                ["x", "y"],
+                bounds=[(0, high), (0, 10)],
+                epsilon=1.0,
+                secret=ppdm.Secret.for_tests(secret),
+            )["count"].to_list()
+            for high in (10, 10.001)
+        ]
+        identical += counts[0] == counts[1]
+    assert identical == 0
+
+
+def test_the_query_label_names_every_parameter_and_not_the_output_names():
+    from polars_ppdm.dp.histogram import check_histogram
+
+    def histogram(**changed):
+        args = {"bounds": (0, 10), "bins": 5, "epsilon": 1.0, "key": None, "max_contributions": 1} | changed
+        return check_histogram(pl.Schema({"x": pl.Float64, "u": pl.Int64}), "x", **args).key_label
+
+    labels = [
+        histogram(),
+        histogram(bounds=(0, 10.5)),
+        histogram(bins=6),
+        histogram(epsilon=1.5),
+        histogram(key="u", max_contributions=2),
+        histogram(mechanism="gaussian", epsilon=None, rho=0.5),
+    ]
+    assert len(set(labels)) == len(labels)
+    assert histogram(bounds=(0.0, 10.0)) == histogram()  # 10 and 10.0 are one bound
+
+    def group_by(aggregate, **changed):
+        args = {
+            "epsilon": 1.0,
+            "privacy_unit": "u",
+            "max_groups_contributed": 1,
+            "max_rows_per_group": 1,
+            "public_groups": pl.DataFrame({"g": ["a"]}),
+            "delta": None,
+        } | changed
+        schema = pl.Schema({"g": pl.String, "x": pl.Float64, "u": pl.Int64})
+        return check_group_by(schema, "g", aggregate, **args).key_label
+
+    assert group_by(dp.sum("x", bounds=(0, 10))) != group_by(dp.sum("x", bounds=(0, 9)))
+    assert group_by(dp.sum("x", bounds=(0, 10))) != group_by(
+        dp.sum("x", bounds=(0, 10)), max_rows_per_group=2
+    )
+    assert group_by(dp.sum("x", bounds=(0, 10))) != group_by(dp.mean("x", bounds=(0, 10)))
+    # The output's name is presentation: the same query under another name is the same release.
+    assert group_by(dp.sum("x", bounds=(0, 10))) == group_by(dp.sum("x", bounds=(0, 10), name="total"))

@@ -71,7 +71,7 @@ from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import NULL_BITS, check_integer_scale, discrete_laplace, one_sided_geometric
 from polars_ppdm.kernels.prf import first_words, stream_id
-from polars_ppdm.kernels.release_key import release_key, row_words, table_digest
+from polars_ppdm.kernels.release_key import query_label, release_key, row_words, table_digest
 from polars_ppdm.secret import SecretLike
 
 __all__ = [
@@ -371,8 +371,44 @@ class GroupByRequest:
 
     @property
     def label(self) -> str:
-        """The release's name: in the accountant, and in its noise key (every engine)."""
+        """The release's name: in the accountant (every engine)."""
         return f"{_FUNC}({', '.join(self.by)})"
+
+    @property
+    def key_label(self) -> str:
+        """The label of the noise's key: the release and its whole query (each aggregate's
+        kind, column, bounds, quantile and candidates and share of the budget; whether rows
+        are bounded per unit, and the contribution bounds; public groups or delta;
+        mechanism and budget), so that another query never shares its noise where the
+        statistics happen to be equal (:func:`~polars_ppdm.kernels.release_key.query_label`).
+        Not the output names, the accuracy columns or ``non_negative``: presentation and
+        post-processing."""
+        return query_label(
+            self.label,
+            {
+                "aggregates": [
+                    [
+                        a.kind,
+                        a.column,
+                        None if a.bounds is None else tuple(map(float, a.bounds)),
+                        a.q,
+                        None if a.candidates is None else _candidates_digest(a.candidates),
+                        float(self.epsilons[a.name]),
+                    ]
+                    for a in self.aggregates
+                ],
+                "selection": self.epsilons.get("__select"),
+                # Whether rows are bounded per unit, not the unit column's name: the same
+                # query over a renamed column is the same release (the same bits).
+                "privacy_unit": self.privacy_unit is not None,
+                "max_groups": int(self.max_groups),
+                "max_rows": int(self.max_rows),
+                "public_groups": self.public_groups is not None,
+                "delta": None if self.delta is None else float(self.delta),
+                "mechanism": self.noise.name,
+                "budget": float(self.noise.budget),
+            },
+        )
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
@@ -856,6 +892,12 @@ def values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.nd
     return out
 
 
+def _candidates_digest(candidates: Sequence[float]) -> str:
+    """A quantile's candidates in a key's label: the SHA-256 of their float64 bytes (up
+    to 100,000 of them)."""
+    return hashlib.sha256(np.asarray(candidates, dtype="<f8").tobytes()).hexdigest()
+
+
 def release_stream(by: Sequence[str], label: str) -> int:
     """The noise stream of a figure of a release by ``by``: an aggregate's label,
     ``count-of-<label>`` or ``squares-of-<label>`` for its own count and squares, or
@@ -930,7 +972,7 @@ def release_groups(
     request.charge(accountant)
     by = request.by
     words = group_words(secret, groups.select(by))
-    key = release_key(secret, request.label, statistics_digest(groups, words, request, secret))
+    key = release_key(secret, request.key_label, statistics_digest(groups, words, request, secret))
     if request.public_groups is None:
         assert request.delta is not None
         scale = request.max_groups / request.epsilons["__select"]

@@ -33,7 +33,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant
 from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.kernels.release_key import query_label, release_key, table_digest
 from polars_ppdm.secret import SecretLike
 
 __all__ = [
@@ -230,6 +230,22 @@ class HistogramRequest:
         """The release's name: in the accountant, and in its noise key (every engine)."""
         return f"{_FUNC}({', '.join(self.columns)})"
 
+    @property
+    def key_label(self) -> str:
+        """The label of the noise's key: the release and its whole query (its bins' edges,
+        what a unit contributes, the mechanism and budget), so that another query never
+        shares its noise (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
+        return query_label(
+            self.label,
+            {
+                "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
+                "bins": [int(self.bins[c]) for c in self.columns],
+                "contributions": int(self.contributions),
+                "mechanism": self.mechanism.name,
+                "budget": float(self.mechanism.budget),
+            },
+        )
+
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend the release's epsilon or rho on the accountant (when it is computed)."""
         noise = self.mechanism
@@ -312,7 +328,7 @@ def noisy_grid(
         request.charge(accountant)
         bins, counts_ = grid[BIN].to_numpy(), grid["count"].to_numpy()
         filled = counts_ > 0
-        key = release_key(secret, request.label, table_digest(secret, [bins[filled], counts_[filled]]))
+        key = release_key(secret, request.key_label, table_digest(secret, [bins[filled], counts_[filled]]))
         noise = request.mechanism.draw(key, stream, bins.astype(np.uint64), scale)
         noisy_count = pl.col("count") + pl.Series(noise)
         return grid.with_columns(noisy_count.clip(lower_bound=0) if non_negative else noisy_count)

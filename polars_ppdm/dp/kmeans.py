@@ -61,7 +61,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
 from polars_ppdm.kernels.dp_noise import GRID_BITS, check_integer_scale
 from polars_ppdm.kernels.quadtree import CellCounts, leaf_centroids, point_counts
-from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.kernels.release_key import query_label, release_key, table_digest
 from polars_ppdm.kernels.weighted_kmeans import weighted_kmeans
 from polars_ppdm.secret import SecretLike
 
@@ -233,7 +233,7 @@ def dp_kmeans(
     request.charge(accountant)  # after the points are read and checked: a refusal costs nothing
     # The noise under the release's own key: other points, other noise.
     secret = release_key(
-        contribution_secret, request.label, table_digest(contribution_secret, list(points.T))
+        contribution_secret, request.key_label, table_digest(contribution_secret, list(points.T))
     )
     if request.method == "lloyd":
         lows, highs = request.box()
@@ -283,6 +283,26 @@ class KMeansRequest:
     @property
     def label(self) -> str:
         return f"dp_kmeans/{self.method}/" + "\x1f".join(self.columns)
+
+    @property
+    def key_label(self) -> str:
+        """The label of the noise's key: the release and its whole query (the box, k, the
+        method's parameters, what a unit contributes, epsilon)
+        (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
+        return query_label(
+            self.label,
+            {
+                "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
+                "k": self.k,
+                "epsilon": float(self.epsilon),
+                "gamma": self.gamma,
+                "max_height": self.max_height,
+                "threshold": self.threshold,
+                "n": self.n,
+                "iterations": self.iterations,
+                "contributions": self.contributions,
+            },
+        )
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """Lows and highs per column (float64)."""

@@ -34,7 +34,7 @@ from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
 from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, Leaves, grow_quadtree, point_counts
-from polars_ppdm.kernels.release_key import release_key, table_digest
+from polars_ppdm.kernels.release_key import query_label, release_key, table_digest
 from polars_ppdm.secret import SecretLike
 
 __all__ = [
@@ -296,7 +296,7 @@ def dp_quadtree(
     )
     request.charge(accountant)  # after the points are read and checked: a refusal costs nothing
     lows, highs = request.box()
-    own_key = release_key(secret, request.label, table_digest(secret, list(points.T)))
+    own_key = release_key(secret, request.key_label, table_digest(secret, list(points.T)))
     return release_quadtree(
         request, len(points), lambda height: point_counts(points, lows, highs, height), own_key
     )
@@ -319,6 +319,24 @@ class QuadtreeRequest:
     def label(self) -> str:
         """The release's name: in the accountant, and in its noise key (every engine)."""
         return f"{_FUNC}({', '.join(self.columns)})"
+
+    @property
+    def key_label(self) -> str:
+        """The label of the noise's key: the release and its whole query (the box, the
+        tree's parameters, what a unit contributes, epsilon): another box never shares the
+        noise of a node whose cell it moved (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
+        return query_label(
+            self.label,
+            {
+                "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
+                "epsilon": float(self.epsilon),
+                "gamma": self.gamma,
+                "max_height": self.max_height,
+                "threshold": self.threshold,
+                "n": self.n,
+                "contributions": self.contributions,
+            },
+        )
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend epsilon on the accountant (once the points are read and checked)."""

@@ -37,6 +37,11 @@ releases are the same bits:
 * ``ppdm_values_digest(secret, word UBIGINT, values DOUBLE[]) -> UBIGINT`` -- per group,
   the order-free keyed digest of the values a quantile ranks (the release's digest holds
   it, so a value changed anywhere redraws the noise);
+* ``ppdm_dp_release_label(spec VARCHAR) -> VARCHAR`` and ``ppdm_dp_histogram_label(col,
+  low, high, bins, mechanism, epsilon, rho) -> VARCHAR`` -- the label of a macro's release
+  key, the whole query (:attr:`~polars_ppdm.dp.group_by.GroupByRequest.key_label`,
+  :attr:`~polars_ppdm.dp.histogram.HistogramRequest.key_label`), made from Polars' own
+  request for the same arguments: the ``release`` argument of ``ppdm_release_noise``;
 * ``ppdm_dp_release_value(secret, spec VARCHAR, digest UBIGINT, word UBIGINT, rows
   BIGINT, grid_sum BIGINT, squares BIGINT, values DOUBLE[]) -> DOUBLE`` -- a variance,
   std or quantile per group from its bounded statistics: ``spec`` (JSON, one constant per
@@ -71,6 +76,7 @@ from polars_ppdm.dp.group_by import (
     values_digests,
     variance_of,
 )
+from polars_ppdm.dp.histogram import check_histogram
 from polars_ppdm.duckdb._shared import constant, one_array, secret_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import (
@@ -128,17 +134,24 @@ def _words(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return arr.to_numpy() if arr.null_count == 0 else pl.Series(arr).to_numpy()
 
 
+def _release_of(release: Any, func: str) -> tuple[str, str]:
+    """The label of a release's key (the macros pass the whole query's, from
+    ``ppdm_dp_release_label``) and the function it names, for messages."""
+    text = str(constant(release, "release", func))
+    return text, text.split("?")[0]
+
+
 def _release_noise_udf(secret, release, digest, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
-    func = str(constant(release, "release", "ppdm_release_noise"))
+    release, func = _release_of(release, "ppdm_release_noise")
     resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
     label = str(constant(stream, "stream", func))
     scale = constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
         msg = f"The 'scale' argument of ppdm_release_noise must be a finite float > 0. Got {scale!r} instead."
         raise InvalidParameterError(msg)
-    own_key = release_key(resolved.key, func, int(constant(digest, "digest", func)))
+    own_key = release_key(resolved.key, release, int(constant(digest, "digest", func)))
     return pa.array(discrete_laplace(own_key, stream_id(label), pl.Series(key).to_numpy(), scale))
 
 
@@ -147,7 +160,7 @@ def _release_gaussian_udf(secret, release, digest, stream, key, sigma):
     Gaussian noise of ``sigma`` (:meth:`polars_ppdm.dp.mechanism.Mechanism.draw`)."""
     if len(key) == 0:
         return pa.array([], type=pa.int64())
-    func = str(constant(release, "release", "ppdm_release_gaussian"))
+    release, func = _release_of(release, "ppdm_release_gaussian")
     resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
     label = str(constant(stream, "stream", func))
     sigma = constant(sigma, "sigma", func)
@@ -155,7 +168,7 @@ def _release_gaussian_udf(secret, release, digest, stream, key, sigma):
         msg = f"The 'sigma' argument of ppdm_release_gaussian must be a finite float > 0. Got {sigma!r} instead."
         raise InvalidParameterError(msg)
     check_gaussian_sigma(sigma, func.split("(")[0])
-    own_key = release_key(resolved.key, func, int(constant(digest, "digest", func)))
+    own_key = release_key(resolved.key, release, int(constant(digest, "digest", func)))
     return pa.array(discrete_gaussian(own_key, stream_id(label), pl.Series(key).to_numpy(), sigma))
 
 
@@ -195,14 +208,19 @@ def _release_request(spec: str) -> tuple[GroupByRequest, DPAggregate]:
     value and unit columns (nothing is read from the data)."""
     p = json.loads(spec)
     column, bounds, kind = p["column"], (p["low"], p["high"]), p["kind"]
-    made = (
-        dp.quantile(column, p["q"], bounds=bounds, candidates=p["candidates"])
-        if kind == "quantile"
-        else getattr(dp, kind)(column, bounds=bounds)
-    )
+    if kind in ("count", "count_units"):
+        made = getattr(dp, kind)()
+    elif kind == "quantile":
+        made = dp.quantile(column, p["q"], bounds=bounds, candidates=p["candidates"])
+    else:
+        made = getattr(dp, kind)(column, bounds=bounds)
     # The group column last: an integer group column may be the value column too.
     schema = pl.Schema(
-        {column: pl.Float64, **({p["unit"]: pl.Int64} if p["unit"] else {}), p["group"]: pl.Int64}
+        {
+            **({column: pl.Float64} if column is not None else {}),
+            **({p["unit"]: pl.Int64} if p["unit"] else {}),
+            p["group"]: pl.Int64,
+        }
     )
     request = check_group_by(
         schema,
@@ -221,13 +239,44 @@ def _release_request(spec: str) -> tuple[GroupByRequest, DPAggregate]:
     return request, made
 
 
+def _release_label_udf(spec):
+    """The label of the release's key (:attr:`GroupByRequest.key_label`) of a macro's query
+    (``spec``: its parameters as JSON): the same Python as Polars' makes it."""
+    if len(spec) == 0:
+        return pa.array([], type=pa.string())
+    request, _ = _release_request(str(constant(spec, "spec", "ppdm_dp_release_label")))
+    return pa.array([request.key_label] * len(spec), type=pa.string())
+
+
+def _histogram_label_udf(col, low, high, bins, mechanism, epsilon, rho):
+    """The label of the key of ``ppdm_dp_histogram``'s release
+    (:attr:`~polars_ppdm.dp.histogram.HistogramRequest.key_label`): Polars' request for
+    the same arguments (each row its own unit), made by the same Python."""
+    func = "ppdm_dp_histogram"
+    if len(col) == 0:
+        return pa.array([], type=pa.string())
+    column = str(constant(col, "col", func))
+    request = check_histogram(
+        pl.Schema({column: pl.Float64}),
+        column,
+        bounds=(constant(low, "low", func), constant(high, "high", func)),
+        bins=constant(bins, "bins", func),
+        epsilon=constant(epsilon, "epsilon", func, optional=True),
+        key=None,
+        max_contributions=1,
+        mechanism=constant(mechanism, "mechanism", func),
+        rho=constant(rho, "rho", func, optional=True),
+    )
+    return pa.array([request.key_label] * len(col), type=pa.string())
+
+
 def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, values):
     func = "ppdm_dp_release_value"
     if len(word) == 0:
         return pa.array([], type=pa.float64())
     request, a = _release_request(str(constant(spec, "spec", func)))
     resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0], sql=True)
-    key = release_key(resolved.key, request.label, int(constant(digest, "digest", func)))
+    key = release_key(resolved.key, request.key_label, int(constant(digest, "digest", func)))
     h = request.helpers
     if a.kind == "quantile":
         assert a.candidates is not None
@@ -287,6 +336,14 @@ def register_group_by_udfs(con: duckdb.DuckDBPyConnection) -> None:
     doubles = duckdb.list_type(T.DOUBLE)
     con.create_function(
         "ppdm_values_digest", _values_digest_udf, [T.VARCHAR, T.UBIGINT, doubles], T.UBIGINT, **arrow
+    )
+    con.create_function("ppdm_dp_release_label", _release_label_udf, [T.VARCHAR], T.VARCHAR, **arrow)
+    con.create_function(
+        "ppdm_dp_histogram_label",
+        _histogram_label_udf,
+        [T.VARCHAR, T.DOUBLE, T.DOUBLE, T.BIGINT, T.VARCHAR, T.DOUBLE, T.DOUBLE],
+        T.VARCHAR,
+        **arrow,
     )
     con.create_function(
         "ppdm_dp_release_value",

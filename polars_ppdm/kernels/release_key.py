@@ -23,21 +23,39 @@ What this buys (DESIGN.md, "Randomness"):
 * the statistic is what the noise is added to, so the digest cannot differ from the data
   released (there is no second read to race with).
 
-What it reveals: only whether the statistics of two releases are identical, which two
-identical outputs would show anyway.
+The label names the whole query, not only the function and its columns
+(:func:`query_label`: every parameter that changes what the statistics mean or how the
+noise is drawn -- bounds, bins, contribution bounds, aggregates, mechanism and budget).
+With the function's name alone, two releases of one column under other bounds shared their
+noise wherever their statistics happened to be equal: two histograms with edges 5 and 5.1
+released identical counts unless someone's value lay between the edges, and fresh ones if
+so -- a certain answer about that person, whatever the epsilons.
+
+What it reveals: only whether the statistics of two releases of the same query are
+identical, which two identical outputs would show anyway.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from polars_ppdm.kernels.prf import first_words, stream_id
 
-__all__ = ["DIGEST_STREAM", "finish_digest", "release_key", "row_words", "table_digest", "value_bits"]
+__all__ = [
+    "DIGEST_STREAM",
+    "finish_digest",
+    "query_label",
+    "release_key",
+    "row_words",
+    "table_digest",
+    "value_bits",
+]
 
 DIGEST_STREAM = "dp/digest"
 
@@ -99,6 +117,40 @@ def finish_digest(secret: bytes, word_sum: int, rows: int) -> int:
     happened to add up alike."""
     count = first_words(secret, stream_id(f"{DIGEST_STREAM}/rows"), np.array([rows], dtype=np.uint64))
     return (int(word_sum) + int(count[0])) % 2**64
+
+
+def query_label(name: str, parameters: Mapping[str, Any]) -> str:
+    """The label of a release's key: its ``name`` and every parameter of its query, in a
+    canonical text (floats by their exact hexadecimal form, strings quoted, sequences in
+    order), so that two queries that differ in anything draw apart.
+
+    Examples
+    --------
+    >>> query_label("dp_histogram(age)", {"bins": 10, "bounds": (0.0, 100.0)})
+    'dp_histogram(age)?bins=10&bounds=[0x0.0p+0,0x1.9000000000000p+6]'
+    """
+    return name + "?" + "&".join(f"{key}={_canonical(value)}" for key, value in sorted(parameters.items()))
+
+
+def _canonical(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return float(value).hex()
+    if isinstance(value, Fraction):
+        return f"{value.numerator}/{value.denominator}"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{_canonical(k)}:{_canonical(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Sequence | np.ndarray):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    msg = f"query_label: no canonical text for a {type(value).__name__}."
+    raise TypeError(msg)
 
 
 def release_key(secret: bytes, label: str, digest: int) -> bytes:

@@ -401,7 +401,7 @@ def dp_quadtree(
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
         request.charge(accountant)
-        return release_quadtree(request, rows, points.counts_up_to, points.release_key(request.label))
+        return release_quadtree(request, rows, points.counts_up_to, points.release_key(request.key_label))
 
 
 def dp_kmeans(
@@ -492,4 +492,4 @@ def dp_kmeans(
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
         request.charge(accountant)
-        return release_kmeans(request, rows, points.counts_up_to, points.release_key(request.label))
+        return release_kmeans(request, rows, points.counts_up_to, points.release_key(request.key_label))
