@@ -74,6 +74,7 @@ import math
 import os
 import random
 import re
+import shlex
 import stat
 import threading
 import time
@@ -981,7 +982,7 @@ class Ledger:
         does not fit what ``dataset`` has left (``held``)."""
         where = f"(Ledger file {str(self.path)!r}; "
         # The whole command, as it runs (the ledger named), and the file that must agree.
-        command = f"`ppdm ledger --ledger {str(self.path)!r} --dataset {dataset!r}"
+        command = f"`ppdm ledger --ledger {shlex.quote(str(self.path))} --dataset {shlex.quote(dataset)}"
         agree = "; a pipeline file's {} must then say the same"
         if delta_charge and held.spent_delta + delta_charge > held.delta * (1 + _SLACK):
             msg = (

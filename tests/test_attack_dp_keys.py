@@ -224,6 +224,31 @@ def test_every_figure_of_a_release_has_a_stream_of_its_own():
     assert request.stream_label(dp.count_units()) == dp.count_units().label
 
 
+def test_names_that_make_two_streams_alike_are_refused_from_the_schema():
+    """Review 49: a stream is named by text, and a column named x) + chr(31) + s gave its
+    sum the stream of a second sum of x named s): one draw over two truths (a person's
+    value zeroed in the one column), their difference exact for every secret."""
+    odd = "x)" + chr(31) + "s"
+    schema = pl.Schema({"g": pl.String, "x": pl.Float64, odd: pl.Float64, "id": pl.Int64})
+    aggregates = [
+        dp.sum("x", bounds=(0, 10), name="total"),
+        dp.sum("x", bounds=(0, 10), name="s)"),
+        dp.sum(odd, bounds=(0, 10), name="probe"),
+    ]
+    with pytest.raises(InvalidParameterError, match="would draw their noise in one stream"):
+        check_group_by(
+            schema,
+            "g",
+            aggregates,
+            epsilon=1.0,
+            privacy_unit="id",
+            max_groups_contributed=1,
+            max_rows_per_group=1,
+            public_groups=pl.DataFrame({"g": ["a"]}),
+            delta=None,
+        )
+
+
 OLD_NULL_PATTERN = 0x7FF8_7070_646D_6E75
 
 

@@ -18,6 +18,7 @@ import polars_ppdm as ppdm
 from polars_ppdm import dp
 from polars_ppdm._validation import RESERVED_OUTPUTS, check_output_names
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.perturb.spiral import SpiralKey
 
 # Every name the package gives a helper column, an aggregate or a struct field in
 # polars_ppdm/dp, mine and perturb (and DuckDB's "__ppdm_position"), plus the siblings
@@ -205,7 +206,9 @@ READERS = {
         lambda f, c, q: ppdm.add_noise(f, [c["x"]], scale=1e-300 if q else 1.0, secret=1, key=c["id"]),
         ["x", "id"],
     ),
-    "spiral": (lambda f, c, q: ppdm.spiral(f, [c["x"], c["y"]], bounds=[(0, 100), (-5, 5)], secret=1), ["x"]),
+    # The key's draw names its columns (another column, another key: review 50), so the
+    # transform is checked under the name: one key's matrix applied to the column so named.
+    "spiral": (lambda f, c, q: ppdm.apply_spiral_key(f, _spiral_key_for(c["x"], c["y"])), ["x"]),
     "rr_support": (lambda f, c, q: ppdm.rr_support(f, [c["a"], c["e"]], p=0.8), ["a"]),
     "rr_support itemsets": (
         lambda f, c, q: _roles(
@@ -287,6 +290,13 @@ READERS = {
     "consistent_totals": (_consistent, ["g", "a"]),
 }
 ROLES = {"x": "x", "y": "y", "a": "a", "e": "e", "g": "g", "id": "id"}
+
+
+def _spiral_key_for(x: str, y: str) -> SpiralKey:
+    key = ppdm.spiral_key(["x", "y"], bounds={"x": (0, 100), "y": (-5, 5)}, secret=1)
+    return SpiralKey((x, y), key.matrix, key.offset, key.scale)
+
+
 CASES = [(op, role) for op, (_, roles) in READERS.items() for role in roles]
 
 

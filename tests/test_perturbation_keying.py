@@ -364,3 +364,33 @@ def test_a_whole_record_with_two_columns_is_not_ldp():
     frame = pl.DataFrame({"unit": np.arange(n), "a": [False] * n, "b": [True] * n})
     out = ppdm.rr_disguise(frame, ["a", "b"], p=0.6, mode="whole_record", secret=SECRET, key="unit")
     assert ((out["a"] ^ out["b"]) == (frame["a"] ^ frame["b"])).all()
+
+
+# ---- spiral keys (review 50) --------------------------------------------------------------
+
+
+def _spiral(columns, bounds=(0.0, 1.0), secret=11, **params):
+    return ppdm.spiral_key(
+        columns, bounds={c: bounds for c in columns}, secret=ppdm.Secret.for_tests(secret), **params
+    )
+
+
+def test_spiral_keys_of_other_columns_or_bounds_are_unrelated():
+    """A spiral key was drawn under the secret alone: every key of as many columns had one
+    matrix (and, with the same bounds, one offset), so 3 rows known of one release undid
+    every other release under the secret, to 1e-15 (review 50)."""
+    base = _spiral(["salary", "age"])
+    others = [
+        _spiral(["lat", "lon"]),
+        _spiral(["age", "salary"]),  # the order of the columns is part of the key
+        _spiral(["salary", "age"], bounds=(0.0, 2.0)),
+        _spiral(["salary", "age"], rounds=6),
+        _spiral(["salary", "age"], factors=(0.2, 5.0)),
+    ]
+    for other in others:
+        assert not np.allclose(np.abs(other.matrix), np.abs(base.matrix), rtol=1e-3)
+    # The same query under the same secret is the same key (a key file is checked against it).
+    assert np.array_equal(_spiral(["salary", "age"]).matrix, base.matrix)
+    assert not np.allclose(
+        np.abs(_spiral(["salary", "age"], secret=12).matrix), np.abs(base.matrix), rtol=1e-3
+    )

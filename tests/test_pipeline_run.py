@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,35 @@ def test_survey_outputs(example):
     key = ppdm.resolve_secret(SECRET).key
     keyed = hmac.new(key, b"polars_ppdm/manifest-input\x00" + top.hexdigest().encode(), hashlib.sha256)
     assert got["inputs"][0]["fingerprint"] == keyed.hexdigest()
+
+
+def test_two_datasets_under_one_secret_draw_apart(example):
+    """Review 50: the row-wise steps ran under the pipeline's secret itself, so two surveys
+    whose ids overlap (1..n in each) gave the person with id 7 in one the coins of the person
+    with id 7 in the other, for a column of the same name and the same value: whoever knew
+    their own value and released bit learned, with certainty, the other survey's value for
+    about a quarter of its people. Each dataset's steps now run under its own secret."""
+    path = example("survey")
+    other = path.parent / "other.toml"
+    other.write_text(
+        path.read_text()
+        .replace('name = "survey"', 'name = "survey_b"')
+        .replace("survey_perturbed.parquet", "b_perturbed.parquet")
+        .replace("out/", "out_b/")
+    )
+    assert run(str(path)) == EXIT_OK and run(str(other)) == EXIT_OK
+    a = pl.read_parquet(path.parent / "out" / "survey_perturbed.parquet")
+    b = pl.read_parquet(path.parent / "out_b" / "b_perturbed.parquet")
+    # The same people and values: under one secret every released bit was the same.
+    assert (a["smoker"] != b["smoker"]).sum() > 100
+    assert (a["income"] != b["income"]).all()
+    # Each is the library's call under HMAC(secret, dataset name), bit for bit.
+    from polars_ppdm.jobs.run import perturbation_secret
+
+    source = pl.read_csv(path.parent / "survey.csv")
+    own = perturbation_secret(ppdm.resolve_secret(SECRET), "survey")
+    expected = ppdm.rr_disguise(source, "smoker", epsilon=1.0, secret=own, key="respondent_id")
+    assert a["smoker"].equals(expected["smoker"])
 
 
 def test_identical_rerun_spends_nothing_and_writes_the_same_bytes(example):
@@ -559,7 +589,7 @@ def test_a_dp_group_by_run_short_of_delta_is_refused_before_anything_is_written(
     )
     # The command it gives runs as written: the ledger named (without it, ppdm ledger refused).
     ledger = str(path.parent / "out" / "ledger.duckdb")
-    assert f"`ppdm ledger --ledger {ledger!r} --dataset 'events' --set-delta-budget DELTA`" in err
+    assert f"`ppdm ledger --ledger {shlex.quote(ledger)} --dataset events --set-delta-budget DELTA`" in err
     assert "a pipeline file's delta_budget must then say the same" in err
     assert book.table().equals(before)
 

@@ -360,14 +360,8 @@ class GroupByRequest:
         return list(seen)
 
     def stream_label(self, a: DPAggregate) -> str:
-        """What ``a``'s noise streams are named after: its label (the kind and the column),
-        and where another aggregate of this release has the same label (a second sum of one
-        column with other bounds, a second count under another name) its output name too.
-        Two figures of one release never share a draw: over different true values (other
-        bounds clip differently), the difference of two figures would be exact."""
-        if sum(b.label == a.label for b in self.aggregates) > 1:
-            return f"{a.label}{chr(31)}{a.name}"
-        return a.label
+        """What ``a``'s noise streams are named after (:func:`_stream_label`)."""
+        return _stream_label(a, self.aggregates)
 
     @property
     def label(self) -> str:
@@ -517,6 +511,7 @@ def check_group_by(
     aggregates = list(aggregates)
     intervals = check_flag("intervals", intervals)
     check_output_names(_FUNC, by=by, aggregates=[a.name for a in aggregates], intervals=intervals)
+    _check_streams_apart(aggregates)
     for a in aggregates:
         if a.column is None:
             continue
@@ -890,6 +885,42 @@ def values_digests(values: pl.Series, words: np.ndarray, secret: bytes) -> np.nd
     out = np.zeros(len(lengths), dtype=np.uint64)
     np.add.at(out, owner, row)  # wraps modulo 2^64, in any order
     return out
+
+
+def _stream_label(a: DPAggregate, aggregates: Sequence[DPAggregate]) -> str:
+    """What ``a``'s noise streams are named after: its label (the kind and the column),
+    and where another aggregate of the release has the same label (a second sum of one
+    column with other bounds, a second count under another name) its output name too.
+    Two figures of one release never share a draw: over different true values (other
+    bounds clip differently), the difference of two figures would be exact
+    (:func:`_check_streams_apart` refuses names that would make two streams alike)."""
+    if sum(b.label == a.label for b in aggregates) > 1:
+        return f"{a.label}{chr(31)}{a.name}"
+    return a.label
+
+
+def _check_streams_apart(aggregates: Sequence[DPAggregate]) -> None:
+    """Refuse a release two of whose noise streams would have one name: each figure's,
+    and a mean's or variance's own count and squares.  Labels are text, so a column named
+    ``x)`` + chr(31) + ``s`` gave its sum the stream of a second sum of ``x`` named ``s)``:
+    one draw over two truths, whose difference was then exact.  From the names alone."""
+    names: list[str] = []
+    for a in aggregates:
+        label = _stream_label(a, aggregates)
+        names.append(label)
+        if a.kind in ("mean", "variance", "std"):
+            names.append(f"count-of-{label}")
+        if a.is_variance:
+            names.append(f"squares-of-{label}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        msg = (
+            f"The aggregates of {_FUNC} would draw their noise in one stream ({twice!r}): a column or output "
+            "name holding ')' or the character \\x1f makes two figures' streams alike, and one draw over two "
+            "truths gives their difference away. Rename the column (frame.rename) or give the aggregate "
+            "another name=."
+        )
+        raise InvalidParameterError(msg)
 
 
 def _candidates_digest(candidates: Sequence[float]) -> str:

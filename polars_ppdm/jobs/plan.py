@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +81,9 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
             return (
                 f"[dataset], field {field_name!r}: the pipeline file says {says} but the ledger {str(path)!r} "
                 f"holds {recorded!r} for dataset {dataset.name!r}, and the ledger's value stands (a budget is changed "
-                f"on purpose, not by editing a file). To change it: ppdm ledger --ledger {str(path)!r} --dataset "
-                f"{dataset.name!r} {option} {asked!r} (never below what is spent); or write {keep} in the file."
+                f"on purpose, not by editing a file). To change it: ppdm ledger --ledger {shlex.quote(str(path))} "
+                f"--dataset {shlex.quote(dataset.name)} {option} {asked!r} (never below what is spent); or write "
+                f"{keep} in the file."
             )
     return None
 

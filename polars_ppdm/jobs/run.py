@@ -233,7 +233,9 @@ def keyed_fingerprint(secret: Secret, fingerprint: str) -> str:
     same bytes; a plain hash of the bytes would tell anyone holding a candidate file
     whether it was the input (a table or its neighbour: which one the DP releases came
     from)."""
-    return hmac.new(secret.key, b"polars_ppdm/manifest-input\x00" + fingerprint.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(
+        secret.key, b"polars_ppdm/manifest-input\x00" + fingerprint.encode(), hashlib.sha256
+    ).hexdigest()
 
 
 def tree_name(pipeline: Pipeline, label: str) -> str:
@@ -342,6 +344,7 @@ def _check_key_files(pipeline: Pipeline, secret: Secret, label_of: dict[int, str
     """Each spiral step's key, and its file: absent (to be written) or holding this key."""
     from polars_ppdm.secret_files import read_secret_text
 
+    secret = perturbation_secret(secret, pipeline.dataset.name)
     keys = []
     for index, step in enumerate(pipeline.perturb, 1):
         if not isinstance(step, Spiral):
@@ -379,8 +382,10 @@ def _api(engine: str) -> Any:
 
 def _perturbed(pipeline: Pipeline, frame: Any, secret: Secret, ppdm: Any) -> Any:
     """The lazy query of every perturb step, in file order (keep and drop change nothing
-    here); ``ppdm`` is the engine's module (see :func:`_api`)."""
+    here); ``ppdm`` is the engine's module (see :func:`_api`), under the dataset's own
+    secret (:func:`perturbation_secret`)."""
     key = pipeline.dataset.key
+    secret = perturbation_secret(secret, pipeline.dataset.name)
     for step in pipeline.perturb:
         if isinstance(step, RRDisguise):
             frame = ppdm.rr_disguise(
@@ -433,6 +438,22 @@ def _rr_design(pipeline: Pipeline, columns: list[str]) -> dict[str, Any]:
     return out
 
 
+def perturbation_secret(secret: Secret, dataset: str) -> Secret:
+    """The secret of a dataset's row-wise steps (randomized response, noise, ECDF, spiral
+    keys): HMAC(secret, dataset name), as long as the secret.
+
+    One secret may serve several datasets whose ids overlap (surrogate keys 1..n in each).
+    Under the secret itself, the person with id 7 in one survey and the person with id 7
+    in another drew the same coins for a column of the same name and the same value: who
+    knew their own value and released bit in one learned, for about a quarter of the other
+    survey's people, their value with certainty; and every spiral step of one shape shared
+    its key.  Per dataset, the same person's value still gets the same coins every night
+    (repeats disclose nothing new), and another dataset's people get other coins.
+    """
+    derived = hmac.new(secret.key, b"polars_ppdm/perturb\x00" + dataset.encode(), hashlib.sha256)
+    return Secret(derived.digest()[: len(secret.key)])
+
+
 def release_secret(secret: Secret, this_run: str) -> Secret:
     """The secret of this run's DP releases: HMAC(secret, run id).
 
@@ -441,8 +462,9 @@ def release_secret(secret: Secret, this_run: str) -> Secret:
     true counts (the people who came or left, unprotected).  Keyed by the run id (the
     pipeline, the inputs' content, the secret), an identical re-run draws the same noise
     (and spends nothing) while a run over changed data draws fresh noise.  Randomized
-    response and the other row-wise steps keep the pipeline's secret: the same person's
-    value gets the same coins every night, so repeats disclose nothing new.
+    response and the other row-wise steps keep the dataset's secret
+    (:func:`perturbation_secret`): the same person's value gets the same coins every
+    night, so repeats disclose nothing new.
     """
     derived = hmac.new(secret.key, b"polars_ppdm/dp-release\x00" + this_run.encode(), hashlib.sha256)
     return Secret(derived.digest())
@@ -1046,7 +1068,9 @@ def run_pipeline(
     # theirs beside its own outputs: that pipeline's next run takes them back.
     # The pipeline by its real path: as typed, "pipeline.toml" in two folders was one
     # pipeline, and one file by two spellings was two.
-    reclaimed = book.reclaim(name, pipeline=str(source.resolve())) if _leftovers_removed(pipeline, book_path) else []
+    reclaimed = (
+        book.reclaim(name, pipeline=str(source.resolve())) if _leftovers_removed(pipeline, book_path) else []
+    )
     left = book.remaining(name)
     pinned: PinnedInputs | None = None
     if needed > left * (1 + 1e-12) + 1e-15:

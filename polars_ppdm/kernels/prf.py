@@ -279,10 +279,13 @@ def prf_words(
         return
     # Not _borrow_buffers and slices: a SQL UDF calls this per 2048 rows, where a context
     # manager and a generator cost a fifth of the encryption.  The compiled kernel needs no
-    # plaintext: rewriting its stream half (64k rows) cost ~18 us a call of a few rows.
-    buffers = _take_buffers(None if _native.NATIVE is not None else stream)
+    # plaintext: rewriting its stream half (64k rows) cost ~18 us a call of a few rows, so
+    # it is written only when the encryptor (asked once) is the pure path's.
+    buffers = _take_buffers(None)
     try:
         enc = buffers.encryptor(secret)
+        if not isinstance(enc, bytes):
+            buffers.for_stream(stream)
         if isinstance(enc, bytes):
             # The compiled kernel writes the words straight from the keys.
             keys = np.ascontiguousarray(keys)

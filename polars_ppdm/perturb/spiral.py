@@ -24,6 +24,7 @@ from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._frame import Frame, as_lazy, like, schema_of
 from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
+from polars_ppdm.kernels.release_key import query_label, release_key
 from polars_ppdm.kernels.spiral import affine, compose, draw_rounds
 from polars_ppdm.secret import SecretLike, resolve_secret
 from polars_ppdm.secret_files import read_secret_text, write_secret_text
@@ -265,9 +266,22 @@ def spiral_key(
     checked = _spiral_bounds(bounds, cols)
     lows = np.array([checked[c][0] for c in cols])
     highs = np.array([checked[c][1] for c in cols])
-    drawn = draw_rounds(
-        resolve_secret(secret).key, lows, highs, int(rounds), scales=scales, angle=angle, eps=growth
+    # The rounds are drawn under a key of the secret and the whole query (the columns, the
+    # bounds, the rounds' parameters): under the secret alone, every key of as many columns
+    # had one matrix (and, with the same bounds, one offset), and d + 1 rows known in one
+    # release undid every other release under the secret.
+    label = query_label(
+        f"{_FUNC}({', '.join(cols)})",
+        {
+            "bounds": [tuple(map(float, checked[c])) for c in cols],
+            "rounds": int(rounds),
+            "scales": scales,
+            "angle": tuple(map(float, angle)),
+            "growth": None if growth is None else float(growth),
+        },
     )
+    own = release_key(resolve_secret(secret).key, label, 0)
+    drawn = draw_rounds(own, lows, highs, int(rounds), scales=scales, angle=angle, eps=growth)
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         A, b, s = compose(drawn, len(cols))
         key = SpiralKey(tuple(cols), A, b, s)
