@@ -418,3 +418,58 @@ def test_the_query_label_names_every_parameter_and_not_the_output_names():
     assert group_by(dp.sum("x", bounds=(0, 10))) != group_by(dp.mean("x", bounds=(0, 10)))
     # The output's name is presentation: the same query under another name is the same release.
     assert group_by(dp.sum("x", bounds=(0, 10))) == group_by(dp.sum("x", bounds=(0, 10), name="total"))
+
+
+def test_a_histogram_bounded_per_unit_and_one_per_row_never_share_their_noise():
+    """Review 51: key=None and key="uid" with max_contributions=1 had one key label, so the
+    pair was identical exactly when nobody had a second row (which bounding drops)."""
+    frame = pl.DataFrame({"uid": [1, 2, 3, 4, 5], "age": [23, 35, 47, 61, 68]})
+    identical = 0
+    for secret in range(8):
+        sec = ppdm.Secret.for_tests(secret)
+        rows = ppdm.dp_histogram(frame, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=sec)
+        units = ppdm.dp_histogram(
+            frame, "age", bounds=(0, 100), bins=5, epsilon=1.0, secret=sec, key="uid", max_contributions=1
+        )
+        identical += rows["count"].equals(units["count"])
+    assert identical == 0
+
+
+def test_continual_releases_whose_periods_start_a_day_apart_never_share_their_noise():
+    """Review 51: the continual release's key left out 'start' and 'every': two releases
+    with period boundaries a day apart were identical unless someone's row fell on a
+    boundary day."""
+    import datetime as dt
+
+    log = pl.DataFrame(
+        {"g": ["n"] * 5, "d": [dt.date(2024, 1, 8) + dt.timedelta(x) for x in (1, 2, 3, 8, 9)]}
+    )
+    identical = 0
+    for secret in range(4):
+        tables = [
+            ppdm.dp_continual_counts(
+                log,
+                "g",
+                period="d",
+                start=start,
+                every="week",
+                through=2,
+                horizon=8,
+                rho=0.5,
+                public_groups=pl.DataFrame({"g": ["n"]}),
+                secret=ppdm.Secret.for_tests(secret),
+            ).table["count"]
+            for start in (dt.date(2024, 1, 1), dt.date(2024, 1, 2))
+        ]
+        identical += tables[0].equals(tables[1])
+    assert identical == 0
+
+
+def test_minus_zero_and_zero_bounds_are_one_query():
+    """-0.0 and 0.0 gave two labels: the identical query drew fresh noise (charged twice,
+    never reproduced)."""
+    frame = pl.DataFrame({"x": [0.5, 1.5, 2.5, 9.0]})
+    sec = ppdm.Secret.for_tests(1)
+    a = ppdm.dp_histogram(frame, "x", bounds=(0.0, 10.0), bins=5, epsilon=1.0, secret=sec)
+    b = ppdm.dp_histogram(frame, "x", bounds=(-0.0, 10.0), bins=5, epsilon=1.0, secret=sec)
+    assert a["count"].equals(b["count"])

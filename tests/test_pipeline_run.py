@@ -716,3 +716,45 @@ def test_a_killed_run_is_taken_back_only_by_its_pipeline_once_its_leftovers_are_
     assert run("./" + path.name) == EXIT_OK
     assert not leftover.exists()
     assert Ledger(ledger).spent("survey") == pytest.approx(spent - 1.0)
+
+
+def test_continual_releases_of_two_datasets_under_one_secret_draw_apart(tmp_path, monkeypatch):
+    """Review 51: a pipeline's continual release was keyed by the pipeline's secret itself, so
+    a log and a copy without one person (two datasets) published identical tables exactly
+    when that person had no row. Each tree now has its own secret (dataset and tree)."""
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    log = pl.DataFrame(
+        {"person": [1, 2, 3, 4, 5, 6], "region": ["n", "s", "n", "s", "n", "n"], "night": [0, 0, 1, 1, 2, 2]}
+    )
+    tables = []
+    for name in ("visits", "visits_copy"):
+        folder = tmp_path / name
+        folder.mkdir()
+        log.write_parquet(folder / "in.parquet")
+        (folder / "p.toml").write_text(
+            f"""
+[dataset]
+name = "{name}"
+inputs = "in.parquet"
+key = "person"
+epsilon_budget = 8.0
+delta_budget = 1e-6
+accounting = "zcdp"
+ledger = "l.duckdb"
+[secret]
+env = "PPDM_SECRET"
+[output]
+manifest = "out/m.json"
+[[release]]
+step = "dp_continual_counts"
+by = "region"
+period = "night"
+horizon = 16
+rho = 0.25
+public_groups = [{{ region = "n" }}, {{ region = "s" }}]
+output = "out/c.parquet"
+"""
+        )
+        assert main(["run", "--quiet", "--as-of", "3", str(folder / "p.toml")]) == EXIT_OK
+        tables.append(pl.read_parquet(folder / "out" / "c.parquet"))
+    assert not tables[0]["count"].equals(tables[1]["count"])

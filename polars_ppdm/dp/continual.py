@@ -141,9 +141,30 @@ def _check_period(schema: pl.Schema, period: Any, start: Any, every: Any) -> tup
     return period, start, every
 
 
-def _config(label: str, groups: pl.DataFrame, horizon: int, rho: float, k: int) -> str:
+def _config(
+    label: str,
+    groups: pl.DataFrame,
+    horizon: int,
+    rho: float,
+    k: int,
+    start: Any = None,
+    every: str | None = None,
+    unit: str | None = None,
+) -> str:
+    # Every parameter that decides the periods' counts: the periods' first day and length
+    # and the privacy unit too, or two releases whose periods start a day apart drew one
+    # noise, identical unless someone's row fell on a boundary day (a certain answer).
     described = json.dumps(
-        {"label": label, "groups": groups.rows(), "horizon": horizon, "rho": rho.hex(), "k": k},
+        {
+            "label": label,
+            "groups": groups.rows(),
+            "horizon": horizon,
+            "rho": rho.hex(),
+            "k": k,
+            "start": None if start is None else str(start),
+            "every": every if start is not None else None,  # numbered periods have no length
+            "unit": unit,
+        },
         default=str,
         sort_keys=True,
     )
@@ -157,11 +178,14 @@ def release_config(
     horizon: int,
     rho: float,
     max_contributions: int,
+    start: Any = None,
+    every: str | None = None,
+    privacy_unit: str | None = None,
 ) -> str:
     """The configuration digest of a release (:attr:`TreeState.config`), from its
     parameters and the input's schema: what a ledger compares before a run reserves."""
     groups = _check_groups(public_groups, list(public_groups.columns), schema)
-    return _config(label, groups, horizon, rho, max_contributions)
+    return _config(label, groups, horizon, rho, max_contributions, start, every, privacy_unit)
 
 
 def _check_state(state: Any, config: str) -> TreeState | None:
@@ -306,7 +330,7 @@ def dp_continual_counts(
     sigma = tree.tree_sigma(rho, horizon, k)
     check_gaussian_sigma(sigma, _FUNC)
     label = f"{_FUNC}({', '.join(by)})"
-    config = _config(label, groups, horizon, rho, k)
+    config = _config(label, groups, horizon, rho, k, start, every, privacy_unit)
     state = _check_state(state, config)
     if state is not None and secret is None:
         msg = (

@@ -371,12 +371,11 @@ class GroupByRequest:
     @property
     def key_label(self) -> str:
         """The label of the noise's key: the release and its whole query (each aggregate's
-        kind, column, bounds, quantile and candidates and share of the budget; whether rows
-        are bounded per unit, and the contribution bounds; public groups or delta;
-        mechanism and budget), so that another query never shares its noise where the
-        statistics happen to be equal (:func:`~polars_ppdm.kernels.release_key.query_label`).
-        Not the output names, the accuracy columns or ``non_negative``: presentation and
-        post-processing."""
+        kind, column, bounds, quantile and candidates and share of the budget; the privacy
+        unit's column and the contribution bounds; public groups or delta; mechanism and
+        budget), so that another query never shares its noise where the statistics happen
+        to be equal (:func:`~polars_ppdm.kernels.release_key.query_label`).  Not the output
+        names, the accuracy columns or ``non_negative``: presentation and post-processing."""
         return query_label(
             self.label,
             {
@@ -392,9 +391,9 @@ class GroupByRequest:
                     for a in self.aggregates
                 ],
                 "selection": self.epsilons.get("__select"),
-                # Whether rows are bounded per unit, not the unit column's name: the same
-                # query over a renamed column is the same release (the same bits).
-                "privacy_unit": self.privacy_unit is not None,
+                # The unit's column by name: bounded per person or per household, the same
+                # table gives equal statistics exactly when nobody shares a household.
+                "privacy_unit": self.privacy_unit,
                 "max_groups": int(self.max_groups),
                 "max_rows": int(self.max_rows),
                 "public_groups": self.public_groups is not None,
@@ -926,7 +925,7 @@ def _check_streams_apart(aggregates: Sequence[DPAggregate]) -> None:
 def _candidates_digest(candidates: Sequence[float]) -> str:
     """A quantile's candidates in a key's label: the SHA-256 of their float64 bytes (up
     to 100,000 of them)."""
-    return hashlib.sha256(np.asarray(candidates, dtype="<f8").tobytes()).hexdigest()
+    return hashlib.sha256((np.asarray(candidates, dtype="<f8") + 0.0).tobytes()).hexdigest()
 
 
 def release_stream(by: Sequence[str], label: str) -> int:

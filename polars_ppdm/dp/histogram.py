@@ -199,6 +199,7 @@ class HistogramRequest:
     epsilon: float | None  # None: a Gaussian release (its budget is mechanism.budget, a rho)
     contributions: int
     mechanism: Mechanism
+    unit: str | None = None  # the privacy unit's column (None: each row its own unit)
 
     @property
     def scale(self) -> float:
@@ -241,6 +242,7 @@ class HistogramRequest:
                 "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
                 "bins": [int(self.bins[c]) for c in self.columns],
                 "contributions": int(self.contributions),
+                "unit": self.unit,
                 "mechanism": self.mechanism.name,
                 "budget": float(self.mechanism.budget),
             },
@@ -295,7 +297,8 @@ def check_histogram(
             )
             raise InvalidParameterError(msg)
     epsilon_of = noise.budget if noise.name == "laplace" else None
-    return HistogramRequest(cols, bounds_of, bins_of, epsilon_of, contributions, noise)
+    unit = None if key is None else str(key)
+    return HistogramRequest(cols, bounds_of, bins_of, epsilon_of, contributions, noise, unit)
 
 
 def noisy_grid(

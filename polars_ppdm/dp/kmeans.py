@@ -274,6 +274,7 @@ class KMeansRequest:
     n: float | None
     iterations: int
     contributions: int
+    unit: str | None = None  # the privacy unit's column (None: each row its own unit)
 
     @property
     def spent(self) -> float:
@@ -301,6 +302,9 @@ class KMeansRequest:
                 "n": self.n,
                 "iterations": self.iterations,
                 "contributions": self.contributions,
+                # Whether rows are bounded per unit; not the unit column's name, which would
+                # make Lloyd's seeding (drawn under this key) depend on a column's name.
+                "unit": self.unit is not None,
             },
         )
 
@@ -397,6 +401,7 @@ def check_kmeans(
         n,
         int(iterations),
         contributions,
+        None if key is None else str(key),
     )
 
 

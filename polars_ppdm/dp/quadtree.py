@@ -314,6 +314,7 @@ class QuadtreeRequest:
     threshold: float | None
     n: float | None
     contributions: int
+    unit: str | None = None  # the privacy unit's column (None: each row its own unit)
 
     @property
     def label(self) -> str:
@@ -335,6 +336,7 @@ class QuadtreeRequest:
                 "threshold": self.threshold,
                 "n": self.n,
                 "contributions": self.contributions,
+                "unit": self.unit,
             },
         )
 
@@ -375,7 +377,8 @@ def check_quadtree(
     check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
-    return QuadtreeRequest(cols, bounds_of, epsilon, gamma, max_height, threshold, n, contributions)
+    unit = None if key is None else str(key)
+    return QuadtreeRequest(cols, bounds_of, epsilon, gamma, max_height, threshold, n, contributions, unit)
 
 
 def release_quadtree(

@@ -281,6 +281,9 @@ def _continual(
     label = step_label("release", index, step)
     held = book.tree(pipeline.dataset.name, tree_name(pipeline, label))
     state = None if held is None else TreeState(*held)
+    # Its own secret: under the pipeline's, two datasets' trees (a log and a copy without
+    # one person) drew one noise, identical exactly when that person had no row.
+    secret = continual_secret(secret, pipeline.dataset.name, tree_name(pipeline, label))
     result = dp_continual_counts(
         original,
         step.by,
@@ -452,6 +455,14 @@ def perturbation_secret(secret: Secret, dataset: str) -> Secret:
     """
     derived = hmac.new(secret.key, b"polars_ppdm/perturb\x00" + dataset.encode(), hashlib.sha256)
     return Secret(derived.digest()[: len(secret.key)])
+
+
+def continual_secret(secret: Secret, dataset: str, tree: str) -> Secret:
+    """The secret of a continual release's tree: HMAC(secret, dataset name, tree name).
+    Not the run's (its nodes are kept and reproduced night after night), and not the
+    pipeline's secret itself, which every dataset and tree under it shares."""
+    message = b"polars_ppdm/continual\x00" + dataset.encode() + b"\x00" + tree.encode()
+    return Secret(hmac.new(secret.key, message, hashlib.sha256).digest()[: len(secret.key)])
 
 
 def release_secret(secret: Secret, this_run: str) -> Secret:
@@ -938,11 +949,21 @@ def check_continual_state(pipeline: Pipeline, schema: pl.Schema, book: Any) -> N
         if held is None:
             continue
         groups = pl.DataFrame(step.public_groups).select(step.by)
-        config = release_config(step.title, groups, schema, step.horizon, step.rho, step.max_contributions)
+        config = release_config(
+            step.title,
+            groups,
+            schema,
+            step.horizon,
+            step.rho,
+            step.max_contributions,
+            step.start,
+            step.every,
+            pipeline.dataset.key,
+        )
         if held[0] != config:
             msg = (
-                f"{label}: the ledger keeps this continual release with other parameters (groups, horizon, rho or "
-                "max_contributions); they do not change over its horizon. Restore them, or start a new release "
+                f"{label}: the ledger keeps this continual release with other parameters (groups, horizon, rho, "
+                "max_contributions, start, every or the privacy unit); they do not change over its horizon. Restore them, or start a new release "
                 "(a new step, charged anew)."
             )
             raise PipelineError(msg)
@@ -1195,8 +1216,9 @@ def run_pipeline(
             label = step_label("release", index, release)
             progress.start(label, None)
             if isinstance(release, DPContinualCounts):
-                # Its nodes are drawn once and kept: keyed by the pipeline's secret and
-                # their data (not the run), so the same night reproduces them.
+                # Its nodes are drawn once and kept: keyed by its tree's secret
+                # (continual_secret) and their data, not the run, so the same night
+                # reproduces them.
                 frame, update = _continual(pipeline, index, release, original, secret, throughs[label], book)
                 publisher.trees.append(update)
             else:

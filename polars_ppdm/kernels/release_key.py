@@ -140,7 +140,7 @@ def _canonical(value: Any) -> str:
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
-        return float(value).hex()
+        return (float(value) + 0.0).hex()  # -0.0 and 0.0: one bound
     if isinstance(value, Fraction):
         return f"{value.numerator}/{value.denominator}"
     if isinstance(value, str):
