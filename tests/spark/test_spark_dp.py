@@ -67,8 +67,11 @@ def test_dp_histogram_is_the_polars_release(spark, table, partitions):
 @pytest.mark.parametrize("partitions", PARTITIONS)
 def test_dp_quadtree_is_the_polars_release(spark, table, partitions):
     sdf = to_spark(spark, table, partitions, seed=partitions)
-    # n estimated with part of the budget (a count of the bounded rows), default height.
-    params = dict(bounds=BOX, epsilon=1.0, secret=SECRET, key="person", max_contributions=2)
+    # n estimated with part of the budget (a count of the bounded rows), default height;
+    # a split threshold of 20 stops the sparse cells between the four clusters, so the tree
+    # has leaves on several levels whatever the noise (the default split them all under
+    # some secrets: one level, no tree).
+    params = dict(bounds=BOX, epsilon=1.0, secret=SECRET, key="person", max_contributions=2, threshold=20.0)
     want = ppdm.dp_quadtree(table, ["x", "y"], **params)
     got = spark_dp.dp_quadtree(sdf, ["x", "y"], **params)
     assert_frame_equal(got, want)
