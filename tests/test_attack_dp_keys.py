@@ -473,3 +473,48 @@ def test_minus_zero_and_zero_bounds_are_one_query():
     a = ppdm.dp_histogram(frame, "x", bounds=(0.0, 10.0), bins=5, epsilon=1.0, secret=sec)
     b = ppdm.dp_histogram(frame, "x", bounds=(-0.0, 10.0), bins=5, epsilon=1.0, secret=sec)
     assert a["count"].equals(b["count"])
+
+
+def test_releases_per_person_and_per_household_are_two_queries():
+    """Review 51: a release bounded per person and one per household (two unit columns of
+    one table) were one query label, identical exactly when nobody shared a household."""
+    from polars_ppdm.dp.histogram import check_histogram
+    from polars_ppdm.dp.kmeans import check_kmeans
+    from polars_ppdm.dp.quadtree import check_quadtree
+
+    schema = pl.Schema({"x": pl.Float64, "y": pl.Float64, "person": pl.Int64, "household": pl.Int64})
+    box = [(0, 1), (0, 1)]
+    for unit_of in (
+        lambda u: check_histogram(
+            schema, "x", bounds=(0, 1), bins=4, epsilon=1.0, key=u, max_contributions=1
+        ),
+        lambda u: check_quadtree(
+            schema,
+            ["x", "y"],
+            bounds=box,
+            epsilon=1.0,
+            gamma=0.5,
+            max_height=None,
+            threshold=None,
+            n=None,
+            key=u,
+            max_contributions=1,
+        ),
+        lambda u: check_kmeans(
+            schema,
+            ["x", "y"],
+            k=2,
+            epsilon=1.0,
+            bounds=box,
+            method="lloyd",
+            gamma=0.5,
+            max_height=None,
+            threshold=None,
+            n=None,
+            iterations=3,
+            key=u,
+            max_contributions=1,
+        ),
+    ):
+        labels = {unit_of(u).key_label for u in (None, "person", "household")}
+        assert len(labels) == 3

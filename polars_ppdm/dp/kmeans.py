@@ -247,6 +247,9 @@ def dp_kmeans(
             request.iterations,
             secret,
             request.label,
+            # The starting centres read no data: under the release's secret and the
+            # columns, not the noise's key (which names the unit's column).
+            start=contribution_secret,
         )
         return request.result(centres, None)
     lows, highs = request.box()
@@ -302,9 +305,7 @@ class KMeansRequest:
                 "n": self.n,
                 "iterations": self.iterations,
                 "contributions": self.contributions,
-                # Whether rows are bounded per unit; not the unit column's name, which would
-                # make Lloyd's seeding (drawn under this key) depend on a column's name.
-                "unit": self.unit is not None,
+                "unit": self.unit,
             },
         )
 

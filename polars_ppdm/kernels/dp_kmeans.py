@@ -91,13 +91,15 @@ def dp_lloyd(
     iterations: int,
     secret: bytes,
     label: str,
+    start: bytes | None = None,
 ) -> np.ndarray:
     """DPLloyd (Blum et al.): Lloyd iterations releasing noisy counts and sums per
     cluster, iteration t spending epsilon / 2^t (half on counts, half on sums); the
-    centres start uniform inside the bounds."""
+    centres start uniform inside the bounds, drawn under ``start`` (default ``secret``):
+    they read no data, so they need not change with what keys the noise."""
     d = points.shape[1]
     middle, half = (lows + highs) / 2, (highs - lows) / 2
-    u = uniform(secret, stream_id(label + "/init"), np.arange(k * d, dtype=np.uint64)).reshape(k, d)
+    u = uniform(start or secret, stream_id(label + "/init"), np.arange(k * d, dtype=np.uint64)).reshape(k, d)
     centres = lows + u * (highs - lows)
     # Sums on a power-of-two grid (the centred coordinates rounded to it, summed as
     # integers, integer noise): the released sums are whole grid steps (Mironov 2012).
