@@ -518,3 +518,44 @@ def test_releases_per_person_and_per_household_are_two_queries():
     ):
         labels = {unit_of(u).key_label for u in (None, "person", "household")}
         assert len(labels) == 3
+
+
+def test_a_number_given_as_int_or_float_is_one_query():
+    """The same query with its threshold and n given as 20 or 20.0 must reproduce its bits."""
+    from polars_ppdm.dp.kmeans import check_kmeans
+    from polars_ppdm.dp.quadtree import check_quadtree
+
+    schema = pl.Schema({"x": pl.Float64, "y": pl.Float64})
+    box = [(0, 1), (0, 1)]
+    quadtree = [
+        check_quadtree(
+            schema,
+            ["x", "y"],
+            bounds=box,
+            epsilon=e,
+            gamma=0.5,
+            max_height=3,
+            key=None,
+            max_contributions=1,
+            **numbers,
+        ).key_label
+        for e, numbers in ((1, {"threshold": 20, "n": 100}), (1.0, {"threshold": 20.0, "n": 100.0}))
+    ]
+    kmeans = [
+        check_kmeans(
+            schema,
+            ["x", "y"],
+            k=2,
+            epsilon=e,
+            bounds=box,
+            method="quadtree",
+            gamma=0.5,
+            max_height=3,
+            iterations=3,
+            key=None,
+            max_contributions=1,
+            **numbers,
+        ).key_label
+        for e, numbers in ((1, {"threshold": 20, "n": 100}), (1.0, {"threshold": 20.0, "n": 100.0}))
+    ]
+    assert quadtree[0] == quadtree[1] and kmeans[0] == kmeans[1]

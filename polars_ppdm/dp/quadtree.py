@@ -331,10 +331,11 @@ class QuadtreeRequest:
             {
                 "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
                 "epsilon": float(self.epsilon),
-                "gamma": self.gamma,
+                # Real numbers as floats (a threshold of 20 and of 20.0 is one query).
+                "gamma": float(self.gamma),
                 "max_height": self.max_height,
-                "threshold": self.threshold,
-                "n": self.n,
+                "threshold": None if self.threshold is None else float(self.threshold),
+                "n": None if self.n is None else float(self.n),
                 "contributions": self.contributions,
                 "unit": self.unit,
             },
