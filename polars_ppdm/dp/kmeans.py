@@ -56,6 +56,7 @@ from polars_ppdm.dp.quadtree import (
     plan_tree,
     quadtree_leaves,
     split_levels_for,
+    tree_query,
 )
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_kmeans import dp_lloyd, grid_counts, grid_level, lloyd_count_scale
@@ -293,22 +294,7 @@ class KMeansRequest:
         """The label of the noise's key: the release and its whole query (the box, k, the
         method's parameters, what a unit contributes, epsilon)
         (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
-        return query_label(
-            self.label,
-            {
-                "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
-                "k": self.k,
-                "epsilon": float(self.epsilon),
-                # Real numbers as floats (a threshold of 20 and of 20.0 is one query).
-                "gamma": float(self.gamma),
-                "max_height": self.max_height,
-                "threshold": None if self.threshold is None else float(self.threshold),
-                "n": None if self.n is None else float(self.n),
-                "iterations": self.iterations,
-                "contributions": self.contributions,
-                "unit": self.unit,
-            },
-        )
+        return query_label(self.label, {**tree_query(self), "k": self.k, "iterations": self.iterations})
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """Lows and highs per column (float64)."""

@@ -326,20 +326,7 @@ class QuadtreeRequest:
         """The label of the noise's key: the release and its whole query (the box, the
         tree's parameters, what a unit contributes, epsilon): another box never shares the
         noise of a node whose cell it moved (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
-        return query_label(
-            self.label,
-            {
-                "bounds": [tuple(map(float, self.bounds[c])) for c in self.columns],
-                "epsilon": float(self.epsilon),
-                # Real numbers as floats (a threshold of 20 and of 20.0 is one query).
-                "gamma": float(self.gamma),
-                "max_height": self.max_height,
-                "threshold": None if self.threshold is None else float(self.threshold),
-                "n": None if self.n is None else float(self.n),
-                "contributions": self.contributions,
-                "unit": self.unit,
-            },
-        )
+        return query_label(self.label, tree_query(self))
 
     def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
         """Spend epsilon on the accountant (once the points are read and checked)."""
@@ -350,6 +337,22 @@ class QuadtreeRequest:
         lows = np.array([self.bounds[c][0] for c in self.columns], dtype=np.float64)
         highs = np.array([self.bounds[c][1] for c in self.columns], dtype=np.float64)
         return lows, highs
+
+
+def tree_query(request: Any) -> dict[str, Any]:
+    """The parameters of a tree over a box, for a key's label (a quadtree's, and a k-means
+    release's built on one): real numbers as floats (a threshold of 20 and 20.0 is one
+    query)."""
+    return {
+        "bounds": [tuple(map(float, request.bounds[c])) for c in request.columns],
+        "epsilon": float(request.epsilon),
+        "gamma": float(request.gamma),
+        "max_height": request.max_height,
+        "threshold": None if request.threshold is None else float(request.threshold),
+        "n": None if request.n is None else float(request.n),
+        "contributions": request.contributions,
+        "unit": request.unit,
+    }
 
 
 def check_quadtree(
