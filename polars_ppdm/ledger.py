@@ -445,6 +445,8 @@ class Ledger:
 
         self._check_regular()
         read_only = read_only and self.path.exists()
+        if not self.path.exists():
+            self._create_whole()
         deadline = time.monotonic() + self.timeout
         pause = 0.005
         while True:
@@ -463,6 +465,30 @@ class Ledger:
             except duckdb.Error as err:
                 msg = f"Could not open the ledger file {str(self.path)!r}: {err}"
                 raise PPDMError(msg) from None
+
+    def _create_whole(self) -> None:
+        """Create a new, empty database file in one step.
+
+        DuckDB's connect() creates the file and only then writes its header: a second
+        process opening it in between (two runs racing to create one ledger) is told "not a
+        valid DuckDB database file". So the file is built under a private name in the same
+        folder and hard-linked into place; the link fails if the path exists, and whoever
+        comes second opens the first one's complete file. Where it cannot (a folder that is
+        not writable, a file system without hard links), DuckDB creates the file itself and
+        reports its own error."""
+        import duckdb
+
+        draft = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.new")
+        try:
+            duckdb.connect(str(draft)).close()
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, self.path)
+        except (duckdb.Error, OSError):
+            pass
+        finally:
+            for leftover in (draft, draft.with_name(draft.name + ".wal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def _busy_message(self, text: str) -> str:
         holder = re.search(r"PID (\d+)", text)

@@ -442,6 +442,72 @@ def test_processes_racing_for_a_budget_that_fits_one(path, tmp_path):
     _consistent(path)
 
 
+def test_a_new_ledger_file_appears_whole(path, monkeypatch):
+    """Two runs racing to create one ledger: DuckDB's connect() creates the file and only
+    then writes its header, so a second process opening it in between was told "not a
+    valid DuckDB database file" (seen in CI: stop 43). The ledger's own path is therefore
+    never handed to connect() while absent: the file is made under another name and linked
+    into place whole."""
+    real_connect = duckdb.connect
+    seen: list[tuple[str, bool]] = []
+
+    def spy(database: str = ":memory:", *args: object, **kwargs: object) -> duckdb.DuckDBPyConnection:
+        seen.append((str(database), Path(str(database)).exists()))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", spy)
+    Ledger(path).open_dataset("visits", epsilon_budget=1.0)
+    at_the_path = [existed for database, existed in seen if database == str(path)]
+    assert at_the_path and all(at_the_path), seen
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no draft left
+    monkeypatch.undo()
+    assert Ledger(path).remaining("visits") == 1.0
+
+
+def test_a_file_system_without_hard_links_still_gets_a_ledger(path, monkeypatch):
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    Ledger(path).open_dataset("visits", epsilon_budget=1.0)
+    assert Ledger(path).remaining("visits") == 1.0
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+CREATOR = r"""
+import sys, time, pathlib
+from polars_ppdm.ledger import Ledger
+folder, name, rounds = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+print("ready", flush=True)
+for r in range(rounds):
+    while not (folder / f"go{r}").exists():
+        time.sleep(0.0002)
+    ledger = Ledger(folder / f"new{r}.duckdb", timeout=20)
+    ledger.open_dataset("d", epsilon_budget=1.0)
+    ledger.reserve("d", f"{name}-{r}", [("release", 0.1)])
+    print("done", flush=True)
+"""
+
+
+def test_processes_racing_to_create_one_ledger(tmp_path):
+    rounds, racers = 12, 3
+    with contextlib.ExitStack() as stack:
+        procs = [stack.enter_context(_start(CREATOR, tmp_path, f"racer{n}", rounds)) for n in range(racers)]
+        for proc in procs:
+            _expect(proc, "ready")
+        for r in range(rounds):
+            (tmp_path / f"go{r}").touch()  # every racer opens the same absent file at once
+            for proc in procs:
+                _expect(proc, "done")
+        for proc in procs:
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 0, err
+    for r in range(rounds):
+        assert Ledger(tmp_path / f"new{r}.duckdb").table().height == racers
+        _consistent(tmp_path / f"new{r}.duckdb")
+    assert not list(tmp_path.glob(".*.new*"))  # no drafts left
+
+
 HOLD_RESERVED = r"""
 import sys, time
 from polars_ppdm.ledger import Ledger
