@@ -86,6 +86,52 @@ __all__ = [
 _HEX_SECRET = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{64})")
 
 
+#: The column types a ``[dataset.csv] types`` table may declare (Polars' names).
+CsvType = Literal[
+    "Boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+    "Float32", "Float64", "String", "Date",
+]  # fmt: skip
+_OneByte = Annotated[str, Field(min_length=1, max_length=1, pattern=r"^[\x01-\x7f]$")]
+
+
+class CsvOptions(StrictModel):
+    """How CSV inputs are parsed (``[dataset.csv]``): Polars' reader options, each with
+    Polars' default when left out. ``quote_char = ""`` turns quoting off; ``null_values``
+    are read as null besides an empty field; ``types`` declares columns' types instead of
+    the types Polars infers from the rows (``column_1``, ``column_2``, ... name the columns
+    of a file without a header)."""
+
+    separator: _OneByte = ","
+    has_header: bool = True
+    quote_char: Annotated[str, Field(max_length=1, pattern=r"^[\x01-\x7f]?$")] = '"'
+    null_values: list[str] = Field(default_factory=list)
+    decimal_comma: bool = False
+    types: dict[Annotated[str, Field(min_length=1)], CsvType] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _apart(self) -> CsvOptions:
+        if self.quote_char == self.separator:
+            msg = f"'quote_char' and 'separator' are both {self.separator!r}; give two different characters"
+            raise ValueError(msg)
+        if self.decimal_comma and self.separator == ",":
+            msg = "'decimal_comma' = true needs another 'separator' than ',' (e.g. ';')"
+            raise ValueError(msg)
+        return self
+
+    def polars_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`polars.scan_csv` these options are."""
+        import polars as pl
+
+        return {
+            "separator": self.separator,
+            "has_header": self.has_header,
+            "quote_char": self.quote_char or None,
+            "null_values": list(self.null_values) or None,
+            "decimal_comma": self.decimal_comma,
+            "schema_overrides": {name: getattr(pl, kind) for name, kind in self.types.items()} or None,
+        }
+
+
 class Dataset(StrictModel):
     """The data, its privacy unit and its budget: ``epsilon_budget`` (pure accounting),
     ``rho_budget`` (zCDP), or ``epsilon_budget`` with ``delta_budget`` and ``accounting =
@@ -101,6 +147,7 @@ class Dataset(StrictModel):
     delta_budget: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
     key: Annotated[str, Field(min_length=1)] | None = None
     format: Literal["parquet", "csv", "ipc"] | None = None
+    csv: CsvOptions | None = None
     ledger: Annotated[str, Field(min_length=1)] | None = None
 
     @field_validator("inputs", mode="before")
@@ -249,7 +296,7 @@ class Pipeline(StrictModel):
         only when given, so the run ids of pipelines written before them do not change."""
         dumped = self.model_dump(mode="json", exclude={"engine"})
         # Fields added with zCDP appear only when given (pure pipelines keep their run ids).
-        for field in ("rho_budget", "accounting"):
+        for field in ("rho_budget", "accounting", "csv"):  # csv: added after them
             if dumped["dataset"].get(field) is None:
                 dumped["dataset"].pop(field, None)
         for step in dumped.get("release", ()):
@@ -511,6 +558,8 @@ def _message(document: dict[str, Any], error: Any) -> str:
         if loc and isinstance(loc[0], str) and loc[0] in _ALLOWED:
             model = _ALLOWED[loc[0]]
             loc = loc[1:]
+    elif loc[:2] == ["dataset", "csv"]:
+        where, model, loc = "[dataset.csv]", CsvOptions, loc[2:]
     elif loc and loc[0] in ("dataset", "secret", "output"):
         where = f"[{loc[0]}]"
         model = _ALLOWED[str(loc[0])]

@@ -8,16 +8,17 @@ import glob
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
-from polars_ppdm.jobs.config import Pipeline
+from polars_ppdm.jobs.config import CsvOptions, Pipeline
 from polars_ppdm.jobs.errors import InputChangedError, InputError, PipelineError
 
 __all__ = [
     "InputFile",
+    "InputFormat",
     "PinnedInputs",
     "check_readable",
     "expand",
@@ -67,18 +68,40 @@ def expand(pipeline: Pipeline) -> list[Path]:
     return files
 
 
-def input_format(pipeline: Pipeline, files: list[Path]) -> str:
-    """``[dataset] format``, else the files' common suffix."""
-    if pipeline.dataset.format is not None:
-        return pipeline.dataset.format
-    kinds = {_SUFFIXES.get(f.suffix.lower()) for f in files}
-    if len(kinds) == 1 and None not in kinds:
-        return str(kinds.pop())
-    msg = (
-        "[dataset], field 'format': the inputs' format cannot be told from their names "
-        f"({sorted({f.suffix or '(none)' for f in files})}); give format = one of 'parquet', 'csv', 'ipc'."
-    )
-    raise PipelineError(msg)
+@dataclass(frozen=True)
+class InputFormat:
+    """How the inputs are read: their ``kind`` (``"parquet"``, ``"csv"`` or ``"ipc"``)
+    and, for CSV, the reader's options (``[dataset.csv]``)."""
+
+    kind: str
+    csv: CsvOptions = field(default_factory=CsvOptions)
+
+    @property
+    def columnar(self) -> bool:
+        """Whether a column can be read without the others (Parquet, Arrow IPC)."""
+        return self.kind in ("parquet", "ipc")
+
+
+def input_format(pipeline: Pipeline, files: list[Path]) -> InputFormat:
+    """``[dataset] format``, else the files' common suffix; with ``[dataset.csv]``."""
+    kind: str | None = pipeline.dataset.format
+    if kind is None:
+        kinds = {_SUFFIXES.get(f.suffix.lower()) for f in files}
+        if len(kinds) != 1 or None in kinds:
+            msg = (
+                "[dataset], field 'format': the inputs' format cannot be told from their names "
+                f"({sorted({f.suffix or '(none)' for f in files})}); give format = one of 'parquet', 'csv', 'ipc'."
+            )
+            raise PipelineError(msg)
+        kind = str(kinds.pop())
+    options = pipeline.dataset.csv
+    if options is not None and kind != "csv":
+        msg = (
+            f"[dataset.csv] gives the options of a CSV reader, but the inputs are {kind!r} files; "
+            "remove [dataset.csv] (or give format = 'csv' if they are CSV files under another name)."
+        )
+        raise PipelineError(msg)
+    return InputFormat(kind, options or CsvOptions())
 
 
 # Polars' CSV parse error, whole: the value between the backticks may hold anything
@@ -135,14 +158,14 @@ def _unreadable(path: Path, error: BaseException) -> InputError:
     return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {withheld(error)}")
 
 
-def metadata(files: list[Path], fmt: str) -> list[InputFile]:
+def metadata(files: list[Path], fmt: InputFormat) -> list[InputFile]:
     """Sizes, and row counts where the format keeps them in its metadata."""
     out = []
     for path in files:
         try:
             size = path.stat().st_size
             rows: int | None = None
-            if fmt in ("parquet", "ipc"):
+            if fmt.columnar:
                 # Polars reads the count off the Parquet footer (the IPC file's batch
                 # headers): no row is decoded.  (Not pyarrow: importing it for this alone
                 # adds ~35 MB to the run's peak memory.)
@@ -203,24 +226,39 @@ def combined_fingerprint(fingerprints: list[str]) -> str:
     return hashlib.sha256("\n".join(fingerprints).encode()).hexdigest()
 
 
-def scan(files: list[Path], fmt: str) -> pl.LazyFrame:
+def scan(files: list[Path], fmt: InputFormat) -> pl.LazyFrame:
     sources = [str(f) for f in files]
-    if fmt == "parquet":
+    if fmt.kind == "parquet":
         return pl.scan_parquet(sources)
-    if fmt == "csv":
-        return pl.scan_csv(sources)
+    if fmt.kind == "csv":
+        options = fmt.csv.polars_options()
+        if not fmt.csv.has_header:
+            # Polars names a header-less file's columns column_1, ... in 1.x and column_0, ...
+            # in 2.x: named here by position, column_1 on, whatever the version.
+            width = pl.scan_csv(sources[0], **{**options, "schema_overrides": None}).collect_schema().len()
+            options["new_columns"] = [f"column_{i}" for i in range(1, width + 1)]
+        return pl.scan_csv(sources, **options)
     return pl.scan_ipc(sources)
 
 
-def read_schema(files: list[Path], fmt: str) -> pl.Schema:
+def read_schema(files: list[Path], fmt: InputFormat) -> pl.Schema:
     """The inputs' schema (footers or headers only); files with different columns refused."""
     schema: pl.Schema | None = None
     for path in files:
         try:
             found = scan([path], fmt).collect_schema()
-            empty = fmt == "csv" and scan([path], fmt).head(1).collect().height == 0
+            empty = fmt.kind == "csv" and scan([path], fmt).head(1).collect().height == 0
         except (pl.exceptions.PolarsError, OSError) as error:
             raise _unreadable(path, error) from None
+        unknown = sorted(set(fmt.csv.types) - set(found.names()))
+        if unknown:
+            msg = (
+                f"[dataset.csv] types: {unknown} are not columns of {str(path)!r}, which has "
+                f"{found.names()}; name its columns as it does"
+                + ("" if fmt.csv.has_header else " (without a header: column_1, column_2, ...)")
+                + "."
+            )
+            raise InputError(msg)
         if empty:
             msg = (
                 f"[dataset] inputs: {str(path)!r} has a header but no rows. A CSV's column types are read from "
@@ -240,16 +278,16 @@ def read_schema(files: list[Path], fmt: str) -> pl.Schema:
     return schema
 
 
-def check_readable(files: list[Path], fmt: str) -> None:
+def check_readable(files: list[Path], fmt: InputFormat) -> None:
     """Parse every field of every CSV input once, before anything is reserved: a damaged
     file (ragged rows, bytes that are not UTF-8, a value of another type than its
     column's) is refused by name (:class:`InputError`, exit 4) instead of failing the run
     half-way.  Parquet and IPC files were read by their footers (:func:`metadata`)."""
-    if fmt != "csv":
+    if fmt.kind != "csv":
         return
     for path in files:
         try:
-            pl.scan_csv(path).select(pl.all().null_count()).collect()
+            scan([path], fmt).select(pl.all().null_count()).collect()
         except (pl.exceptions.PolarsError, OSError) as error:
             raise _unreadable(path, error) from None
 

@@ -525,7 +525,7 @@ def make_plan(
         key=pipeline.dataset.key,
         ledger=str(path),
         inputs=inputs,
-        format=fmt,
+        format=fmt.kind,
         steps=steps,
         outputs=outputs,
         epsilon=math.fsum(eps for _, eps, _ in spends),

@@ -71,10 +71,6 @@ def _read(path: Path, what: str) -> pl.DataFrame:
         raise _unreadable(what, path, error) from None
 
 
-# Files the report reads a column at a time (Parquet, Arrow IPC: one column is read
-# without the others); a CSV file is parsed whole, so it is read into memory once.
-_COLUMNAR = {"parquet", "ipc"}
-
 
 def _published(path: Path) -> tuple[Table, dict[Path, tuple[int, ...]]]:
     """The published table, and the identities of the files it is read from: Parquet and
@@ -151,7 +147,7 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tup
                 "(the public version reads none: ppdm report --version public)."
             )
             raise InputError(msg)
-    if fmt not in _COLUMNAR:
+    if not fmt.columnar:
         return Table(scan(files, fmt).collect())
     read.update(identities)
 

@@ -93,6 +93,7 @@ from polars_ppdm.jobs.errors import (
 )
 from polars_ppdm.jobs.inputs import (
     InputFile,
+    InputFormat,
     PinnedInputs,
     check_readable,
     combined_fingerprint,
@@ -726,7 +727,9 @@ def _categories_of(step: RRDisguise, column: str) -> list[Any] | None:
     return cats.get(column) if isinstance(cats, dict) else cats
 
 
-def check_values_per_unit(pipeline: Pipeline, files: list[Path], fmt: str, rows: int | None = None) -> None:
+def check_values_per_unit(
+    pipeline: Pipeline, files: list[Path], fmt: InputFormat, rows: int | None = None
+) -> None:
     """Refuse, before anything is reserved, data that a randomized-response step would
     refuse or be charged too little for:
 
@@ -1106,6 +1109,8 @@ def run_pipeline(
             raise _refusal(name, needed, left, budget, unit)
     files = expand(pipeline) if pinned is None else pinned.files
     fmt = input_format(pipeline, files)
+    if engine == "spark":
+        spark_engine.check_for_spark(pipeline, fmt)
     # Fingerprinted before any row is read; checked again before anything is published.
     pinned = pinned or PinnedInputs(files)
     inputs: list[InputFile] = metadata(files, fmt)
@@ -1114,8 +1119,6 @@ def run_pipeline(
     check_steps_on_schema(pipeline, schema)
     check_continual_state(pipeline, schema, book)
     check_readable(files, fmt)
-    if engine == "spark":
-        spark_engine.check_for_spark(pipeline, fmt)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     counts = [item.rows for item in inputs]

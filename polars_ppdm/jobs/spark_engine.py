@@ -30,11 +30,12 @@ from polars_ppdm._durable import fsync_folder
 from polars_ppdm.jobs.atomic import file_sha256, replace_whole
 from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
+from polars_ppdm.jobs.inputs import InputFormat
 
 __all__ = ["check_for_spark", "scan", "session", "sink_table"]
 
 
-def check_for_spark(pipeline: Pipeline, fmt: str) -> None:
+def check_for_spark(pipeline: Pipeline, fmt: InputFormat) -> None:
     """What a pipeline needs to run on Spark, checked before anything is read."""
     problems = []
     if pipeline.dataset.key is None:
@@ -42,8 +43,17 @@ def check_for_spark(pipeline: Pipeline, fmt: str) -> None:
             "[dataset] key is required with engine = 'spark': a Spark table has no row order, so the "
             "draws are keyed by the privacy-unit column, never by the row position"
         )
-    if fmt == "ipc":
+    if fmt.kind == "ipc":
         problems.append("[dataset] format 'ipc' cannot be read by Spark; convert the inputs to Parquet")
+    if len(fmt.csv.null_values) > 1:
+        problems.append(
+            f"[dataset.csv] null_values: Spark's CSV reader takes one null marker besides an empty field, "
+            f"the file gives {len(fmt.csv.null_values)}; give one, or run with --engine polars"
+        )
+    if fmt.csv.decimal_comma:
+        problems.append(
+            "[dataset.csv] decimal_comma: Spark's CSV reader has no decimal comma; run with --engine polars"
+        )
     for index, step in enumerate(pipeline.perturb, 1):
         if isinstance(step, EcdfResample) and (step.link != "rank" or step.shuffle):
             problems.append(
@@ -72,20 +82,27 @@ def session() -> Any:
     return builder.getOrCreate()
 
 
-def scan(spark: Any, files: list[Path], fmt: str, schema: pl.Schema) -> Any:
+def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> Any:
     """The inputs as one Spark DataFrame with the columns and types Polars reads."""
     from polars_ppdm.spark._engine import spark_schema
 
     paths = [str(f) for f in files]
-    if fmt == "parquet":
+    if fmt.kind == "parquet":
         return spark.read.parquet(*paths)
-    # CSV: Polars' inferred types, declared, so that both engines read the same values.
-    # Spark's default nullValue "" reads a quoted empty string ("") as null, where Polars
-    # reads an empty string (and only an empty field as null): a null marker no file holds
-    # keeps the two apart as Polars does.
-    no_file_holds = f"\x00ppdm-null-{secrets.token_hex(16)}"
+    # CSV: Polars' inferred types, declared, so that both engines read the same values,
+    # and the columns named by them in file order (with a header or without). Spark's
+    # default nullValue "" reads a quoted empty string ("") as null, where Polars reads an
+    # empty string (and only an empty field, or a declared null value, as null): the
+    # declared marker, else one no file holds, keeps the two apart as Polars does.
+    options = fmt.csv
     return spark.read.csv(
-        paths, header=True, schema=spark_schema(schema, "run"), enforceSchema=True, nullValue=no_file_holds
+        paths,
+        header=options.has_header,
+        schema=spark_schema(schema, "run"),
+        enforceSchema=True,
+        sep=options.separator,
+        quote=options.quote_char,  # "" turns quoting off, as Polars' quote_char=None
+        nullValue=options.null_values[0] if options.null_values else f"\x00ppdm-null-{secrets.token_hex(16)}",
     )
 
 

@@ -111,3 +111,57 @@ def test_quoted_empty_strings_in_a_csv_read_alike_on_both_engines(spark, tmp_pat
     assert want[table]["region"].eq_missing("").sum() > 0 and want[table]["region"].null_count() > 0
     for output, frame in want.items():
         assert got[output].sort(frame.columns).equals(frame.sort(frame.columns)), output
+
+
+# [dataset.csv] (tests/test_pipeline_csv.py): the options Spark's reader has, read as Polars reads them.
+CSV_CASES = {
+    "semicolons, NA, a declared type": (
+        "id;zip;smoker;income;name\n1;00123;1;1234.5;'a;b'\n2;04000;0;NA;\n3;10115;1;99.25;''\n4;00007;0;0.5;NA\n",
+        '[dataset.csv]\nseparator = ";"\nquote_char = "\'"\nnull_values = ["NA"]\ntypes = { zip = "String" }',
+        {},
+    ),
+    "no header, no quoting": (
+        '1|00123|1|1234.5|"a\n2|04000|0||b"\n3|10115|1|99.25|c\n',
+        '[dataset.csv]\nseparator = "|"\nhas_header = false\nquote_char = ""\ntypes = { column_2 = "String" }',
+        {"id": "column_1", "zip": "column_2", "smoker": "column_3", "income": "column_4", "name": "column_5"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CSV_CASES))
+def test_csv_reader_options_read_alike_on_both_engines(spark, tmp_path, monkeypatch, case):
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    data, options, names = CSV_CASES[case]
+    name = {column: names.get(column, column) for column in ("id", "zip", "smoker", "income", "name")}
+    tables = {}
+    for engine in ("polars", "spark"):
+        (tmp_path / engine).mkdir()
+        keep = json.dumps([name["id"], name["zip"], name["income"], name["name"]])
+        path = write(tmp_path / engine, data, options, smoker=name["smoker"], keep=keep)
+        path.write_text(path.read_text().replace('key = "id"', f'key = "{name["id"]}"'))
+        assert _run(path, engine) == EXIT_OK
+        tables[engine] = _outputs(path.parent / "out" / "manifest.json")["table.parquet"].sort(name["id"])
+    assert tables["spark"].equals(tables["polars"])
+    assert tables["polars"][name["zip"]].to_list()[:2] == ["00123", "04000"]
+    assert tables["polars"][name["income"]].null_count() == 1
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('separator = ";"\nnull_values = ["NA", "-"]', "Spark's CSV reader takes one null marker"),
+        ('separator = ";"\ndecimal_comma = true', "Spark's CSV reader has no decimal comma"),
+    ],
+)
+def test_csv_options_spark_cannot_read_are_refused_before_anything_is_read(
+    spark, tmp_path, monkeypatch, capsys, table, said
+):
+    from test_pipeline_csv import EUROPEAN, write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = write(tmp_path, EUROPEAN, "[dataset.csv]\n" + table)
+    assert _run(path, "spark") == EXIT_INVALID
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
