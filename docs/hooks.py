@@ -55,7 +55,10 @@ def _constraints(metadata: list[Any]) -> list[str]:
                 said.append(f"{sign} {value:,}" if isinstance(value, int) else f"{sign} {value:g}")
     low = next((item.min_length for item in flat if getattr(item, "min_length", None)), None)
     high = next((item.max_length for item in flat if getattr(item, "max_length", None)), None)
-    if low is not None and low == high:
+    pattern = next((item.pattern for item in flat if getattr(item, "pattern", None)), None)
+    if high == 1 and pattern is not None:  # a CSV option's character
+        said.append("one ASCII character" + (", or empty" if not low else ""))
+    elif low is not None and low == high:
         said.append(f"{low} items")
     elif low:
         said.append(f"at least {low}")
@@ -82,6 +85,8 @@ def type_text(annotation: Any) -> str:
     names = {str: "string", int: "integer", float: "number", bool: "boolean", Any: "any"}
     if annotation in names:
         return names[annotation]
+    if isinstance(annotation, type) and annotation.__name__ == "CsvOptions":
+        return "table (`[dataset.csv]`, below)"
     return getattr(annotation, "__name__", str(annotation))
 
 
@@ -94,7 +99,9 @@ def _default(field: Any) -> str:
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, str):
-        return f'`"{value}"`'
+        return f"`'{value}'`" if '"' in value else f'`"{value}"`'
+    if value == {}:
+        return "none"
     if isinstance(value, list):
         return "`[" + ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value) + "]`"
     return f"`{value}`"
@@ -149,6 +156,7 @@ def steps_markdown() -> str:
     for title, model in (
         ("one of `dp_group_by`'s `aggregates`", config.Aggregate),
         ("`[dataset]`", config.Dataset),
+        ("`[dataset.csv]` (CSV inputs: Polars' reader options)", config.CsvOptions),
         ("`[secret]` (exactly one of the two)", config.SecretSource),
         ("`[output]`", config.Output),
     ):

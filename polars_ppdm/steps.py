@@ -168,6 +168,14 @@ class RRDisguise(_Step):
         says ``accept_no_finite_epsilon = true``; it is then charged nothing, and the plan,
         manifest and report say what it protects (:data:`NO_FINITE_EPSILON`).  Its ``p``
         or ``epsilon`` is the coin's parameter, never the step's epsilon.
+
+    Missing values
+        Randomized response disguises values, not whether one is missing: a null is
+        published as null, and no epsilon bounds that (one person's answer turned into a
+        null changes the output with certainty). ``ppdm run`` therefore refuses a null in
+        the step's columns before it reserves anything (``nulls = "refuse"``, the
+        default), unless the step says ``nulls = "keep"``: the nulls are then published as
+        they are, and the plan, manifest and report say so.
     """
 
     step: Literal["rr_disguise"]
@@ -177,6 +185,7 @@ class RRDisguise(_Step):
     categories: list[Scalar] | dict[str, list[Scalar]] | None = None
     accept_no_finite_epsilon: bool = False
     max_values_per_unit: Annotated[int, Field(ge=1)] | None = None
+    nulls: Literal["refuse", "keep"] = "refuse"
 
     @property
     def no_finite_epsilon(self) -> bool:
@@ -647,13 +656,19 @@ def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
     plans, manifests and reports; None for other steps."""
     if not isinstance(step, RRDisguise):
         return None
+    nulls = (
+        '; nulls = "keep": nulls are published as they are (whether a value is missing is not disguised)'
+        if step.nulls == "keep"
+        else ""
+    )
     if step.no_finite_epsilon:
-        return (
-            f"{NO_FINITE_EPSILON}; accepted by accept_no_finite_epsilon = true; never charged as an epsilon"
-        )
+        return f"{NO_FINITE_EPSILON}; accepted by accept_no_finite_epsilon = true; never charged as an epsilon{nulls}"
     per = " + ".join(f"{step.column_epsilon(c):g}" for c in step.columns)
     if privacy_unit is None:
-        return f"epsilon per distinct value ({per}); each row is its own unit (no [dataset] key): one value per column"
+        return (
+            f"epsilon per distinct value ({per}); each row is its own unit (no [dataset] key): one value per "
+            f"column{nulls}"
+        )
     bound = (
         f"max_values_per_unit = {step.max_values_per_unit} (a declared public bound)"
         if step.max_values_per_unit is not None
@@ -661,7 +676,8 @@ def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
     )
     return (
         f"epsilon per distinct value ({per}) x {bound}: the coins are keyed by unit, column and value; the "
-        f"run refuses, before it reserves anything, data in which a unit ({privacy_unit!r}) has more"
+        f"run refuses, before it reserves anything, data in which a unit ({privacy_unit!r}) has more "
+        f"distinct values of a column than the bound{nulls}"
     )
 
 

@@ -185,3 +185,25 @@ def test_a_value_the_declared_type_cannot_hold_is_refused_before_anything_is_spe
     err = capsys.readouterr().err
     assert "cannot be read" in err and "1234" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_null_in_a_disguised_column_is_refused_unless_the_step_keeps_it(tmp_path, capsys):
+    """Randomized response publishes a null as null: whether a person's answer is missing
+    would go out undisguised, with certainty, whatever the epsilon. Refused before
+    anything is reserved; nulls = "keep" publishes them and says so."""
+    data = "id,smoker,income\n1,1,5.0\n2,,6.0\n3,0,7.0\n"
+    path = write(tmp_path, data, "", keep='["id", "income"]')
+    assert run(path) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "field 'nulls': column 'smoker' has null values" in err and 'nulls = "keep"' in err, err
+    assert not (tmp_path / "out").exists()
+    from polars_ppdm.ledger import Ledger
+
+    if (tmp_path / "ledger.duckdb").exists():
+        assert Ledger(tmp_path / "ledger.duckdb").table().height == 0
+    path.write_text(path.read_text().replace("p = 0.8\n", 'p = 0.8\nnulls = "keep"\n'))
+    assert run(path) == EXIT_OK
+    table = pl.read_parquet(tmp_path / "out" / "table.parquet")
+    assert table["smoker"].is_null().to_list() == [False, True, False]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert "whether a value is missing is not disguised" in json.dumps(manifest)

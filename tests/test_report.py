@@ -403,6 +403,18 @@ def test_bidi_controls_are_shown_not_obeyed():
     assert "txt[U+202E]gnp.exe" in "".join(svgs(page)) and "file[U+2066]name" in page
 
 
+def test_control_characters_in_values_are_shown_not_drawn():
+    """A CSV field may hold a line break (CRLF in a Windows export): no font has a glyph
+    for a carriage return (matplotlib warned, and the report of a run failed), and a label
+    with a line break would read as two values."""
+    frame = pl.DataFrame({"note": ["a\r\nb", "a\nb", "tab\there", "plain"] * 10})
+    page = ppdm.report(frame, [{"step": "keep", "columns": ["note"]}], version="public")
+    plots = "".join(svgs(page))
+    for shown in ("a[U+000D][U+000A]b", "a[U+000A]b", "tab[U+0009]here"):
+        assert shown in plots, shown
+    assert "\r" not in plots
+
+
 def test_a_corrected_share_whose_interval_crosses_0_is_explained():
     """An unbiased estimate of a rare value's share can come out below 0 (or its interval
     reach below 0): the section says why, where it happens."""

@@ -159,17 +159,26 @@ def test_a_csv_with_a_header_and_no_rows_is_refused_for_what_it_is(survey, capsy
         assert "has a header but no rows" in capsys.readouterr().err
 
 
-def test_a_release_over_a_column_with_nulls_is_refused_before_anything_is_reserved(survey, capsys):
+@pytest.mark.parametrize("nulls", ["refuse", "keep"])
+def test_a_release_over_a_column_with_nulls_is_refused_before_anything_is_reserved(survey, capsys, nulls):
     # rr_support refuses nulls (a disguised null carries no answer): that used to come
-    # after the perturbed table was written, and named no step.
+    # after the perturbed table was written, and named no step. rr_disguise itself refuses
+    # them unless its step says nulls = "keep" (a null would be published undisguised).
     data = survey.parent / "survey.csv"
     frame = pl.read_csv(data)
     frame.with_columns(smoker=pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise("smoker")).write_csv(
         data
     )
+    if nulls == "keep":
+        text = survey.read_text()
+        survey.write_text(text.replace('columns = ["smoker"]\n', 'columns = ["smoker"]\nnulls = "keep"\n', 1))
     assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
     err = capsys.readouterr().err
-    assert "[[release]] 1 rr_support(smoker): column 'smoker' has null values" in err
+    refusals = {
+        "refuse": "[[perturb]] 1 rr_disguise(smoker), field 'nulls': column 'smoker' has null values.",
+        "keep": "[[release]] 1 rr_support(smoker): column 'smoker' has null values",
+    }
+    assert refusals[nulls] in err and refusals["keep" if nulls == "refuse" else "refuse"] not in err, err
     assert "Nothing was reserved or released." in err
     assert not (survey.parent / "out" / "survey_perturbed.parquet").exists()
 

@@ -227,6 +227,7 @@ def combined_fingerprint(fingerprints: list[str]) -> str:
 
 
 def scan(files: list[Path], fmt: InputFormat) -> pl.LazyFrame:
+    """The inputs as one lazy frame, read as ``fmt`` says."""
     sources = [str(f) for f in files]
     if fmt.kind == "parquet":
         return pl.scan_parquet(sources)

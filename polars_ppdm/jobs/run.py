@@ -743,17 +743,23 @@ def check_values_per_unit(
       inputs' row count, counted when None);
     - a null in a column that an ``rr_support`` or ``rr_apriori`` release reads: a
       disguised null carries no answer, so the release would refuse it after the
-      perturbed table had been written (a pipeline drops no rows).
+      perturbed table had been written (a pipeline drops no rows);
+    - a null in a column of a step that did not say ``nulls = "keep"``: randomized
+      response publishes a null as null, so whether a value is missing would go out
+      undisguised, which no epsilon bounds.
 
     The messages carry no count or value from the data."""
     key = pipeline.dataset.key
     bounds: dict[str, tuple[str, int]] = {}
     outside: dict[str, tuple[str, list[Any]]] = {}
+    missing: dict[str, str] = {}  # a column whose nulls would be published -> its step
     for index, step in enumerate(pipeline.perturb, 1):
         if not isinstance(step, RRDisguise):
             continue
         label = step_label("perturb", index, step)
         for column in step.columns:
+            if step.nulls == "refuse":
+                missing[column] = label
             if key is not None and not step.no_finite_epsilon:
                 bounds[column] = (label, step.values_per_unit)
             cats = _categories_of(step, column)
@@ -764,7 +770,7 @@ def check_values_per_unit(
         if isinstance(release, RRSupport | RRApriori):
             for column in release.columns:
                 counted.setdefault(column, step_label("release", index, release))
-    if not bounds and not outside and not counted:
+    if not bounds and not outside and not counted and not missing:
         return
     stray = {
         c: pl.col(c).is_not_null() & ~pl.col(c).cast(pl.String).is_in([str(v) for v in cats])
@@ -773,10 +779,10 @@ def check_values_per_unit(
     found: dict[str, Any] = {}
     over: list[str] = []
     try:
-        if outside or counted:
+        if outside or counted or missing:
             query = scan(files, fmt).select(
                 *(stray[c].any().alias(f"outside {c}") for c in outside),
-                *(pl.col(c).is_null().any().alias(f"null {c}") for c in counted),
+                *(pl.col(c).is_null().any().alias(f"null {c}") for c in counted.keys() | missing.keys()),
             )
             found = query.collect().row(0, named=True)
         if bounds:
@@ -792,10 +798,18 @@ def check_values_per_unit(
         if found[f"outside {c}"]
     ]
     problems += [
+        f"{missing[c]}, field 'nulls': column {c!r} has null values. Randomized response disguises values, not "
+        "whether one is missing: a null is published as null, which no epsilon bounds. Fill them before the run "
+        "(with a value or category of the column: who did not answer is then disguised like the others), or say "
+        'nulls = "keep" on the step to publish them as they are.'
+        for c in missing
+        if found[f"null {c}"]
+    ]
+    problems += [
         f"{counted[c]}: column {c!r} has null values, and a disguised null carries no answer for it to count; "
         "a pipeline drops no rows: give it an input without them, or leave the release out."
         for c in counted
-        if found[f"null {c}"]
+        if found[f"null {c}"] and c not in missing
     ]
     problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
@@ -1119,6 +1133,8 @@ def run_pipeline(
     check_steps_on_schema(pipeline, schema)
     check_continual_state(pipeline, schema, book)
     check_readable(files, fmt)
+    if engine == "spark":
+        spark_engine.check_csv_values(files, fmt, schema)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)
     counts = [item.rows for item in inputs]

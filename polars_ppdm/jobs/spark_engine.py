@@ -27,12 +27,13 @@ from typing import Any
 import polars as pl
 
 from polars_ppdm._durable import fsync_folder
+from polars_ppdm.jobs import inputs
 from polars_ppdm.jobs.atomic import file_sha256, replace_whole
 from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.jobs.inputs import InputFormat
 
-__all__ = ["check_for_spark", "scan", "session", "sink_table"]
+__all__ = ["check_csv_values", "check_for_spark", "scan", "session", "sink_table"]
 
 
 def check_for_spark(pipeline: Pipeline, fmt: InputFormat) -> None:
@@ -82,6 +83,25 @@ def session() -> Any:
     return builder.getOrCreate()
 
 
+def check_csv_values(files: list[Path], fmt: InputFormat, schema: pl.Schema) -> None:
+    """Refuse CSV text that Spark's reader would read as other values than Polars: a
+    carriage return in a quoted field (a line break of a Windows export), which Spark
+    reads as a line feed. One pass over the string columns, before anything is reserved;
+    the message names the column, never a value."""
+    strings = [name for name, dtype in schema.items() if dtype == pl.String]
+    if fmt.kind != "csv" or not strings:
+        return
+    found = inputs.scan(files, fmt).select(pl.col(strings).str.contains("\r", literal=True).any()).collect()
+    returns = [name for name in strings if found[name][0]]
+    if returns:
+        msg = (
+            f"[dataset] inputs: column(s) {returns} hold a carriage return inside a quoted field (a line break "
+            "of a Windows export), which Spark's CSV reader reads as a line feed: the engines would publish "
+            "other values. Run with --engine polars, or give the inputs as Parquet."
+        )
+        raise PipelineError(msg)
+
+
 def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> Any:
     """The inputs as one Spark DataFrame with the columns and types Polars reads."""
     from polars_ppdm.spark._engine import spark_schema
@@ -94,6 +114,9 @@ def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
     # default nullValue "" reads a quoted empty string ("") as null, where Polars reads an
     # empty string (and only an empty field, or a declared null value, as null): the
     # declared marker, else one no file holds, keeps the two apart as Polars does.
+    # As Polars parses (RFC 4180): a quoted field may hold line breaks (multiLine) and its
+    # quote doubled (escape); a row Spark cannot parse fails the run (FAILFAST), where
+    # Spark's default would publish it as nulls.
     options = fmt.csv
     return spark.read.csv(
         paths,
@@ -102,6 +125,9 @@ def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
         enforceSchema=True,
         sep=options.separator,
         quote=options.quote_char,  # "" turns quoting off, as Polars' quote_char=None
+        escape=options.quote_char or "\\",
+        multiLine=True,
+        mode="FAILFAST",
         nullValue=options.null_values[0] if options.null_values else f"\x00ppdm-null-{secrets.token_hex(16)}",
     )
 

@@ -1,5 +1,5 @@
 """Numbers and text as the report shows them: a few significant digits, shares as
-percentages, and every text from the data with its bidi controls made visible."""
+percentages, and every text from the data with its control characters made visible."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ from collections.abc import Sequence
 # Unicode's explicit bidi controls: embeddings and overrides (U+202A-U+202E), isolates
 # (U+2066-U+2069) and marks (U+200E, U+200F, U+061C).  Obeyed, they reorder the text
 # around them, so a value could read as another ("txt<U+202E>gnp.exe" as "txtexe.png").
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# And the C0 and C1 controls (a line break or carriage return inside a CSV field): no font
+# has a glyph for them, and a label with one would read as two values or as none.
+_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\x00-\x1f\x7f-\x9f]")
 
 
 def text(value: object) -> str:
-    """``value`` as the page's text: each bidi control shown as its code point (``[U+202E]``).
+    """``value`` as the page's text: each bidi or other control character shown as its
+    code point (``[U+202E]``, ``[U+000D]``).
 
     Shown rather than removed, so that two values differing only by a control stay apart.
     Both renderers (HTML and the plots' SVG) pass every text through here.
     """
-    return _BIDI.sub(lambda found: f"[U+{ord(found.group()):04X}]", str(value))
+    return _HIDDEN.sub(lambda found: f"[U+{ord(found.group()):04X}]", str(value))
 
 
 def number(value: float, digits: int = 3) -> str:

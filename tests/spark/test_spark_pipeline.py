@@ -120,6 +120,14 @@ CSV_CASES = {
         '[dataset.csv]\nseparator = ";"\nquote_char = "\'"\nnull_values = ["NA"]\ntypes = { zip = "String" }',
         {},
     ),
+    # An Excel export: a BOM, CRLF, a quoted field holding the separator, a line break and
+    # doubled quotes (Spark read it as two rows, of nulls, before multiLine and escape).
+    "BOM, CRLF, quoted line breaks and doubled quotes": (
+        '\ufeffid;zip;smoker;income;name\r\n1;00123;1;1234.5;"a;b\nc ""q"""\r\n2;04000;0;NA;x\r\n'
+        '3;10115;1;99.25;""""\r\n4;00007;0;0.5;y',
+        '[dataset.csv]\nseparator = ";"\nnull_values = ["NA"]\ntypes = { zip = "String" }',
+        {},
+    ),
     "no header, no quoting": (
         '1|00123|1|1234.5|"a\n2|04000|0||b"\n3|10115|1|99.25|c\n',
         '[dataset.csv]\nseparator = "|"\nhas_header = false\nquote_char = ""\ntypes = { column_2 = "String" }',
@@ -165,3 +173,18 @@ def test_csv_options_spark_cannot_read_are_refused_before_anything_is_read(
     assert _run(path, "spark") == EXIT_INVALID
     assert said in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_carriage_return_in_a_quoted_field_is_refused_on_spark(spark, tmp_path, monkeypatch, capsys):
+    """Spark's CSV reader reads a quoted field's CRLF as LF (Polars keeps it): the engines
+    would publish other values, so the Spark run is refused before anything is reserved."""
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    data = 'id,smoker,income,name\r\n1,1,5.0,"a\r\nb"\r\n2,0,6.0,c\r\n'
+    path = write(tmp_path, data, "", keep='["id", "income", "name"]')
+    assert _run(path, "spark") == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "column(s) ['name'] hold a carriage return inside a quoted field" in err and "a\r" not in err, err
+    assert not (tmp_path / "out").exists()
+    assert _run(path, "polars") == EXIT_OK
