@@ -13,6 +13,7 @@ from polars_ppdm.audit.ldp import rr_epsilon, rr_p_from_epsilon
 from polars_ppdm.dp import (
     BudgetAccountant,
     DPKMeansResult,
+    ParallelBlock,
     consistent_totals,
     dp_continual_counts,
     dp_group_by,
@@ -83,6 +84,7 @@ __all__ = [
     "Ledger",
     "LedgerBusyError",
     "PPDMError",
+    "ParallelBlock",
     "PrivacyLeakWarning",
     "RRTree",
     "Secret",

@@ -87,7 +87,7 @@ import polars as pl
 
 from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
-from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.dp.accountant import BudgetAccountant, _Group, check_epsilon
 from polars_ppdm.exceptions import (
     BudgetExceededError,
     InvalidParameterError,
@@ -1343,10 +1343,10 @@ class LedgerAccountant(BudgetAccountant):
     budgets in the ledger and ``spent`` / ``spent_delta`` what every run and session spent
     on it; ``spend`` checks and records in one ledger transaction (a run with a random id
     and status ``accountant``), so other processes charging the same dataset are accounted
-    for.  Inside ``parallel(label)`` each release made by the thread that opened the block
-    is charged only what it adds to the block's largest release (epsilon and delta alike);
-    a release from any other thread meanwhile is charged in full (sequential), as in
-    :meth:`BudgetAccountant.parallel`.
+    for.  ``with accountant.parallel(label) as block:``: each release given the block is
+    charged only what it adds to the block's largest release (epsilon and delta alike);
+    anything spent on the accountant itself meanwhile, from any thread, is charged in
+    full (sequential), as in :meth:`BudgetAccountant.parallel`.
 
     Examples
     --------
@@ -1441,12 +1441,10 @@ class LedgerAccountant(BudgetAccountant):
             pl.col("epsilon").alias("rho"),
         )
 
-    def _charge(self, cost: float, delta: float) -> tuple[float, float, str]:
+    def _charge(self, group: _Group | None, cost: float, delta: float) -> tuple[float, float, str]:
         """What a release of ``cost`` (in the dataset's unit) adds to the spent budget and
-        delta, and how it composed: the calling thread's own open block absorbs it up to
-        its largest release; otherwise (no block, or another thread's) it is sequential
-        and charged in full."""
-        group = self._group
+        delta, and how it composed: the open block it was given absorbs it up to its
+        largest release; otherwise it is sequential and charged in full."""
         if group is None:
             return cost, delta, "sequential"
         return (
@@ -1455,8 +1453,9 @@ class LedgerAccountant(BudgetAccountant):
             f"parallel: {group.label}",
         )
 
-    def check(
+    def _check(
         self,
+        group: _Group | None,
         epsilon: float | None,
         release: str,
         *,
@@ -1465,7 +1464,7 @@ class LedgerAccountant(BudgetAccountant):
         rho: float | None = None,
     ) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
-        ``rho``; and ``delta``) now.
+        ``rho``; and ``delta``) now, in ``group`` (an open block) or in sequence.
 
         Advisory: another process may spend in between; :meth:`spend` checks again and
         records in one transaction.
@@ -1473,12 +1472,13 @@ class LedgerAccountant(BudgetAccountant):
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
-            charge, delta_charge, _ = self._charge(cost, delta)
+            charge, delta_charge, _ = self._charge(group, cost, delta)
             held = self._ledger.status(self.dataset)
         self._ledger._refuse_if_short(held, self.dataset, repr(release), charge, delta_charge, why)
 
-    def spend(
+    def _spend(
         self,
+        group: _Group | None,
         epsilon: float | None,
         release: str,
         *,
@@ -1486,13 +1486,13 @@ class LedgerAccountant(BudgetAccountant):
         delta: float = 0.0,
         rho: float | None = None,
     ) -> None:
-        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in the ledger, or
-        refuse it (nothing recorded).  A zCDP dataset records the release's rho (a
-        pure-epsilon release's ``epsilon^2 / 2``)."""
+        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in the ledger, in
+        ``group`` (an open block) or in sequence, or refuse it (nothing recorded).  A zCDP
+        dataset records the release's rho (a pure-epsilon release's ``epsilon^2 / 2``)."""
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
-            charge, delta_charge, composition = self._charge(cost, delta)
+            charge, delta_charge, composition = self._charge(group, cost, delta)
             self._ledger._reserve(
                 self.dataset,
                 uuid.uuid4().hex,
@@ -1502,7 +1502,7 @@ class LedgerAccountant(BudgetAccountant):
                 who=repr(release),
                 why=why,
             )
-            self._record(epsilon, release, delta, rho)
+            self._record(group, epsilon, release, delta, rho)
 
     def __repr__(self) -> str:
         budget = f"rho={self.rho:g}" if self.accounting == "zcdp" else f"epsilon={self.epsilon:g}"

@@ -512,12 +512,12 @@ def test_one_accountant_shared_by_threads_never_overspends():
 def test_accountant_parallel_composition_costs_the_maximum():
     acc = ppdm.BudgetAccountant(1.0)
     df, _, _ = blobs(100)
-    with acc.parallel("x and y are disjoint halves, for the test"):
+    with acc.parallel("x and y are disjoint halves, for the test") as block:
         ppdm.dp_histogram(
-            df, "x", bounds=(-10, 10), epsilon=0.7, secret=ppdm.Secret.for_tests(1), accountant=acc
+            df, "x", bounds=(-10, 10), epsilon=0.7, secret=ppdm.Secret.for_tests(1), accountant=block
         )
         ppdm.dp_histogram(
-            df, "y", bounds=(-10, 10), epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=acc
+            df, "y", bounds=(-10, 10), epsilon=0.5, secret=ppdm.Secret.for_tests(1), accountant=block
         )
     assert acc.spent == pytest.approx(0.7)
     with pytest.raises(BudgetExceededError):

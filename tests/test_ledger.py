@@ -376,10 +376,10 @@ def test_the_accountant_persists_across_sessions(path):
     with pytest.raises(BudgetExceededError):
         second.check(0.6, "too much")
     second.check(0.5, "fits")
-    with second.parallel("one per half"):  # disjoint parts: the block costs its largest release
-        second.spend(0.2, "left half")
-        second.spend(0.3, "right half")
-        second.spend(0.1, "a smaller one")
+    with second.parallel("one per half") as block:  # disjoint parts: the block costs its largest release
+        block.spend(0.2, "left half")
+        block.spend(0.3, "right half")
+        block.spend(0.1, "a smaller one")
     assert second.spent == pytest.approx(0.8) and first.spent == pytest.approx(0.8)
     assert second.ledger.drop("delta", "rho").rows() == [
         ("dp_histogram(x)", 0.5, "sequential"),

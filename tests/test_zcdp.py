@@ -127,9 +127,9 @@ def test_an_over_budget_zcdp_release_is_refused_with_its_rho():
 
 def test_parallel_blocks_cost_their_largest_rho():
     acc = BudgetAccountant(rho=1.0)
-    with acc.parallel("regions"):
-        acc.spend(None, "north", rho=0.3)
-        acc.spend(0.5, "south")  # rho 0.125
+    with acc.parallel("regions") as block:
+        block.spend(None, "north", rho=0.3)
+        block.spend(0.5, "south")  # rho 0.125
     assert acc.spent_rho == pytest.approx(0.3)
 
 

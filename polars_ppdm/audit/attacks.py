@@ -417,8 +417,8 @@ def parallel_thread_charge(budget: float = 0.6, each: float = 0.5) -> Measuremen
 
     thread = threading.Thread(target=other)
     thread.start()
-    with accountant.parallel("this thread's disjoint releases"):
-        accountant.spend(each, "part 1")
+    with accountant.parallel("this thread's disjoint releases") as block:
+        block.spend(each, "part 1")
         accepted.append(each)
         entered.set()
         done.wait(10)

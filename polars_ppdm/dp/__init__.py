@@ -1,7 +1,7 @@
 """Differentially private releases: histograms, group-by aggregates, continual counts, the DPQT
 quadtree, k-means (paper 004); their accounting (pure epsilon or zCDP)."""
 
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.aggregates import (
     DPAggregate,
     count,
@@ -25,6 +25,7 @@ __all__ = [
     "ContinualResult",
     "DPAggregate",
     "DPKMeansResult",
+    "ParallelBlock",
     "TreeState",
     "consistent_totals",
     "count",

@@ -13,7 +13,7 @@ from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
 from polars_ppdm._encoding import check_key_dtype, row_keys
 from polars_ppdm._frame import fresh_names
 from polars_ppdm._validation import check_int, is_real
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import contribution_words
 from polars_ppdm.secret import SecretLike, require_strong_secret, resolve_secret
@@ -153,14 +153,18 @@ def release_secret(secret: SecretLike, func: str) -> bytes:
 
 
 def check_accountant(accountant: Any, func: str) -> None:
-    """``accountant=``: a BudgetAccountant or None (checked when the release is set up)."""
-    if accountant is not None and not isinstance(accountant, BudgetAccountant):
-        msg = f"The 'accountant' parameter of {func} must be a BudgetAccountant or None. Got {type(accountant).__name__} instead."
+    """``accountant=``: a BudgetAccountant, a block of its ``parallel()``, or None (checked
+    when the release is set up)."""
+    if accountant is not None and not isinstance(accountant, BudgetAccountant | ParallelBlock):
+        msg = (
+            f"The 'accountant' parameter of {func} must be a BudgetAccountant, a block of its parallel(), or None. "
+            f"Got {type(accountant).__name__} instead."
+        )
         raise InvalidParameterError(msg)
 
 
 def charge(
-    accountant: BudgetAccountant | None,
+    accountant: BudgetAccountant | ParallelBlock | None,
     epsilon: float | None,
     release: str,
     func: str,

@@ -5,19 +5,22 @@ accountant for its epsilon *before* it computes anything, so an over-budget rele
 refused with :class:`~polars_ppdm.exceptions.BudgetExceededError` and nothing leaves.
 
 * Sequential composition (the default): releases over the same data add up.
-* Parallel composition (``with accountant.parallel("..."):``): releases over disjoint
-  parts of the data (one per region, one per month, ...) cost the largest of them.  The
-  disjointness is the caller's promise; the accountant cannot check it.
+* Parallel composition (``with accountant.parallel("...") as block:``): releases over
+  disjoint parts of the data (one per region, one per month, ...), each given
+  ``accountant=block``, cost the largest of them.  The disjointness is the caller's
+  promise; the accountant cannot check it.
 
-  **The block belongs to the thread that opened it.**  Only spends made on that thread
-  while the block is open join it (and cost the block's maximum); a spend from any
-  other thread -- another user of a shared accountant, or a worker thread of Polars or
-  DuckDB evaluating a lazy release -- composes sequentially and is charged in full, as
-  if no block were open.  That is the conservative side: a release cannot slip into
-  someone else's block and be charged nothing.  (A DP release evaluated lazily inside a
-  block may thus be charged in full when its engine calls the accountant from one of its
-  own threads; collect it on the block's thread to share the block.)  Each thread may
-  hold one open block of its own; blocks do not nest within a thread.
+  **A release joins a block only through the block it was given.**  Whatever is spent on
+  the accountant itself meanwhile -- on the block's own thread or any other, by another
+  user of a shared accountant, by a task a thread pool or an event loop runs in between
+  -- composes sequentially and is charged in full, as if no block were open; so is a
+  release given the block and evaluated after the block has closed (a lazy release
+  collected later).  That is the conservative side: a release cannot slip into
+  someone else's block and be charged nothing.  (Membership by the calling thread, as
+  before, let any code that ran on that thread while the block was open -- a thread
+  pool's next task, another coroutine, a new thread given a finished one's id -- be
+  charged nothing.)  Blocks may be open on several threads, or nested: each costs its
+  largest release, and the blocks add up.
 
 A release may also cost a ``delta`` (partition selection of :func:`polars_ppdm.dp_group_by`):
 the accountant composes (epsilon, delta) pairs by basic composition, both sums, and has a
@@ -57,7 +60,7 @@ from polars_ppdm._validation import check_real
 from polars_ppdm.dp.zcdp import check_rho, rho_for, rho_of_pure_epsilon, rho_to_epsilon
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 
-__all__ = ["ACCOUNTINGS", "BudgetAccountant", "check_epsilon"]
+__all__ = ["ACCOUNTINGS", "BudgetAccountant", "ParallelBlock", "check_epsilon"]
 
 #: How a budget composes: "pure" (epsilon and delta add up) or "zcdp" (rho adds up).
 ACCOUNTINGS = ("pure", "zcdp")
@@ -71,9 +74,10 @@ def check_epsilon(epsilon: object, func: str, name: str = "epsilon") -> float:
     return check_real(name, epsilon, func, low=0, open_low=True)
 
 
-@dataclass
+@dataclass(eq=False)  # a block is itself: two blocks of one label and releases are two
 class _Group:
     label: str
+    closed: bool = False
     # (release, epsilon or None, rho or None, cost in the accountant's unit)
     releases: list[tuple[str, float | None, float | None, float]] = field(default_factory=list)
     deltas: list[float] = field(default_factory=list)
@@ -111,9 +115,9 @@ class BudgetAccountant:
     --------
     >>> acc = BudgetAccountant(1.0)
     >>> acc.spend(0.4, "histogram of age")
-    >>> with acc.parallel("one count per region"):
-    ...     acc.spend(0.5, "north")
-    ...     acc.spend(0.5, "south")
+    >>> with acc.parallel("one count per region") as block:
+    ...     block.spend(0.5, "north")
+    ...     block.spend(0.5, "south")
     >>> round(acc.spent, 6), round(acc.remaining, 6)
     (0.9, 0.1)
     >>> acc.spend(0.2, "one more")
@@ -177,8 +181,8 @@ class BudgetAccountant:
         # (release, epsilon or None, composition, rho or None, cost in the accountant's unit)
         self._entries: list[tuple[str, float | None, str, float | None, float]] = []
         self._deltas: list[float] = []  # per entry
-        # The open parallel blocks, by the thread that opened each (threading.get_ident()).
-        self._groups: dict[int, _Group] = {}
+        # The open parallel blocks (a release joins one only through its ParallelBlock).
+        self._groups: list[_Group] = []
         self._spent_before_group = 0.0  # everything but the open blocks, in the unit
         # Re-entrant: spend() holds it while calling check(), which reads spent.
         self._lock = threading.RLock()
@@ -192,15 +196,10 @@ class BudgetAccountant:
     def _budget(self) -> float:
         return self.rho if self.accounting == "zcdp" else self.epsilon
 
-    @property
-    def _group(self) -> _Group | None:
-        """The open parallel block of the calling thread (None: its spends are sequential)."""
-        return self._groups.get(threading.get_ident())
-
     def _open_cost(self) -> tuple[float, float]:
-        """What the open blocks of every thread cost together (unit, delta): each its
-        largest release, the blocks of different threads summed (sequential)."""
-        groups = list(self._groups.values())
+        """What the open blocks cost together (unit, delta): each its largest release, the
+        blocks summed (sequential)."""
+        groups = list(self._groups)
         return math.fsum(g.cost for g in groups), math.fsum(g.delta_cost for g in groups)
 
     @property
@@ -256,7 +255,7 @@ class BudgetAccountant:
                     self._entries, self._deltas, strict=True
                 )
             ]
-            for group in self._groups.values():
+            for group in self._groups:
                 rows += [
                     (name, eps, f"parallel: {group.label}", d, rho)
                     for (name, eps, rho, _), d in zip(group.releases, group.deltas, strict=True)
@@ -314,13 +313,26 @@ class BudgetAccountant:
         rho: float | None = None,
     ) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
-        ``rho``; and ``delta``) on the calling thread; ``why`` (how the release worked its
-        cost out) goes into the message."""
+        ``rho``; and ``delta``) in sequence; ``why`` (how the release worked its cost out)
+        goes into the message."""
+        self._check(None, epsilon, release, why=why, delta=delta, rho=rho)
+
+    def _check(
+        self,
+        group: _Group | None,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """:meth:`check`, in ``group`` (an open block: it absorbs the release up to its
+        largest) or in sequence (None)."""
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
-            group, spent, spent_delta = self._group, self.spent, self.spent_delta
-            # Only the calling thread's own block absorbs the release (up to its largest).
+            spent, spent_delta = self.spent, self.spent_delta
             after = spent + (max(group.cost, cost) - group.cost if group else cost)
             delta_after = spent_delta + (max(group.delta_cost, delta) - group.delta_cost if group else delta)
         if delta_after > self.delta * (1 + _SLACK) + 0.0 and self.accounting == "pure":
@@ -349,12 +361,18 @@ class BudgetAccountant:
             return f"{how} (zCDP: rho = epsilon^2/2)"
         return how
 
-    def _record(self, epsilon: float | None, release: str, delta: float, rho: float | None = None) -> None:
-        """Record a checked release: in the calling thread's open block, else sequential."""
+    def _record(
+        self,
+        group: _Group | None,
+        epsilon: float | None,
+        release: str,
+        delta: float,
+        rho: float | None = None,
+    ) -> None:
+        """Record a checked release: in ``group`` (an open block), else sequential."""
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         shown_rho = cost if self.accounting == "zcdp" else None
         eps = None if epsilon is None else float(epsilon)
-        group = self._group
         if group is not None:
             group.releases.append((release, eps, shown_rho, cost))
             group.deltas.append(float(delta))
@@ -374,30 +392,44 @@ class BudgetAccountant:
         delta: float = 0.0,
         rho: float | None = None,
     ) -> None:
-        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release``, or refuse it (see
-        :meth:`check`).
+        """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in sequence (charged
+        in full, whatever block is open), or refuse it (see :meth:`check`)."""
+        self._spend(None, epsilon, release, why=why, delta=delta, rho=rho)
 
-        Inside a ``parallel`` block opened by the calling thread the release joins the
-        block; from any other thread it is sequential (charged in full)."""
+    def _spend(
+        self,
+        group: _Group | None,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """:meth:`spend`, in ``group`` (an open block) or in sequence (None)."""
         with self._lock:  # check and record as one step: threads never overspend
-            self.check(epsilon, release, why=why, delta=delta, rho=rho)
-            self._record(epsilon, release, delta, rho)
+            self._check(group, epsilon, release, why=why, delta=delta, rho=rho)
+            self._record(group, epsilon, release, delta, rho)
 
     @contextlib.contextmanager
-    def parallel(self, label: str) -> Iterator[BudgetAccountant]:
-        """Releases made by this thread inside the block touch disjoint data: together
-        they cost their maximum.  Releases of other threads meanwhile are sequential."""
-        owner = threading.get_ident()
+    def parallel(self, label: str) -> Iterator[ParallelBlock]:
+        """A block of releases over disjoint data: those given the block it yields
+        (``accountant=block``, or ``block.spend``) cost their maximum together.
+
+        Anything spent on the accountant itself meanwhile, from any thread, is sequential
+        (charged in full); so is a release given the block after it has closed."""
+        if not isinstance(label, str) or not label:
+            msg = f"The 'label' parameter of BudgetAccountant.parallel must be a non-empty string. Got {label!r} instead."
+            raise InvalidParameterError(msg)
+        group = _Group(label)
         with self._lock:
-            if owner in self._groups:
-                msg = "BudgetAccountant.parallel blocks do not nest; close the open one first."
-                raise InvalidParameterError(msg)
-            self._groups[owner] = group = _Group(label)
+            self._groups.append(group)
         try:
-            yield self
+            yield ParallelBlock(self, group)
         finally:
             with self._lock:
-                del self._groups[owner]
+                self._groups.remove(group)  # by identity (_Group compares so)
+                group.closed = True
                 self._entries += [
                     (
                         name,
@@ -424,3 +456,88 @@ class BudgetAccountant:
             else ""
         )
         return f"BudgetAccountant(epsilon={self.epsilon:g}, spent={self.spent:g}{delta}, releases={len(self.ledger)})"
+
+
+class ParallelBlock:
+    """The releases of one :meth:`BudgetAccountant.parallel` block, over disjoint parts of
+    the data: give it as ``accountant=`` to each (or call :meth:`spend`); together they
+    cost the largest of them.
+
+    Only what is given the block joins it: a release cannot slip into someone else's
+    block.  After the block has closed, a release given it (a lazy release collected
+    later) is charged in sequence, in full.
+
+    Examples
+    --------
+    >>> acc = BudgetAccountant(1.0)
+    >>> with acc.parallel("one count per region") as block:
+    ...     block.spend(0.5, "north")
+    ...     acc.spend(0.25, "not in the block")  # the accountant itself: in sequence
+    ...     block.spend(0.5, "south")
+    >>> round(acc.spent, 6)
+    0.75
+    >>> block.spend(0.25, "after the block")  # closed: in sequence
+    >>> round(acc.spent, 6)
+    1.0
+    """
+
+    def __init__(self, accountant: BudgetAccountant, group: _Group) -> None:
+        self._accountant = accountant
+        self._group = group
+
+    @property
+    def accountant(self) -> BudgetAccountant:
+        """The accountant the block charges."""
+        return self._accountant
+
+    @property
+    def label(self) -> str:
+        return self._group.label
+
+    @property
+    def open(self) -> bool:
+        """Whether the block is still open (its releases then cost their largest)."""
+        return not self._group.closed
+
+    def _joining(self) -> _Group | None:
+        return None if self._group.closed else self._group
+
+    def check(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """:meth:`BudgetAccountant.check` for a release in this block."""
+        with self._accountant._lock:
+            self._accountant._check(self._joining(), epsilon, release, why=why, delta=delta, rho=rho)
+
+    def spend(
+        self,
+        epsilon: float | None,
+        release: str,
+        *,
+        why: str = "",
+        delta: float = 0.0,
+        rho: float | None = None,
+    ) -> None:
+        """Record a release in this block (in sequence once it has closed), or refuse it."""
+        with self._accountant._lock:
+            self._accountant._spend(self._joining(), epsilon, release, why=why, delta=delta, rho=rho)
+
+    @property
+    def spent(self) -> float:
+        """The accountant's spent budget (see :attr:`BudgetAccountant.spent`)."""
+        return self._accountant.spent
+
+    @property
+    def remaining(self) -> float:
+        """The accountant's remaining budget."""
+        return self._accountant.remaining
+
+    def __repr__(self) -> str:
+        state = "open" if self.open else "closed"
+        return f"ParallelBlock({self.label!r}, {state}, of {self._accountant!r})"

@@ -42,7 +42,7 @@ from polars_ppdm.dp._common import (
     check_unit_key,
     release_secret,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.group_by import check_group_key_dtype, group_words
 from polars_ppdm.dp.zcdp import check_rho
 from polars_ppdm.exceptions import InvalidParameterError
@@ -218,7 +218,7 @@ def dp_continual_counts(
     privacy_unit: str | None = None,
     max_contributions: int = 1,
     secret: SecretLike = None,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
     state: TreeState | None = None,
 ) -> ContinualResult:
     """Counts per public group of every period ``0 .. through`` and their running totals,

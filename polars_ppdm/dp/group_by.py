@@ -65,7 +65,7 @@ from polars_ppdm.dp._common import (
     release_secret,
     unit_words,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
@@ -403,7 +403,9 @@ class GroupByRequest:
             },
         )
 
-    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
+    def charge(
+        self, accountant: BudgetAccountant | ParallelBlock | None, *, check_only: bool = False
+    ) -> None:
         why = ", ".join(f"{name.strip('_')} {eps:g}" for name, eps in self.epsilons.items())
         charge(
             accountant,
@@ -971,7 +973,7 @@ def release_groups(
     secret: bytes,
     intervals: bool,
     non_negative: bool,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> pl.DataFrame:
     """The released groups with their noisy aggregates (small: one row per group).
 
@@ -1215,7 +1217,7 @@ def dp_group_by(
     public_groups: pl.DataFrame | pl.LazyFrame | None = None,
     delta: float | None = None,
     secret: SecretLike = None,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
     intervals: bool = False,
     non_negative: bool = False,
     mechanism: str = "laplace",

@@ -29,7 +29,7 @@ from polars_ppdm.dp._common import (
     refuse_data_bounds,
     release_secret,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.mechanism import Mechanism, check_mechanism
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.prf import stream_id
@@ -86,7 +86,7 @@ def dp_histogram(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
     non_negative: bool = False,
     mechanism: str = "laplace",
     rho: float | None = None,
@@ -248,7 +248,9 @@ class HistogramRequest:
             },
         )
 
-    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
+    def charge(
+        self, accountant: BudgetAccountant | ParallelBlock | None, *, check_only: bool = False
+    ) -> None:
         """Spend the release's epsilon or rho on the accountant (when it is computed)."""
         noise = self.mechanism
         charge(accountant, noise.epsilon, self.label, _FUNC, check_only=check_only, rho=noise.rho)
@@ -308,7 +310,7 @@ def noisy_grid(
     *,
     scale: float | None = None,
     non_negative: bool = False,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> pl.LazyFrame:
     """Every cell of the grid with its noisy count, from the true counts of the non-empty
     cells (``counts``: columns ``BIN`` (Int64, null for non-finite values: refused) and

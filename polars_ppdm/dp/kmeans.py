@@ -46,7 +46,7 @@ from polars_ppdm.dp._common import (
     refuse_data_bounds,
     release_secret,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock, check_epsilon
 from polars_ppdm.dp.quadtree import (
     N_SHARE,
     _check_gamma,
@@ -158,7 +158,7 @@ def dp_kmeans(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> DPKMeansResult:
     """Differentially private k-means centres.
 
@@ -302,7 +302,9 @@ class KMeansRequest:
         highs = np.array([self.bounds[c][1] for c in self.columns], dtype=np.float64)
         return lows, highs
 
-    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
+    def charge(
+        self, accountant: BudgetAccountant | ParallelBlock | None, *, check_only: bool = False
+    ) -> None:
         """Spend the call's epsilon on the accountant (before the data is read)."""
         why = (
             f"epsilon={self.epsilon:g} halved over iterations={self.iterations}: "

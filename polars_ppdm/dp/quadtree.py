@@ -29,7 +29,7 @@ from polars_ppdm.dp._common import (
     refuse_data_bounds,
     release_secret,
 )
-from polars_ppdm.dp.accountant import BudgetAccountant, check_epsilon
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock, check_epsilon
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
@@ -223,7 +223,7 @@ def dp_quadtree(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> pl.DataFrame:
     """The paper's differentially private quadtree, in any number of dimensions.
 
@@ -328,7 +328,9 @@ class QuadtreeRequest:
         noise of a node whose cell it moved (:func:`~polars_ppdm.kernels.release_key.query_label`)."""
         return query_label(self.label, tree_query(self))
 
-    def charge(self, accountant: BudgetAccountant | None, *, check_only: bool = False) -> None:
+    def charge(
+        self, accountant: BudgetAccountant | ParallelBlock | None, *, check_only: bool = False
+    ) -> None:
         """Spend epsilon on the accountant (once the points are read and checked)."""
         charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only)
 

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from polars_ppdm._validation import check_bool
 from polars_ppdm.dp._common import check_accountant, check_points, release_secret, unit_words
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.histogram import BIN, check_histogram, noisy_grid
 from polars_ppdm.dp.kmeans import DPKMeansResult, check_kmeans, release_kmeans
 from polars_ppdm.dp.quadtree import check_quadtree, release_quadtree
@@ -131,7 +131,7 @@ def dp_histogram(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
     non_negative: bool = False,
     mechanism: str = "laplace",
     rho: float | None = None,
@@ -353,7 +353,7 @@ def dp_quadtree(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> pl.DataFrame:
     """:func:`polars_ppdm.dp_quadtree` on a Spark DataFrame: the same leaves, bit for bit,
     for the same secret.
@@ -420,7 +420,7 @@ def dp_kmeans(
     secret: SecretLike = None,
     key: str | None = None,
     max_contributions: int = 1,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
 ) -> DPKMeansResult:
     """:func:`polars_ppdm.dp_kmeans` on a Spark DataFrame, by ``method="quadtree"``
     (DPQT, paper 004) or ``"grid"`` (EUG): the same centres and buckets, bit for bit,

@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm.dp._common import check_accountant, release_secret
-from polars_ppdm.dp.accountant import BudgetAccountant
+from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
 from polars_ppdm.dp.aggregates import DPAggregate
 from polars_ppdm.dp.group_by import (
     GroupByRequest,
@@ -205,7 +205,7 @@ def dp_group_by(
     public_groups: pl.DataFrame | pl.LazyFrame | None = None,
     delta: float | None = None,
     secret: SecretLike = None,
-    accountant: BudgetAccountant | None = None,
+    accountant: BudgetAccountant | ParallelBlock | None = None,
     intervals: bool = False,
     non_negative: bool = False,
     mechanism: str = "laplace",
