@@ -150,7 +150,9 @@ class _BlockBuffers:
             return _check_secret(secret)
         if self._encryptor is None or secret != self._secret:
             self._encryptor = _encryptor(secret)
-            self._secret = secret
+            # A copy: a caller's bytearray changed in place afterwards would otherwise
+            # still compare equal to the key the context was made from (review 52).
+            self._secret = bytes(secret)
         return self._encryptor
 
     def encrypt(self, encryptor: _Encryptor, keys: np.ndarray) -> np.ndarray:

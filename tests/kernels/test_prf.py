@@ -76,3 +76,21 @@ def test_different_streams_and_secrets_give_independent_words():
 def test_secret_length_is_checked():
     with pytest.raises(ValueError, match="16 or 32 bytes"):
         prf.encrypt_blocks(bytes(8), 0, np.arange(3))
+
+
+def test_a_secret_changed_in_place_after_a_call_draws_under_its_new_key():
+    """The pure path kept a key schedule while the secret compared equal to the one it was
+    made from, and kept the caller's object: a bytearray changed in place afterwards still
+    compared equal, and a later call with the new bytes drew under the old key (review 52)."""
+    keys = np.arange(8, dtype=np.uint64)
+    secret = bytearray(range(16))
+    prf.first_words(secret, 7, keys)
+    secret[0] ^= 0xFF
+    assert np.array_equal(
+        prf.first_words(bytes(secret), 7, keys), prf.first_words(bytes(secret), 7, keys.copy())
+    )
+    fresh = bytes(secret)
+    expected = prf.first_words(fresh, 7, keys)
+    prf.first_words(bytes(range(16)), 7, keys)  # another key between
+    assert np.array_equal(prf.first_words(secret, 7, keys), expected)
+    assert not np.array_equal(expected, prf.first_words(bytes(range(16)), 7, keys))
