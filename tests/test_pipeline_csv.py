@@ -207,3 +207,77 @@ def test_a_null_in_a_disguised_column_is_refused_unless_the_step_keeps_it(tmp_pa
     assert table["smoker"].is_null().to_list() == [False, True, False]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert "whether a value is missing is not disguised" in json.dumps(manifest)
+
+
+def test_a_header_only_file_is_a_table_of_no_rows_when_every_type_is_declared(tmp_path, capsys):
+    header = "id,smoker,zip,income\n"
+    path = write(tmp_path, header, "")
+    assert run(path) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "has a header but no rows" in err and "[dataset.csv] types" in err, err
+    path = write(
+        tmp_path,
+        header,
+        '[dataset.csv]\ntypes = { id = "Int64", smoker = "Int64", zip = "String", income = "Float64" }',
+    )
+    assert run(path) == EXIT_OK
+    table = pl.read_parquet(tmp_path / "out" / "table.parquet")
+    assert table.height == 0 and table.schema["income"] == pl.Float64 and table.schema["zip"] == pl.String
+
+
+def test_files_of_a_glob_read_as_other_types_are_told_to_declare_them(tmp_path, capsys):
+    (tmp_path / "day").mkdir()
+    (tmp_path / "day" / "1.csv").write_text("id,smoker,zip,income\n1,1,00123,5.5\n")
+    (tmp_path / "day" / "2.csv").write_text("id,smoker,zip,income\n2,0,04000,6\n")
+    path = write(tmp_path, "", "")
+    path.write_text(path.read_text().replace('inputs = ["in.csv"]', 'inputs = ["day/*.csv"]'))
+    assert run(path) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "declare them in [dataset.csv] types" in err, err
+    path = write(tmp_path, "", '[dataset.csv]\ntypes = { income = "Float64" }')
+    path.write_text(path.read_text().replace('inputs = ["in.csv"]', 'inputs = ["day/*.csv"]'))
+    assert run(path) == EXIT_OK
+    assert pl.read_parquet(tmp_path / "out" / "table.parquet")["income"].to_list() == [5.5, 6.0]
+
+
+def test_a_number_with_a_decimal_comma_read_as_text_is_told_what_reads_it(tmp_path, capsys):
+    path = write(tmp_path, 'id,smoker,zip,income\n1,1,00123,"5,5"\n', "")
+    path.write_text(
+        path.read_text().replace(
+            'step = "keep"', 'step = "add_noise"\nscale = 1.0\n[[perturb]]\nstep = "keep"'
+        )
+    )
+    path.write_text(path.read_text().replace('columns = ["id", "zip", "income"]', 'columns = ["id", "zip"]'))
+    path.write_text(
+        path.read_text().replace(
+            'step = "add_noise"\nscale = 1.0\n[[perturb]]',
+            'step = "add_noise"\nscale = 1.0\ncolumns = ["income"]\n[[perturb]]',
+        )
+    )
+    assert run(path) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "Got dtype String" in err and "decimal_comma = true" in err, err
+
+
+def test_a_null_a_dp_release_would_refuse_is_refused_before_anything_is_reserved(tmp_path, capsys):
+    from polars_ppdm.ledger import Ledger
+
+    path = write(
+        tmp_path, EUROPEAN, '[dataset.csv]\nseparator = ";"\ndecimal_comma = true\nnull_values = ["NA"]'
+    )
+    path.write_text(
+        path.read_text().replace(
+            "[output]",
+            '[[release]]\nstep = "dp_histogram"\ncolumns = ["income"]\nbounds = { income = [0.0, 2000.0] }\n'
+            'epsilon = 0.5\noutput = "out/income.parquet"\n\n[output]',
+        )
+    )
+    assert run(path) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert (
+        "[[release]] 1 dp_histogram(income): column 'income' has null values, which a DP release refuses"
+        in err
+    )
+    assert "Nothing was reserved or released." in err
+    ledger = tmp_path / "ledger.duckdb"
+    assert not ledger.exists() or Ledger(ledger).table().height == 0

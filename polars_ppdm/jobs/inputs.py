@@ -260,11 +260,12 @@ def read_schema(files: list[Path], fmt: InputFormat) -> pl.Schema:
                 + "."
             )
             raise InputError(msg)
-        if empty:
+        undeclared = [name for name in found.names() if name not in fmt.csv.types]
+        if empty and undeclared:
             msg = (
                 f"[dataset] inputs: {str(path)!r} has a header but no rows. A CSV's column types are read from "
-                "its rows, so every column of this one would be a string; an empty table must come as Parquet "
-                "or Arrow IPC, which carry their types."
+                f"its rows, so the columns {undeclared} of this one would be text: declare every column's type in "
+                "[dataset.csv] types, or give an empty table as Parquet or Arrow IPC, which carry their types."
             )
             raise InputError(msg)
         if schema is None:
@@ -272,7 +273,13 @@ def read_schema(files: list[Path], fmt: InputFormat) -> pl.Schema:
         elif found != schema:
             msg = (
                 f"[dataset] inputs: {str(path)!r} has the columns {dict(found)} but {str(files[0])!r} has "
-                f"{dict(schema)}; every input needs the same columns and types."
+                f"{dict(schema)}; every input needs the same columns and types"
+                + (
+                    ", in the same order. A CSV file's types are inferred from its own rows (a day of whole numbers "
+                    "reads as integers, of empty fields as text): declare them in [dataset.csv] types."
+                    if fmt.kind == "csv"
+                    else "."
+                )
             )
             raise InputError(msg)
     assert schema is not None

@@ -480,7 +480,7 @@ def make_plan(
     inputs = metadata(files, fmt)
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
-    check_steps_on_schema(pipeline, schema)
+    check_steps_on_schema(pipeline, schema, fmt)
     check_continual_state(pipeline, schema, book)
     started = started_trees(pipeline, throughs, book)
     spends = pipeline.spends(started)

@@ -746,7 +746,10 @@ def check_values_per_unit(
       perturbed table had been written (a pipeline drops no rows);
     - a null in a column of a step that did not say ``nulls = "keep"``: randomized
       response publishes a null as null, so whether a value is missing would go out
-      undisguised, which no epsilon bounds.
+      undisguised, which no epsilon bounds;
+    - a null in a column a DP release bounds (``dp_histogram``, ``dp_quadtree``,
+      ``dp_kmeans``, a ``dp_group_by`` aggregate's): the release refuses it, which came
+      after the budget had been reserved.
 
     The messages carry no count or value from the data."""
     key = pipeline.dataset.key
@@ -766,11 +769,21 @@ def check_values_per_unit(
             if cats:
                 outside[column] = (label, cats)
     counted: dict[str, str] = {}  # a column a counting release reads -> the first such release
+    bounded: dict[str, str] = {}  # a column a DP release bounds -> the first such release
     for index, release in enumerate(pipeline.release, 1):
         if isinstance(release, RRSupport | RRApriori):
             for column in release.columns:
                 counted.setdefault(column, step_label("release", index, release))
-    if not bounds and not outside and not counted and not missing:
+        read = (
+            release.columns
+            if isinstance(release, DPHistogram | DPQuadtree | DPKMeans)
+            else [a.column for a in release.aggregates if a.column is not None]
+            if isinstance(release, DPGroupBy)
+            else []
+        )
+        for column in read:
+            bounded.setdefault(column, step_label("release", index, release))
+    if not bounds and not outside and not counted and not missing and not bounded:
         return
     stray = {
         c: pl.col(c).is_not_null() & ~pl.col(c).cast(pl.String).is_in([str(v) for v in cats])
@@ -779,10 +792,11 @@ def check_values_per_unit(
     found: dict[str, Any] = {}
     over: list[str] = []
     try:
-        if outside or counted or missing:
+        if outside or counted or missing or bounded:
+            nullable = counted.keys() | missing.keys() | bounded.keys()
             query = scan(files, fmt).select(
                 *(stray[c].any().alias(f"outside {c}") for c in outside),
-                *(pl.col(c).is_null().any().alias(f"null {c}") for c in counted.keys() | missing.keys()),
+                *(pl.col(c).is_null().any().alias(f"null {c}") for c in nullable),
             )
             found = query.collect().row(0, named=True)
         if bounds:
@@ -810,6 +824,12 @@ def check_values_per_unit(
         "a pipeline drops no rows: give it an input without them, or leave the release out."
         for c in counted
         if found[f"null {c}"] and c not in missing
+    ]
+    problems += [
+        f"{bounded[c]}: column {c!r} has null values, which a DP release refuses (a null is no value to "
+        "bound or count); a pipeline drops no rows: give it an input without them."
+        for c in bounded
+        if found[f"null {c}"]
     ]
     problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "
@@ -897,12 +917,14 @@ def repeated_units(units: pl.LazyFrame, key: str, rows: int) -> pl.DataFrame | N
     return found.unique().to_frame()
 
 
-def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
+def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema, fmt: InputFormat | None = None) -> None:
     """Build the run's perturbed query and its randomized-response releases over an
     empty frame of the inputs' schema: every check a step makes from its columns' dtypes
     and its parameters (a k-ary ``rr_disguise`` on a String column without
     ``categories``, a Date column, ...) is made here, before anything is reserved, and
-    reported by step.  No row is read; the secret is not needed (a throwaway one)."""
+    reported by step.  No row is read; the secret is not needed (a throwaway one).
+    For CSV inputs (``fmt``), a column read as text where a step needs numbers gets the
+    reader options that would read it as numbers."""
     import polars_ppdm
     from polars_ppdm.exceptions import InvalidParameterError
 
@@ -915,6 +937,12 @@ def check_steps_on_schema(pipeline: Pipeline, schema: pl.Schema) -> None:
             frame.collect_schema()
         except InvalidParameterError as error:
             msg = f"{step_label('perturb', index, step)}: {error}"
+            if fmt is not None and fmt.kind == "csv" and "Got dtype String" in msg:
+                msg += (
+                    " A CSV column is read as text when some value in it is not a number: a decimal comma needs "
+                    "[dataset.csv] decimal_comma = true, a missing-value marker (NA, -) null_values, and a column "
+                    "whose first rows misled the inference its type in types."
+                )
             raise PipelineError(msg) from None
     for index, release in enumerate(pipeline.release, 1):
         if isinstance(release, RRSupport | RRApriori):
@@ -1130,7 +1158,7 @@ def run_pipeline(
     inputs: list[InputFile] = metadata(files, fmt)
     schema = read_schema(files, fmt)
     check_columns(pipeline, schema)
-    check_steps_on_schema(pipeline, schema)
+    check_steps_on_schema(pipeline, schema, fmt)
     check_continual_state(pipeline, schema, book)
     check_readable(files, fmt)
     if engine == "spark":
