@@ -281,3 +281,20 @@ def test_a_null_a_dp_release_would_refuse_is_refused_before_anything_is_reserved
     assert "Nothing was reserved or released." in err
     ledger = tmp_path / "ledger.duckdb"
     assert not ledger.exists() or Ledger(ledger).table().height == 0
+
+
+def test_a_wrong_separator_is_suggested_and_one_null_value_may_be_a_string(tmp_path, capsys):
+    path = write(tmp_path, EUROPEAN, '[dataset.csv]\nnull_values = "NA"')
+    # "1;00123;1;1234,5" read with ',': two fields in a row under a one-field header.
+    assert run(path) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "found more fields than defined" in err and "is [dataset.csv] separator the file's?" in err, err
+    assert "1234" not in err and "00123" not in err
+
+
+def test_timestamps_read_as_a_declared_datetime(tmp_path):
+    data = "id,smoker,seen\n1,1,2026-11-29 10:00:00\n2,0,2026-11-30 11:30:00\n"
+    path = write(tmp_path, data, '[dataset.csv]\ntypes = { seen = "Datetime" }', keep='["id", "seen"]')
+    assert run(path) == EXIT_OK
+    table = pl.read_parquet(tmp_path / "out" / "table.parquet")
+    assert isinstance(table.schema["seen"], pl.Datetime) and table["seen"].dt.hour().to_list() == [10, 11]

@@ -89,7 +89,7 @@ _HEX_SECRET = re.compile(r"(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{64})")
 #: The column types a ``[dataset.csv] types`` table may declare (Polars' names).
 CsvType = Literal[
     "Boolean", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
-    "Float32", "Float64", "String", "Date",
+    "Float32", "Float64", "String", "Date", "Datetime",
 ]  # fmt: skip
 _OneByte = Annotated[str, Field(min_length=1, max_length=1, pattern=r"^[\x01-\x7f]$")]
 
@@ -107,6 +107,11 @@ class CsvOptions(StrictModel):
     null_values: list[str] = Field(default_factory=list)
     decimal_comma: bool = False
     types: dict[Annotated[str, Field(min_length=1)], CsvType] = Field(default_factory=dict)
+
+    @field_validator("null_values", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return listify(value)
 
     @model_validator(mode="after")
     def _apart(self) -> CsvOptions:

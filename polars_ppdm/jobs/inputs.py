@@ -154,8 +154,17 @@ def withheld(error: BaseException) -> str:
 
 
 def _unreadable(path: Path, error: BaseException) -> InputError:
-    """The refusal of an input that cannot be read (:func:`withheld`)."""
-    return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {withheld(error)}")
+    """The refusal of an input that cannot be read (:func:`withheld`), with what usually
+    causes it in a CSV file."""
+    said = withheld(error)
+    hint = ""
+    if "found more fields than defined" in said:
+        hint = " (a row with more fields than the header: is [dataset.csv] separator the file's?)"
+    elif "invalid utf-8" in said.lower():
+        hint = " (inputs are UTF-8: convert the file first, e.g. iconv -f cp1252 -t utf-8)"
+    elif "could not parse" in said:
+        hint = " (declare the column's type in [dataset.csv] types, or its missing-value marker in null_values)"
+    return InputError(f"[dataset] inputs: {str(path)!r} cannot be read: {said}{hint}")
 
 
 def metadata(files: list[Path], fmt: InputFormat) -> list[InputFile]:
