@@ -225,7 +225,10 @@ def rr_disguise_expr(
     """Disguise one column by (k-ary) randomized response; element-wise and streamable.
 
     Each non-null value is kept with probability ``p``; otherwise it is replaced by one of
-    the other k - 1 categories, uniformly.  Nulls stay null; the dtype is kept.
+    the other k - 1 categories, uniformly.  Nulls stay null (as every Polars expression
+    keeps them); the dtype is kept.  So whether a value is missing is published as it is,
+    and no epsilon bounds it: fill the nulls with a category first where missingness is
+    sensitive (``ppdm run`` refuses them unless the step says ``nulls = "keep"``).
 
     The coin of a row is keyed by its unit (``key``), the stream and its value, as
     RAPPOR's memoisation: what is protected is each distinct value of a unit.  Each
