@@ -275,7 +275,7 @@ def test_a_null_a_dp_release_would_refuse_is_refused_before_anything_is_reserved
     assert run(path) == EXIT_INVALID
     err = capsys.readouterr().err
     assert (
-        "[[release]] 1 dp_histogram(income): column 'income' has null values, which a DP release refuses"
+        "[[release]] 1 dp_histogram(income): column 'income' has null, NaN or infinite values, which a DP release refuses"
         in err
     )
     assert "Nothing was reserved or released." in err
@@ -298,3 +298,49 @@ def test_timestamps_read_as_a_declared_datetime(tmp_path):
     assert run(path) == EXIT_OK
     table = pl.read_parquet(tmp_path / "out" / "table.parquet")
     assert isinstance(table.schema["seen"], pl.Datetime) and table["seen"].dt.hour().to_list() == [10, 11]
+
+
+def test_the_report_reads_a_published_csv_with_the_declared_types(tmp_path):
+    """The run read zip as text (00123); the report re-read the published CSV by inference
+    and drew 123 (review 54)."""
+    from polars_ppdm.jobs.report import _published
+
+    path = write(
+        tmp_path,
+        EUROPEAN,
+        '[dataset.csv]\nseparator = ";"\ndecimal_comma = true\nnull_values = ["NA"]\ntypes = { zip = "String" }',
+    )
+    path.write_text(path.read_text().replace('table = "out/table.parquet"', 'table = "out/table.csv"'))
+    assert run(path) == EXIT_OK
+    table, _ = _published(tmp_path / "out" / "table.csv", {"zip": "String"})
+    assert table["zip"].to_list() == ["00123", "04000", "10115", "00007"]
+    assert main(["report", str(path)]) == EXIT_OK
+
+
+def test_a_nan_or_infinity_a_dp_release_would_refuse_is_refused_before_anything_is_reserved(tmp_path, capsys):
+    from polars_ppdm.ledger import Ledger
+
+    path = write(
+        tmp_path,
+        EUROPEAN.replace("99,25", "inf"),
+        '[dataset.csv]\nseparator = ";"\ndecimal_comma = true\nnull_values = ["NA"]',
+    )
+    path.write_text(
+        path.read_text().replace(
+            "[output]",
+            '[[release]]\nstep = "dp_histogram"\ncolumns = ["id"]\nbounds = { id = [0.0, 10.0] }\n'
+            'epsilon = 0.5\noutput = "out/id.parquet"\n\n'
+            '[[release]]\nstep = "dp_group_by"\nby = ["smoker"]\nepsilon = 0.5\n'
+            "public_groups = [{ smoker = 0 }, { smoker = 1 }]\n"
+            'aggregates = [{ aggregate = "sum", column = "income", bounds = [0.0, 2000.0] }]\n'
+            'output = "out/income.parquet"\n\n[output]',
+        )
+    )
+    assert run(path) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "[[release]] 2 dp_group_by" in err and "column 'income' has null, NaN or infinite values" in err, (
+        err
+    )
+    assert "dp_histogram" not in err
+    ledger = tmp_path / "ledger.duckdb"
+    assert not ledger.exists() or Ledger(ledger).table().height == 0

@@ -482,6 +482,11 @@ class ParallelBlock:
     """
 
     def __init__(self, accountant: BudgetAccountant, group: _Group) -> None:
+        # Made by BudgetAccountant.parallel only: a block over another accountant's group
+        # would charge that one's block instead of its own (review 54).
+        if not isinstance(accountant, BudgetAccountant) or not any(g is group for g in accountant._groups):
+            msg = "A ParallelBlock is made by BudgetAccountant.parallel: with acc.parallel(label) as block."
+            raise InvalidParameterError(msg)
         self._accountant = accountant
         self._group = group
 

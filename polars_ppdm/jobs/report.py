@@ -57,13 +57,17 @@ def _unreadable(what: str, path: Path, error: BaseException) -> InputError:
     return InputError(f"{what} {str(path)!r} cannot be read: {error}")
 
 
-def _read(path: Path, what: str) -> pl.DataFrame:
-    """A published table or a release as the run wrote it (a Spark table: a folder of parts)."""
+def _read(path: Path, what: str, types: dict[str, Any] | None = None) -> pl.DataFrame:
+    """A published table or a release as the run wrote it (a Spark table: a folder of parts).
+    A CSV file's columns of ``types`` (``[dataset.csv] types``) are read as declared: the
+    run read its input so (a zip code ``00037`` as text), and inferring again would not."""
     try:
         if path.is_dir():
             return pl.read_parquet(path / "*.parquet")
         if path.suffix.lower() == ".csv":
-            return pl.read_csv(path)
+            header = pl.read_csv(path, n_rows=0).columns
+            declared = {name: getattr(pl, kind) for name, kind in (types or {}).items() if name in header}
+            return pl.read_csv(path, schema_overrides=declared or None)
         if path.suffix.lower() in {".arrow", ".ipc", ".feather"}:
             return pl.read_ipc(path)
         return pl.read_parquet(path)
@@ -71,15 +75,14 @@ def _read(path: Path, what: str) -> pl.DataFrame:
         raise _unreadable(what, path, error) from None
 
 
-
-def _published(path: Path) -> tuple[Table, dict[Path, tuple[int, ...]]]:
+def _published(path: Path, types: dict[str, Any] | None = None) -> tuple[Table, dict[Path, tuple[int, ...]]]:
     """The published table, and the identities of the files it is read from: Parquet and
     Arrow files (a Spark folder's parts) a column at a time, as the inputs are -- read
     whole, 100M rows held 2.7 GB before the first figure -- a CSV file whole."""
     parts = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
     columnar = path.is_dir() or path.suffix.lower() in {".parquet", ".arrow", ".ipc", ".feather"}
     if not columnar or not parts:
-        return Table(_read(path, "The published table")), {}
+        return Table(_read(path, "The published table", types)), {}
     try:
         identities = {part: _identity(part) for part in parts}
         if path.suffix.lower() == ".parquet" or path.is_dir():
@@ -265,7 +268,8 @@ def write_pipeline_report(
     steps: list[Any] = [*pipeline.release]
     if pipeline.output.table is not None:
         table_path = pipeline.resolve(pipeline.output.table)
-        released, published = _published(table_path)
+        csv_types = dict(pipeline.dataset.csv.types) if pipeline.dataset.csv is not None else None
+        released, published = _published(table_path, csv_types)
         steps = [*pipeline.perturb, *steps]
         if table_path.is_dir() and versions is None:
             versions = ("public",)

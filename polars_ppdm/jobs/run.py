@@ -747,9 +747,10 @@ def check_values_per_unit(
     - a null in a column of a step that did not say ``nulls = "keep"``: randomized
       response publishes a null as null, so whether a value is missing would go out
       undisguised, which no epsilon bounds;
-    - a null in a column a DP release bounds (``dp_histogram``, ``dp_quadtree``,
-      ``dp_kmeans``, a ``dp_group_by`` aggregate's): the release refuses it, which came
-      after the budget had been reserved.
+    - a null, NaN or infinity in a column a DP release bounds (``dp_histogram``,
+      ``dp_quadtree``, ``dp_kmeans``, a ``dp_group_by`` aggregate's, in any row, even one
+      its groups leave out): the release refuses it, which came after the budget had
+      been reserved.
 
     The messages carry no count or value from the data."""
     key = pipeline.dataset.key
@@ -794,9 +795,16 @@ def check_values_per_unit(
     try:
         if outside or counted or missing or bounded:
             nullable = counted.keys() | missing.keys() | bounded.keys()
-            query = scan(files, fmt).select(
+            frame = scan(files, fmt)
+            schema = frame.collect_schema()
+            floats = [c for c in bounded if c in schema and schema[c].is_float()]
+            query = frame.select(
                 *(stray[c].any().alias(f"outside {c}") for c in outside),
                 *(pl.col(c).is_null().any().alias(f"null {c}") for c in nullable),
+                *(
+                    (pl.col(c).is_nan() | pl.col(c).is_infinite()).any().alias(f"nonfinite {c}")
+                    for c in floats
+                ),
             )
             found = query.collect().row(0, named=True)
         if bounds:
@@ -826,10 +834,10 @@ def check_values_per_unit(
         if found[f"null {c}"] and c not in missing
     ]
     problems += [
-        f"{bounded[c]}: column {c!r} has null values, which a DP release refuses (a null is no value to "
-        "bound or count); a pipeline drops no rows: give it an input without them."
+        f"{bounded[c]}: column {c!r} has null, NaN or infinite values, which a DP release refuses (none is a "
+        "value to bound or count); a pipeline drops no rows: give it an input without them."
         for c in bounded
-        if found[f"null {c}"]
+        if found[f"null {c}"] or found.get(f"nonfinite {c}")
     ]
     problems += [
         f"{bounds[c][0]}, field 'max_values_per_unit': some privacy unit ({key!r}) has more distinct values of "

@@ -51,6 +51,12 @@ def check_for_spark(pipeline: Pipeline, fmt: InputFormat) -> None:
             f"[dataset.csv] null_values: Spark's CSV reader takes one null marker besides an empty field, "
             f"the file gives {len(fmt.csv.null_values)}; give one, or run with --engine polars"
         )
+    unsigned = sorted(name for name, kind in fmt.csv.types.items() if kind.startswith("UInt"))
+    if unsigned:
+        problems.append(
+            f"[dataset.csv] types: Spark has no unsigned integers, and {unsigned} are declared so; declare them "
+            "Int64, or run with --engine polars"
+        )
     if fmt.csv.decimal_comma:
         problems.append(
             "[dataset.csv] decimal_comma: Spark's CSV reader has no decimal comma; run with --engine polars"
@@ -115,8 +121,8 @@ def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
     # empty string (and only an empty field, or a declared null value, as null): the
     # declared marker, else one no file holds, keeps the two apart as Polars does.
     # As Polars parses (RFC 4180): a quoted field may hold line breaks (multiLine) and its
-    # quote doubled (escape); a row Spark cannot parse fails the run (FAILFAST), where
-    # Spark's default would publish it as nulls.
+    # quote doubled (escape). Spark's default mode, as Polars, reads a short row's missing
+    # fields as nulls (FAILFAST would refuse it, after the reservation, quoting the row).
     options = fmt.csv
     return spark.read.csv(
         paths,
@@ -127,7 +133,6 @@ def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
         quote=options.quote_char,  # "" turns quoting off, as Polars' quote_char=None
         escape=options.quote_char or "\\",
         multiLine=True,
-        mode="FAILFAST",
         nullValue=options.null_values[0] if options.null_values else f"\x00ppdm-null-{secrets.token_hex(16)}",
     )
 

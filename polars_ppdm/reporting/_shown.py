@@ -10,9 +10,13 @@ from collections.abc import Sequence
 # Unicode's explicit bidi controls: embeddings and overrides (U+202A-U+202E), isolates
 # (U+2066-U+2069) and marks (U+200E, U+200F, U+061C).  Obeyed, they reorder the text
 # around them, so a value could read as another ("txt<U+202E>gnp.exe" as "txtexe.png").
-# And the C0 and C1 controls (a line break or carriage return inside a CSV field): no font
-# has a glyph for them, and a label with one would read as two values or as none.
-_HIDDEN = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\x00-\x1f\x7f-\x9f]")
+# And the C0 and C1 controls (a line break or carriage return inside a CSV field), the
+# Unicode line and paragraph separators, and the invisible ones (zero-width space, joiners,
+# word joiner, BOM, soft hyphen): no font draws them, so two values differing by one
+# would look the same, and a label with a break would read as two.
+_HIDDEN = re.compile(
+    "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200d\u2060\ufeff\u00ad]"
+)
 
 
 def text(value: object) -> str:
