@@ -252,7 +252,7 @@ def test_a_lazy_release_given_a_block_is_charged_in_full_after_the_block_closed(
 def test_a_block_cannot_be_made_over_another_accountant_s_group():
     first, second = ppdm.BudgetAccountant(1.0), ppdm.BudgetAccountant(1.0)
     with first.parallel("theirs") as theirs:
-        with pytest.raises(InvalidParameterError, match="made by BudgetAccountant.parallel"):
+        with pytest.raises(InvalidParameterError, match=r"made by BudgetAccountant\.parallel"):
             ppdm.ParallelBlock(second, theirs._group)
         theirs.spend(0.5, "a")
     assert first.spent == pytest.approx(0.5) and second.spent == 0.0
