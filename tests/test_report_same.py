@@ -281,7 +281,9 @@ def test_the_published_table_read_a_column_at_a_time_gives_the_page_read_whole(
     pages = {}
     for way in ("a column at a time", "whole"):
         if way == "whole":  # as the report read it before issue 30
-            monkeypatch.setattr(job_report, "_published", lambda path, types=None: (Table(pl.read_parquet(path)), {}))
+            monkeypatch.setattr(
+                job_report, "_published", lambda path, types=None: (Table(pl.read_parquet(path)), {})
+            )
         assert main(["report", str(pipeline)]) == 0
         for version in ("internal", "public"):
             page = (pipeline.parent / "out" / f"report.{version}.html").read_text()
