@@ -13,7 +13,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install --quiet
+# --no-compile: pip byte-compiles every module it installs (PySpark's, SciPy's and
+# scikit-learn's tests among them), a third of the test stack's install time (44 -> 31 s);
+# Python compiles the modules that are imported when they first are.
+PIP := $(BIN)/python -m pip install --quiet --no-compile
 # The target the user typed, for the hint in the interpreter check's message.
 GOAL := $(or $(firstword $(MAKECMDGOALS)),demo)
 

@@ -34,7 +34,7 @@ PY
     echo "minimum versions: $(tr '\n' ' ' < "$work/minimums.txt")"
 
     "$PYTHON" -m venv "$work/venv"
-    "$work/venv/bin/python" -m pip install --quiet -c "$work/minimums.txt" -e '.[test]'
+    "$work/venv/bin/python" -m pip install --quiet --no-compile -c "$work/minimums.txt" -e '.[test]'
 }
 
 run_fast_tier() {

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 wheel=$(echo "$work"/dist/polars_ppdm-*.whl)
 echo "built $(basename "$wheel")"
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet "$wheel" pytest
+"$work/venv/bin/python" -m pip install --quiet --no-compile "$wheel" pytest
 
 # Run from an empty folder, with -P (no current directory on sys.path), so the only
 # polars_ppdm to import is the installed one.

@@ -102,7 +102,7 @@ def test_a_missing_python_is_named(tmp_path):
 def test_demo_installs_the_core_only_and_test_the_test_stack(tmp_path):
     folder = _project_copy(tmp_path)
     demo = _make(folder, "-n", "demo", f"PYTHON={sys.executable}").stdout
-    assert re.search(r"pip install --quiet -e \.$", demo, re.M), demo
+    assert re.search(r"pip install --quiet --no-compile -e \.$", demo, re.M), demo
     assert "[test]" not in demo and "ppdm run" in demo
     test = _make(folder, "-n", "test", f"PYTHON={sys.executable}").stdout
     assert "-e '.[test,spark]'" in test and "pytest" in test
@@ -124,8 +124,8 @@ def test_demo_and_test_share_one_venv_in_either_order(tmp_path):
     # ...and after `make demo` only, `make test` adds the test stack and nothing else.
     (venv / ".test").unlink()
     test = _make(folder, "-n", "test").stdout.splitlines()
-    assert test[0] == ".venv/bin/python -m pip install --quiet -e '.[test,spark]'"
+    assert test[0] == ".venv/bin/python -m pip install --quiet --no-compile -e '.[test,spark]'"
     assert not any("venv " in line for line in test)
     # A changed pyproject.toml makes every level stale.
     os.utime(folder / "pyproject.toml", (later + 10, later + 10))
-    assert "pip install --quiet -e ." in _make(folder, "-n", "demo").stdout
+    assert "pip install --quiet --no-compile -e ." in _make(folder, "-n", "demo").stdout

@@ -26,12 +26,14 @@ SURVEY = HERE.parent / "survey" / "survey.csv"
 VOTES = ["green", "red", "blue", "none"]
 
 
-def main() -> None:
+def main(spark: SparkSession | None = None) -> None:
+    """The example; a caller that passes ``spark`` (the tests' session) keeps it running."""
     if not SURVEY.exists():  # the survey example's data, made by examples/make_data.py
         sys.exit(f"{SURVEY} is missing: run `python examples/make_data.py` first")
     # The local workers must run this interpreter (the one with polars_ppdm).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
+    own_session = spark is None
+    spark = spark or (
         SparkSession.builder.master("local[2]")
         .appName("polars_ppdm example")
         .config("spark.ui.enabled", "false")
@@ -85,7 +87,8 @@ def main() -> None:
     histogram.orderBy("income_bin").show()  # a Spark DataFrame: a grid may have millions of cells
     if not same:
         sys.exit("the Spark output differs from the Polars output")
-    spark.stop()
+    if own_session:
+        spark.stop()
 
 
 if __name__ == "__main__":

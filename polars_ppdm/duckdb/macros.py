@@ -5,6 +5,7 @@ connection.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 
@@ -45,6 +46,22 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """
     register_scalar_udfs(con)
     register_group_by_udfs(con)
-    for path in sql_files():
-        con.execute(path.read_text(encoding="utf-8"))
+    for statement in _macro_statements():
+        con.execute(statement)
     return con
+
+
+@functools.cache
+def _macro_statements() -> tuple[duckdb.Statement, ...]:
+    """Every statement of the ``sql/`` files, parsed once per process: parsing was half of a
+    registration (23 of 46 ms), and a parsed statement runs on any connection (each run
+    copies it, so threads may share them)."""
+    parser = duckdb.connect()
+    try:
+        return tuple(
+            statement
+            for path in sql_files()
+            for statement in parser.extract_statements(path.read_text(encoding="utf-8"))
+        )
+    finally:
+        parser.close()
