@@ -37,6 +37,42 @@ def pattern_counts(con, frame: pl.DataFrame) -> None:
     )
 
 
+def _macro_names(con) -> set[str]:
+    query = "SELECT function_name FROM duckdb_functions() WHERE function_type LIKE '%macro' AND NOT internal"
+    return {row[0] for row in con.execute(query).fetchall()}
+
+
+def test_register_creates_every_macro_of_the_sql_files_on_each_connection_even_in_threads():
+    """The sql/ files are parsed once per process and the parsed statements run on every
+    connection registered, also from several threads at once."""
+    created = {
+        name
+        for path in SQL.glob("*.sql")
+        for name in re.findall(r"CREATE OR REPLACE MACRO (\w+)", path.read_text(encoding="utf-8"))
+    }
+    assert len(created) >= 24
+    got: list[set[str]] = []
+    failures: list[BaseException] = []
+
+    def register_and_use() -> None:
+        try:
+            con = ppdm.duckdb.register(duckdb.connect())
+            epsilon = con.execute("SELECT ppdm_rr_epsilon(0.75)").fetchall()[0][0]
+            assert epsilon == pytest.approx(ppdm.rr_epsilon(0.75))
+            got.append(_macro_names(con))
+        except BaseException as error:  # the assertion reaches the main thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=register_and_use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    # (register_scalar_udfs adds macros of its own: ppdm_key, ppdm_rr_disguise, ...)
+    assert len(got) == 4 and all(names == got[0] and created <= names for names in got)
+
+
 def test_every_sql_file_has_a_name_header_and_is_packaged():
     files = sorted(SQL.glob("*.sql"))
     assert files and [f.name for f in ppdm.duckdb.sql_files()] == [f.name for f in files]

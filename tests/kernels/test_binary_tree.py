@@ -297,8 +297,10 @@ def test_running_total_rmse_over_a_year_of_nights():
     last = bt.complete_nodes(horizon, horizon - 1)
     noise = bt.node_noise(SECRET, stream, last.level, last.index, sigma, groups=groups)
     position = {(int(lv), int(i)): c for c, (lv, i) in enumerate(zip(last.level, last.index, strict=True))}
-    published = np.empty((groups, horizon))
-    for through in range(horizon):  # every night: the nodes complete so far, their noise
+    published = np.full((groups, horizon), np.nan)
+    # The nights checked below, each published as on its night (the nodes complete so far
+    # and their noise; a night's release reads no other night's): 17 s for all 365.
+    for through in (0, 29, 200, 364):
         nodes = bt.complete_nodes(horizon, through)
         columns = np.array(
             [position[lv, i] for lv, i in zip(nodes.level.tolist(), nodes.index.tolist(), strict=True)]
