@@ -8,6 +8,9 @@
 #   bash .ci/minimums.sh prepare DIR      the venv only (.ci/run starts it in the background
 #   bash .ci/minimums.sh test DIR         while other legs run), then the fast tier in it
 set -euo pipefail
+# pip compiles nothing it installs (Python compiles what is imported), except where
+# PYTHONDONTWRITEBYTECODE is set and nothing would keep it (the Makefile's PIP, the same).
+no_compile=$([ -n "${PYTHONDONTWRITEBYTECODE:-}" ] || echo --no-compile)
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 step=${1:-all}
@@ -34,7 +37,7 @@ PY
     echo "minimum versions: $(tr '\n' ' ' < "$work/minimums.txt")"
 
     "$PYTHON" -m venv "$work/venv"
-    "$work/venv/bin/python" -m pip install --quiet --no-compile -c "$work/minimums.txt" -e '.[test]'
+    "$work/venv/bin/python" -m pip install --quiet $no_compile -c "$work/minimums.txt" -e '.[test]'
 }
 
 run_fast_tier() {

@@ -5,6 +5,9 @@
 # The guard plugin (.ci/wheel_guard.py) stops the run if polars_ppdm would be imported
 # from the source tree instead of the wheel.
 set -euo pipefail
+# pip compiles nothing it installs (Python compiles what is imported), except where
+# PYTHONDONTWRITEBYTECODE is set and nothing would keep it (the Makefile's PIP, the same).
+no_compile=$([ -n "${PYTHONDONTWRITEBYTECODE:-}" ] || echo --no-compile)
 cd "$(dirname "$0")/.."
 src=$PWD
 PYTHON="${PYTHON:-python3}"
@@ -15,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 wheel=$(echo "$work"/dist/polars_ppdm-*.whl)
 echo "built $(basename "$wheel")"
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --no-compile "$wheel" pytest
+"$work/venv/bin/python" -m pip install --quiet $no_compile "$wheel" pytest
 
 # Run from an empty folder, with -P (no current directory on sys.path), so the only
 # polars_ppdm to import is the installed one.

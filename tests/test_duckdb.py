@@ -73,6 +73,18 @@ def test_register_creates_every_macro_of_the_sql_files_on_each_connection_even_i
     assert len(got) == 4 and all(names == got[0] and created <= names for names in got)
 
 
+def test_the_macros_are_the_same_whatever_the_connections_parser_settings():
+    """The sql/ files are parsed once, under DuckDB's defaults, not under the settings of the
+    connection that happens to register first (executing their text under
+    integer_division put // in place of / in 54 places)."""
+    query = "SELECT function_name, macro_definition FROM duckdb_functions() WHERE function_name LIKE '%ppdm%'"
+    default = ppdm.duckdb.register(duckdb.connect())
+    other = duckdb.connect()
+    other.execute("SET integer_division = true")
+    ppdm.duckdb.register(other)
+    assert sorted(other.execute(query).fetchall()) == sorted(default.execute(query).fetchall())
+
+
 def test_every_sql_file_has_a_name_header_and_is_packaged():
     files = sorted(SQL.glob("*.sql"))
     assert files and [f.name for f in ppdm.duckdb.sql_files()] == [f.name for f in files]

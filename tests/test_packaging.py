@@ -54,7 +54,8 @@ def _project_copy(tmp_path: Path) -> Path:
 
 
 def _make(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    # Not PYTHONDONTWRITEBYTECODE (it keeps pip compiling, test_pip_compiles_only_...).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.run(
         ["make", "--no-print-directory", *args], cwd=folder, capture_output=True, text=True, env=env
     )
@@ -106,6 +107,23 @@ def test_demo_installs_the_core_only_and_test_the_test_stack(tmp_path):
     assert "[test]" not in demo and "ppdm run" in demo
     test = _make(folder, "-n", "test", f"PYTHON={sys.executable}").stdout
     assert "-e '.[test,spark]'" in test and "pytest" in test
+
+
+@needs_make
+def test_pip_compiles_only_where_python_would_not_keep_what_it_compiles(tmp_path):
+    """pip install --no-compile, except under PYTHONDONTWRITEBYTECODE: there no process
+    writes what it compiles, so what pip compiles at install is all there ever is."""
+    folder = _project_copy(tmp_path)
+    assert "pip install --quiet --no-compile -e ." in _make(folder, "-n", "demo").stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    demo = subprocess.run(
+        ["make", "--no-print-directory", "-n", "demo"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+    ).stdout
+    assert re.search(r"pip install --quiet -e \.$", demo, re.M), demo
 
 
 @needs_make

@@ -26,14 +26,12 @@ SURVEY = HERE.parent / "survey" / "survey.csv"
 VOTES = ["green", "red", "blue", "none"]
 
 
-def main(spark: SparkSession | None = None) -> None:
-    """The example; a caller that passes ``spark`` (the tests' session) keeps it running."""
+def main() -> None:
     if not SURVEY.exists():  # the survey example's data, made by examples/make_data.py
         sys.exit(f"{SURVEY} is missing: run `python examples/make_data.py` first")
     # The local workers must run this interpreter (the one with polars_ppdm).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    own_session = spark is None
-    spark = spark or (
+    spark = (
         SparkSession.builder.master("local[2]")
         .appName("polars_ppdm example")
         .config("spark.ui.enabled", "false")
@@ -87,8 +85,7 @@ def main(spark: SparkSession | None = None) -> None:
     histogram.orderBy("income_bin").show()  # a Spark DataFrame: a grid may have millions of cells
     if not same:
         sys.exit("the Spark output differs from the Polars output")
-    if own_session:
-        spark.stop()
+    spark.stop()
 
 
 if __name__ == "__main__":

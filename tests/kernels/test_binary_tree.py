@@ -283,7 +283,7 @@ def test_nodes_under_their_own_keys_are_each_node_s_own_noise():
 
 @pytest.mark.slow
 def test_running_total_rmse_over_a_year_of_nights():
-    """365 nights of a continual release over a generated event log; the running total
+    """A continual release over a generated year (365 nights) of events: the running total
     published on nights 1, 30 and 365 has the RMSE tree_variance says, within Z
     standard errors of the RMSE estimate, and no bias."""
     horizon, groups, rho = 365, 4000, 0.5
