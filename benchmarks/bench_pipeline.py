@@ -12,8 +12,9 @@ the two float columns, streaming scan -> perturb -> sink_parquet, each in a fres
 process whose peak RSS is read from ``resource.getrusage(RUSAGE_CHILDREN)``:
 
 * **by hand**: ``scan_parquet``, ``ppdm.rr_disguise``, ``ppdm.add_noise``,
-  ``sink_parquet`` with the same (default) options -- the query a user would write; the
-  same file, byte for byte (checked);
+  ``sink_parquet`` with the same (default) options -- the query a user would write, under
+  the secret ``ppdm run`` derives for the dataset (``perturbation_secret``); the same file,
+  byte for byte (checked);
 * **by hand + fsync**: the same, then ``os.fsync`` of the output: the durability a run
   needs for its atomic rename (a run's output survives a crash or power loss whole);
 * **ppdm run --no-report**: the pipeline file doing the same, with everything a run
@@ -42,7 +43,10 @@ from _timing import machine  # benchmarks/ is the script's own folder
 
 HAND = """
 import sys, polars as pl, polars_ppdm as ppdm
+from polars_ppdm.jobs.run import perturbation_secret
 source, target, secret = sys.argv[1:4]
+# What ppdm run keys a dataset's row-wise steps by: HMAC(secret, dataset name).
+secret = perturbation_secret(ppdm.Secret.from_hex(secret), "bench")
 frame = pl.scan_parquet(source)
 frame = ppdm.rr_disguise(frame, ["a", "b", "c"], epsilon=1.0, secret=secret, key="id")
 frame = ppdm.add_noise(frame, ["x", "y"], scale=1.0, secret=secret, key="id")

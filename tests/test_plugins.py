@@ -434,3 +434,23 @@ def test_the_fuzz_contract_takes_a_plugin_refusal_only_with_the_librarys_message
     assert violation_of_error(vague) == "a compiled plugin's refusal names no parameter or column"
     other = pl.exceptions.ComputeError("out of range for the key column")
     assert violation_of_error(other) == "a Polars error leaked from inside"
+
+
+def test_the_plugins_outputs_are_allocated_by_polars_allocator():
+    """The plugins' output buffers come from Polars' own allocator (``polars._plr``'s
+    capsule), which reuses freed pages; glibc gave them back to the kernel, and every
+    query faulted them in again (``native/src/polars_memory.rs``)."""
+    from polars_ppdm.perturb._plugin import _share_polars_allocator
+
+    plugin_directory("add_noise_f64")
+    assert _share_polars_allocator() is True
+
+
+def test_only_polars_allocator_capsule_is_read():
+    """A capsule of another name may hold anything: it is not taken for an allocator."""
+    import _datetime  # the datetime module's C API capsule
+    import importlib
+
+    assert NATIVE.register_polars_allocator(_datetime.datetime_CAPI) is False
+    assert NATIVE.register_polars_allocator(object()) is False
+    assert NATIVE.register_polars_allocator(importlib.import_module("polars._plr")._allocator) is True

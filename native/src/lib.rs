@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 mod arrow_c;
 mod plugin;
+mod polars_memory;
 mod radix;
 mod repeats;
 mod spacings;
@@ -434,7 +435,6 @@ struct PortableMath<'a> {
     cosines: &'a [f64],
 }
 
-const CELLS: f64 = 1024.0;
 const LOW_BITS: u32 = 52 - 10;
 const KEEP: u64 = !((1u64 << LOW_BITS) - 1);
 const HALF_CELL: u64 = 1u64 << (LOW_BITS - 1);
@@ -442,7 +442,7 @@ const FIRST_CELL: u64 = ((1023 - 54) as u64) << 10;
 
 impl PortableMath<'_> {
     /// `-ln v` for v in [2**-54, 1] (`portable_math.minus_log`).
-    #[inline]
+    #[inline(always)]
     fn minus_log(&self, v: f64) -> f64 {
         let bits = v.to_bits();
         let centre = f64::from_bits((bits & KEEP) | HALF_CELL);
@@ -461,40 +461,28 @@ impl PortableMath<'_> {
         if out >= 0.0 { out } else { 0.0 }
     }
 
-    /// `cos(2 pi u)` for u in [0, 1) (`portable_math.cos_two_pi`).
-    #[inline]
-    fn cos_two_pi(&self, u: f64) -> f64 {
-        // floor of values in [0, 4) and [0, 1024): exact.
-        let mut r = u * 4.0;
-        let quadrant = floor_small(r);
-        r -= quadrant;
-        let cell = floor_small(r * CELLS);
-        let mut a = r - (cell + 0.5) * (1.0 / CELLS); // exact: a power of two
+    /// `cos(2 pi u)` for `u = x 2**-53`, x a 53-bit integer (`portable_math.cos_two_pi` of
+    /// `prf.unit_doubles`). The steps there that are exact (the quadrant `floor(4u)`, the
+    /// cell `floor(1024 r)` of `r = 4u - quadrant`, and `r` less the cell's centre) are
+    /// read from x's bits here: the same values, without a rounding or a conversion that
+    /// vector units lack (AVX2 has no double-to-64-bit conversion).
+    #[inline(always)]
+    fn cos_two_pi_bits(&self, x: u64) -> f64 {
+        const TWO_52: f64 = 4503599627370496.0;
+        let quadrant = (x >> 51) & 3;
+        let index = ((x >> 41) & 1023) as usize;
+        // r - (cell + 0.5) / 1024 = ((x mod 2**41) - 2**40) 2**-51, each step exact; the
+        // 41-bit integer becomes a double as in unit_double.
+        let low = f64::from_bits(TWO_52.to_bits() | (x & ((1u64 << 41) - 1))) - TWO_52;
+        let mut a = (low - 1_099_511_627_776.0) * (1.0 / 2_251_799_813_685_248.0);
         a *= std::f64::consts::PI / 2.0;
-        // Indices and the quadrant through 32-bit integers: AVX2 converts doubles to those
-        // in vector lanes, and to 64-bit ones only a lane at a time.
-        let index = (cell as i32).clamp(0, 1023) as usize;
         let (s, c) = (self.sines[..1024][index], self.cosines[..1024][index]);
         let a2 = a * a;
         let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
         let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
-        let q = (quadrant as i32).clamp(0, 3);
-        let out = if q & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
-        out * if q == 1 || q == 2 { -1.0 } else { 1.0 }
-    }
-}
-
-/// The floor of a double in [0, 2**32): one rounding instruction where the build has one
-/// (SSE4.1, AArch64), else a truncating conversion rather than a libm call. Exact either way.
-#[inline]
-fn floor_small(x: f64) -> f64 {
-    #[cfg(any(target_feature = "sse4.1", target_arch = "aarch64"))]
-    {
-        x.floor()
-    }
-    #[cfg(not(any(target_feature = "sse4.1", target_arch = "aarch64")))]
-    {
-        (x as u32) as f64
+        let out =
+            if quadrant & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
+        out * if quadrant == 1 || quadrant == 2 { -1.0 } else { 1.0 }
     }
 }
 
@@ -502,7 +490,7 @@ fn floor_small(x: f64) -> f64 {
 /// without a 64-bit integer conversion, which AVX2 lacks (the loops around it would run a
 /// row at a time): the low 52 bits as the mantissa of 2**52 + low, minus 2**52, and the
 /// top bit added as 2**52.  Each step is exact, so the bits are those of the conversion.
-#[inline]
+#[inline(always)]
 fn unit_double(w: u64) -> f64 {
     const TWO_52: f64 = 4503599627370496.0;
     let x = w >> 11;
@@ -585,7 +573,7 @@ fn fill_noise(
     dst: &mut [f64],
 ) {
     let mut batch = [Block::default(); BATCH];
-    let (mut u0s, mut u1s) = ([0.0f64; BATCH], [0.0f64; BATCH]);
+    let (mut u0s, mut x1s) = ([0.0f64; BATCH], [0u64; BATCH]);
     for (c, (keys, dst)) in keys.chunks(BATCH).zip(dst.chunks_mut(BATCH)).enumerate() {
         let m = keys.len();
         for (block, &key) in batch.iter_mut().zip(keys) {
@@ -603,15 +591,12 @@ fn fill_noise(
         if gaussian {
             // Two passes: the words to doubles, then the transform over plain arrays, which
             // the compiler can run several rows at a time (the same IEEE steps per row).
-            let (u0s, u1s) = (&mut u0s[..m], &mut u1s[..m]);
-            for ((u0, u1), block) in u0s.iter_mut().zip(u1s.iter_mut()).zip(&batch[..m]) {
+            let (u0s, x1s) = (&mut u0s[..m], &mut x1s[..m]);
+            for ((u0, x1), block) in u0s.iter_mut().zip(x1s.iter_mut()).zip(&batch[..m]) {
                 *u0 = unit_double(word(block, 0));
-                *u1 = unit_double(word(block, 1));
+                *x1 = word(block, 1) >> 11;
             }
-            for ((d, &u0), &u1) in dst.iter_mut().zip(u0s.iter()).zip(u1s.iter()) {
-                let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
-                *d = scale * radius * math.cos_two_pi(u1);
-            }
+            gaussian_rows(math, scale, u0s, x1s, dst);
         } else {
             for (d, block) in dst.iter_mut().zip(&batch[..m]) {
                 *d = (2.0 * unit_double(word(block, 0)) - 1.0) * scale;
@@ -620,11 +605,48 @@ fn fill_noise(
     }
 }
 
+/// `scale * sqrt(2 (-ln(1 - u0))) * cos(2 pi u1)` for each row (`u1 = x1 2**-53`): with
+/// AVX2 where the CPU has it and the build does not already assume it (four rows per
+/// instruction, the table lookups as gathers), else with the build's own instructions.
+/// The same IEEE steps either way, so the same bits: AVX2 brings no fused multiply-add
+/// (that is FMA), and Rust never fuses a multiply and an add unasked.
+fn gaussian_rows(math: &PortableMath<'_>, scale: f64, u0s: &[f64], x1s: &[u64], dst: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { gaussian_rows_avx2(math, scale, u0s, x1s, dst) };
+    }
+    gaussian_rows_any_cpu(math, scale, u0s, x1s, dst);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn gaussian_rows_avx2(math: &PortableMath<'_>, scale: f64, u0s: &[f64], x1s: &[u64], dst: &mut [f64]) {
+    gaussian_rows_any_cpu(math, scale, u0s, x1s, dst);
+}
+
+#[inline(always)]
+fn gaussian_rows_any_cpu(math: &PortableMath<'_>, scale: f64, u0s: &[f64], x1s: &[u64], dst: &mut [f64]) {
+    for ((d, &u0), &x1) in dst.iter_mut().zip(u0s).zip(x1s) {
+        let radius = (2.0 * math.minus_log(1.0 - u0)).sqrt();
+        *d = scale * radius * math.cos_two_pi_bits(x1);
+    }
+}
+
 /// Registers a secret for the Polars plugins under `handle` (its fingerprint, computed by
 /// `polars_ppdm/perturb/_plugin.py`): query plans then carry the handle, not the secret.
 #[pyfunction]
 fn register_secret(handle: u64, secret: &[u8]) -> PyResult<()> {
     plugin::register_secret(handle, secret).map_err(PyValueError::new_err)
+}
+
+/// Hands Polars' allocator capsule (`polars._plr._allocator`) to the plugins, once per
+/// process: their outputs are then allocated as Polars' own are. False where it is not
+/// Polars' allocator capsule (the system's allocator serves then).
+#[pyfunction]
+fn register_polars_allocator(capsule: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: a live object, and the GIL is held.
+    unsafe { polars_memory::register(capsule.as_ptr()) }
 }
 
 /// Hands the `portable_math` tables to the Polars plugins (once per process; the same
@@ -676,6 +698,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(noise_into, m)?)?;
     m.add_function(wrap_pyfunction!(register_secret, m)?)?;
     m.add_function(wrap_pyfunction!(register_noise_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(register_polars_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
     m.add_function(wrap_pyfunction!(udf::udf_rr_binary, m)?)?;
@@ -684,4 +707,78 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(radix::radix_sort_words, m)?)?;
     m.add_function(wrap_pyfunction!(repeats::screen_repeats_into, m)?)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `portable_math.cos_two_pi` step by step in doubles (what `cos_two_pi_bits` reads
+    /// from the bits instead).
+    fn cos_two_pi_in_doubles(math: &PortableMath<'_>, u: f64) -> f64 {
+        let mut r = u * 4.0;
+        let quadrant = r.floor();
+        r -= quadrant;
+        let cell = (r * 1024.0).floor();
+        let a = (r - (cell + 0.5) * (1.0 / 1024.0)) * (std::f64::consts::PI / 2.0);
+        let (s, c) = (math.sines[cell as usize], math.cosines[cell as usize]);
+        let a2 = a * a;
+        let cos_a_minus_1 = a2 * (a2 * (1.0 / 24.0) - 0.5);
+        let sin_a = a + a * a2 * (a2 * (1.0 / 120.0) - 1.0 / 6.0);
+        let q = quadrant as usize;
+        let out = if q & 1 == 1 { s + (s * cos_a_minus_1 + c * sin_a) } else { c + (c * cos_a_minus_1 - s * sin_a) };
+        out * [1.0, -1.0, -1.0, 1.0][q]
+    }
+
+    /// Every cell's edges in every quadrant, the ends of the range, and a spread between.
+    fn edge_words() -> Vec<u64> {
+        let mut words = vec![0, 1, (1u64 << 53) - 1, (1u64 << 53) - 2];
+        for cell in 0..4 * 1024u64 {
+            let start = cell << 41;
+            words.extend([start, start + 1, start + (1 << 40) - 1, start + (1 << 40), start + (1 << 41) - 1]);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            words.push(x >> 11);
+        }
+        words
+    }
+
+    fn tables() -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        // Distinct entries, so a wrong cell would show; any values test the same steps.
+        let centres = (0..55 * 1024).map(|i| 40.0 - f64::from(i) / 1400.0).collect();
+        let sines = (0..1024).map(|i| (f64::from(i) + 0.5) / 1024.0 * 0.75).collect();
+        let cosines = (0..1024).map(|i| 1.0 - (f64::from(i) + 0.5) / 4096.0).collect();
+        (centres, sines, cosines)
+    }
+
+    #[test]
+    fn the_cosine_read_from_the_bits_is_the_cosine_of_the_doubles() {
+        let (centres, sines, cosines) = tables();
+        let math = PortableMath { minus_log_centres: &centres, sines: &sines, cosines: &cosines };
+        for x in edge_words() {
+            let u = unit_double(x << 11);
+            let (ours, theirs) = (math.cos_two_pi_bits(x), cos_two_pi_in_doubles(&math, u));
+            assert_eq!(ours.to_bits(), theirs.to_bits(), "x = {x:#x}");
+        }
+    }
+
+    #[test]
+    fn the_gaussian_rows_are_the_same_on_every_instruction_set() {
+        // gaussian_rows takes AVX2 where the CPU has it; each row alone is the scalar code.
+        let (centres, sines, cosines) = tables();
+        let math = PortableMath { minus_log_centres: &centres, sines: &sines, cosines: &cosines };
+        let words = edge_words();
+        let u0s: Vec<f64> = words.iter().rev().map(|&x| unit_double(x << 11)).collect();
+        let mut rows = vec![0.0; words.len()];
+        gaussian_rows(&math, 2.5, &u0s, &words, &mut rows);
+        for (i, (&u0, &x1)) in u0s.iter().zip(&words).enumerate() {
+            let one =
+                2.5 * (2.0 * math.minus_log(1.0 - u0)).sqrt() * cos_two_pi_in_doubles(&math, unit_double(x1 << 11));
+            assert_eq!(rows[i].to_bits(), one.to_bits(), "row {i}");
+        }
+    }
 }

@@ -20,6 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::arrow_c::{ArrowArray, ArrowSchema};
+use super::polars_memory::Floats;
 use super::{Cipher, PortableMath, bit_at, fill_noise, rr_bitmap};
 
 /// `polars_ffi::version_0::SeriesExport`: a Series as a field and its chunks.
@@ -252,14 +253,14 @@ fn check_keys(
 /// The data buffer of an output chunk: bits (Boolean) or float64 values.
 enum Data {
     Bits(Vec<u8>),
-    Floats(Vec<f64>),
+    Floats(Floats),
 }
 
 impl Data {
     fn pointer(&self) -> *const c_void {
         match self {
             Data::Bits(v) => v.as_ptr() as *const c_void,
-            Data::Floats(v) => v.as_ptr() as *const c_void,
+            Data::Floats(v) => v.as_ptr(),
         }
     }
 }
@@ -711,12 +712,13 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
         data
     };
     let math = PortableMath { minus_log_centres: centres, sines, cosines };
-    let mut out = vec![0.0f64; n];
-    fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, &mut out);
+    let mut buffer = Floats::zeroed(n);
+    let out = buffer.as_mut_slice();
+    fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, out);
     // x + r on the grid (the steps of kernels/noise.py's noisy_values). Zero under a
     // null: an Arrow IPC file writes the data buffer whole, and the noise of the filler
     // 0.0 there is the unit's noise for the value 0.0.
-    onto_grid(&mut out, &data, args.grid);
+    onto_grid(out, &data, args.grid);
     if nulls > 0 {
         for (row, o) in out.iter_mut().enumerate() {
             if !is_valid(row) {
@@ -724,5 +726,5 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
             }
         }
     }
-    Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(out), validity, n, nulls)))
+    Ok(series(schema("g", &name_of(values.field())), array(Data::Floats(buffer), validity, n, nulls)))
 }

@@ -36,6 +36,7 @@ FUNCTIONS = (
     "chained_words_into",
     "noise_into",
     "register_secret",
+    "register_polars_allocator",
     "plugins",
     "udf_rr_binary",
     "spacing_sums_into",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,7 +61,19 @@ def plugin_directory(name: str = "rr_keep_bool") -> Path | None:
     native = _native.NATIVE
     if native is None or native.__file__ is None or name not in native.plugins():
         return None
+    _share_polars_allocator()
     return Path(native.__file__).parent
+
+
+@functools.cache
+def _share_polars_allocator() -> bool:
+    """Hand Polars' allocator to the extension, once per process: the plugins' outputs
+    are then allocated as Polars' own are, and freed pages are reused rather than given
+    back to the kernel and faulted in again by the next query (``docs/speed.md``).
+    False where this Polars exports no allocator capsule (the system's allocator serves)."""
+    capsule = getattr(importlib.import_module("polars._plr"), "_allocator", None)
+    native = _native.NATIVE
+    return native is not None and capsule is not None and native.register_polars_allocator(capsule)
 
 
 def plugin_key_dtype(dtype: pl.DataType | type[pl.DataType]) -> bool:
