@@ -439,11 +439,48 @@ def test_the_fuzz_contract_takes_a_plugin_refusal_only_with_the_librarys_message
 def test_the_plugins_outputs_are_allocated_by_polars_allocator():
     """The plugins' output buffers come from Polars' own allocator (``polars._plr``'s
     capsule), which reuses freed pages; glibc gave them back to the kernel, and every
-    query faulted them in again (``native/src/polars_memory.rs``)."""
+    streaming query faulted them in again (``native/src/polars_memory.rs``)."""
     from polars_ppdm.perturb._plugin import _share_polars_allocator
 
-    plugin_directory("add_noise_f64")
+    lazy = ppdm.add_noise(real_frame(1000).lazy(), ["x"], scale=1.0, secret=SECRET, key="id")
     assert _share_polars_allocator() is True
+    before = NATIVE.buffers_from_polars()
+    lazy.collect(engine="streaming")
+    assert NATIVE.buffers_from_polars() > before
+
+
+def test_a_polars_without_an_allocator_capsule_is_not_an_error(monkeypatch):
+    """A Polars that exports no allocator capsule (or names its compiled module otherwise):
+    nothing is registered (the system's allocator serves a process in which nothing was),
+    and the plugin gives the same bits."""
+    import importlib
+    import types
+
+    from polars.testing import assert_frame_equal
+
+    from polars_ppdm.perturb import _plugin
+
+    frame = real_frame(500)
+    expected = noisy(frame, ["x"], key="id", scale=1.0, engine="streaming")
+    real_import = importlib.import_module
+
+    for lacking in (types.ModuleType("polars._plr"), None):
+
+        def fake_import(name, *args, lacking=lacking):
+            if name != "polars._plr":
+                return real_import(name, *args)
+            if lacking is None:
+                raise ImportError(name)
+            return lacking
+
+        monkeypatch.setattr(importlib, "import_module", fake_import)
+        _plugin._share_polars_allocator.cache_clear()
+        try:
+            assert _plugin._share_polars_allocator() is False
+            assert_frame_equal(noisy(frame, ["x"], key="id", scale=1.0, engine="streaming"), expected)
+        finally:
+            monkeypatch.setattr(importlib, "import_module", real_import)
+            _plugin._share_polars_allocator.cache_clear()
 
 
 def test_only_polars_allocator_capsule_is_read():

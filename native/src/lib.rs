@@ -607,7 +607,8 @@ fn fill_noise(
 
 /// `scale * sqrt(2 (-ln(1 - u0))) * cos(2 pi u1)` for each row (`u1 = x1 2**-53`): with
 /// AVX2 where the CPU has it and the build does not already assume it (four rows per
-/// instruction, the table lookups as gathers), else with the build's own instructions.
+/// instruction; the table lookups one at a time, or as gathers where the build has
+/// AVX-512), else with the build's own instructions.
 /// The same IEEE steps either way, so the same bits: AVX2 brings no fused multiply-add
 /// (that is FMA), and Rust never fuses a multiply and an add unasked.
 fn gaussian_rows(math: &PortableMath<'_>, scale: f64, u0s: &[f64], x1s: &[u64], dst: &mut [f64]) {
@@ -647,6 +648,12 @@ fn register_secret(handle: u64, secret: &[u8]) -> PyResult<()> {
 fn register_polars_allocator(capsule: &Bound<'_, PyAny>) -> bool {
     // SAFETY: a live object, and the GIL is held.
     unsafe { polars_memory::register(capsule.as_ptr()) }
+}
+
+/// How many output buffers Polars' allocator has made for the plugins in this process.
+#[pyfunction]
+fn buffers_from_polars() -> u64 {
+    polars_memory::buffers_from_polars()
 }
 
 /// Hands the `portable_math` tables to the Polars plugins (once per process; the same
@@ -699,6 +706,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register_secret, m)?)?;
     m.add_function(wrap_pyfunction!(register_noise_tables, m)?)?;
     m.add_function(wrap_pyfunction!(register_polars_allocator, m)?)?;
+    m.add_function(wrap_pyfunction!(buffers_from_polars, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(backend, m)?)?;
     m.add_function(wrap_pyfunction!(udf::udf_rr_binary, m)?)?;

@@ -1,12 +1,13 @@
 //! The plugins' output buffers, allocated by Polars' own allocator when Python hands it
 //! over (`register_polars_allocator`), else by the system's.
 //!
-//! Why: a plugin's output lives until the query's result is dropped, then every morsel's
-//! buffer is freed at once. glibc's malloc gives those pages back to the kernel, so the
-//! next query faults each one in again (measured: 50,000 page faults and 0.1 s of system
-//! time per 10M x 3 `add_noise`, against 600 for a plain Polars expression, whose
-//! allocator keeps freed pages for reuse). Polars exports its allocator for plugins as a
-//! capsule of four functions, which this module calls.
+//! Why: in the streaming engine a plugin's outputs (one per morsel) live until the
+//! query's result is dropped, then all are freed at once. glibc's malloc often gives those
+//! pages back to the kernel, and the next query faults each one in again (measured: up to
+//! 50,000 page faults and 0.1 s of system time a 10M x 3 `add_noise` query, against 600
+//! for a plain Polars expression, whose allocator keeps freed pages for reuse). Polars
+//! exports its allocator for plugins as a capsule of four functions, which this module
+//! calls.
 //!
 //! Each buffer remembers the function that frees it, so a buffer made before the
 //! allocator was registered is still freed by the system's.
@@ -15,34 +16,43 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The layout of Polars' capsule (`polars._plr._allocator`): sizes and alignments in bytes.
 #[repr(C)]
 struct AllocatorCapsule {
-    _alloc: unsafe extern "C" fn(usize, usize) -> *mut u8,
+    alloc: unsafe extern "C" fn(usize, usize) -> *mut u8,
     dealloc: unsafe extern "C" fn(*mut u8, usize, usize),
-    alloc_zeroed: unsafe extern "C" fn(usize, usize) -> *mut u8,
+    _alloc_zeroed: unsafe extern "C" fn(usize, usize) -> *mut u8,
     _realloc: unsafe extern "C" fn(*mut u8, usize, usize, usize) -> *mut u8,
 }
 
 /// The two functions a buffer needs, from Polars or from the system.
 #[derive(Clone, Copy)]
 struct Allocator {
-    alloc_zeroed: unsafe extern "C" fn(usize, usize) -> *mut u8,
+    alloc: unsafe extern "C" fn(usize, usize) -> *mut u8,
     dealloc: unsafe extern "C" fn(*mut u8, usize, usize),
 }
 
-unsafe extern "C" fn system_alloc_zeroed(size: usize, align: usize) -> *mut u8 {
-    unsafe { System.alloc_zeroed(Layout::from_size_align_unchecked(size, align)) }
+unsafe extern "C" fn system_alloc(size: usize, align: usize) -> *mut u8 {
+    unsafe { System.alloc(Layout::from_size_align_unchecked(size, align)) }
 }
 
 unsafe extern "C" fn system_dealloc(ptr: *mut u8, size: usize, align: usize) {
     unsafe { System.dealloc(ptr, Layout::from_size_align_unchecked(size, align)) }
 }
 
-const SYSTEM: Allocator = Allocator { alloc_zeroed: system_alloc_zeroed, dealloc: system_dealloc };
+const SYSTEM: Allocator = Allocator { alloc: system_alloc, dealloc: system_dealloc };
 
 static POLARS: OnceLock<Allocator> = OnceLock::new();
+
+/// How many buffers Polars' allocator has made in this process (`buffers_from_polars`:
+/// what the tests check the plugins' outputs by).
+static FROM_POLARS: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn buffers_from_polars() -> u64 {
+    FROM_POLARS.load(Ordering::Relaxed)
+}
 
 /// The name of Polars' allocator capsule (`polars.polars` was its module's name before
 /// the module became `polars._plr`; the capsule kept it). A capsule of another name may
@@ -75,7 +85,7 @@ pub(crate) unsafe fn register(capsule: *mut pyo3::ffi::PyObject) -> bool {
             return false;
         };
         // The functions live in Polars' extension, which is never unloaded.
-        POLARS.get_or_init(|| Allocator { alloc_zeroed: table.alloc_zeroed, dealloc: table.dealloc });
+        POLARS.get_or_init(|| Allocator { alloc: table.alloc, dealloc: table.dealloc });
     }
     true
 }
@@ -92,13 +102,25 @@ unsafe impl Send for Floats {}
 
 impl Floats {
     pub(crate) fn zeroed(len: usize) -> Self {
-        let allocator = *POLARS.get().unwrap_or(&SYSTEM);
+        let allocator = match POLARS.get() {
+            Some(polars) => {
+                FROM_POLARS.fetch_add(1, Ordering::Relaxed);
+                *polars
+            }
+            None => SYSTEM,
+        };
         if len == 0 {
             return Floats { ptr: NonNull::dangling(), len, free: allocator.dealloc };
         }
         let layout = Layout::array::<f64>(len).expect("a buffer of len float64 fits in memory");
-        let raw = unsafe { (allocator.alloc_zeroed)(layout.size(), layout.align()) } as *mut f64;
+        let raw = unsafe { (allocator.alloc)(layout.size(), layout.align()) } as *mut f64;
         let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
+        // Zeroed here, not by the allocator's alloc_zeroed: Polars 1.34's took fresh pages
+        // from the kernel for each zeroed request (29,000 page faults a 5M x 3 query, 600
+        // this way). And zeroed at all, though the plugins write every element: a reused
+        // page held another buffer (another query's values or noise), and none of it may
+        // reach an output whatever a later change to a plugin forgets to write.
+        unsafe { std::ptr::write_bytes(raw, 0, len) };
         Floats { ptr, len, free: allocator.dealloc }
     }
 

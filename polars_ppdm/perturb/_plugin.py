@@ -71,7 +71,10 @@ def _share_polars_allocator() -> bool:
     are then allocated as Polars' own are, and freed pages are reused rather than given
     back to the kernel and faulted in again by the next query (``docs/speed.md``).
     False where this Polars exports no allocator capsule (the system's allocator serves)."""
-    capsule = getattr(importlib.import_module("polars._plr"), "_allocator", None)
+    try:
+        capsule = getattr(importlib.import_module("polars._plr"), "_allocator", None)
+    except ImportError:  # a Polars whose compiled module is named otherwise
+        capsule = None
     native = _native.NATIVE
     return native is not None and capsule is not None and native.register_polars_allocator(capsule)
 
