@@ -633,25 +633,44 @@ impl NoiseArgs {
     }
 }
 
-/// The float64 values of a column, from row 0: a single aligned chunk is borrowed.
-/// Under a null, whatever the buffer holds (its noise is drawn and hidden by the validity).
-fn floats(values: &Input) -> Result<std::borrow::Cow<'_, [f64]>, String> {
-    let chunks: Vec<&ArrowArray> = values.chunks().collect();
-    let slice = |array: &ArrowArray| -> Result<&[f64], String> {
-        let data = unsafe { *array.buffers.add(1) } as *const f64;
-        if data.is_null() || !data.is_aligned() {
-            return Err("internal: a Float64 chunk without an aligned data buffer".into());
+/// The float64 values of a column's chunks, each from its offset.
+fn float_chunks(values: &Input) -> Result<Vec<&[f64]>, String> {
+    values
+        .chunks()
+        .map(|array| {
+            let data = unsafe { *array.buffers.add(1) } as *const f64;
+            if data.is_null() || !data.is_aligned() {
+                return Err("internal: a Float64 chunk without an aligned data buffer".into());
+            }
+            Ok(unsafe { std::slice::from_raw_parts(data.add(array.offset as usize), array.length as usize) })
+        })
+        .collect()
+}
+
+/// The values that key a column's noise, from row 0: a single chunk without nulls is
+/// borrowed (None here); else a copy with 0.0 under each null, the value that keys its
+/// noise (as the map_batches path fills it: nobody sees that noise, but the buffer may
+/// hold a NaN there). The copy comes from Polars' allocator like the output, so that an
+/// eager call on a column with nulls faults no fresh pages in either.
+fn keyed_values(chunks: &[&[f64]], validity: Option<&[u8]>, n: usize) -> Option<Floats> {
+    if chunks.len() == 1 && validity.is_none() {
+        return None;
+    }
+    let mut copy = Floats::zeroed(n);
+    let dst = copy.as_mut_slice();
+    let mut row = 0;
+    for chunk in chunks {
+        dst[row..row + chunk.len()].copy_from_slice(chunk);
+        row += chunk.len();
+    }
+    if let Some(valid) = validity {
+        for (row, x) in dst.iter_mut().enumerate() {
+            if bit_at(valid, row) == 0 {
+                *x = 0.0;
+            }
         }
-        Ok(unsafe { std::slice::from_raw_parts(data.add(array.offset as usize), array.length as usize) })
-    };
-    if chunks.len() == 1 {
-        return Ok(std::borrow::Cow::Borrowed(slice(chunks[0])?));
     }
-    let mut out = Vec::with_capacity(values.len());
-    for array in chunks {
-        out.extend_from_slice(slice(array)?);
-    }
-    Ok(std::borrow::Cow::Owned(out))
+    Some(copy)
 }
 
 /// Each `noise[i] + values[i]` rounded to a multiple of `grid` (ties to even, -0.0 as
@@ -694,31 +713,26 @@ fn add_noise_f64(inputs: &[Input], kwargs: &[u8]) -> Result<SeriesExport, String
     let args = NoiseArgs::parse(kwargs)?;
     let (centres, sines, cosines) = NOISE_TABLES.get().ok_or("internal: the noise tables are not registered")?;
     let (key_words, key_valid) = row_keys(keys)?;
-    let data = floats(values)?;
+    let chunks = float_chunks(values)?;
     let (validity, nulls) = validity(values);
-    if non_finite_valid(&data, validity.as_deref()) {
+    let copy = keyed_values(&chunks, validity.as_deref().filter(|_| nulls > 0), n);
+    let data: &[f64] = copy.as_ref().map_or(chunks.first().copied().unwrap_or(&[]), Floats::as_slice);
+    if non_finite_valid(data, validity.as_deref()) {
         return Err(format!(
             "add_noise: the column '{}' holds NaN or infinite values; replace them or make them null.",
             name_of(values.field())
         ));
     }
     check_keys("add_noise", keys, key_valid.as_deref(), validity.as_deref(), n)?;
-    // Under a null, the value that keys the noise is 0.0 (as the map_batches path fills
-    // it); nobody sees that noise, but the buffer may hold a NaN there.
     let is_valid = |row: usize| validity.as_ref().is_none_or(|v| bit_at(v, row) == 1);
-    let data = if nulls > 0 {
-        std::borrow::Cow::Owned((0..n).map(|row| if is_valid(row) { data[row] } else { 0.0 }).collect())
-    } else {
-        data
-    };
     let math = PortableMath { minus_log_centres: centres, sines, cosines };
     let mut buffer = Floats::zeroed(n);
     let out = buffer.as_mut_slice();
-    fill_noise(&args.cipher, &args.steps, &key_words, Some(&data), args.gaussian, args.scale, &math, out);
+    fill_noise(&args.cipher, &args.steps, &key_words, Some(data), args.gaussian, args.scale, &math, out);
     // x + r on the grid (the steps of kernels/noise.py's noisy_values). Zero under a
     // null: an Arrow IPC file writes the data buffer whole, and the noise of the filler
     // 0.0 there is the unit's noise for the value 0.0.
-    onto_grid(out, &data, args.grid);
+    onto_grid(out, data, args.grid);
     if nulls > 0 {
         for (row, o) in out.iter_mut().enumerate() {
             if !is_valid(row) {

@@ -129,6 +129,11 @@ impl Floats {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
+    pub(crate) fn as_slice(&self) -> &[f64] {
+        // As as_mut_slice.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
     pub(crate) fn as_ptr(&self) -> *const c_void {
         self.ptr.as_ptr() as *const c_void
     }
