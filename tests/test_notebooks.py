@@ -42,7 +42,7 @@ assert sorted(table['function'].unique().to_list()) == ['F1', 'F2', 'F3', 'F4', 
 assert table['gap'].is_finite().all()
 """,
     "lsdp_clustering.ipynb": """
-# The spiral multiplies every distance by one constant; n + 1 known pairs undo it.
+# The spiral multiplies every distance by one constant; n known pairs undo it.
 assert ratio.max() / ratio.min() - 1 < 1e-9, (ratio.min(), ratio.max())
 assert rmse < 1e-6, rmse
 assert table.height > 0 and table['F'].is_between(0, 1).all()

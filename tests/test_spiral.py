@@ -76,9 +76,41 @@ def test_known_io_attack_recovers_every_other_row():
         frame, cols, rounds=7, bounds={c: (0, 10) for c in cols}, secret=9, return_key=True
     )
     y = released.to_numpy()
-    attack = ppdm.audit.known_io_attack(x[:9], y[:9])  # n + 1 = 9 known pairs
+    attack = ppdm.audit.known_io_attack(x[:9], y[:9])  # n + 1 = 9 known pairs: any affine map
     rmse = np.sqrt(((attack.reconstruct(y[9:]) - x[9:]) ** 2).mean())
     assert rmse < 1e-6
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 8])
+def test_n_known_rows_undo_the_spiral(d):
+    """The spiral is a similarity (a rotation, one scale, an offset): n(n - 1)/2 + n + 1
+    unknowns, which n known pairs in general position determine -- one fewer than an
+    affine map needs (attack review 57: two people who know their own rows of a
+    latitude/longitude pair undo everyone's)."""
+    cols = [f"c{i}" for i in range(d)]
+    x = np.random.default_rng(d).uniform(0, 10, (2000, d))
+    released = ppdm.spiral(
+        pl.DataFrame(x, schema=cols), cols, rounds=7, bounds={c: (0, 10) for c in cols}, secret=9
+    )
+    y = released.to_numpy()
+    attack = ppdm.audit.known_io_attack(x[:d], y[:d])
+    assert np.abs(attack.reconstruct(y[d:]) - x[d:]).max() < 1e-8
+    with pytest.raises(InvalidParameterError, match=f"at least {d} known pairs"):
+        ppdm.audit.known_io_attack(x[: d - 1], y[: d - 1])
+
+
+def test_fewer_than_n_rows_in_general_position_do_not_determine_the_spiral():
+    """With the n known rows on a line in 3-D, the rotation about that line is free: two
+    rotations that agree on the known rows release the others differently."""
+    cols = ["a", "b", "c"]
+    on_a_line = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    with pytest.raises(InvalidParameterError, match="span only 1 of 3 dimensions"):
+        ppdm.audit.known_io_attack(on_a_line, on_a_line)
+    released = ppdm.spiral(
+        pl.DataFrame(on_a_line, schema=cols), cols, rounds=3, bounds={c: (0, 2) for c in cols}, secret=9
+    )
+    with pytest.raises(InvalidParameterError, match="span only 1 of 3 dimensions"):
+        ppdm.audit.known_io_attack(on_a_line, released.to_numpy())
 
 
 def test_eager_lazy_and_streaming_agree_and_other_columns_stay():
@@ -122,14 +154,16 @@ def test_nulls_null_the_whole_row_and_bad_input_is_refused():
             ppdm.spiral(df, bounds=bounds, secret=1, **kwargs)
     with pytest.warns(PrivacyLeakWarning, match="not public"):
         ppdm.spiral(df, ["b", "a"], rounds=1, secret=1)
-    with pytest.raises(InvalidParameterError, match="n \\+ 1 = 3"):
-        ppdm.audit.known_io_attack(np.ones((2, 2)), np.ones((2, 2)))
-    on_a_line = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
-    with pytest.raises(InvalidParameterError, match="span only 1 of 2 dimensions"):
-        ppdm.audit.known_io_attack(on_a_line, on_a_line)  # the map is undetermined off the line
+    with pytest.raises(InvalidParameterError, match="at least 2 known pairs"):
+        ppdm.audit.known_io_attack(np.ones((1, 2)), np.ones((1, 2)))
+    one_point = np.ones((4, 2))
+    with pytest.raises(InvalidParameterError, match="span only 0 of 2 dimensions"):
+        ppdm.audit.known_io_attack(one_point, one_point)  # the map is undetermined off the point
     with pytest.raises(InvalidParameterError, match="null, NaN or infinite"):
         ppdm.audit.known_io_attack(np.array([[0.0, np.nan], [1.0, 0.0], [0.0, 1.0]]), np.ones((3, 2)))
-    with pytest.raises(InvalidParameterError, match="'x' parameter of mutual_information must be a 1-D sequence"):
+    with pytest.raises(
+        InvalidParameterError, match="'x' parameter of mutual_information must be a 1-D sequence"
+    ):
         ppdm.audit.mutual_information(["a", "b", "c"], [1.0, 2.0, 3.0])
 
 

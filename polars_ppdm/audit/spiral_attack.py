@@ -1,8 +1,12 @@
 """The known input/output attack on the log-spiral perturbation (paper 002).
 
-However many rounds, the perturbation is one affine map ``y = A x + b``: n^2 + n
-unknowns, which n + 1 known (original, released) pairs in general position determine.
-The attacker solves for them by least squares and inverts the map for every other row.
+However many rounds, the perturbation is one similarity ``y = s Q x + b`` (Q a rotation,
+s > 0): n(n - 1)/2 + n + 1 unknowns for n columns, which n known (original, released)
+pairs in general position determine. Their n - 1 differences fix Q on the hyperplane they
+span and s; Q's determinant (+1) fixes its last axis; any pair then gives b. The attacker
+solves for them (orthogonal Procrustes, Kabsch's sign correction) and inverts the map for
+every other row. With n + 1 pairs or more that span every dimension, any affine map
+``y = A x + b`` is solved by least squares instead.
 
 References
 ----------
@@ -57,7 +61,11 @@ def _rows(data: Rows, name: str) -> np.ndarray:
 
 
 def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
-    """Solve for the perturbation from known pairs (at least n + 1 rows of n columns).
+    """Solve for the perturbation from known pairs: n rows of n >= 2 columns in general
+    position undo the spiral (two rows for one column).
+
+    With n pairs, the map is solved as the spiral's similarity ``y = s Q x + b``; with n + 1
+    pairs or more that span every dimension, as any affine map (least squares).
 
     Examples
     --------
@@ -65,8 +73,8 @@ def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
     >>> from polars_ppdm.perturb.spiral import spiral_key
     >>> key = spiral_key(["a", "b", "c"], bounds={c: (0, 1) for c in "abc"}, rounds=10, secret=7)
     >>> x = np.random.default_rng(0).random((100, 3))
-    >>> attack = known_io_attack(x[:4], key.apply(x[:4]))   # 4 = n + 1 known pairs
-    >>> bool(np.abs(attack.reconstruct(key.apply(x[4:])) - x[4:]).max() < 1e-8)
+    >>> attack = known_io_attack(x[:3], key.apply(x[:3]))   # 3 = n known pairs
+    >>> bool(np.abs(attack.reconstruct(key.apply(x[3:])) - x[3:]).max() < 1e-8)
     True
     """
     x, y = _rows(original_rows, "original_rows"), _rows(released_rows, "released_rows")
@@ -74,17 +82,38 @@ def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
         msg = f"known_io_attack: original_rows and released_rows must have the same shape. Got {x.shape} and {y.shape}."
         raise InvalidParameterError(msg)
     n = x.shape[1]
-    if x.shape[0] < n + 1:
-        msg = f"known_io_attack needs at least n + 1 = {n + 1} known pairs for {n} columns. Got {x.shape[0]}."
+    need = max(n, 2)
+    if x.shape[0] < need:
+        msg = f"known_io_attack needs at least {need} known pairs for {n} column(s). Got {x.shape[0]}."
         raise InvalidParameterError(msg)
-    design = np.hstack([x, np.ones((len(x), 1))])
-    solution, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
-    if rank < n + 1:
-        # Known rows on one hyperplane leave the map undetermined off it.
-        msg = (
-            f"known_io_attack: the {x.shape[0]} known original rows span only {rank - 1} of {n} "
-            "dimensions (they lie on one hyperplane), so they do not determine the map; "
-            "the attack needs n + 1 rows in general position."
-        )
-        raise InvalidParameterError(msg)
-    return KnownIOAttack(solution[:n], solution[n])
+    differences = x[1:] - x[0]
+    span = int(np.linalg.matrix_rank(differences, tol=1e-9 * max(1.0, float(np.abs(x).max()))))
+    if span == n:
+        design = np.hstack([x, np.ones((len(x), 1))])
+        solution = np.linalg.lstsq(design, y, rcond=None)[0]
+        return KnownIOAttack(solution[:n], solution[n])
+    if span == n - 1 and n >= 2:
+        return _similarity(x, y)
+    # Known rows on a lower-dimensional subspace leave the rotation free off it.
+    msg = (
+        f"known_io_attack: the {x.shape[0]} known original rows span only {span} of {n} "
+        f"dimensions, so they do not determine the map; the attack needs {need} rows in "
+        "general position (their differences spanning at least n - 1 dimensions)."
+    )
+    raise InvalidParameterError(msg)
+
+
+def _similarity(x: np.ndarray, y: np.ndarray) -> KnownIOAttack:
+    """``y = x @ (s R) + b`` with R a rotation (determinant +1) and s > 0, fitted by
+    orthogonal Procrustes: R from the SVD of the centred cross-covariance, its last axis
+    signed so that det R = +1 (the rows span only n - 1 dimensions: the reflection would
+    fit them as well)."""
+    x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
+    xc, yc = x - x_mean, y - y_mean
+    u, singular, vt = np.linalg.svd(xc.T @ yc)
+    signs = np.ones(len(singular))
+    signs[-1] = np.sign(np.linalg.det(u @ vt)) or 1.0
+    rotation = (u * signs) @ vt
+    scale = float((singular * signs).sum() / (xc**2).sum())
+    matrix = scale * rotation
+    return KnownIOAttack(matrix, y_mean - x_mean @ matrix)

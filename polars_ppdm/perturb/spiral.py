@@ -268,7 +268,7 @@ def spiral_key(
     highs = np.array([checked[c][1] for c in cols])
     # The rounds are drawn under a key of the secret and the whole query (the columns, the
     # bounds, the rounds' parameters): under the secret alone, every key of as many columns
-    # had one matrix (and, with the same bounds, one offset), and d + 1 rows known in one
+    # had one matrix (and, with the same bounds, one offset), and d rows known in one
     # release undid every other release under the secret.
     label = query_label(
         f"{_FUNC}({', '.join(cols)})",
@@ -443,10 +443,11 @@ def spiral(
 
     Notes
     -----
-    Many rounds look like many secrets, but they compose into one affine map with
-    n^2 + n unknowns: an attacker who knows n + 1 original rows and their released rows
-    solves for it and undoes every other row (:func:`polars_ppdm.audit.known_io_attack`).
-    More rounds do not help against this.
+    Many rounds look like many secrets, but they compose into one similarity map (a
+    rotation, one scale, an offset) with n(n - 1)/2 + n + 1 unknowns: an attacker who knows
+    n original rows and their released rows (in general position) solves for it and
+    undoes every other row (:func:`polars_ppdm.audit.known_io_attack`). More rounds do not
+    help against this.
 
     A constant column (bounds ``(c, c)``, or read off data in which the column holds one
     value, with a second warning) has a zero-width range: every centre sits on ``c`` in

@@ -627,7 +627,7 @@ def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
         f"rank correlation of the pairwise distances of {len(x):,} rows, original vs released (1 = same order)",
     )
     known = _general_position(x, d)
-    if known is None:  # the rows lie in a subspace: d + 1 of them do not pin the map
+    if known is None:  # the rows lie in a subspace: d of them do not pin the map
         return [preserved]
     rest = np.setdiff1d(np.arange(len(x)), known)
     with np.errstate(all="ignore"):
@@ -640,14 +640,16 @@ def _spiral_figures(step: Any, tables: _Tables) -> list[Figure]:
         Figure(
             "known-I/O attack error",
             share(error),
-            f"RMS error of every other row rebuilt from {d + 1} known pairs, as a share of each column's range",
+            f"RMS error of every other row rebuilt from {d} known pairs, as a share of each column's range",
         ),
     ]
 
 
 def _general_position(x: np.ndarray, d: int) -> np.ndarray | None:
-    """The first d + 1 rows (in sample order) in general position, as an attacker who
-    knows a few people's rows would pick them; None when the rows lie in a subspace."""
+    """The first d rows (in sample order) in general position (their differences span d - 1
+    dimensions: enough for the spiral's similarity map, ``known_io_attack``), as an
+    attacker who knows a few people's rows would pick them; None when the rows lie in a
+    smaller subspace."""
     chosen = [0]
     for i in range(1, len(x)):
         trial = [*chosen, i]
@@ -656,7 +658,7 @@ def _general_position(x: np.ndarray, d: int) -> np.ndarray | None:
             == len(trial) - 1
         ):
             chosen = trial
-            if len(chosen) == d + 1:
+            if len(chosen) == d:
                 return np.asarray(chosen)
     return None
 
@@ -666,14 +668,14 @@ def _spiral(step: Any, column: str, tables: _Tables, figures: list[Figure]) -> _
     parts = _Parts(
         verdict=(
             f"Rotated with {', '.join(step.columns)} by a secret log-spiral map ({step.rounds} rounds): distances "
-            f"and clusters survive; anyone who knows {d + 1} original rows and their released versions undoes it "
+            f"and clusters survive; anyone who knows {d} original rows and their released versions undoes it "
             "for every row."
         )
     )
     parts.risk.append(
         Figure(
             "known pairs that undo the map",
-            d + 1,
+            d,
             "an attacker with this many (original, released) rows solves the map (paper 002)",
         )
     )
