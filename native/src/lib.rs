@@ -468,12 +468,11 @@ impl PortableMath<'_> {
     /// vector units lack (AVX2 has no double-to-64-bit conversion).
     #[inline(always)]
     fn cos_two_pi_bits(&self, x: u64) -> f64 {
-        const TWO_52: f64 = 4503599627370496.0;
         let quadrant = (x >> 51) & 3;
         let index = ((x >> 41) & 1023) as usize;
         // r - (cell + 0.5) / 1024 = ((x mod 2**41) - 2**40) 2**-51, each step exact; the
         // 41-bit integer becomes a double as in unit_double.
-        let low = f64::from_bits(TWO_52.to_bits() | (x & ((1u64 << 41) - 1))) - TWO_52;
+        let low = below_2_52_as_double(x & ((1u64 << 41) - 1));
         let mut a = (low - 1_099_511_627_776.0) * (1.0 / 2_251_799_813_685_248.0);
         a *= std::f64::consts::PI / 2.0;
         let (s, c) = (self.sines[..1024][index], self.cosines[..1024][index]);
@@ -486,15 +485,23 @@ impl PortableMath<'_> {
     }
 }
 
-/// `(w >> 11) * 2**-53` (`prf.unit_doubles`).  The 53-bit integer becomes a double
-/// without a 64-bit integer conversion, which AVX2 lacks (the loops around it would run a
-/// row at a time): the low 52 bits as the mantissa of 2**52 + low, minus 2**52, and the
-/// top bit added as 2**52.  Each step is exact, so the bits are those of the conversion.
+const TWO_52: f64 = 4_503_599_627_370_496.0;
+
+/// An integer below 2**52 as a double, exactly: its bits as the mantissa of 2**52 + x,
+/// less 2**52. No 64-bit integer conversion, which AVX2 lacks (a loop with one runs a row
+/// at a time).
+#[inline(always)]
+fn below_2_52_as_double(x: u64) -> f64 {
+    f64::from_bits(TWO_52.to_bits() | x) - TWO_52
+}
+
+/// `(w >> 11) * 2**-53` (`prf.unit_doubles`).  The 53-bit integer becomes a double as its
+/// low 52 bits (`below_2_52_as_double`) plus its top bit as 2**52.  Each step is exact, so
+/// the bits are those of the conversion.
 #[inline(always)]
 fn unit_double(w: u64) -> f64 {
-    const TWO_52: f64 = 4503599627370496.0;
     let x = w >> 11;
-    let low = f64::from_bits(TWO_52.to_bits() | (x & ((1u64 << 52) - 1))) - TWO_52;
+    let low = below_2_52_as_double(x & ((1u64 << 52) - 1));
     let top = if x >> 52 != 0 { TWO_52 } else { 0.0 };
     (low + top) * (1.0 / 9007199254740992.0)
 }

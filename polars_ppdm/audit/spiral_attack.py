@@ -60,6 +60,15 @@ def _rows(data: Rows, name: str) -> np.ndarray:
     return out
 
 
+def spanned_dimensions(rows: np.ndarray) -> int:
+    """How many dimensions the differences of ``rows`` from the first span (the affine
+    hull's dimension), with a tolerance relative to the rows' magnitude."""
+    if len(rows) < 2:
+        return 0
+    tolerance = 1e-9 * max(1.0, float(np.abs(rows).max()))
+    return int(np.linalg.matrix_rank(rows[1:] - rows[0], tol=tolerance))
+
+
 def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
     """Solve for the perturbation from known pairs: n rows of n >= 2 columns in general
     position undo the spiral (two rows for one column).
@@ -86,8 +95,7 @@ def known_io_attack(original_rows: Rows, released_rows: Rows) -> KnownIOAttack:
     if x.shape[0] < need:
         msg = f"known_io_attack needs at least {need} known pairs for {n} column(s). Got {x.shape[0]}."
         raise InvalidParameterError(msg)
-    differences = x[1:] - x[0]
-    span = int(np.linalg.matrix_rank(differences, tol=1e-9 * max(1.0, float(np.abs(x).max()))))
+    span = spanned_dimensions(x)
     if span == n:
         design = np.hstack([x, np.ones((len(x), 1))])
         solution = np.linalg.lstsq(design, y, rcond=None)[0]

@@ -650,13 +650,12 @@ def _general_position(x: np.ndarray, d: int) -> np.ndarray | None:
     dimensions: enough for the spiral's similarity map, ``known_io_attack``), as an
     attacker who knows a few people's rows would pick them; None when the rows lie in a
     smaller subspace."""
+    from polars_ppdm.audit.spiral_attack import spanned_dimensions
+
     chosen = [0]
     for i in range(1, len(x)):
         trial = [*chosen, i]
-        if (
-            np.linalg.matrix_rank(x[trial[1:]] - x[trial[0]], tol=1e-9 * max(1.0, float(np.abs(x).max())))
-            == len(trial) - 1
-        ):
+        if spanned_dimensions(x[trial]) == len(trial) - 1:
             chosen = trial
             if len(chosen) == d:
                 return np.asarray(chosen)
