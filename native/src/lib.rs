@@ -15,6 +15,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 mod arrow_c;
+mod dp_sampler;
 mod plugin;
 mod polars_memory;
 mod radix;
@@ -641,6 +642,52 @@ fn gaussian_rows_any_cpu(math: &PortableMath<'_>, scale: f64, u0s: &[f64], x1s: 
     }
 }
 
+/// The exact DP noise of `polars_ppdm.kernels.dp_noise` into `out` (int64): `law` is
+/// "laplace", "geometric" or "gaussian"; `keys[i]` is drawn under `secrets[i / per_secret]`
+/// (`per_secret` 0: all under `secrets[0]`), its j-th word from the stream of
+/// `prefix + "/" + j`. The scale is t / 2^shift (the Gaussian: sigma = m / 2^shift, its
+/// proposal's scale t). Refusals of the range are RuntimeErrors, as on the Python path.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn discrete_noise_into(
+    py: Python<'_>,
+    law: &str,
+    secrets: Vec<Vec<u8>>,
+    prefix: &str,
+    keys: &Bound<'_, PyAny>,
+    per_secret: usize,
+    t: u64,
+    shift: u64,
+    m: u64,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let law = match law {
+        "laplace" => dp_sampler::Law::Laplace,
+        "geometric" => dp_sampler::Law::Geometric,
+        "gaussian" => dp_sampler::Law::Gaussian,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "'law' must be 'laplace', 'geometric' or 'gaussian'. Got {other:?}."
+            )));
+        }
+    };
+    let ciphers = secrets.iter().map(|s| Cipher::new(s)).collect::<PyResult<Vec<_>>>()?;
+    let keys = view(keys, "keys", 8, false)?;
+    let out = view(out, "out", 8, true)?;
+    apart(&out, &[&keys])?;
+    check_len("out", out.len, keys.len)?;
+    let owners = if per_secret == 0 { 1 } else { keys.len.div_ceil(per_secret) };
+    if t == 0 || ciphers.len() < owners.max(1) {
+        return Err(PyValueError::new_err("'t' must be >= 1 and every key must have its secret."));
+    }
+    let mut streams = dp_sampler::Streams::new(prefix);
+    py.detach(|| {
+        let (keys, dst) = unsafe { (keys.slice::<u64>(), out.slice_mut::<i64>()) };
+        dp_sampler::draw(law, &ciphers, &mut streams, keys, per_secret, t, shift, m, dst)
+    })
+    .map_err(pyo3::exceptions::PyRuntimeError::new_err)
+}
+
 /// Registers a secret for the Polars plugins under `handle` (its fingerprint, computed by
 /// `polars_ppdm/perturb/_plugin.py`): query plans then carry the handle, not the secret.
 #[pyfunction]
@@ -710,6 +757,7 @@ fn polars_ppdm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keep_codes_into, m)?)?;
     m.add_function(wrap_pyfunction!(chained_words_into, m)?)?;
     m.add_function(wrap_pyfunction!(noise_into, m)?)?;
+    m.add_function(wrap_pyfunction!(discrete_noise_into, m)?)?;
     m.add_function(wrap_pyfunction!(register_secret, m)?)?;
     m.add_function(wrap_pyfunction!(register_noise_tables, m)?)?;
     m.add_function(wrap_pyfunction!(register_polars_allocator, m)?)?;

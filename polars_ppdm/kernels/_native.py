@@ -35,6 +35,7 @@ FUNCTIONS = (
     "keep_codes_into",
     "chained_words_into",
     "noise_into",
+    "discrete_noise_into",
     "register_secret",
     "register_polars_allocator",
     "plugins",

@@ -35,6 +35,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
+from polars_ppdm.kernels import _native
 from polars_ppdm.kernels.prf import first_words, stream_id
 
 __all__ = [
@@ -146,6 +147,29 @@ class _Words:
                 if hi > lo:
                     encryptor.update_into(plain[lo:hi].data.cast("B"), cipher[lo * 16 : hi * 16 + 15].data)
         return cipher[: m * 16].view("<u8")[0::2].copy()
+
+
+def _compiled_draws(
+    law: str,
+    secrets: Sequence[bytes | bytearray | memoryview],
+    prefix: str,
+    keys: np.ndarray,
+    per_secret: int,
+    t: int,
+    shift: int,
+    m: int = 0,
+) -> np.ndarray | None:
+    """The same draws by the compiled sampler (``native/src/dp_sampler.rs``: the same
+    state machine, word for word, the GIL released), or None where it is not installed
+    or a key is not AES-128/256 (the NumPy path then draws them)."""
+    native = _native.NATIVE
+    if native is None or any(len(s) not in (16, 32) for s in secrets):
+        return None
+    out = np.empty(len(keys), dtype=np.int64)
+    native.discrete_noise_into(
+        law, [bytes(s) for s in secrets], prefix, np.ascontiguousarray(keys), per_secret, t, shift, m, out
+    )
+    return out
 
 
 def _below(words: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,6 +326,9 @@ def _geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float, *, tw
         if two_sided
         else f"dp/discrete_geometric/{stream:016x}/{t:x}/{shift}"
     )
+    compiled = _compiled_draws("laplace" if two_sided else "geometric", [secret], prefix, keys, 0, t, shift)
+    if compiled is not None:
+        return compiled
     words_of = _Words(secret, prefix)
     step = _LaplaceStep(t, shift, name)
     # The pending samples' state, compacted as samples finish (no gathers or scatters
@@ -550,7 +577,12 @@ def discrete_gaussian(
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out.reshape(shape)
-    words_of = _Words(secret, _gaussian_prefix(stream, m, shift))
+    prefix = _gaussian_prefix(stream, m, shift)
+    secrets = [secret] if isinstance(secret, ONE_SECRET) else list(secret)
+    compiled = _compiled_draws("gaussian", secrets, prefix, keys, per_secret, t, shift, m)
+    if compiled is not None:
+        return compiled.reshape(shape)
+    words_of = _Words(secret, prefix)
     step = _LaplaceStep(t, 0, "discrete_gaussian")
     acceptance = _Acceptance(m, shift, t)
     one, two = np.uint64(1), np.uint64(2)

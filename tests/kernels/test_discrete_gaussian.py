@@ -11,6 +11,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 from _helpers import stdout_with_numpy_simd_off
+from native_paths import kernel_path  # noqa: F401 - a fixture, used by pytestmark
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import (
@@ -27,6 +28,8 @@ from polars_ppdm.kernels.dp_noise import (
     gaussian_sampler_sigma,
 )
 from polars_ppdm.kernels.prf import stream_id
+
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 SECRET = bytes(range(16))
 OTHER_SECRET = bytes(range(16, 32))

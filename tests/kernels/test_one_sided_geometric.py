@@ -7,9 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from native_paths import kernel_path  # noqa: F401 - a fixture, used by pytestmark
 
 from polars_ppdm.kernels.dp_noise import discrete_laplace, one_sided_geometric
 from polars_ppdm.kernels.prf import stream_id
+
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 KEY = bytes(range(16))
 N = 200_000
