@@ -110,7 +110,7 @@ __all__ = [
 ]
 
 #: The version of the tables this module writes; a file with a higher one is refused.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Version 2: deltas.  Added to a version-1 file when a dataset first gets a delta budget.
 _UPGRADE_TO_2 = """
@@ -172,7 +172,12 @@ CREATE TABLE ppdm_tree_periods (
 );
 """
 
-_UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4, 5: _UPGRADE_TO_5}
+# Version 6: the privacy unit a dataset's budget is counted per (``ppdm run`` records
+# "column 'person'" or "each row"): epsilons spent per visit and per person do not add up
+# to a budget per person.  Added when a dataset is first opened with its unit.
+_UPGRADE_TO_6 = "ALTER TABLE ppdm_datasets ADD COLUMN privacy_unit VARCHAR;"
+
+_UPGRADES = {2: _UPGRADE_TO_2, 3: _UPGRADE_TO_3, 4: _UPGRADE_TO_4, 5: _UPGRADE_TO_5, 6: _UPGRADE_TO_6}
 
 #: How a dataset's budget composes, and the unit of its amounts.
 _UNITS = {"pure": "epsilon", "zcdp": "rho"}
@@ -332,6 +337,8 @@ class Budget(NamedTuple):
     delta: float = 0.0
     spent_delta: float = 0.0
     accounting: str = "pure"
+    #: Who one unit of the budget is ("column 'person'", "each row"), None if not recorded.
+    privacy_unit: str | None = None
 
     @property
     def unit(self) -> str:
@@ -351,6 +358,16 @@ class Budget(NamedTuple):
     @property
     def remaining_delta(self) -> float:
         return _left(self.delta, self.spent_delta)
+
+
+def unit_differs(dataset: str, path: str, held: str, asked: str) -> str:
+    """Why a dataset cannot spend per another privacy unit than the one it was opened with."""
+    return (
+        f"dataset {dataset!r} of the ledger {path!r} counts its budget per privacy unit {held}, and this run "
+        f"would spend it per {asked}: epsilons spent per different units do not add up to one budget (spent "
+        "per row, a person with 60 rows has spent 60 times the epsilon). Keep the dataset's unit, or give a "
+        f"new dataset name with a budget of its own (what this one spent stays spent, per {held})."
+    )
 
 
 def _left(budget: float, spent: float) -> float:
@@ -631,8 +648,9 @@ class Ledger:
     def _budget_of(cls, con: duckdb.DuckDBPyConnection, dataset: str) -> Budget | None:
         deltas = cls._has_deltas(con)
         accounting = "coalesce(accounting, 'pure')" if cls._has_zcdp(con) else "'pure'"
+        unit = "privacy_unit" if cls._version(con) >= 6 else "NULL"
         row = con.execute(
-            f"SELECT epsilon_budget, {'coalesce(delta_budget, 0)' if deltas else '0.0'}, {accounting} "
+            f"SELECT epsilon_budget, {'coalesce(delta_budget, 0)' if deltas else '0.0'}, {accounting}, {unit} "
             "FROM ppdm_datasets WHERE dataset = ?",
             [dataset],
         ).fetchone()
@@ -649,6 +667,7 @@ class Ledger:
             float(row[1]),
             math.fsum(r[1] for r in spent),
             str(row[2]),
+            None if row[3] is None else str(row[3]),
         )
 
     def _known_budget(self, con: duckdb.DuckDBPyConnection, dataset: str, func: str) -> Budget:
@@ -672,6 +691,7 @@ class Ledger:
         delta_budget: float | None = None,
         *,
         rho_budget: float | None = None,
+        privacy_unit: str | None = None,
     ) -> None:
         """Record ``dataset`` with its total budgets, or check the recorded ones are these.
 
@@ -683,6 +703,11 @@ class Ledger:
         checks nothing about it, and a new pure dataset then gets 0.  A different budget
         or accounting is refused: a budget is changed on purpose, with :meth:`set_budget`,
         not by editing a pipeline file.
+
+        ``privacy_unit`` names who one unit of the budget is (``ppdm run`` gives "column
+        'person'", or "each row" for a pipeline without a key): recorded the first time
+        it is given, and any other refused afterwards, since epsilons spent per visit and
+        per person do not add up to a budget per person.  None checks nothing.
         """
         func = "Ledger.open_dataset"
         _check_name("dataset", dataset, func)
@@ -704,13 +729,21 @@ class Ledger:
         if zcdp and delta == 0:
             _fail("delta_budget", func, "in (0, 1) for a zCDP dataset (the delta of its epsilon)", delta)
         accounting = "zcdp" if zcdp else "pure"
+        if privacy_unit is not None:
+            _check_name("privacy_unit", privacy_unit, func)
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
+            if privacy_unit is not None and (recorded is None or recorded.privacy_unit is None):
+                self._upgrade_to(con, 6)
             if recorded is None:
                 con.execute(
                     "INSERT INTO ppdm_datasets (dataset, epsilon_budget, created) VALUES (?, ?, ?)",
                     [dataset, budget, _now()],
                 )
+                if privacy_unit is not None:
+                    con.execute(
+                        "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [privacy_unit, dataset]
+                    )
                 if zcdp:
                     delta = 1e-6 if delta is None else delta
                     self._upgrade_to(con, 5)
@@ -729,6 +762,10 @@ class Ledger:
                     "cannot be converted afterwards. Give the dataset's own kind of budget, or a new dataset name."
                 )
                 raise InvalidParameterError(msg)
+            if privacy_unit is not None and recorded.privacy_unit not in (None, privacy_unit):
+                raise InvalidParameterError(
+                    unit_differs(dataset, str(self.path), recorded.privacy_unit, privacy_unit)
+                )
             for name, asked, held in (
                 (budget_name, budget, recorded.epsilon),
                 ("delta_budget", delta, recorded.delta),
@@ -741,6 +778,10 @@ class Ledger:
                         f"refuses a budget below what is spent)."
                     )
                     raise InvalidParameterError(msg)
+            if privacy_unit is not None and recorded.privacy_unit is None:
+                con.execute(
+                    "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [privacy_unit, dataset]
+                )
 
     def set_budget(
         self,
@@ -821,8 +862,9 @@ class Ledger:
     def datasets(self) -> pl.DataFrame:
         """One row per dataset: ``dataset``, ``budget``, ``spent``, ``remaining`` (in its
         ``unit``: epsilon, or rho for a zCDP dataset), ``delta_budget``, ``delta_spent``,
-        ``delta_remaining``, ``unit`` and ``epsilon_spent`` (a zCDP dataset's spent rho as
-        an epsilon at its delta)."""
+        ``delta_remaining``, ``unit``, ``epsilon_spent`` (a zCDP dataset's spent rho as
+        an epsilon at its delta) and ``privacy_unit`` (who one unit of the budget is, as
+        recorded by :meth:`open_dataset`; null if never given)."""
         with self._transaction(read_only=True) as con:
             names = [
                 row[0] for row in con.execute("SELECT dataset FROM ppdm_datasets ORDER BY dataset").fetchall()
@@ -842,6 +884,7 @@ class Ledger:
                         b.remaining_delta,
                         b.unit,
                         b.epsilon_at(b.spent) if b.accounting == "zcdp" else b.spent,
+                        b.privacy_unit,
                     )
                 )
         schema = {
@@ -854,6 +897,7 @@ class Ledger:
             "delta_remaining": pl.Float64,
             "unit": pl.String,
             "epsilon_spent": pl.Float64,
+            "privacy_unit": pl.String,
         }
         return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -1562,16 +1606,17 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
     units: dict[str, str] = {}
     if datasets is not None:
         for row in datasets.iter_rows(named=True):
+            per = f" per privacy unit {row['privacy_unit']}" if row.get("privacy_unit") else ""
             if row.get("unit") == "rho":
                 units[row["dataset"]] = "rho"
                 summaries[row["dataset"]] = (
-                    f"dataset {row['dataset']!r} (zCDP): rho budget {row['budget']:g}, spent {row['spent']:g} "
+                    f"dataset {row['dataset']!r} (zCDP): rho budget {row['budget']:g}{per}, spent {row['spent']:g} "
                     f"(epsilon {row['epsilon_spent']:.4g} at delta {row['delta_budget']:g}), remaining "
                     f"{row['remaining']:g}"
                 )
                 continue
             summaries[row["dataset"]] = (
-                f"dataset {row['dataset']!r}: budget {row['budget']:g}, spent {row['spent']:g}, "
+                f"dataset {row['dataset']!r}: budget {row['budget']:g}{per}, spent {row['spent']:g}, "
                 f"remaining {row['remaining']:g}"
             ) + (
                 f"; delta budget {row['delta_budget']:g}, spent {row['delta_spent']:g}, "

@@ -684,3 +684,20 @@ def test_reclaim_withdraws_only_runs_whose_process_died_before_publishing(tmp_pa
     assert book.spent("d") == pytest.approx(3.0)
     assert sorted(book.table("d")["run_id"].to_list()) == ["alive", "elsewhere", "published"]
     assert book.reclaim("d") == []
+
+
+def test_a_dataset_keeps_the_privacy_unit_it_was_first_given(path):
+    """Epsilons spent per visit and per person do not add up to a budget per person: the
+    unit is recorded with the dataset and another one is refused; None checks nothing."""
+    ledger = Ledger(path)
+    ledger.open_dataset("visits", 2.0)  # no unit yet (an older caller): nothing recorded
+    assert ledger.status("visits").privacy_unit is None
+    ledger.open_dataset("visits", 2.0, privacy_unit="column 'person'")
+    ledger.open_dataset("visits", 2.0)
+    ledger.open_dataset("visits", 2.0, privacy_unit="column 'person'")
+    with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
+        ledger.open_dataset("visits", 2.0, privacy_unit="each row")
+    assert ledger.status("visits").privacy_unit == "column 'person'"
+    assert ledger.datasets()["privacy_unit"].to_list() == ["column 'person'"]
+    with duckdb.connect(str(path)) as con:
+        assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (SCHEMA_VERSION,)

@@ -17,7 +17,7 @@ from polars_ppdm.jobs import run as run_module
 from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.config import NO_FINITE_EPSILON
 from polars_ppdm.jobs.errors import EXIT_CHANGED, EXIT_INVALID, EXIT_OK
-from polars_ppdm.ledger import Ledger
+from polars_ppdm.ledger import Ledger, format_ledger
 
 SECRET_HEX = os.urandom(32).hex()  # a strong secret, fresh per session
 
@@ -107,8 +107,10 @@ def test_old_ledgers_stay_readable_and_are_upgraded_by_a_run(tmp_path, example):
     assert Ledger(ledger).recorded_outputs("older-run") is None
     assert run(path) == EXIT_OK
     with duckdb.connect(str(ledger)) as con:
-        assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (4,)
+        assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (6,)
     assert Ledger(ledger).spent("survey") == pytest.approx(3.0)
+    # The unit is recorded from this run on (what the older runs spent it per is unknown).
+    assert Ledger(ledger).status("survey").privacy_unit == "column 'respondent_id'"
     assert Ledger(ledger).recorded_outputs("older-run") is None
 
 
@@ -143,6 +145,43 @@ manifest = "out/manifest.json"
 """
     )
     return path
+
+
+DP_HISTOGRAM = """
+[[perturb]]
+step = "keep"
+columns = ["a", "b", "visit"]
+
+[[release]]
+step = "dp_histogram"
+columns = ["a"]
+bounds = { a = [0, 2] }
+bins = 2
+epsilon = 1.0
+output = "out/histogram.parquet"
+"""
+
+
+@pytest.mark.parametrize("second", ["visit", None], ids=["another key", "no key"])
+def test_a_dataset_spends_its_budget_per_one_privacy_unit(tmp_path, monkeypatch, capsys, second):
+    """The attack: the same dataset's budget spent per person, then per visit (or per row):
+    a person with many visits would have spent many times the epsilon the ledger shows.
+    The second unit is refused by the plan and the run, nothing spent."""
+    monkeypatch.setenv("PPDM_SECRET", SECRET_HEX)
+    rows = {"id": [1, 1, 1, 2, 3, 4], "visit": [1, 2, 3, 4, 5, 6], "a": [0, 1, 1, 0, 1, 0], "b": [1, 1, 0, 0, 1, 0]}
+    path = _write_pipeline(tmp_path, DP_HISTOGRAM, key="id", rows=rows)
+    assert main(["run", "--quiet", str(path)]) == EXIT_OK
+    ledger = Ledger(tmp_path / "out" / "ledger.duckdb")
+    assert ledger.status("d").privacy_unit == "column 'id'"
+    assert ledger.spent("d") == pytest.approx(1.0)
+    path.write_text(path.read_text().replace('key = "id"', f'key = "{second}"' if second else ""))
+    for command in (["plan"], ["run", "--quiet"]):
+        assert main([*command, str(path)]) == EXIT_INVALID
+        err = capsys.readouterr().err
+        unit = f"column {second!r}" if second else "each row"
+        assert f"counts its budget per privacy unit column 'id', and this run would spend it per {unit}" in err
+    assert ledger.spent("d") == pytest.approx(1.0)
+    assert "per privacy unit column 'id'" in format_ledger(ledger.table(), ledger.datasets())
 
 
 WHOLE = """

@@ -60,7 +60,12 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
     ledger's budget holds until ``ppdm ledger --set-budget`` changes it."""
     import math as _math
 
+    from polars_ppdm.ledger import unit_differs
+
     dataset = pipeline.dataset
+    unit = privacy_unit(pipeline)
+    if held.privacy_unit is not None and held.privacy_unit != unit:
+        return f"[dataset], field 'key': {unit_differs(dataset.name, str(path), held.privacy_unit, unit)}"
     if (held.accounting == "zcdp") != dataset.zcdp:
         return (
             f"[dataset], field {dataset.budget_field!r}: the pipeline file gives {'a zCDP' if dataset.zcdp else 'a pure epsilon'} "
@@ -88,6 +93,12 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
     return None
 
 
+def privacy_unit(pipeline: Pipeline) -> str:
+    """Who one unit of the dataset's budget is, as the ledger records it."""
+    key = pipeline.dataset.key
+    return "each row" if key is None else f"column {key!r}"
+
+
 def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
     """Record the pipeline's dataset in the ledger, or check that its budgets are the
     ledger's (:class:`PipelineError` saying how to change them otherwise)."""
@@ -96,10 +107,13 @@ def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
         problem = _budget_differs(pipeline, book.status(dataset.name), path)
         if problem is not None:
             raise PipelineError(problem)
+    unit = privacy_unit(pipeline)
     if dataset.zcdp:
-        book.open_dataset(dataset.name, delta_budget=dataset.delta_budget, rho_budget=dataset.budget)
+        book.open_dataset(
+            dataset.name, delta_budget=dataset.delta_budget, rho_budget=dataset.budget, privacy_unit=unit
+        )
     else:
-        book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget)
+        book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget, privacy_unit=unit)
 
 
 def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
