@@ -88,6 +88,7 @@ import polars as pl
 from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
 from polars_ppdm.dp.accountant import BudgetAccountant, _Group, check_epsilon
+from polars_ppdm.dp.zcdp import rho_of_pure_epsilon
 from polars_ppdm.exceptions import (
     BudgetExceededError,
     InvalidParameterError,
@@ -918,6 +919,7 @@ class Ledger:
         *,
         pipeline: str = "",
         record_outputs: bool = False,
+        unit: str = "epsilon",
     ) -> Reservation:
         """Spend the epsilon of every release of a run, all or nothing, before the run reads a row.
 
@@ -939,6 +941,10 @@ class Ledger:
             (:meth:`record_output`), so that a re-run of the same run id can be checked
             to release the same bits (:meth:`recorded_outputs`).  Upgrades the file to
             schema version 3.
+        unit : {"epsilon", "rho"}
+            What the releases' amounts are: epsilons (on a zCDP dataset each costs
+            ``epsilon^2 / 2`` in rho, as the accountant charges a pure release), or, on a
+            zCDP dataset only, their rho.
 
         Raises
         ------
@@ -947,6 +953,8 @@ class Ledger:
             is recorded.
         """
         func = "Ledger.reserve"
+        if unit not in _UNITS.values():
+            _fail("unit", func, "'epsilon' or 'rho'", unit)
         _check_name("dataset", dataset, func)
         _check_name("run_id", run_id, func)
         if not isinstance(pipeline, str):
@@ -965,6 +973,15 @@ class Ledger:
                 else 0.0
             )
             rows.append((step, epsilon, "sequential", epsilon, delta, delta))
+        with self._transaction(read_only=True) as con:
+            accounting = self._known_budget(con, dataset, func).accounting
+        if unit == "rho" and accounting != "zcdp":
+            _fail("unit", func, f"'epsilon' for dataset {dataset!r}, whose budget is a pure epsilon", unit)
+        if unit == "epsilon" and accounting == "zcdp":  # a pure release in zCDP: rho = epsilon^2 / 2
+            rows = [
+                (step, eps, "sequential (zCDP: rho = epsilon^2/2)", rho_of_pure_epsilon(eps), d, d)
+                for step, eps, _, _, d, _ in rows
+            ]
         return self._reserve(
             dataset,
             run_id,

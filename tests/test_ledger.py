@@ -701,3 +701,22 @@ def test_a_dataset_keeps_the_privacy_unit_it_was_first_given(path):
     assert ledger.datasets()["privacy_unit"].to_list() == ["column 'person'"]
     with duckdb.connect(str(path)) as con:
         assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_epsilons_reserved_on_a_zcdp_dataset_are_charged_as_rho(path):
+    """The attack: three epsilon-3 releases reserved on a dataset of rho budget 10 were
+    charged 9 (the epsilons taken as rho); in zCDP they cost 3 x 3^2/2 = 13.5."""
+    ledger = Ledger(path)
+    ledger.open_dataset("visits", rho_budget=10.0)
+    ledger.reserve("visits", "run-1", [("a", 3.0)])
+    ledger.reserve("visits", "run-2", [("b", 3.0)])
+    assert ledger.spent("visits") == pytest.approx(9.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve("visits", "run-3", [("c", 3.0)])
+    ledger.reserve("visits", "run-4", [("d", 0.5)], unit="rho")  # amounts in rho, said so
+    assert ledger.spent("visits") == pytest.approx(9.5)
+    ledger.open_dataset("pure", epsilon_budget=1.0)
+    with pytest.raises(InvalidParameterError, match="'unit'.*'epsilon' for dataset 'pure'"):
+        ledger.reserve("pure", "run-5", [("e", 0.5)], unit="rho")
+    with pytest.raises(InvalidParameterError, match="'unit'"):
+        ledger.reserve("pure", "run-5", [("e", 0.5)], unit="delta")

@@ -1222,7 +1222,9 @@ def run_pipeline(
         epsilon_delta=book.status(name).delta if unit == "rho" else None,
     )
     manifest_path = pipeline.resolve(pipeline.output.manifest)
-    reservation = book.reserve(name, this_run, spends, pipeline=str(source.resolve()), record_outputs=True)
+    reservation = book.reserve(
+        name, this_run, spends, pipeline=str(source.resolve()), record_outputs=True, unit=unit
+    )
     manifest.spent = needed if reservation.new else 0.0
     manifest.identical_rerun = not reservation.new
     publisher = _Publisher(book, this_run, None)
