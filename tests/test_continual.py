@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import polars_ppdm as ppdm
-from polars_ppdm.dp.continual import expected_rmse
+from polars_ppdm.dp.continual import TreeState, expected_rmse
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError
 from polars_ppdm.kernels import binary_tree as tree
 
@@ -136,6 +136,21 @@ def test_a_restart_without_the_state_is_a_new_release_charged_again_with_fresh_n
     assert same < 0.3  # sigma ~2.2: two independent draws agree ~13% of the time
     _release(log, through=9, accountant=acc, state=one.state)
     assert acc.spent_rho == pytest.approx(1.0)  # a continuation is post-processing
+
+
+def test_a_state_made_by_hand_with_no_node_is_a_start_and_charged():
+    """Attack review 58: TreeState(config, no nodes) built from the public release_config
+    was taken for a continuation, so the release drew every node and was charged nothing."""
+    log = _log(10)
+    acc = ppdm.BudgetAccountant(rho=0.75)
+    honest = _release(log, through=3, accountant=acc)
+    assert acc.spent_rho == pytest.approx(0.5)
+    forged = TreeState(honest.state.config, honest.state.nodes.clear())
+    with pytest.raises(BudgetExceededError):
+        _release(log, through=3, accountant=acc, state=forged)
+    fresh = ppdm.BudgetAccountant(rho=0.75)
+    assert _release(log, through=3, accountant=fresh, state=forged).table.equals(honest.table)
+    assert fresh.spent_rho == pytest.approx(0.5)
 
 
 def test_a_state_taken_back_to_an_earlier_night_draws_each_node_once():

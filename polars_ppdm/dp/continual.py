@@ -225,7 +225,7 @@ def dp_continual_counts(
     released continually by the binary tree mechanism under one rho-zCDP charge.
 
     The release covers a declared horizon of ``horizon`` periods and is charged ``rho``
-    once, when it starts (``state=None``); every later call with the returned ``state``
+    once, when it starts (``state=None``, or a state with no node drawn yet); every later call with the returned ``state``
     publishes the periods up to ``through`` from the nodes published before and the
     nodes completed since, and is charged nothing (post-processing of the one tree).  A
     node's noise is drawn once (discrete Gaussian, keyed by the secret, the group, the
@@ -339,7 +339,10 @@ def dp_continual_counts(
         )
         raise InvalidParameterError(msg)
     check_accountant(accountant, _FUNC)
-    if state is None:
+    # A state with no node drawn (one made by hand) has published nothing: this call
+    # starts the release, and is charged as one.
+    starts = state is None or state.nodes.is_empty()
+    if starts:
         charge(accountant, None, label, _FUNC, rho=rho, check_only=True)
     key = release_secret(secret, _FUNC)
 
@@ -348,8 +351,9 @@ def dp_continual_counts(
     )
     if state is not None:
         _check_published_periods(state, digests)
-    if state is None:
+    if starts:
         charge(accountant, None, label, _FUNC, rho=rho)
+    if state is None:
         state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
     known = state.periods["period"].max()
     fresh = digests.filter(pl.col("period") > (-1 if known is None else known))
