@@ -1623,23 +1623,27 @@ def format_ledger(table: pl.DataFrame, datasets: pl.DataFrame | None = None) -> 
     units: dict[str, str] = {}
     if datasets is not None:
         for row in datasets.iter_rows(named=True):
-            per = f" per privacy unit {row['privacy_unit']}" if row.get("privacy_unit") else ""
+            per = f"; per privacy unit: {row['privacy_unit']}" if row.get("privacy_unit") else ""
             if row.get("unit") == "rho":
                 units[row["dataset"]] = "rho"
                 summaries[row["dataset"]] = (
-                    f"dataset {row['dataset']!r} (zCDP): rho budget {row['budget']:g}{per}, spent {row['spent']:g} "
+                    f"dataset {row['dataset']!r} (zCDP): rho budget {row['budget']:g}, spent {row['spent']:g} "
                     f"(epsilon {row['epsilon_spent']:.4g} at delta {row['delta_budget']:g}), remaining "
-                    f"{row['remaining']:g}"
+                    f"{row['remaining']:g}{per}"
                 )
                 continue
             summaries[row["dataset"]] = (
-                f"dataset {row['dataset']!r}: budget {row['budget']:g}{per}, spent {row['spent']:g}, "
-                f"remaining {row['remaining']:g}"
-            ) + (
-                f"; delta budget {row['delta_budget']:g}, spent {row['delta_spent']:g}, "
-                f"remaining {row['delta_remaining']:g}"
-                if row.get("delta_budget")
-                else ""
+                (
+                    f"dataset {row['dataset']!r}: budget {row['budget']:g}, spent {row['spent']:g}, "
+                    f"remaining {row['remaining']:g}"
+                )
+                + (
+                    f"; delta budget {row['delta_budget']:g}, spent {row['delta_spent']:g}, "
+                    f"remaining {row['delta_remaining']:g}"
+                    if row.get("delta_budget")
+                    else ""
+                )
+                + per
             )
     names = list(dict.fromkeys([*table.get_column("dataset").to_list(), *summaries]))
     if not names:

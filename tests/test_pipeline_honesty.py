@@ -181,7 +181,7 @@ def test_a_dataset_spends_its_budget_per_one_privacy_unit(tmp_path, monkeypatch,
         unit = f"column {second!r}" if second else "each row"
         assert f"counts its budget per privacy unit column 'id', and this run would spend it per {unit}" in err
     assert ledger.spent("d") == pytest.approx(1.0)
-    assert "per privacy unit column 'id'" in format_ledger(ledger.table(), ledger.datasets())
+    assert "remaining 4; per privacy unit: column 'id'" in format_ledger(ledger.table(), ledger.datasets())
 
 
 WHOLE = """
