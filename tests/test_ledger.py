@@ -716,7 +716,7 @@ def test_epsilons_reserved_on_a_zcdp_dataset_are_charged_as_rho(path):
     ledger.reserve("visits", "run-4", [("d", 0.5)], unit="rho")  # amounts in rho, said so
     assert ledger.spent("visits") == pytest.approx(9.5)
     ledger.open_dataset("pure", epsilon_budget=1.0)
-    with pytest.raises(InvalidParameterError, match="'unit'.*'epsilon' for dataset 'pure'"):
+    with pytest.raises(InvalidParameterError, match=r"'unit'.*'epsilon' for dataset 'pure'"):
         ledger.reserve("pure", "run-5", [("e", 0.5)], unit="rho")
     with pytest.raises(InvalidParameterError, match="'unit'"):
         ledger.reserve("pure", "run-5", [("e", 0.5)], unit="delta")
