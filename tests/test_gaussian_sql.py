@@ -117,8 +117,18 @@ def test_histogram_arguments_are_checked_by_name(con, arguments, match):
         ).fetchall()
 
 
+def test_a_group_by_macro_names_itself_when_it_refuses_a_guessable_secret(con):
+    """New-user trial 59: the message named the Polars function (dp_group_by)."""
+    with pytest.raises(
+        duckdb.Error, match=r"'secret' argument of ppdm_dp_count/sum/avg/\.\.\. \(this DP macro\)"
+    ):
+        con.sql(
+            "FROM ppdm_dp_count('visits', 'zone', epsilon := 1, public_groups := [0, 1], secret := 42)"
+        ).fetchall()
+
+
 def test_histogram_refuses_a_guessable_secret(con):
-    with pytest.raises(duckdb.Error, match="'secret' argument of dp_histogram is guessable") as refused:
+    with pytest.raises(duckdb.Error, match="'secret' argument of ppdm_dp_histogram is guessable") as refused:
         con.sql(
             "FROM ppdm_dp_histogram('visits', 'x', 0, 10, 5, mechanism := 'gaussian', rho := 1, secret := '7')"
         ).fetchall()

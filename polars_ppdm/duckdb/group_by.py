@@ -138,14 +138,19 @@ def _release_of(release: Any, func: str) -> tuple[str, str]:
     """The label of a release's key (the macros pass the whole query's, from
     ``ppdm_dp_release_label``) and the function it names, for messages."""
     text = str(constant(release, "release", func))
-    return text, text.split("?")[0]
+    name = text.split("?")[0].split("(")[0]
+    return text, _SQL_NAMES.get(name, name)
+
+
+#: What the SQL user called, for messages: the release labels name the Polars function.
+_SQL_NAMES = {"dp_group_by": "ppdm_dp_count/sum/avg/... (this DP macro)", "dp_histogram": "ppdm_dp_histogram"}
 
 
 def _release_noise_udf(secret, release, digest, stream, key, scale):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     release, func = _release_of(release, "ppdm_release_noise")
-    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
+    resolved = require_strong_secret(secret_of(secret, func), func, sql=True)
     label = str(constant(stream, "stream", func))
     scale = constant(scale, "scale", func)
     if not (isinstance(scale, float) and 0 < scale < float("inf")):
@@ -161,13 +166,13 @@ def _release_gaussian_udf(secret, release, digest, stream, key, sigma):
     if len(key) == 0:
         return pa.array([], type=pa.int64())
     release, func = _release_of(release, "ppdm_release_gaussian")
-    resolved = require_strong_secret(secret_of(secret, func), func.split("(")[0], sql=True)
+    resolved = require_strong_secret(secret_of(secret, func), func, sql=True)
     label = str(constant(stream, "stream", func))
     sigma = constant(sigma, "sigma", func)
     if not isinstance(sigma, float):
         msg = f"The 'sigma' argument of ppdm_release_gaussian must be a finite float > 0. Got {sigma!r} instead."
         raise InvalidParameterError(msg)
-    check_gaussian_sigma(sigma, func.split("(")[0])
+    check_gaussian_sigma(sigma, func)
     own_key = release_key(resolved.key, release, int(constant(digest, "digest", func)))
     return pa.array(discrete_gaussian(own_key, stream_id(label), pl.Series(key).to_numpy(), sigma))
 
@@ -199,6 +204,18 @@ def _values_digest_udf(secret, word, values):
         return pa.array([], type=pa.uint64())
     key = secret_of(secret, "ppdm_values_digest").key
     return pa.array(values_digests(pl.Series(values), pl.Series(word).to_numpy(), key), type=pa.uint64())
+
+
+#: The SQL macro of each aggregate kind, for messages (sql/dp_group_by.sql).
+_MACROS = {
+    "count": "ppdm_dp_count",
+    "count_units": "ppdm_dp_count_units",
+    "sum": "ppdm_dp_sum",
+    "mean": "ppdm_dp_avg",
+    "variance": "ppdm_dp_var_pop",
+    "std": "ppdm_dp_stddev_pop",
+    "quantile": "ppdm_dp_percentile_cont",
+}
 
 
 @functools.lru_cache(maxsize=16)
@@ -275,7 +292,8 @@ def _release_value_udf(secret, spec, digest, word, rows, grid_sum, squares, valu
     if len(word) == 0:
         return pa.array([], type=pa.float64())
     request, a = _release_request(str(constant(spec, "spec", func)))
-    resolved = require_strong_secret(secret_of(secret, request.label), request.label.split("(")[0], sql=True)
+    macro = _MACROS.get(a.kind, request.label.split("(")[0])
+    resolved = require_strong_secret(secret_of(secret, macro), macro, sql=True)
     key = release_key(resolved.key, request.key_label, int(constant(digest, "digest", func)))
     h = request.helpers
     if a.kind == "quantile":
