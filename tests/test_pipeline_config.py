@@ -74,6 +74,22 @@ def test_unknown_parameter_names_the_step_and_lists_the_allowed_ones():
     assert "[[release]] 1 (dp_histogram): unknown parameter 'sigma'" in text and "max_contributions" in text
 
 
+def test_a_misspelt_name_gets_the_nearest_one():
+    """New-user trial 59: `[secrets]` said only that [secret] was required."""
+    text = refused(lambda d: d.update(secrets=d.pop("secret")))
+    assert "unknown parameter 'secrets' (did you mean 'secret'?)" in text
+    text = refused(lambda d: d["perturb"][0].update(epsilom=1.0))
+    assert "unknown parameter 'epsilom' (did you mean 'epsilon'?)" in text
+    text = refused(lambda d: d["perturb"][0].update(zzz=1.0))
+    assert "unknown parameter 'zzz'; rr_disguise takes" in text
+
+
+def test_a_secret_field_of_the_wrong_type_says_the_type_not_the_value():
+    text = refused(lambda d: d.update(secret={"file": 12345}))
+    assert "[secret], field 'file': must be a string. Got an integer instead." in text
+    assert "12345" not in text
+
+
 def test_missing_budget():
     text = refused(lambda d: d["dataset"].pop("epsilon_budget"))
     assert "[dataset]: needs a budget: 'epsilon_budget' (the total epsilon this dataset may ever spend" in text

@@ -14,6 +14,7 @@ from here as well.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import math
 import os
 import re
@@ -544,6 +545,7 @@ def _messages(document: dict[str, Any], errors: list[Any]) -> list[str]:
         kinds, got = [], ""
         for rest in rests:
             kind, _, tail = rest.partition(". Got ")
+            kind = kind.removesuffix(".")
             kinds.append(_KINDS.get(kind, kind))
             got = got or (f" Got {tail}" if tail else "")
         unique = list(dict.fromkeys(kinds))
@@ -580,16 +582,28 @@ def _message(document: dict[str, Any], error: Any) -> str:
         where_field += f" item {item + 1}" + (f", field {names[1]!r}" if len(names) > 1 else "")
     elif len(names) > 1:
         where_field += f" for column {names[1]!r}"
+    # A [secret] field's text may be the secret itself: only the type of a value is said.
     secret_value = error["loc"][:1] == ("secret",)
-    got = "" if secret_value else f" Got {_shown_value(error.get('input'))} instead."
+    given = error.get("input")
+    got = (
+        f" Got {_shown_value(given)} instead."
+        if not secret_value
+        else ""
+        if isinstance(given, str | dict) or given is None
+        else f" Got {_TYPE_WORDS.get(type(given).__name__, 'a ' + type(given).__name__)} instead."
+    )
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden" and item is not None and field in _ALLOWED:
         return f"{where}, field {field!r} item {item + 1}: unknown parameter {names[-1]!r}; it takes: {_fields(_ALLOWED[field])}."
     if kind == "extra_forbidden":
         allowed = f"; {where.split('(')[-1].rstrip(')')} takes: {_fields(model)}" if model else ""
+        known = [name for name in model.model_fields if name != "step"] if model else []
         if model is None and where == "the file":
             allowed = "; a pipeline file has [dataset], [secret], [output], [[perturb]] and [[release]]"
-        return f"{where}: unknown parameter {field!r}{allowed}."
+            known = ["dataset", "secret", "output", "perturb", "release"]
+        close = difflib.get_close_matches(str(field), known, n=1)
+        mean = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{where}: unknown parameter {field!r}{mean}{allowed}."
     if kind == "union_tag_invalid":
         section = error["loc"][0]
         steps = PERTURB_STEPS if section == "perturb" else RELEASE_STEPS
@@ -618,6 +632,9 @@ def _message(document: dict[str, Any], error: Any) -> str:
     if kind == "value_error":
         return f"{where_field}: {text}."
     return f"{where_field}: {text[0].lower() + text[1:]}.{got}"
+
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "list": "a list"}
 
 
 def _shown_value(value: Any, limit: int = 80) -> str:

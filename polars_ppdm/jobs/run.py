@@ -45,6 +45,7 @@ import hmac
 import json
 import math
 import os
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,13 +172,26 @@ def read_secret(pipeline: Pipeline) -> Secret:
     return check_strong_secret(pipeline, _read_secret(pipeline))
 
 
+# A lost secret is not replaced by a new one where outputs were published under it.
+_KEEP_THE_SECRET = (
+    "If runs published under it before, restore that secret instead: under a new one every value is "
+    "disguised afresh, and two disguises of one value average towards it."
+)
+
+
 def _read_secret(pipeline: Pipeline) -> Secret:
     source = pipeline.secret
     if source.env is not None:
         try:
             return secret_from_env(source.env)
         except SecretError as error:
-            msg = f"[secret], field 'env': {error}"
+            text = str(error)
+            msg = f"[secret], field 'env': {text[:1].lower()}{text[1:]}"
+            if os.environ.get(source.env) is None:
+                msg += (
+                    f" Set it to the pipeline's secret before the run; the first time, make one with `ppdm secret`. "
+                    f"{_KEEP_THE_SECRET}"
+                )
             raise PipelineError(msg) from None
     assert source.file is not None
     path = pipeline.resolve(source.file)
@@ -190,6 +204,8 @@ def _read_secret(pipeline: Pipeline) -> Secret:
         raise PipelineError(msg) from None
     except OSError as error:
         msg = f"[secret], field 'file': the secret file {str(path)!r} cannot be read: {error.strerror or type(error).__name__}."
+        if isinstance(error, FileNotFoundError):
+            msg += f" The first time, make it with: ppdm secret --output {shlex.quote(str(path))}. {_KEEP_THE_SECRET}"
         raise PipelineError(msg) from None
 
 
