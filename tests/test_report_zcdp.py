@@ -275,6 +275,15 @@ def test_year_ahead_without_a_continual_release_counts_days():
     )
 
 
+def test_year_ahead_of_a_run_that_does_not_fit_says_this_run_is_refused():
+    """New-user trial 59: over budget, the plan said 'the next (tomorrow) would be refused',
+    as if today's run fitted."""
+    over = year_ahead(unit="epsilon", budget=4.0, spent=6.0, per_run=2.0, today=dt.date(2026, 1, 1))
+    text = ahead_text(over)
+    assert "this run does not fit in the budget: it would be refused, and every run after it" in text
+    assert "the next" not in text
+
+
 def test_year_ahead_when_the_runs_spend_nothing_or_the_horizon_comes_first():
     tree = ContinualSchedule("[[release]] 1 dp_continual_counts(g)", horizon=8, through=2, rho=0.5)
     free = year_ahead(

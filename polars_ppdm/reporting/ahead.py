@@ -245,6 +245,9 @@ def ahead_text(ahead: YearAhead) -> str:
             f"the {ahead.runs_possible:,} runs left before the horizon ends all fit "
             f"(leaving {max(left - ahead.runs_possible * ahead.per_run, 0.0):.4g})"
         )
+    elif ahead.spent > ahead.budget * (1 + 1e-12):
+        # The plan counts this run as spent: it does not fit itself.
+        tail = "this run does not fit in the budget: it would be refused, and every run after it"
     elif ahead.runs_fit == 0:
         tail = f"no more run fits in the {what_left}: the next ({ahead.refused}) would be refused"
     else:
