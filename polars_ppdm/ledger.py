@@ -81,6 +81,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import polars as pl
@@ -692,7 +693,7 @@ class Ledger:
         delta_budget: float | None = None,
         *,
         rho_budget: float | None = None,
-        privacy_unit: str | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Record ``dataset`` with its total budgets, or check the recorded ones are these.
 
@@ -705,10 +706,11 @@ class Ledger:
         or accounting is refused: a budget is changed on purpose, with :meth:`set_budget`,
         not by editing a pipeline file.
 
-        ``privacy_unit`` names who one unit of the budget is (``ppdm run`` gives "column
-        'person'", or "each row" for a pipeline without a key): recorded the first time
-        it is given, and any other refused afterwards, since epsilons spent per visit and
-        per person do not add up to a budget per person.  None checks nothing.
+        ``privacy_unit`` is who one unit of the budget is: the column of the privacy unit
+        (``ppdm run`` gives its ``key``), or None for each row, as in the releases'
+        ``privacy_unit``.  Recorded the first time it is given, and any other refused
+        afterwards: epsilons spent per visit and per person do not add up to a budget per
+        person.  Not given (the default), nothing is recorded or checked.
         """
         func = "Ledger.open_dataset"
         _check_name("dataset", dataset, func)
@@ -730,8 +732,14 @@ class Ledger:
         if zcdp and delta == 0:
             _fail("delta_budget", func, "in (0, 1) for a zCDP dataset (the delta of its epsilon)", delta)
         accounting = "zcdp" if zcdp else "pure"
-        if privacy_unit is not None:
-            _check_name("privacy_unit", privacy_unit, func)
+        unit: str | None = None  # as recorded: "column 'person'" or "each row"
+        if privacy_unit is not ...:
+            unit = (
+                "each row"
+                if privacy_unit is None
+                else f"column {_check_name('privacy_unit', privacy_unit, func)!r}"
+            )
+        privacy_unit = unit
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
             if privacy_unit is not None and (recorded is None or recorded.privacy_unit is None):

@@ -692,11 +692,13 @@ def test_a_dataset_keeps_the_privacy_unit_it_was_first_given(path):
     ledger = Ledger(path)
     ledger.open_dataset("visits", 2.0)  # no unit yet (an older caller): nothing recorded
     assert ledger.status("visits").privacy_unit is None
-    ledger.open_dataset("visits", 2.0, privacy_unit="column 'person'")
+    ledger.open_dataset("visits", 2.0, privacy_unit="person")
     ledger.open_dataset("visits", 2.0)
-    ledger.open_dataset("visits", 2.0, privacy_unit="column 'person'")
+    ledger.open_dataset("visits", 2.0, privacy_unit="person")
     with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
-        ledger.open_dataset("visits", 2.0, privacy_unit="each row")
+        ledger.open_dataset("visits", 2.0, privacy_unit=None)  # each row a unit
+    with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
+        ledger.open_dataset("visits", 2.0, privacy_unit="visit")
     assert ledger.status("visits").privacy_unit == "column 'person'"
     assert ledger.datasets()["privacy_unit"].to_list() == ["column 'person'"]
     with duckdb.connect(str(path)) as con:

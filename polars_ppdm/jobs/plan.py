@@ -107,13 +107,17 @@ def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
         problem = _budget_differs(pipeline, book.status(dataset.name), path)
         if problem is not None:
             raise PipelineError(problem)
-    unit = privacy_unit(pipeline)
     if dataset.zcdp:
         book.open_dataset(
-            dataset.name, delta_budget=dataset.delta_budget, rho_budget=dataset.budget, privacy_unit=unit
+            dataset.name,
+            delta_budget=dataset.delta_budget,
+            rho_budget=dataset.budget,
+            privacy_unit=dataset.key,
         )
     else:
-        book.open_dataset(dataset.name, dataset.epsilon_budget, dataset.delta_budget, privacy_unit=unit)
+        book.open_dataset(
+            dataset.name, dataset.epsilon_budget, dataset.delta_budget, privacy_unit=dataset.key
+        )
 
 
 def published_columns(pipeline: Pipeline, schema: pl.Schema) -> list[str]:
