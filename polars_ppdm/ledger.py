@@ -362,6 +362,11 @@ class Budget(NamedTuple):
         return _left(self.delta, self.spent_delta)
 
 
+def unit_label(privacy_unit: str | None) -> str:
+    """How the ledger records a privacy unit: its column, or each row (None)."""
+    return "each row" if privacy_unit is None else f"column {privacy_unit!r}"
+
+
 def unit_differs(dataset: str, path: str, held: str, asked: str) -> str:
     """Why a dataset cannot spend per another privacy unit than the one it was opened with."""
     return (

@@ -60,10 +60,10 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
     ledger's budget holds until ``ppdm ledger --set-budget`` changes it."""
     import math as _math
 
-    from polars_ppdm.ledger import unit_differs
+    from polars_ppdm.ledger import unit_differs, unit_label
 
     dataset = pipeline.dataset
-    unit = privacy_unit(pipeline)
+    unit = unit_label(dataset.key)
     if held.privacy_unit is not None and held.privacy_unit != unit:
         return f"[dataset], field 'key': {unit_differs(dataset.name, str(path), held.privacy_unit, unit)}"
     if (held.accounting == "zcdp") != dataset.zcdp:
@@ -91,12 +91,6 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
                 f"{keep} in the file."
             )
     return None
-
-
-def privacy_unit(pipeline: Pipeline) -> str:
-    """Who one unit of the dataset's budget is, as the ledger records it."""
-    key = pipeline.dataset.key
-    return "each row" if key is None else f"column {key!r}"
 
 
 def open_dataset(book: Any, pipeline: Pipeline, path: Path) -> None:
