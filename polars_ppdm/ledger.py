@@ -88,7 +88,7 @@ import polars as pl
 
 from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
-from polars_ppdm.dp.accountant import BudgetAccountant, _Group, check_epsilon
+from polars_ppdm.dp.accountant import BudgetAccountant, _Group, check_epsilon, unit_label
 from polars_ppdm.dp.zcdp import rho_of_pure_epsilon
 from polars_ppdm.exceptions import (
     BudgetExceededError,
@@ -360,11 +360,6 @@ class Budget(NamedTuple):
     @property
     def remaining_delta(self) -> float:
         return _left(self.delta, self.spent_delta)
-
-
-def unit_label(privacy_unit: str | None) -> str:
-    """How the ledger records a privacy unit: its column, or each row (None)."""
-    return "each row" if privacy_unit is None else f"column {privacy_unit!r}"
 
 
 def unit_differs(dataset: str, path: str, held: str, asked: str) -> str:
@@ -739,24 +734,21 @@ class Ledger:
         accounting = "zcdp" if zcdp else "pure"
         unit: str | None = None  # as recorded: "column 'person'" or "each row"
         if privacy_unit is not ...:
-            unit = (
-                "each row"
-                if privacy_unit is None
-                else f"column {_check_name('privacy_unit', privacy_unit, func)!r}"
+            unit = unit_label(
+                None if privacy_unit is None else _check_name("privacy_unit", privacy_unit, func)
             )
-        privacy_unit = unit
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
-            if privacy_unit is not None and (recorded is None or recorded.privacy_unit is None):
+            if unit is not None and (recorded is None or recorded.privacy_unit is None):
                 self._upgrade_to(con, 6)
             if recorded is None:
                 con.execute(
                     "INSERT INTO ppdm_datasets (dataset, epsilon_budget, created) VALUES (?, ?, ?)",
                     [dataset, budget, _now()],
                 )
-                if privacy_unit is not None:
+                if unit is not None:
                     con.execute(
-                        "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [privacy_unit, dataset]
+                        "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset]
                     )
                 if zcdp:
                     delta = 1e-6 if delta is None else delta
@@ -776,9 +768,9 @@ class Ledger:
                     "cannot be converted afterwards. Give the dataset's own kind of budget, or a new dataset name."
                 )
                 raise InvalidParameterError(msg)
-            if privacy_unit is not None and recorded.privacy_unit not in (None, privacy_unit):
+            if unit is not None and recorded.privacy_unit not in (None, unit):
                 raise InvalidParameterError(
-                    unit_differs(dataset, str(self.path), recorded.privacy_unit, privacy_unit)
+                    unit_differs(dataset, str(self.path), recorded.privacy_unit, unit)
                 )
             for name, asked, held in (
                 (budget_name, budget, recorded.epsilon),
@@ -792,10 +784,19 @@ class Ledger:
                         f"refuses a budget below what is spent)."
                     )
                     raise InvalidParameterError(msg)
-            if privacy_unit is not None and recorded.privacy_unit is None:
-                con.execute(
-                    "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [privacy_unit, dataset]
-                )
+            if unit is not None and recorded.privacy_unit is None:
+                con.execute("UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset])
+
+    def _record_unit(self, dataset: str, unit: str) -> str:
+        """The dataset's privacy unit: ``unit`` recorded if it has none yet, else the one
+        it has (the caller refuses a release per another)."""
+        with self._transaction() as con:
+            held = self._known_budget(con, dataset, "Ledger.accountant")
+            if held.privacy_unit is not None:
+                return held.privacy_unit
+            self._upgrade_to(con, 6)
+            con.execute("UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset])
+        return unit
 
     def set_budget(
         self,
@@ -1445,6 +1446,16 @@ class LedgerAccountant(BudgetAccountant):
             super().__init__(rho=held.epsilon, delta=held.delta)
         else:
             super().__init__(held.epsilon, held.delta)
+        # The unit the dataset's budget is counted per, where the ledger records one.
+        self.privacy_unit = held.privacy_unit
+
+    def check_privacy_unit(self, privacy_unit: str | None, release: str) -> None:
+        """:meth:`BudgetAccountant.check_privacy_unit` against the dataset's unit in the
+        ledger; a dataset with none recorded takes the first release's (as a run records
+        its key), so that a later run or release per another unit is refused."""
+        if self.privacy_unit is None:
+            self.privacy_unit = self._ledger._record_unit(self.dataset, unit_label(privacy_unit))
+        super().check_privacy_unit(privacy_unit, release)
 
     def _held(self, name: str, value: float) -> None:
         # BudgetAccountant.__init__ sets the budgets; the ledger is where a budget changes.

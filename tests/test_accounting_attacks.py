@@ -256,3 +256,57 @@ def test_a_block_cannot_be_made_over_another_accountant_s_group():
             ppdm.ParallelBlock(second, theirs._group)
         theirs.spend(0.5, "a")
     assert first.spent == pytest.approx(0.5) and second.spent == 0.0
+
+
+# ---- review 58: one budget, one privacy unit ---------------------------------------------
+
+
+def _visits_histogram(accountant, key):  # type: ignore[no-untyped-def]
+    visits = pl.DataFrame(
+        {"person": [0, 0, 0, 1, 2], "visit": [1, 2, 3, 4, 5], "x": [1.0, 1.5, 2.0, 3.0, 0.5]}
+    )
+    return ppdm.dp_histogram(
+        visits, "x", bounds=(0, 4), bins=4, epsilon=0.5, key=key, secret=None, accountant=accountant
+    )
+
+
+def test_an_accountant_of_one_privacy_unit_refuses_releases_per_another(tmp_path):
+    """The attack of review 58 through the Python API: a dataset spent per person by a
+    pipeline, then per visit through its ledger's accountant. Refused before anything
+    is charged or released; the same unit is charged as before."""
+    path = tmp_path / "ledger.duckdb"
+    Ledger(path).open_dataset("visits", 2.0, privacy_unit="person")
+    memory = ppdm.BudgetAccountant(2.0, privacy_unit="person")
+    for acc in (Ledger(path).accountant("visits"), memory):
+        for key in ("visit", None):
+            with pytest.raises(
+                InvalidParameterError,
+                match="but the accountant counts its budget per privacy unit column 'person'",
+            ):
+                _visits_histogram(acc, key)
+            with acc.parallel("regions") as block, pytest.raises(InvalidParameterError):
+                _visits_histogram(block, key)
+        assert acc.spent == 0
+        _visits_histogram(acc, "person")
+        assert acc.spent == pytest.approx(0.5)
+    # Not told its unit, an accountant charges any release (the caller keeps them alike).
+    free = ppdm.BudgetAccountant(2.0)
+    _visits_histogram(free, "visit")
+    _visits_histogram(free, None)
+    assert free.spent == pytest.approx(1.0)
+    with pytest.raises(InvalidParameterError, match="'privacy_unit' parameter of BudgetAccountant"):
+        ppdm.BudgetAccountant(1.0, privacy_unit=3)
+
+
+def test_a_ledger_accountant_records_the_unit_of_a_dataset_that_had_none(tmp_path):
+    """Spent per visit from Python first, then a pipeline per person: the first release
+    records the unit, and the pipeline's other unit is refused."""
+    path = tmp_path / "ledger.duckdb"
+    Ledger(path).open_dataset("visits", 2.0)
+    acc = Ledger(path).accountant("visits")
+    _visits_histogram(acc, "visit")
+    assert Ledger(path).status("visits").privacy_unit == "column 'visit'"
+    with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'visit'"):
+        Ledger(path).open_dataset("visits", 2.0, privacy_unit="person")
+    with pytest.raises(InvalidParameterError, match="per privacy unit column 'visit'"):
+        _visits_histogram(Ledger(path).accountant("visits"), "person")

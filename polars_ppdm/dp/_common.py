@@ -173,9 +173,11 @@ def charge(
     delta: float = 0.0,
     check_only: bool = False,
     rho: float | None = None,
+    privacy_unit: str | None,
 ) -> None:
     """Spend ``epsilon`` (or, for a Gaussian release, ``rho``) on the accountant (if
-    any), once per computed release.
+    any), once per computed release; ``privacy_unit`` is the release's (its column, None
+    for each row), refused by an accountant that counts per another.
 
     Called after the data is read and checked (a refusal of bad data costs nothing and
     says nothing computed from the data) and before any noise is drawn: an over-budget
@@ -185,6 +187,8 @@ def charge(
     if accountant is None:
         return
     check_accountant(accountant, func)
+    owner = accountant.accountant if isinstance(accountant, ParallelBlock) else accountant
+    owner.check_privacy_unit(privacy_unit, release)
     if check_only:  # when the release is set up: an over-budget call never reads the data
         accountant.check(epsilon, release, why=why, delta=delta, rho=rho)
         return

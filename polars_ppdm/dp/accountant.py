@@ -53,6 +53,8 @@ import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import EllipsisType
+from typing import Any
 
 import polars as pl
 
@@ -91,6 +93,22 @@ class _Group:
         return max(self.deltas, default=0.0)
 
 
+def unit_label(privacy_unit: str | None) -> str:
+    """How a privacy unit is named in accountants and ledgers: its column, or each row (None)."""
+    return "each row" if privacy_unit is None else f"column {privacy_unit!r}"
+
+
+def check_unit_column(privacy_unit: Any, func: str) -> str | None:
+    """``privacy_unit=``: a column name, or None (each row a unit)."""
+    if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
+        msg = (
+            f"The 'privacy_unit' parameter of {func} must be a column name or None (each row a unit). "
+            f"Got {privacy_unit!r} instead."
+        )
+        raise InvalidParameterError(msg)
+    return privacy_unit
+
+
 class BudgetAccountant:
     """A total budget, spent release by release; refuses to overspend.
 
@@ -110,6 +128,11 @@ class BudgetAccountant:
         How releases compose; default "zcdp" when ``rho`` is given, else "pure".
         ``accounting="zcdp"`` with ``epsilon`` and ``delta`` converts that budget to the
         largest rho whose conversion stays within it (:func:`polars_ppdm.dp.zcdp.rho_for`).
+    privacy_unit : str or None, optional
+        Who one unit of the budget is: the column of the privacy unit, or None for each
+        row, as the releases' ``key`` / ``privacy_unit``.  Given, a release that bounds
+        contributions per another unit is refused (epsilons spent per visit and per
+        person do not add up to a budget per person).  Not given, any release is charged.
 
     Examples
     --------
@@ -143,8 +166,14 @@ class BudgetAccountant:
         *,
         rho: float | None = None,
         accounting: str | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         func = "BudgetAccountant"
+        #: Who one unit of the budget is ("column 'person'", "each row"); None: not said,
+        #: and then releases of any unit are charged (give every release the same one).
+        self.privacy_unit: str | None = (
+            None if privacy_unit is ... else unit_label(check_unit_column(privacy_unit, func))
+        )
         if accounting is None:
             accounting = "zcdp" if rho is not None else "pure"
         if accounting not in ACCOUNTINGS:
@@ -186,6 +215,20 @@ class BudgetAccountant:
         self._spent_before_group = 0.0  # everything but the open blocks, in the unit
         # Re-entrant: spend() holds it while calling check(), which reads spent.
         self._lock = threading.RLock()
+
+    def check_privacy_unit(self, privacy_unit: str | None, release: str) -> None:
+        """Refuse ``release`` if it bounds contributions per another privacy unit (its
+        column, None for each row) than the accountant's: epsilons spent per visit and per
+        person do not add up to a budget per person."""
+        asked = unit_label(privacy_unit)
+        if self.privacy_unit is not None and asked != self.privacy_unit:
+            msg = (
+                f"{release!r} bounds what each unit contributes per {asked}, but the accountant counts its budget "
+                f"per privacy unit {self.privacy_unit}: epsilons spent per different units do not add up to one "
+                "budget. Give the release the accountant's unit (key= / privacy_unit=), or another accountant; "
+                "nothing was released."
+            )
+            raise InvalidParameterError(msg)
 
     @property
     def unit(self) -> str:

@@ -343,7 +343,7 @@ def dp_continual_counts(
     # starts the release, and is charged as one.
     starts = state is None or state.nodes.is_empty()
     if starts:
-        charge(accountant, None, label, _FUNC, rho=rho, check_only=True)
+        charge(accountant, None, label, _FUNC, rho=rho, check_only=True, privacy_unit=privacy_unit)
     key = release_secret(secret, _FUNC)
 
     counts, digests = _period_counts(
@@ -352,7 +352,7 @@ def dp_continual_counts(
     if state is not None:
         _check_published_periods(state, digests)
     if starts:
-        charge(accountant, None, label, _FUNC, rho=rho)
+        charge(accountant, None, label, _FUNC, rho=rho, privacy_unit=privacy_unit)
     if state is None:
         state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
     known = state.periods["period"].max()

@@ -416,6 +416,7 @@ class GroupByRequest:
             delta=self.delta or 0.0,
             check_only=check_only,
             rho=self.noise.rho,
+            privacy_unit=self.privacy_unit,
         )
 
 

@@ -253,7 +253,15 @@ class HistogramRequest:
     ) -> None:
         """Spend the release's epsilon or rho on the accountant (when it is computed)."""
         noise = self.mechanism
-        charge(accountant, noise.epsilon, self.label, _FUNC, check_only=check_only, rho=noise.rho)
+        charge(
+            accountant,
+            noise.epsilon,
+            self.label,
+            _FUNC,
+            check_only=check_only,
+            rho=noise.rho,
+            privacy_unit=self.unit,
+        )
 
 
 def check_histogram(

@@ -313,7 +313,7 @@ class KMeansRequest:
             else ""
         )
         release = f"{_FUNC}({', '.join(self.columns)}, method={self.method!r})"
-        charge(accountant, self.spent, release, _FUNC, why=why, check_only=check_only)
+        charge(accountant, self.spent, release, _FUNC, why=why, check_only=check_only, privacy_unit=self.unit)
 
     def result(self, centres: np.ndarray, buckets: pl.DataFrame | None) -> DPKMeansResult:
         frame = pl.DataFrame({c: centres[:, a] for a, c in enumerate(self.columns)})

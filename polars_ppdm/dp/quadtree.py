@@ -332,7 +332,7 @@ class QuadtreeRequest:
         self, accountant: BudgetAccountant | ParallelBlock | None, *, check_only: bool = False
     ) -> None:
         """Spend epsilon on the accountant (once the points are read and checked)."""
-        charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only)
+        charge(accountant, self.epsilon, self.label, _FUNC, check_only=check_only, privacy_unit=self.unit)
 
     def box(self) -> tuple[np.ndarray, np.ndarray]:
         """The root box: lows and highs per column (float64)."""

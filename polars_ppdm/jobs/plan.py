@@ -60,7 +60,8 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
     ledger's budget holds until ``ppdm ledger --set-budget`` changes it."""
     import math as _math
 
-    from polars_ppdm.ledger import unit_differs, unit_label
+    from polars_ppdm.dp.accountant import unit_label
+    from polars_ppdm.ledger import unit_differs
 
     dataset = pipeline.dataset
     unit = unit_label(dataset.key)
