@@ -88,7 +88,14 @@ import polars as pl
 
 from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
-from polars_ppdm.dp.accountant import BudgetAccountant, _Group, check_epsilon, unit_label
+from polars_ppdm.dp.accountant import (
+    BudgetAccountant,
+    _Group,
+    check_epsilon,
+    check_unit_column,
+    unit_label,
+    unit_refusal,
+)
 from polars_ppdm.dp.zcdp import rho_of_pure_epsilon
 from polars_ppdm.exceptions import (
     BudgetExceededError,
@@ -352,6 +359,12 @@ class Budget(NamedTuple):
         from polars_ppdm.dp.zcdp import rho_to_epsilon
 
         return rho_to_epsilon(rho, self.delta) if rho > 0 else 0.0
+
+    def unit_conflict(self, unit: str) -> bool:
+        """Whether spending per ``unit`` (a :func:`unit_label`) would mix units: the
+        dataset has spent per another (a unit recorded by a run that spent nothing in the
+        end, withdrawn, binds nothing)."""
+        return self.privacy_unit not in (None, unit) and (self.spent > 0 or self.spent_delta > 0)
 
     @property
     def remaining(self) -> float:
@@ -708,9 +721,10 @@ class Ledger:
 
         ``privacy_unit`` is who one unit of the budget is: the column of the privacy unit
         (``ppdm run`` gives its ``key``), or None for each row, as in the releases'
-        ``privacy_unit``.  Recorded the first time it is given, and any other refused
-        afterwards: epsilons spent per visit and per person do not add up to a budget per
-        person.  Not given (the default), nothing is recorded or checked.
+        ``privacy_unit``.  Refused if the dataset has spent per another unit: epsilons
+        spent per visit and per person do not add up to a budget per person.  The unit is
+        recorded by the first spend that says it (:meth:`reserve`, :meth:`accountant`).
+        Not given (the default), nothing is checked.
         """
         func = "Ledger.open_dataset"
         _check_name("dataset", dataset, func)
@@ -734,22 +748,14 @@ class Ledger:
         accounting = "zcdp" if zcdp else "pure"
         unit: str | None = None  # as recorded: "column 'person'" or "each row"
         if privacy_unit is not ...:
-            unit = unit_label(
-                None if privacy_unit is None else _check_name("privacy_unit", privacy_unit, func)
-            )
+            unit = unit_label(None if privacy_unit is None else check_unit_column(privacy_unit, func))
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
-            if unit is not None and (recorded is None or recorded.privacy_unit is None):
-                self._upgrade_to(con, 6)
             if recorded is None:
                 con.execute(
                     "INSERT INTO ppdm_datasets (dataset, epsilon_budget, created) VALUES (?, ?, ?)",
                     [dataset, budget, _now()],
                 )
-                if unit is not None:
-                    con.execute(
-                        "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset]
-                    )
                 if zcdp:
                     delta = 1e-6 if delta is None else delta
                     self._upgrade_to(con, 5)
@@ -768,7 +774,8 @@ class Ledger:
                     "cannot be converted afterwards. Give the dataset's own kind of budget, or a new dataset name."
                 )
                 raise InvalidParameterError(msg)
-            if unit is not None and recorded.privacy_unit not in (None, unit):
+            if unit is not None and recorded.unit_conflict(unit):
+                assert recorded.privacy_unit is not None
                 raise InvalidParameterError(
                     unit_differs(dataset, str(self.path), recorded.privacy_unit, unit)
                 )
@@ -784,19 +791,6 @@ class Ledger:
                         f"refuses a budget below what is spent)."
                     )
                     raise InvalidParameterError(msg)
-            if unit is not None and recorded.privacy_unit is None:
-                con.execute("UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset])
-
-    def _record_unit(self, dataset: str, unit: str) -> str:
-        """The dataset's privacy unit: ``unit`` recorded if it has none yet, else the one
-        it has (the caller refuses a release per another)."""
-        with self._transaction() as con:
-            held = self._known_budget(con, dataset, "Ledger.accountant")
-            if held.privacy_unit is not None:
-                return held.privacy_unit
-            self._upgrade_to(con, 6)
-            con.execute("UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset])
-        return unit
 
     def set_budget(
         self,
@@ -934,6 +928,7 @@ class Ledger:
         pipeline: str = "",
         record_outputs: bool = False,
         unit: str = "epsilon",
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> Reservation:
         """Spend the epsilon of every release of a run, all or nothing, before the run reads a row.
 
@@ -958,7 +953,12 @@ class Ledger:
         unit : {"epsilon", "rho"}
             What the releases' amounts are: epsilons (on a zCDP dataset each costs
             ``epsilon^2 / 2`` in rho, as the accountant charges a pure release), or, on a
-            zCDP dataset only, their rho.
+            zCDP dataset only, their rho.  A zCDP dataset composes no delta: a release
+            with one is refused.
+        privacy_unit : str or None, optional
+            The releases' privacy unit (its column, None for each row): refused if the
+            dataset has spent per another, recorded with the dataset by the first run
+            that says it.  Not given, nothing is checked.
 
         Raises
         ------
@@ -989,6 +989,13 @@ class Ledger:
             rows.append((step, epsilon, "sequential", epsilon, delta, delta))
         with self._transaction(read_only=True) as con:
             accounting = self._known_budget(con, dataset, func).accounting
+        if accounting == "zcdp" and any(row[4] > 0 for row in rows):
+            msg = (
+                f"{func}: dataset {dataset!r} counts zCDP (rho), which composes no delta: a release of (epsilon, "
+                "delta)-DP is not epsilon^2/2-zCDP (e.g. dp_group_by's partition selection: give it public groups); "
+                "nothing was reserved."
+            )
+            raise BudgetExceededError(msg)
         if unit == "rho" and accounting != "zcdp":
             _fail("unit", func, f"'epsilon' for dataset {dataset!r}, whose budget is a pure epsilon", unit)
         if unit == "epsilon" and accounting == "zcdp":  # a pure release in zCDP: rho = epsilon^2 / 2
@@ -1004,6 +1011,9 @@ class Ledger:
             status="reserved",
             who=f"run {run_id[:12]!r}",  # a pipeline's run id is 64 hex digits: its start, as in the run's messages
             record_outputs=record_outputs,
+            unit=None
+            if privacy_unit is ...
+            else unit_label(None if privacy_unit is None else check_unit_column(privacy_unit, func)),
         )
 
     def record_output(self, run_id: str, output: str, sha256: str) -> None:
@@ -1122,9 +1132,12 @@ class Ledger:
         who: str,
         why: str = "",
         record_outputs: bool = False,
+        unit: str | None = None,
     ) -> Reservation:
         """``rows``: (step, epsilon, composition, charged, delta, delta charged); the run
-        costs the sums of ``charged`` and ``delta charged``."""
+        costs the sums of ``charged`` and ``delta charged``.  ``unit`` (a
+        :func:`unit_label`): the releases' privacy unit, refused if the dataset spent per
+        another, else recorded with the dataset (in the same transaction as the spend)."""
         charge = math.fsum(row[3] for row in rows)
         delta_charge = math.fsum(row[5] for row in rows)
         with self._transaction() as con:
@@ -1142,6 +1155,17 @@ class Ledger:
                     raise InvalidParameterError(msg)
                 return Reservation(run_id, float(earlier[1]), False, float(earlier[2]))
             held = self._known_budget(con, dataset, "Ledger.reserve")
+            if unit is not None:
+                if held.unit_conflict(unit):
+                    assert held.privacy_unit is not None
+                    raise InvalidParameterError(
+                        unit_differs(dataset, str(self.path), held.privacy_unit, unit)
+                    )
+                if held.privacy_unit != unit:
+                    self._upgrade_to(con, 6)
+                    con.execute(
+                        "UPDATE ppdm_datasets SET privacy_unit = ? WHERE dataset = ?", [unit, dataset]
+                    )
             self._refuse_if_short(held, dataset, who, charge, delta_charge, why)
             con.execute(
                 "INSERT INTO ppdm_runs (run_id, dataset, pipeline, epsilon, status, reserved_at) "
@@ -1449,13 +1473,15 @@ class LedgerAccountant(BudgetAccountant):
         # The unit the dataset's budget is counted per, where the ledger records one.
         self.privacy_unit = held.privacy_unit
 
-    def check_privacy_unit(self, privacy_unit: str | None, release: str) -> None:
-        """:meth:`BudgetAccountant.check_privacy_unit` against the dataset's unit in the
-        ledger; a dataset with none recorded takes the first release's (as a run records
-        its key), so that a later run or release per another unit is refused."""
-        if self.privacy_unit is None:
-            self.privacy_unit = self._ledger._record_unit(self.dataset, unit_label(privacy_unit))
-        super().check_privacy_unit(privacy_unit, release)
+    def _refuse_unit(self, privacy_unit: str | EllipsisType | None, release: str) -> None:
+        """Refuse a release per another privacy unit than the dataset has spent per (the
+        ledger's record, whoever spent it; the spend records the first)."""
+        if privacy_unit is ...:
+            return
+        held = self._ledger.status(self.dataset)
+        if held.unit_conflict(unit_label(privacy_unit)):
+            assert held.privacy_unit is not None
+            raise InvalidParameterError(unit_refusal(release, privacy_unit, held.privacy_unit))
 
     def _held(self, name: str, value: float) -> None:
         # BudgetAccountant.__init__ sets the budgets; the ledger is where a budget changes.
@@ -1547,6 +1573,7 @@ class LedgerAccountant(BudgetAccountant):
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
         ``rho``; and ``delta``) now, in ``group`` (an open block) or in sequence.
@@ -1554,6 +1581,7 @@ class LedgerAccountant(BudgetAccountant):
         Advisory: another process may spend in between; :meth:`spend` checks again and
         records in one transaction.
         """
+        self._refuse_unit(privacy_unit, release)
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
@@ -1570,6 +1598,7 @@ class LedgerAccountant(BudgetAccountant):
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in the ledger, in
         ``group`` (an open block) or in sequence, or refuse it (nothing recorded).  A zCDP
@@ -1586,8 +1615,9 @@ class LedgerAccountant(BudgetAccountant):
                 status="accountant",
                 who=repr(release),
                 why=why,
+                unit=None if privacy_unit is ... else unit_label(privacy_unit),
             )
-            self._record(group, epsilon, release, delta, rho)
+            self._record(group, epsilon, release, delta, rho, privacy_unit)
 
     def __repr__(self) -> str:
         budget = f"rho={self.rho:g}" if self.accounting == "zcdp" else f"epsilon={self.epsilon:g}"

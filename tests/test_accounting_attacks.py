@@ -275,25 +275,35 @@ def test_an_accountant_of_one_privacy_unit_refuses_releases_per_another(tmp_path
     pipeline, then per visit through its ledger's accountant. Refused before anything
     is charged or released; the same unit is charged as before."""
     path = tmp_path / "ledger.duckdb"
-    Ledger(path).open_dataset("visits", 2.0, privacy_unit="person")
+    Ledger(path).open_dataset("visits", 2.0)
+    Ledger(path).reserve("visits", "a pipeline's run", [("rr_disguise", 0.5)], privacy_unit="person")
     memory = ppdm.BudgetAccountant(2.0, privacy_unit="person")
     for acc in (Ledger(path).accountant("visits"), memory):
+        before = acc.spent
         for key in ("visit", None):
             with pytest.raises(
                 InvalidParameterError,
-                match="but the accountant counts its budget per privacy unit column 'person'",
+                match="but the budget is counted per privacy unit column 'person'",
             ):
                 _visits_histogram(acc, key)
             with acc.parallel("regions") as block, pytest.raises(InvalidParameterError):
                 _visits_histogram(block, key)
-        assert acc.spent == 0
+        assert acc.spent == before
         _visits_histogram(acc, "person")
-        assert acc.spent == pytest.approx(0.5)
-    # Not told its unit, an accountant charges any release (the caller keeps them alike).
-    free = ppdm.BudgetAccountant(2.0)
+        assert acc.spent == pytest.approx(before + 0.5)
+    # Not told its unit, an accountant takes the first charged release's; refused or
+    # over-budget releases set nothing.
+    free = ppdm.BudgetAccountant(0.75)
+    with pytest.raises(BudgetExceededError):
+        ppdm.dp_histogram(
+            pl.DataFrame({"x": [1.0]}), "x", bounds=(0, 4), bins=4, epsilon=1.0, secret=None, accountant=free
+        )
+    assert free.privacy_unit is None
     _visits_histogram(free, "visit")
-    _visits_histogram(free, None)
-    assert free.spent == pytest.approx(1.0)
+    assert free.privacy_unit == "column 'visit'"
+    with pytest.raises(InvalidParameterError, match="bounds contributions per row \\(no privacy unit\\)"):
+        _visits_histogram(free, None)
+    assert free.spent == pytest.approx(0.5)
     with pytest.raises(InvalidParameterError, match="'privacy_unit' parameter of BudgetAccountant"):
         ppdm.BudgetAccountant(1.0, privacy_unit=3)
 
@@ -310,3 +320,8 @@ def test_a_ledger_accountant_records_the_unit_of_a_dataset_that_had_none(tmp_pat
         Ledger(path).open_dataset("visits", 2.0, privacy_unit="person")
     with pytest.raises(InvalidParameterError, match="per privacy unit column 'visit'"):
         _visits_histogram(Ledger(path).accountant("visits"), "person")
+    # A release refused for its budget records no unit.
+    Ledger(path).open_dataset("other", 0.25)
+    with pytest.raises(BudgetExceededError):
+        _visits_histogram(Ledger(path).accountant("other"), None)
+    assert Ledger(path).status("other").privacy_unit is None

@@ -686,23 +686,35 @@ def test_reclaim_withdraws_only_runs_whose_process_died_before_publishing(tmp_pa
     assert book.reclaim("d") == []
 
 
-def test_a_dataset_keeps_the_privacy_unit_it_was_first_given(path):
+def test_a_dataset_keeps_the_privacy_unit_it_first_spent_per(path):
     """Epsilons spent per visit and per person do not add up to a budget per person: the
-    unit is recorded with the dataset and another one is refused; None checks nothing."""
+    first spend that says its unit records it, and another is refused once something is
+    spent; a unit of a run withdrawn (nothing spent) binds nothing; None checks nothing."""
     ledger = Ledger(path)
-    ledger.open_dataset("visits", 2.0)  # no unit yet (an older caller): nothing recorded
+    ledger.open_dataset("visits", 2.0, privacy_unit="person")  # a check: nothing recorded
     assert ledger.status("visits").privacy_unit is None
-    ledger.open_dataset("visits", 2.0, privacy_unit="person")
+    ledger.reserve("visits", "run-1", [("a", 0.5)], privacy_unit="person")
+    assert ledger.status("visits").privacy_unit == "column 'person'"
     ledger.open_dataset("visits", 2.0)
     ledger.open_dataset("visits", 2.0, privacy_unit="person")
-    with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
-        ledger.open_dataset("visits", 2.0, privacy_unit=None)  # each row a unit
-    with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
-        ledger.open_dataset("visits", 2.0, privacy_unit="visit")
-    assert ledger.status("visits").privacy_unit == "column 'person'"
+    ledger.reserve("visits", "run-2", [("b", 0.5)], privacy_unit="person")
+    ledger.reserve("visits", "run-3", [("c", 0.25)])  # a caller that says no unit: not checked
+    for other in (None, "visit"):  # None: each row a unit
+        with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
+            ledger.open_dataset("visits", 2.0, privacy_unit=other)
+        with pytest.raises(InvalidParameterError, match="counts its budget per privacy unit column 'person'"):
+            ledger.reserve("visits", f"run-{other}", [("d", 0.25)], privacy_unit=other)
+    assert ledger.spent("visits") == pytest.approx(1.25)
     assert ledger.datasets()["privacy_unit"].to_list() == ["column 'person'"]
     with duckdb.connect(str(path)) as con:
         assert con.execute("SELECT max(version) FROM ppdm_ledger_schema").fetchone() == (SCHEMA_VERSION,)
+    # A run that recorded its unit and was withdrawn spent nothing: the unit may change.
+    ledger.open_dataset("fresh", 1.0)
+    ledger.reserve("fresh", "run-w", [("a", 0.5)], privacy_unit="visit")
+    ledger.withdraw("run-w")
+    ledger.open_dataset("fresh", 1.0, privacy_unit="person")
+    ledger.reserve("fresh", "run-p", [("a", 0.5)], privacy_unit="person")
+    assert ledger.status("fresh").privacy_unit == "column 'person'"
 
 
 def test_epsilons_reserved_on_a_zcdp_dataset_are_charged_as_rho(path):
@@ -722,3 +734,8 @@ def test_epsilons_reserved_on_a_zcdp_dataset_are_charged_as_rho(path):
         ledger.reserve("pure", "run-5", [("e", 0.5)], unit="rho")
     with pytest.raises(InvalidParameterError, match="'unit'"):
         ledger.reserve("pure", "run-5", [("e", 0.5)], unit="delta")
+    # zCDP composes no delta: an (epsilon, delta) release is refused, in either unit.
+    for unit in ("epsilon", "rho"):
+        with pytest.raises(BudgetExceededError, match="composes no delta"):
+            ledger.reserve("visits", f"run-d-{unit}", [("f", 0.1, 1e-7)], unit=unit)
+    assert ledger.spent("visits") == pytest.approx(9.5)

@@ -579,9 +579,9 @@ def test_a_dp_group_by_run_short_of_delta_is_refused_before_anything_is_written(
     capsys.readouterr()
     assert main(["plan", str(path)]) == EXIT_BUDGET
     ahead = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("year ahead"))
-    # The runs ahead counted in the delta, which binds first (it said "2 more runs fit in the
-    # 2 left", of epsilon, beside "ppdm run will refuse this run").
-    assert "no more run fits in the delta 0 left" in ahead
+    # This run is short of delta itself (it said "2 more runs fit in the 2 left", of epsilon,
+    # and later "the next would be refused", beside "ppdm run will refuse this run").
+    assert "this run does not fit in the budget: it would be refused" in ahead
     assert main(["run", str(path)]) == EXIT_BUDGET
     err = capsys.readouterr().err
     assert (

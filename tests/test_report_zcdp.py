@@ -282,6 +282,14 @@ def test_year_ahead_of_a_run_that_does_not_fit_says_this_run_is_refused():
     text = ahead_text(over)
     assert "this run does not fit in the budget: it would be refused, and every run after it" in text
     assert "the next" not in text
+    # Review 60: over its delta, or over budget at a continual release's last period, too.
+    short_of_delta = year_ahead(
+        unit="epsilon", budget=4.0, spent=2.0, per_run=1.0, today=dt.date(2026, 1, 1), delta_left=-1e-7
+    )
+    tree = ContinualSchedule("[[release]] 1 dp_continual_counts(g)", horizon=8, through=7, rho=0.5)
+    last = year_ahead(unit="rho", budget=1.0, spent=1.5, per_run=0.5, continual=[tree], today=dt.date(2026, 1, 1))
+    for ahead in (short_of_delta, last):
+        assert "this run does not fit in the budget" in ahead_text(ahead), ahead_text(ahead)
 
 
 def test_year_ahead_when_the_runs_spend_nothing_or_the_horizon_comes_first():

@@ -677,8 +677,13 @@ fn discrete_noise_into(
     apart(&out, &[&keys])?;
     check_len("out", out.len, keys.len)?;
     let owners = if per_secret == 0 { 1 } else { keys.len.div_ceil(per_secret) };
-    if t == 0 || ciphers.len() < owners.max(1) {
-        return Err(PyValueError::new_err("'t' must be >= 1 and every key must have its secret."));
+    // The Python wrapper passes t < 2^58 and, for the Gaussian, m >= 1 and shift < 64; a
+    // direct call with others is refused rather than divided by zero or grown without bound.
+    let gaussian_ok = law != dp_sampler::Law::Gaussian || (m >= 1 && shift < 64);
+    if !(1..1 << 58).contains(&t) || !gaussian_ok || ciphers.len() < owners.max(1) {
+        return Err(PyValueError::new_err(
+            "'t' must be in [1, 2^58), the Gaussian's 'm' >= 1 and 'shift' < 64, and every key must have its secret.",
+        ));
     }
     let mut streams = dp_sampler::Streams::new(prefix);
     py.detach(|| {

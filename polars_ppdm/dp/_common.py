@@ -187,12 +187,10 @@ def charge(
     if accountant is None:
         return
     check_accountant(accountant, func)
-    owner = accountant.accountant if isinstance(accountant, ParallelBlock) else accountant
-    owner.check_privacy_unit(privacy_unit, release)
     if check_only:  # when the release is set up: an over-budget call never reads the data
-        accountant.check(epsilon, release, why=why, delta=delta, rho=rho)
+        accountant.check(epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit)
         return
-    accountant.spend(epsilon, release, why=why, delta=delta, rho=rho)
+    accountant.spend(epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit)
 
 
 def private_points(

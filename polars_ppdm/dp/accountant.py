@@ -98,6 +98,20 @@ def unit_label(privacy_unit: str | None) -> str:
     return "each row" if privacy_unit is None else f"column {privacy_unit!r}"
 
 
+def unit_refusal(release: str, privacy_unit: str | None, held: str) -> str:
+    """Why ``release`` cannot be charged to a budget counted per ``held``."""
+    per = (
+        "per row (no privacy unit)"
+        if privacy_unit is None
+        else f"per privacy unit {unit_label(privacy_unit)}"
+    )
+    return (
+        f"{release!r} bounds contributions {per}, but the budget is counted per privacy unit {held}: epsilons "
+        "spent per different units do not add up to one budget (spent per row, a person with 60 rows has spent 60 "
+        "times the epsilon). Give the release the budget's unit (key= / privacy_unit=); nothing was released."
+    )
+
+
 def check_unit_column(privacy_unit: Any, func: str) -> str | None:
     """``privacy_unit=``: a column name, or None (each row a unit)."""
     if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
@@ -130,9 +144,10 @@ class BudgetAccountant:
         largest rho whose conversion stays within it (:func:`polars_ppdm.dp.zcdp.rho_for`).
     privacy_unit : str or None, optional
         Who one unit of the budget is: the column of the privacy unit, or None for each
-        row, as the releases' ``key`` / ``privacy_unit``.  Given, a release that bounds
+        row, as the releases' ``key`` / ``privacy_unit``.  A release that bounds
         contributions per another unit is refused (epsilons spent per visit and per
-        person do not add up to a budget per person).  Not given, any release is charged.
+        person do not add up to a budget per person).  Not given, the first release
+        charged sets it.
 
     Examples
     --------
@@ -169,8 +184,8 @@ class BudgetAccountant:
         privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         func = "BudgetAccountant"
-        #: Who one unit of the budget is ("column 'person'", "each row"); None: not said,
-        #: and then releases of any unit are charged (give every release the same one).
+        #: Who one unit of the budget is ("column 'person'", "each row"); None until a
+        #: release charged says it, when not given.
         self.privacy_unit: str | None = (
             None if privacy_unit is ... else unit_label(check_unit_column(privacy_unit, func))
         )
@@ -216,19 +231,14 @@ class BudgetAccountant:
         # Re-entrant: spend() holds it while calling check(), which reads spent.
         self._lock = threading.RLock()
 
-    def check_privacy_unit(self, privacy_unit: str | None, release: str) -> None:
+    def _refuse_unit(self, privacy_unit: str | EllipsisType | None, release: str) -> None:
         """Refuse ``release`` if it bounds contributions per another privacy unit (its
-        column, None for each row) than the accountant's: epsilons spent per visit and per
-        person do not add up to a budget per person."""
-        asked = unit_label(privacy_unit)
-        if self.privacy_unit is not None and asked != self.privacy_unit:
-            msg = (
-                f"{release!r} bounds what each unit contributes per {asked}, but the accountant counts its budget "
-                f"per privacy unit {self.privacy_unit}: epsilons spent per different units do not add up to one "
-                "budget. Give the release the accountant's unit (key= / privacy_unit=), or another accountant; "
-                "nothing was released."
-            )
-            raise InvalidParameterError(msg)
+        column, None for each row) than the one the accountant counts per (``...``: the
+        caller did not say)."""
+        if privacy_unit is ... or self.privacy_unit is None:
+            return
+        if unit_label(privacy_unit) != self.privacy_unit:
+            raise InvalidParameterError(unit_refusal(release, privacy_unit, self.privacy_unit))
 
     @property
     def unit(self) -> str:
@@ -354,11 +364,13 @@ class BudgetAccountant:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Raise :class:`BudgetExceededError` if ``release`` cannot spend ``epsilon`` (or
         ``rho``; and ``delta``) in sequence; ``why`` (how the release worked its cost out)
-        goes into the message."""
-        self._check(None, epsilon, release, why=why, delta=delta, rho=rho)
+        goes into the message.  ``privacy_unit``: the release's (its column, None for each
+        row), refused if the accountant counts per another (:class:`InvalidParameterError`)."""
+        self._check(None, epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit)
 
     def _check(
         self,
@@ -369,9 +381,11 @@ class BudgetAccountant:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """:meth:`check`, in ``group`` (an open block: it absorbs the release up to its
         largest) or in sequence (None)."""
+        self._refuse_unit(privacy_unit, release)
         delta = check_real("delta", delta, release, low=0, high=1, open_high=True)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         with self._lock:
@@ -411,8 +425,12 @@ class BudgetAccountant:
         release: str,
         delta: float,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
-        """Record a checked release: in ``group`` (an open block), else sequential."""
+        """Record a checked release: in ``group`` (an open block), else sequential; the
+        first release that says its privacy unit sets the accountant's."""
+        if privacy_unit is not ... and self.privacy_unit is None:
+            self.privacy_unit = unit_label(privacy_unit)
         cost = self.cost(epsilon, release, delta=delta, rho=rho)
         shown_rho = cost if self.accounting == "zcdp" else None
         eps = None if epsilon is None else float(epsilon)
@@ -434,10 +452,11 @@ class BudgetAccountant:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Record ``epsilon`` or ``rho`` (and ``delta``) for ``release`` in sequence (charged
         in full, whatever block is open), or refuse it (see :meth:`check`)."""
-        self._spend(None, epsilon, release, why=why, delta=delta, rho=rho)
+        self._spend(None, epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit)
 
     def _spend(
         self,
@@ -448,11 +467,12 @@ class BudgetAccountant:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """:meth:`spend`, in ``group`` (an open block) or in sequence (None)."""
         with self._lock:  # check and record as one step: threads never overspend
-            self._check(group, epsilon, release, why=why, delta=delta, rho=rho)
-            self._record(group, epsilon, release, delta, rho)
+            self._check(group, epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit)
+            self._record(group, epsilon, release, delta, rho, privacy_unit)
 
     @contextlib.contextmanager
     def parallel(self, label: str) -> Iterator[ParallelBlock]:
@@ -558,10 +578,13 @@ class ParallelBlock:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """:meth:`BudgetAccountant.check` for a release in this block."""
         with self._accountant._lock:
-            self._accountant._check(self._joining(), epsilon, release, why=why, delta=delta, rho=rho)
+            self._accountant._check(
+                self._joining(), epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit
+            )
 
     def spend(
         self,
@@ -571,10 +594,13 @@ class ParallelBlock:
         why: str = "",
         delta: float = 0.0,
         rho: float | None = None,
+        privacy_unit: str | EllipsisType | None = ...,
     ) -> None:
         """Record a release in this block (in sequence once it has closed), or refuse it."""
         with self._accountant._lock:
-            self._accountant._spend(self._joining(), epsilon, release, why=why, delta=delta, rho=rho)
+            self._accountant._spend(
+                self._joining(), epsilon, release, why=why, delta=delta, rho=rho, privacy_unit=privacy_unit
+            )
 
     @property
     def spent(self) -> float:

@@ -196,8 +196,8 @@ def _check_state(state: Any, config: str) -> TreeState | None:
         raise InvalidParameterError(msg)
     if state.config != config:
         msg = (
-            f"The 'state' given to {_FUNC} belongs to another release (other groups, horizon, rho or "
-            "max_contributions): a release's nodes are never reused by another, and a release's parameters do "
+            f"The 'state' given to {_FUNC} belongs to another release (other groups, horizon, rho, "
+            "max_contributions or privacy unit): a release's nodes are never reused by another, and a release's parameters do "
             f"not change over its horizon ({NOT_CHARGED})."
         )
         raise InvalidParameterError(msg)

@@ -65,7 +65,7 @@ def _budget_differs(pipeline: Pipeline, held: Any, path: Path) -> str | None:
 
     dataset = pipeline.dataset
     unit = unit_label(dataset.key)
-    if held.privacy_unit is not None and held.privacy_unit != unit:
+    if held.unit_conflict(unit):
         return f"[dataset], field 'key': {unit_differs(dataset.name, str(path), held.privacy_unit, unit)}"
     if (held.accounting == "zcdp") != dataset.zcdp:
         return (

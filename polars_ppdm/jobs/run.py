@@ -1239,7 +1239,13 @@ def run_pipeline(
     )
     manifest_path = pipeline.resolve(pipeline.output.manifest)
     reservation = book.reserve(
-        name, this_run, spends, pipeline=str(source.resolve()), record_outputs=True, unit=unit
+        name,
+        this_run,
+        spends,
+        pipeline=str(source.resolve()),
+        record_outputs=True,
+        unit=unit,
+        privacy_unit=pipeline.dataset.key,
     )
     manifest.spent = needed if reservation.new else 0.0
     manifest.identical_rerun = not reservation.new

@@ -161,14 +161,13 @@ def _compiled_draws(
 ) -> np.ndarray | None:
     """The same draws by the compiled sampler (``native/src/dp_sampler.rs``: the same
     state machine, word for word, the GIL released), or None where it is not installed
-    or a key is not AES-128/256 (the NumPy path then draws them)."""
+    or a key is not AES-128/256 bytes (the NumPy path then draws them, or refuses them)."""
     native = _native.NATIVE
-    if native is None or any(len(s) not in (16, 32) for s in secrets):
+    if native is None or not all(isinstance(s, ONE_SECRET) and memoryview(s).nbytes in (16, 32) for s in secrets):
         return None
     out = np.empty(len(keys), dtype=np.int64)
-    native.discrete_noise_into(
-        law, [bytes(s) for s in secrets], prefix, np.ascontiguousarray(keys), per_secret, t, shift, m, out
-    )
+    keys = np.require(keys, np.uint64, ["C", "A"])  # contiguous and aligned (a view at an odd offset is not)
+    native.discrete_noise_into(law, [bytes(s) for s in secrets], prefix, keys, per_secret, t, shift, m, out)
     return out
 
 

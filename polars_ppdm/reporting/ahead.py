@@ -193,6 +193,7 @@ def year_ahead(
         continual=tuple(outlooks),
         plots=tuple(plots),
         delta_left=max(delta_left, 0.0) if delta_binds and delta_left is not None else None,
+        over=spent > budget * (1 + 1e-12) or (delta_left is not None and delta_left < 0),
     )
 
 
@@ -233,7 +234,9 @@ def ahead_text(ahead: YearAhead) -> str:
             f"at delta {ahead.epsilon_delta:g})"
         )
     head = f"year ahead, at {assumption(ahead)}: {used}; each run takes {_amount(ahead, ahead.per_run)}"
-    if ahead.runs_fit is None:
+    if ahead.over:
+        tail = "this run does not fit in the budget: it would be refused, and every run after it"
+    elif ahead.runs_fit is None:
         tail = "the runs spend nothing: the budget does not run out" + (
             f" (the horizon ends after {ahead.runs_possible:,} more runs)"
             if ahead.runs_possible is not None
@@ -245,9 +248,6 @@ def ahead_text(ahead: YearAhead) -> str:
             f"the {ahead.runs_possible:,} runs left before the horizon ends all fit "
             f"(leaving {max(left - ahead.runs_possible * ahead.per_run, 0.0):.4g})"
         )
-    elif ahead.spent > ahead.budget * (1 + 1e-12):
-        # The plan counts this run as spent: it does not fit itself.
-        tail = "this run does not fit in the budget: it would be refused, and every run after it"
     elif ahead.runs_fit == 0:
         tail = f"no more run fits in the {what_left}: the next ({ahead.refused}) would be refused"
     else:

@@ -143,6 +143,7 @@ class YearAhead:
     continual: tuple[ContinualOutlook, ...] = ()
     plots: tuple[Plot, ...] = ()
     delta_left: float | None = None  # the delta left, where it binds before the budget (partition selection)
+    over: bool = False  # this run (counted as spent) does not fit in the budget or the delta itself
 
     @property
     def left(self) -> float:

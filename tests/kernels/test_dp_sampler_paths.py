@@ -78,3 +78,17 @@ def test_a_key_of_another_length_takes_the_numpy_path(monkeypatch):
     key = bytes(range(24))
     compiled, pure = _both(monkeypatch, discrete_laplace, key, stream_id("t/24"), np.arange(300), 2.0)
     assert np.array_equal(compiled, pure)
+
+
+def test_keys_at_an_odd_offset_and_other_secret_types_behave_as_on_the_numpy_path(monkeypatch):
+    """Review 60: a contiguous uint64 view at an odd byte offset was refused by the
+    compiled path only, and a NumPy array given as the secret worked on it only."""
+    raw = np.zeros(8 * 40 + 1, dtype=np.uint8)
+    raw[1:] = np.random.default_rng(3).integers(0, 255, 8 * 40)
+    keys = np.frombuffer(raw.data, dtype=np.uint64, count=40, offset=1)
+    compiled, pure = _both(monkeypatch, discrete_gaussian, KEYS[0], stream_id("t/odd"), keys, 2.0)
+    assert np.array_equal(compiled, pure)
+    for path in (INSTALLED, None):
+        monkeypatch.setattr(_native, "NATIVE", path)
+        with pytest.raises(TypeError):
+            discrete_laplace(np.frombuffer(KEYS[0], dtype=np.uint8), stream_id("t/odd"), keys, 2.0)
