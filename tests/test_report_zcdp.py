@@ -287,7 +287,9 @@ def test_year_ahead_of_a_run_that_does_not_fit_says_this_run_is_refused():
         unit="epsilon", budget=4.0, spent=2.0, per_run=1.0, today=dt.date(2026, 1, 1), delta_left=-1e-7
     )
     tree = ContinualSchedule("[[release]] 1 dp_continual_counts(g)", horizon=8, through=7, rho=0.5)
-    last = year_ahead(unit="rho", budget=1.0, spent=1.5, per_run=0.5, continual=[tree], today=dt.date(2026, 1, 1))
+    last = year_ahead(
+        unit="rho", budget=1.0, spent=1.5, per_run=0.5, continual=[tree], today=dt.date(2026, 1, 1)
+    )
     for ahead in (short_of_delta, last):
         assert "this run does not fit in the budget" in ahead_text(ahead), ahead_text(ahead)
 

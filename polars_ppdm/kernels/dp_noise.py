@@ -163,7 +163,9 @@ def _compiled_draws(
     state machine, word for word, the GIL released), or None where it is not installed
     or a key is not AES-128/256 bytes (the NumPy path then draws them, or refuses them)."""
     native = _native.NATIVE
-    if native is None or not all(isinstance(s, ONE_SECRET) and memoryview(s).nbytes in (16, 32) for s in secrets):
+    if native is None or not all(
+        isinstance(s, ONE_SECRET) and memoryview(s).nbytes in (16, 32) for s in secrets
+    ):
         return None
     out = np.empty(len(keys), dtype=np.int64)
     keys = np.require(keys, np.uint64, ["C", "A"])  # contiguous and aligned (a view at an odd offset is not)
