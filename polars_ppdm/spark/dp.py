@@ -262,7 +262,11 @@ class _Points:
         schema = pl.Schema(
             [(_CODE, pl.Int64()), (_FINITE, pl.Boolean()), *((name, pl.Int64()) for name in _WORD_QUARTERS)]
         )
-        self.points = _bounded(sdf, columns, key, contributions, secret, func, outputs, schema).cache()
+        # A local checkpoint, not a cache: the digest and every count are read from the same
+        # points, which are never recomputed from a source that may have changed since.
+        self.points = _bounded(
+            sdf, columns, key, contributions, secret, func, outputs, schema
+        ).localCheckpoint(eager=True)
         self.columns, self.func, self.d, self.finest = columns, func, d, finest
         self.session = sdf.sparkSession
         self.secret = secret

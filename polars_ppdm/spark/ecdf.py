@@ -190,8 +190,9 @@ def ecdf_resample(
 
     The histogram is a Spark aggregation, the ranks come from Spark's own sort, and the
     generated sample from the keyed randomness (draw i at key i); nothing row-level is
-    collected to the driver.  Two Spark jobs run at the call (the census and the
-    histogram, whose small results the driver needs); the returned frame is lazy.
+    collected to the driver.  Three Spark jobs run at the call (the input's checkpoint,
+    the census and the histogram, whose small results the driver needs); the returned
+    frame is lazy, over the checkpoint.
 
     Parameters
     ----------
@@ -228,8 +229,10 @@ def ecdf_resample(
 
     Notes
     -----
-    The input is read three times (the census, the histogram, then the returned plan):
-    cache or checkpoint it first when it is expensive to compute.  Per resampled column
+    The input is read once, into a local checkpoint (``localCheckpoint``, kept in the
+    executors' memory and disk) that the census, the histogram and every action on the
+    returned frame read: the release is of the data the call saw, whatever happens to
+    the source afterwards.  Per resampled column
     the plan runs one ``mapInArrow`` over the rows (order keys, tie words, buckets), two
     shuffles of the rows (the sort by bucket, the join on the rank) and one of the
     generated sample (the join: its values are drawn in rank order, unsorted).  To the
@@ -258,6 +261,12 @@ def ecdf_resample(
     out_dtype = {c: (schema[c] if round_integers and schema[c].is_integer() else pl.Float64()) for c in cols}
     out_types = spark_schema(pl.Schema(out_dtype), _FUNC)
 
+    # One snapshot of the input for the census, the histogram and every later action on
+    # the result: the draws are fixed at the call from what the census read, so a source
+    # read again at a later action (appended to, or a row changed) would be ranked among
+    # a sample drawn for other data (attack review 61: one changed row came out null, the
+    # others as before). A lost block of it fails the job; it is never recomputed.
+    sdf = sdf.localCheckpoint(eager=True)
     census = _census(sdf, cols, key_name, resolved.key)
     if census.rows == 0:  # an empty frame releases nothing: empty in, empty out
         return sdf.select(

@@ -186,3 +186,37 @@ def test_what_spark_cannot_do_is_refused_with_the_reason(spark, bad, params, exp
 def test_a_polars_frame_is_refused(spark, table):
     with pytest.raises(InvalidParameterError, match=r"takes a pyspark\.sql\.DataFrame"):
         spark_ecdf.ecdf_resample(table, ["income"], key="id")
+
+
+def test_a_source_changed_after_the_call_does_not_change_the_release(spark, tmp_path):
+    """Attack review 61: the draws were fixed at the call from the census, but the ranks
+    read the source again at each action. One row changed in the source between two
+    actions on the returned frame: 1,999 rows came out as before and the changed one as
+    null, pointing at it. The call reads one snapshot of the input; every action on the
+    result releases the data the call saw."""
+    rng = np.random.default_rng(61)
+    n = 2000
+    x = np.round(rng.uniform(100, 900, n), 3)
+    source = tmp_path / "source"
+    source.mkdir()
+
+    def write(values: np.ndarray) -> None:
+        text = "".join(f"{i:06d},{v:07.3f}\n" for i, v in enumerate(values))  # fixed width: one file size
+        (source / "part.csv").write_text(text)
+
+    write(x)
+    secret = ppdm.Secret.for_tests(61)
+    released = spark_ecdf.ecdf_resample(
+        spark.read.schema("id long, x double").csv(str(source)), "x", bins=20, secret=secret, key="id"
+    )
+    first = to_polars(released.select("*"), by="id")
+    expected = ppdm.ecdf_resample(
+        pl.DataFrame({"id": np.arange(n), "x": x}), "x", bins=20, secret=secret, key="id"
+    )
+    assert first.equals(expected)
+    changed = x.copy()
+    changed[int(np.argsort(x)[n // 2])] = 899.999  # the median row moved to the top
+    write(changed)
+    again = to_polars(released.select("id", "x"), by="id")
+    assert again.equals(first)
+    assert again["x"].null_count() == 0
