@@ -29,6 +29,7 @@ and documentation examples that need reproducible DP output say so by name:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -147,15 +148,34 @@ class Secret:
         self.for_tests_only = state.get("for_tests_only", False)
 
 
+#: The integer seeds whose keys (:meth:`Secret.from_int`, :meth:`Secret.for_tests`) are
+#: recognised when they come back as raw bytes or hex: the public test secrets of the
+#: docs and tests, copied into an environment variable or a file.
+_KNOWN_SEEDS = range(-1000, 10_000)
+
+
+@functools.lru_cache(maxsize=1)
+def _seed_keys() -> frozenset[bytes]:
+    # ~10,000 SHA-256: a few milliseconds, once per process.
+    return frozenset(
+        hashlib.sha256(b"polars_ppdm/int-seed/" + str(seed).encode()).digest()[:16] for seed in _KNOWN_SEEDS
+    )
+
+
 def _weak_key(key: bytes) -> bool:
     """A key an attacker tries first: one shorter pattern repeated (all zeros, ``ab`` x 16,
     any half repeated), a small integer written as bytes (``00...07`` either way round),
-    a run of bytes counting up or down (``00 01 02 ...``) or a key of fewer than 8 distinct
-    byte values.  A random 128-bit key is one with probability below 2^-40."""
+    a run of bytes counting up or down (``00 01 02 ...``), a key of fewer than 8 distinct
+    byte values, a key of printable characters only (a password or a phrase typed as the
+    key: a random 128-bit key is one with probability ~1e-7), or the key of a small
+    integer seed (:meth:`Secret.for_tests` of a doc's example, given as hex).  A random
+    128-bit key is any of the others with probability below 2^-40."""
     if any(key == key[:period] * (len(key) // period) for period in (1, 2, 4, 8, 16) if period < len(key)):
         return True
     small = 2**64
     if int.from_bytes(key, "big") < small or int.from_bytes(key, "little") < small:
+        return True
+    if all(0x20 <= b <= 0x7E for b in key) or key in _seed_keys():
         return True
     steps = {(b - a) % 256 for a, b in itertools.pairwise(key)}
     return len(steps) == 1 or len(set(key)) < 8

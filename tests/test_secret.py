@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import polars as pl
 import pytest
 
 import polars_ppdm as ppdm
@@ -97,3 +98,34 @@ def test_a_secret_of_the_right_length_with_non_hex_characters_is_told_so():
         message = str(info.value)
         assert "32 characters, some of them not hex digits (0-9, a-f, A-F)" in message
         assert "Z" not in message.replace("0-9, a-f, A-F", "")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        b"Password123456!!",  # a phrase typed as the key
+        b"polars_ppdm_2024",
+        b"0123456789abcdef0123456789abcdeg",  # hex digits as bytes
+        Secret.for_tests(1).key,  # a doc's public test secret, copied out as hex
+        Secret.for_tests(9_999).key,
+        Secret.for_tests(-3).key,
+    ],
+)
+def test_keys_an_attacker_tries_first_are_guessable_and_refused_by_dp(monkeypatch, key):
+    """Attack review 61: these passed as strong, and a DP histogram under them was
+    recomputed and its noise subtracted by anyone."""
+    assert Secret(key).guessable and not Secret(key).for_tests_only
+    monkeypatch.setenv("PPDM_REVIEW61", key.hex())
+    with pytest.raises(SecretError, match="guessable"):
+        ppdm.dp_histogram(
+            pl.DataFrame({"x": [1.0, 2.0]}),
+            "x",
+            bounds=(0, 4),
+            bins=2,
+            epsilon=1.0,
+            secret="env:PPDM_REVIEW61",
+        )
+
+
+def test_random_keys_are_not_guessable():
+    assert not any(Secret.generate(bits).guessable for bits in (128, 256) for _ in range(200))
