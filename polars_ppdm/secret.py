@@ -115,7 +115,10 @@ class Secret:
         if bits not in (128, 256):
             msg = f"The 'bits' parameter of Secret.generate must be 128 or 256. Got {bits!r} instead."
             raise SecretError(msg)
-        return cls(os.urandom(bits // 8))
+        while True:  # a key the releases would refuse as guessable (~1e-7 at 128 bits) is drawn again
+            key = os.urandom(bits // 8)
+            if not _weak_key(key):
+                return cls(key)
 
     @property
     def key(self) -> bytes:
@@ -201,8 +204,9 @@ def require_strong_secret(secret: Secret, func: str, *, sql: bool = False) -> Se
     """
     if secret.guessable and not secret.for_tests_only:
         why = (
-            "(an integer, or a key of one repeated byte or a repeated shorter pattern such as all zeros): anyone "
-            "could recompute the noise and subtract it."
+            "(an integer; a key of one repeated byte or a repeated shorter pattern such as all zeros, or counting "
+            "up; a key of printable characters only, such as a password; or the key of a public test seed, given as "
+            "hex): anyone could recompute the noise and subtract it."
         )
         if sql:
             msg = (

@@ -158,7 +158,8 @@ def check_strong_secret(pipeline: Pipeline, secret: Secret) -> Secret:
     if secret.guessable:
         msg = (
             f"{secret_source(pipeline)} holds a guessable secret (one repeated byte or a short repeated "
-            "pattern, such as all zeros): anyone could recompute every coin and every noise draw of the run "
+            "pattern, such as all zeros; printable characters only, such as a password; or the key of a public "
+            "test seed): anyone could recompute every coin and every noise draw of the run "
             "and undo them. Nothing was reserved or read. Make a new secret with `ppdm secret` (or "
             "`ppdm secret --output PATH` for a 0600 file) and keep it; runs under the new secret are new runs."
         )

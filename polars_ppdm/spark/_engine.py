@@ -34,6 +34,7 @@ __all__ = [
     "ExecutorError",
     "arrow_batches",
     "check_key",
+    "free_checkpoint",
     "fresh_columns",
     "map_polars",
     "polars_schema",
@@ -285,3 +286,16 @@ def raise_executor_errors(action: Callable[[], Any], frame: SparkFrame | None = 
         if found is None:
             raise
         raise InvalidParameterError(found.group(1)) from None
+
+
+def free_checkpoint(frame: Any) -> None:
+    """Free a local checkpoint's blocks (``DataFrame.unpersist`` does not: Spark's cache
+    manager does not know them).  Classic Spark unpersists the checkpoint's RDD; Spark
+    Connect has no handle on it, and its server frees it once the frame is dropped."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is None:
+        return
+    try:
+        jdf.queryExecution().analyzed().rdd().unpersist(False)
+    except Exception:
+        frame.unpersist()

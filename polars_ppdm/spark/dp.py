@@ -47,6 +47,7 @@ from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, morton_codes
 from polars_ppdm.kernels.release_key import finish_digest, release_key, row_words
 from polars_ppdm.secret import SecretLike
 from polars_ppdm.spark._engine import (
+    free_checkpoint,
     fresh_columns,
     map_polars,
     polars_schema,
@@ -324,7 +325,7 @@ class _Points:
         return count
 
     def release(self) -> None:
-        self.points.unpersist()
+        free_checkpoint(self.points)
 
 
 @contextmanager

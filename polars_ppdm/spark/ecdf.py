@@ -75,6 +75,7 @@ from polars_ppdm.perturb.ecdf import (
 from polars_ppdm.secret import SecretLike, resolve_secret
 from polars_ppdm.spark._engine import (
     check_key,
+    free_checkpoint,
     fresh_columns,
     map_polars,
     polars_schema,
@@ -232,7 +233,10 @@ def ecdf_resample(
     The input is read once, into a local checkpoint (``localCheckpoint``, kept in the
     executors' memory and disk) that the census, the histogram and every action on the
     returned frame read: the release is of the data the call saw, whatever happens to
-    the source afterwards.  Per resampled column
+    the source afterwards.  The checkpoint holds the whole input (every column) until
+    the returned frame is garbage-collected; with dynamic allocation, keep executors
+    that hold it alive (``spark.dynamicAllocation.cachedExecutorIdleTimeout``) or the
+    lost blocks fail a later action.  Per resampled column
     the plan runs one ``mapInArrow`` over the rows (order keys, tie words, buckets), two
     shuffles of the rows (the sort by bucket, the join on the rank) and one of the
     generated sample (the join: its values are drawn in rank order, unsorted).  To the
@@ -267,7 +271,15 @@ def ecdf_resample(
     # a sample drawn for other data (attack review 61: one changed row came out null, the
     # others as before). A lost block of it fails the job; it is never recomputed.
     sdf = sdf.localCheckpoint(eager=True)
-    census = _census(sdf, cols, key_name, resolved.key)
+    try:
+        census = _census(sdf, cols, key_name, resolved.key)
+        if census.rows and census.key_nulls:
+            raise InvalidParameterError(null_key_message(key_name, _FUNC))
+        for c in cols if census.rows else ():  # an empty frame: empty in, empty out (below)
+            census.check(c)
+    except Exception:
+        free_checkpoint(sdf)  # a refused call holds nothing
+        raise
     if census.rows == 0:  # an empty frame releases nothing: empty in, empty out
         return sdf.select(
             *(
@@ -275,10 +287,6 @@ def ecdf_resample(
                 for n in names
             )
         )
-    if census.key_nulls:
-        raise InvalidParameterError(null_key_message(key_name, _FUNC))
-    for c in cols:
-        census.check(c)
     # Every draw of a column under its own key, of its values (perturb.ecdf.column_key).
     own = {c: census.key(resolved.key, c, bins_of[c]) for c in cols}
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}

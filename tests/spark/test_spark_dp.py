@@ -249,3 +249,24 @@ def test_an_empty_table_is_refused_with_the_polars_message(spark, table):
 
     want = _message(call, table.head(0))
     assert _message(call, to_spark(spark, table, 3).limit(0)) == want
+
+
+def test_the_points_checkpoint_is_freed_after_the_release_and_a_refused_ecdf_holds_none(spark):
+    """Review 62: the local checkpoints that replaced a cache were never freed
+    (DataFrame.unpersist does not reach them): every call left the points, and a refused
+    ECDF its whole input, in the executors."""
+    from polars_ppdm.spark import ecdf as spark_ecdf
+
+    stored = spark.sparkContext._jsc.sc().getRDDStorageInfo
+    before = len(stored())
+    rng = np.random.default_rng(62)
+    table = pl.DataFrame({"x": rng.uniform(-3, 3, 500), "y": rng.uniform(-3, 3, 500)})
+    for _ in range(2):
+        spark_dp.dp_quadtree(
+            to_spark(spark, table, 2), ["x", "y"], bounds=BOX, epsilon=1.0, secret=ppdm.Secret.for_tests(3)
+        )
+    assert len(stored()) == before
+    bad = to_spark(spark, pl.DataFrame({"id": [1, 2, 3], "x": [1.0, float("nan"), 2.0]}), 2)
+    with pytest.raises(InvalidParameterError):
+        spark_ecdf.ecdf_resample(bad, "x", key="id", secret=ppdm.Secret.for_tests(3))
+    assert len(stored()) == before
