@@ -748,7 +748,7 @@ class Ledger:
         accounting = "zcdp" if zcdp else "pure"
         unit: str | None = None  # as recorded: "column 'person'" or "each row"
         if privacy_unit is not ...:
-            unit = unit_label(None if privacy_unit is None else check_unit_column(privacy_unit, func))
+            unit = unit_label(check_unit_column(privacy_unit, func))
         with self._transaction() as con:
             recorded = self._budget_of(con, dataset)
             if recorded is None:
@@ -1011,9 +1011,7 @@ class Ledger:
             status="reserved",
             who=f"run {run_id[:12]!r}",  # a pipeline's run id is 64 hex digits: its start, as in the run's messages
             record_outputs=record_outputs,
-            unit=None
-            if privacy_unit is ...
-            else unit_label(None if privacy_unit is None else check_unit_column(privacy_unit, func)),
+            unit=None if privacy_unit is ... else unit_label(check_unit_column(privacy_unit, func)),
         )
 
     def record_output(self, run_id: str, output: str, sha256: str) -> None:
