@@ -89,6 +89,7 @@ import polars as pl
 from polars_ppdm._durable import file_kind
 from polars_ppdm._validation import check_choice, check_real
 from polars_ppdm.dp.accountant import (
+    UNITS_DO_NOT_ADD,
     BudgetAccountant,
     _Group,
     check_epsilon,
@@ -379,9 +380,8 @@ def unit_differs(dataset: str, path: str, held: str, asked: str) -> str:
     """Why a dataset cannot spend per another privacy unit than the one it was opened with."""
     return (
         f"dataset {dataset!r} of the ledger {path!r} counts its budget per privacy unit {held}, and this run "
-        f"would spend it per {asked}: epsilons spent per different units do not add up to one budget (spent "
-        "per row, a person with 60 rows has spent 60 times the epsilon). Keep the dataset's unit, or give a "
-        f"new dataset name with a budget of its own (what this one spent stays spent, per {held})."
+        f"would spend it per {asked}: {UNITS_DO_NOT_ADD}. Keep the dataset's unit, or give a new dataset name "
+        f"with a budget of its own (what this one spent stays spent, per {held})."
     )
 
 
@@ -1468,8 +1468,6 @@ class LedgerAccountant(BudgetAccountant):
             super().__init__(rho=held.epsilon, delta=held.delta)
         else:
             super().__init__(held.epsilon, held.delta)
-        # The unit the dataset's budget is counted per, where the ledger records one.
-        self.privacy_unit = held.privacy_unit
 
     def _refuse_unit(self, privacy_unit: str | EllipsisType | None, release: str) -> None:
         """Refuse a release per another privacy unit than the dataset has spent per (the
@@ -1486,6 +1484,17 @@ class LedgerAccountant(BudgetAccountant):
         if value != getattr(self._ledger.status(self.dataset), name):
             msg = f"Change the budget of dataset {self.dataset!r} with Ledger.set_budget, not through its accountant."
             raise InvalidParameterError(msg)
+
+    @property
+    def privacy_unit(self) -> str | None:
+        """The unit the dataset's budget is counted per, as the ledger records it now
+        (the first spend records it, from whichever process; a withdrawn run records none)."""
+        return self._ledger.status(self.dataset).privacy_unit
+
+    @privacy_unit.setter
+    def privacy_unit(self, value: str | None) -> None:
+        # BudgetAccountant binds its in-memory unit here; the ledger's spend records it.
+        pass
 
     @property
     def epsilon(self) -> float:

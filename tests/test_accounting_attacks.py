@@ -325,3 +325,16 @@ def test_a_ledger_accountant_records_the_unit_of_a_dataset_that_had_none(tmp_pat
     with pytest.raises(BudgetExceededError):
         _visits_histogram(Ledger(path).accountant("other"), None)
     assert Ledger(path).status("other").privacy_unit is None
+
+
+def test_a_ledger_accountant_reads_the_unit_the_ledger_holds_now(tmp_path):
+    """Two sessions' accountants over one dataset: the unit one session's first release
+    records is the other's unit too (read from the ledger, not kept from its opening)."""
+    path = tmp_path / "ledger.duckdb"
+    Ledger(path).open_dataset("visits", 2.0)
+    early = Ledger(path).accountant("visits")
+    assert early.privacy_unit is None
+    _visits_histogram(Ledger(path).accountant("visits"), "visit")
+    assert early.privacy_unit == "column 'visit'"
+    with pytest.raises(InvalidParameterError, match="per privacy unit column 'visit'"):
+        _visits_histogram(early, "person")

@@ -98,6 +98,13 @@ def unit_label(privacy_unit: str | None) -> str:
     return "each row" if privacy_unit is None else f"column {privacy_unit!r}"
 
 
+# Why one budget is counted per one privacy unit (the ledger's and the accountants' refusals).
+UNITS_DO_NOT_ADD = (
+    "epsilons spent per different units do not add up to one budget (spent per row, a person with 60 rows "
+    "has spent 60 times the epsilon)"
+)
+
+
 def unit_refusal(release: str, privacy_unit: str | None, held: str) -> str:
     """Why ``release`` cannot be charged to a budget counted per ``held``."""
     per = (
@@ -106,9 +113,8 @@ def unit_refusal(release: str, privacy_unit: str | None, held: str) -> str:
         else f"per privacy unit {unit_label(privacy_unit)}"
     )
     return (
-        f"{release!r} bounds contributions {per}, but the budget is counted per privacy unit {held}: epsilons "
-        "spent per different units do not add up to one budget (spent per row, a person with 60 rows has spent 60 "
-        "times the epsilon). Give the release the budget's unit (key= / privacy_unit=); nothing was released."
+        f"{release!r} bounds contributions {per}, but the budget is counted per privacy unit {held}: "
+        f"{UNITS_DO_NOT_ADD}. Give the release the budget's unit (key= / privacy_unit=); nothing was released."
     )
 
 
