@@ -39,7 +39,7 @@ __all__ = ["EXIT_CODES_HELP", "add_commands", "exit_code", "guarded", "one_line"
 EXIT_CODES_HELP = (
     "exit status: 0 success (an identical re-run too: it spends nothing); 1 other error; "
     "2 invalid pipeline (file, parameters, secret source, columns); 3 budget refused (nothing "
-    "read or spent); 4 input missing or unreadable; 5 ledger busy; 6 an input changed while the run "
+    "read or spent); 4 input (or the pipeline file) missing or unreadable; 5 ledger busy; 6 an input changed while the run "
     "read it, or a re-run of a recorded run computed other outputs than it recorded (nothing published "
     "or spent); 7 the run succeeded (outputs in place, budget spent) but its report or summary failed; "
     "8 the run was recorded (budget spent) but not all its outputs were put in place: run it again "
