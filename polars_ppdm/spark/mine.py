@@ -35,7 +35,7 @@ from polars_ppdm.mine.rr_support import (
     pattern_codes,
     pattern_estimates,
 )
-from polars_ppdm.spark._engine import polars_schema, spark_column, spark_frame
+from polars_ppdm.spark._engine import free_checkpoint, polars_schema, spark_column, spark_frame
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import Column
@@ -221,8 +221,9 @@ def rr_apriori(
     Parameters
     ----------
     frame : pyspark.sql.DataFrame
-        One row per transaction, one Boolean or 0/1 integer column per item.  Scanned
-        once per level: ``cache()`` it first when it is expensive to compute.
+        One row per transaction, one Boolean or 0/1 integer column per item.  Read once,
+        into a local checkpoint of the item columns (the executors' memory and disk) that
+        every level of the search counts, freed before the rules are returned.
     columns, p, epsilon, mode, min_support, min_confidence, max_length
         As in :func:`polars_ppdm.rr_apriori`.
 
@@ -239,19 +240,30 @@ def rr_apriori(
     func = "rr_apriori"
     sdf = spark_frame(frame, func)
     min_confidence = check_fraction("min_confidence", min_confidence, func)
+    # Every level counts one snapshot of the item columns, taken at the first count (after
+    # the parameters were checked): a source that changes during the search cannot give
+    # one level's supports over other rows than the next's, and it is read once.
+    snapshot: list[SparkFrame] = []
 
     def count(design: RRDesign, candidates: list[Itemset]) -> tuple[dict[str, Any], dict]:
-        return _counts_row(sdf.select(*[spark_column(c) for c in design.columns]), design, candidates)
+        if not snapshot:
+            items = sdf.select(*[spark_column(c) for c in design.columns])
+            snapshot.append(items.localCheckpoint(eager=True))
+        return _counts_row(snapshot[0], design, candidates)
 
-    frequent = frequent_from_counts(
-        polars_schema(sdf),
-        columns,
-        p=p,
-        epsilon=epsilon,
-        mode=mode,
-        min_support=min_support,
-        max_length=max_length,
-        func=func,
-        count=count,
-    )
+    try:
+        frequent = frequent_from_counts(
+            polars_schema(sdf),
+            columns,
+            p=p,
+            epsilon=epsilon,
+            mode=mode,
+            min_support=min_support,
+            max_length=max_length,
+            func=func,
+            count=count,
+        )
+    finally:
+        for items in snapshot:
+            free_checkpoint(items)
     return association_rules(frequent, min_confidence=min_confidence)

@@ -264,3 +264,30 @@ def test_column_names_with_dots_and_backticks_are_taken_literally(spark, whole_r
         ppdm.rr_support(odd, columns, p=0.8, itemsets=itemsets),
         check_exact=True,
     )
+
+
+def test_rr_apriori_counts_every_level_over_the_rows_of_its_first(spark, per_attribute, tmp_path, monkeypatch):
+    """The search reads its input once: a CSV rewritten between two levels (its size
+    unchanged, every item flipped) changes no level's counts, and the snapshot is freed."""
+    columns = ["milk", "eggs"]
+    params = dict(p=0.8, min_support=0.2, min_confidence=0.5)
+    data = per_attribute.select(columns)
+    path = tmp_path / "baskets.csv"
+    data.write_csv(path)
+    sdf = spark.read.csv(str(path), header=True, schema="milk INT, eggs INT")
+    stored = spark.sparkContext._jsc.sc().getRDDStorageInfo
+    before = len(stored())
+    levels = []
+    counts_row = spark_mine._counts_row
+
+    def count_then_rewrite(*args):
+        levels.append(counts_row(*args))
+        data.select((1 - pl.col(c)).alias(c) for c in columns).write_csv(path)
+        return levels[-1]
+
+    monkeypatch.setattr(spark_mine, "_counts_row", count_then_rewrite)
+    got = spark_mine.rr_apriori(sdf, columns, **params)
+    assert len(levels) == 2  # singletons, then the pair: the file changed in between
+    assert_frame_equal(got, ppdm.rr_apriori(data, columns, **params), check_exact=True)
+    assert len(got) >= 1
+    assert len(stored()) == before
