@@ -33,6 +33,8 @@ __all__ = [
     "check_replaceable_folder",
     "file_kind",
     "fsync_folder",
+    "make_readable",
+    "private_temporary",
     "remove_stale",
     "replace_whole",
     "stale_temporaries",
@@ -79,6 +81,39 @@ def temporary_name(target: Path) -> Path:
     """A fresh temporary name beside ``target`` (``.NAME.ppdm-PID-XXXXXXXX.tmp``): its
     pid lets :func:`remove_stale` tell a killed writer's leftover from a live one's."""
     return target.with_name(f".{target.name}.ppdm-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def private_temporary(target: Path, *, folder: bool = False) -> Path:
+    """A fresh temporary beside ``target`` (:func:`temporary_name`) that only this user can
+    read: a file of mode 0600, or with ``folder`` a folder of mode 0700 (a writer fills
+    it).  What a run computes before its commit is kept so: a reader of the outputs'
+    folder cannot take a release the ledger then withdraws (attack review 64).
+    :func:`make_readable` gives it the usual mode once it may be published."""
+    temporary = temporary_name(target)
+    if folder:
+        os.mkdir(temporary, 0o700)
+    else:
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return temporary
+
+
+def make_readable(temporary: Path, target: Path) -> None:
+    """Give a :func:`private_temporary` the mode a file (or folder) newly made beside
+    ``target`` gets (the umask, a default ACL), as an output written in place would."""
+    probe = temporary_name(target)
+    try:
+        if temporary.is_dir():
+            os.mkdir(probe, 0o777)
+        else:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        mode = stat.S_IMODE(os.stat(probe).st_mode)
+    finally:
+        with contextlib.suppress(OSError):
+            if probe.is_dir():
+                probe.rmdir()
+            else:
+                probe.unlink()
+    os.chmod(temporary, mode)
 
 
 def temporaries(target: Path, *, others_only: bool = False) -> list[Path]:

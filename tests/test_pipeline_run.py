@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 import polars_ppdm as ppdm
 from polars_ppdm.jobs.commands import main
-from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INVALID, EXIT_OK
+from polars_ppdm.jobs.errors import EXIT_BUDGET, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SECRET = (
@@ -680,6 +681,38 @@ def _killed_run(ledger: Path, pipeline: str, leftover_beside: Path) -> Path:
     return leftover
 
 
+@pytest.mark.parametrize("name", ["survey", "events"])
+def test_a_run_stopped_before_its_commit_left_nothing_another_user_could_read(example, monkeypatch, name):
+    """Attack review 64: a watcher copied a whole DP release from its temporary (mode 0644)
+    beside the output, then the run was interrupted and its reservation withdrawn: a free
+    release.  Before the commit the releases are bytes in memory and the perturbed table a
+    temporary of mode 0600; after it, the outputs have the mode the umask gives."""
+    from polars_ppdm.jobs import run as run_module
+
+    path = example(name)
+    out = path.parent / "out"
+    seen: dict[str, int] = {}
+
+    def look_then_interrupt(self):
+        for entry in out.rglob("*"):
+            if not entry.name.startswith("ledger.duckdb"):
+                seen[entry.name] = stat.S_IMODE(entry.stat().st_mode)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module.PinnedInputs, "check_unchanged", look_then_interrupt)
+    assert run(str(path)) == EXIT_INTERRUPTED
+    assert all(name.endswith(".tmp") and mode == 0o600 for name, mode in seen.items()), seen
+    assert len(seen) == (1 if name == "survey" else 0)  # the perturbed table, private
+    assert not [p for p in out.iterdir() if not p.name.startswith("ledger.duckdb")]
+    monkeypatch.undo()
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    assert run(str(path)) == EXIT_OK
+    umask = os.umask(0o022)
+    os.umask(umask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if not p.name.startswith("ledger")}
+    assert modes and set(modes.values()) == {0o666 & ~umask}, modes
+
+
 def test_a_killed_run_is_taken_back_only_by_its_pipeline_once_its_leftovers_are_gone(example, monkeypatch):
     # Before, any next run of the dataset took the killed run's epsilon back while its
     # temporaries (whole DP releases) lay in the output folder.
@@ -691,8 +724,12 @@ def test_a_killed_run_is_taken_back_only_by_its_pipeline_once_its_leftovers_are_
     ledger = path.parent / "out" / "ledger.duckdb"
     leftover = _killed_run(ledger, str(path), path.parent / "out" / "smoker_support.csv")
     spent = Ledger(ledger).spent("survey")
-    # A leftover that cannot be removed keeps the reservation spent.
+    # A leftover that cannot be removed keeps the reservation spent (the releases are
+    # written after the commit, through _durable's atomic writes).
+    from polars_ppdm import _durable
+
     monkeypatch.setattr(run_module, "remove_stale", lambda target: [])
+    monkeypatch.setattr(_durable, "remove_stale", lambda target: [])
     assert run(str(path)) == EXIT_OK
     assert Ledger(ledger).spent("survey") == pytest.approx(spent) and leftover.exists()
     # Another pipeline file of the dataset leaves it to its own pipeline.

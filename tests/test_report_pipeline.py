@@ -290,16 +290,21 @@ def test_a_failure_after_the_ledger_commit_exits_8_and_a_rerun_places_the_output
     from polars_ppdm.jobs import run as run_module
     from polars_ppdm.ledger import Ledger
 
-    placed = run_module.replace_whole
+    placed = {"replace_whole": run_module.replace_whole, "write_bytes_atomic": run_module.write_bytes_atomic}
+    calls = []
 
-    def fails_on_the_second(temporary, target):
-        if getattr(fails_on_the_second, "done", False):
-            msg = "disk gone"
-            raise stop(msg)
-        fails_on_the_second.done = True
-        placed(temporary, target)
+    def fails_on_the_second(name):
+        def place(kept, target):  # the table's temporary, or a release's bytes
+            calls.append(target)
+            if len(calls) > 1:
+                msg = "disk gone"
+                raise stop(msg)
+            return placed[name](kept, target)
 
-    monkeypatch.setattr(run_module, "replace_whole", fails_on_the_second)
+        return place
+
+    for name in placed:
+        monkeypatch.setattr(run_module, name, fails_on_the_second(name))
     assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_PLACING
     err = capsys.readouterr().err
     assert "recorded the run as published" in err and "running the same pipeline again" in err
@@ -308,7 +313,8 @@ def test_a_failure_after_the_ledger_commit_exits_8_and_a_rerun_places_the_output
     assert spent > 0
     assert not (out / "manifest.json").exists()
 
-    monkeypatch.setattr(run_module, "replace_whole", placed)
+    for name, function in placed.items():
+        monkeypatch.setattr(run_module, name, function)
     assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK
     assert (out / "manifest.json").exists()
     assert Ledger(out / "ledger.duckdb").spent("survey") == spent

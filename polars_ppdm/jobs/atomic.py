@@ -17,6 +17,8 @@ from pathlib import Path
 from polars_ppdm._durable import (
     atomic_path,
     check_replaceable_folder,
+    make_readable,
+    private_temporary,
     remove_stale,
     replace_whole,
     stale_temporaries,
@@ -29,6 +31,8 @@ __all__ = [
     "atomic_path",
     "check_replaceable_folder",
     "file_sha256",
+    "make_readable",
+    "private_temporary",
     "remove_stale",
     "replace_whole",
     "stale_temporaries",

@@ -22,12 +22,15 @@ Order, and why
        passes over rows, with the same messages.
     4. The ledger reserves the epsilon in one transaction (or finds the identical run).
     5. The perturbed table is one lazy query sunk by Polars' streaming engine into a
-       temporary file beside its target; each release is written the same way.
+       temporary file beside its target that only this user can read (mode 0600); each
+       release is serialized into memory.  Nothing readable by others exists before the
+       commit, so a run withdrawn below has published nothing (attack review 64).
     6. The inputs are checked again (identity and fingerprint): an input changed during
        the run is refused (:class:`~polars_ppdm.jobs.errors.InputChangedError`, exit 6).
     7. The commit: the manifest is written aside, the spiral key files saved, and the
        ledger records every output's SHA-256 and the run's success in one transaction;
-       only then is every file renamed into place, the manifest last.
+       only then is every file written or renamed into place (the table given the mode
+       the umask gives), the manifest last.
 
 A run that fails or is interrupted before the commit published nothing: its temporary
 files and new key files are removed and its reservation withdrawn (nothing spent; the
@@ -42,6 +45,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import math
 import os
@@ -59,9 +63,12 @@ from polars_ppdm.jobs import spark_engine
 from polars_ppdm.jobs.atomic import (
     GrowingFileHash,
     file_sha256,
+    make_readable,
+    private_temporary,
     remove_stale,
     replace_whole,
     temporaries,
+    write_bytes_atomic,
 )
 from polars_ppdm.jobs.config import (
     ENGINES,
@@ -567,24 +574,31 @@ def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None
 class _Publisher:
     """Puts a run's outputs in place, all or none, after the ledger has recorded them.
 
-    Every output is written under a temporary name beside its target and hashed, and
-    kept aside (:meth:`put`).  A re-run of a run id already recorded (``recorded`` is
+    Every output is computed and hashed before the commit and kept aside (:meth:`put`):
+    the releases and the manifest as bytes in memory, the perturbed table (too large for
+    that) in a temporary beside its target that only this user can read
+    (:func:`~polars_ppdm._durable.private_temporary`).  So nothing a reader of the
+    outputs' folder can take exists before the commit, and a run that fails, is
+    interrupted or is killed before it leaves no readable release behind while its
+    reservation is withdrawn (attack review 64: a copied temporary was a free release).  A re-run of a run id already recorded (``recorded`` is
     what that run recorded) compares each hash with the recorded one at once: other bits
     raise :class:`ReleaseMismatchError`.  When every output is computed, :meth:`publish`
     writes the manifest aside too, saves the spiral key files, records every hash and
     the run's success in the ledger in one transaction (the commit point: before it,
     nothing is published and the run's reservation can be withdrawn), and only then
-    renames each file into place, the manifest last.
+    writes or renames each file into place (the table given its usual mode first), the
+    manifest last.
     """
 
     def __init__(self, book: Any, run: str, recorded: dict[str, str] | None) -> None:
         self.book, self.run, self.recorded = book, run, recorded
-        self.staged: list[tuple[str, Path, Path, str]] = []
+        # (label, the bytes or the private temporary, target, SHA-256)
+        self.staged: list[tuple[str, bytes | Path, Path, str]] = []
         self.saved_keys: list[Path] = []
         self.trees: list[Any] = []  # TreeUpdate of each continual release, recorded at the commit
         self.committed = False
 
-    def put(self, label: str, temporary: Path, target: Path, digest: str) -> None:
+    def put(self, label: str, temporary: bytes | Path, target: Path, digest: str) -> None:
         held = None if self.recorded is None else self.recorded.get(label)
         if held is not None and held != digest:
             msg = (
@@ -606,20 +620,20 @@ class _Publisher:
                 key_path.parent.mkdir(parents=True, exist_ok=True)
                 key.save(key_path)
                 self.saved_keys.append(key_path)
-        temporary = _temporary(manifest_path)
-        try:
-            temporary.write_bytes(manifest.dumps())
-            digest = file_sha256(temporary, sync=True)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        self.staged.append(("manifest", temporary, manifest_path, digest))
+        data = manifest.dumps()
+        digest = hashlib.sha256(data).hexdigest()
+        self.staged.append(("manifest", data, manifest_path, digest))
         outputs = {label: sha for label, _, _, sha in self.staged if label != "manifest"}
         self.book.publish(self.run, outputs, manifest_sha256=digest, trees=self.trees)
         self.committed = True
         while self.staged:
-            _, temporary, target, _ = self.staged.pop(0)
-            replace_whole(temporary, target)
+            _, kept, target, _ = self.staged[0]
+            if isinstance(kept, bytes):
+                write_bytes_atomic(target, kept)
+            else:
+                make_readable(kept, target)
+                replace_whole(kept, target)
+            self.staged.pop(0)
         return digest
 
     def discard(self) -> None:
@@ -628,6 +642,8 @@ class _Publisher:
         import shutil
 
         for _, temporary, _, _ in self.staged:
+            if isinstance(temporary, bytes):
+                continue
             if temporary.is_dir() and not temporary.is_symlink():
                 shutil.rmtree(temporary, ignore_errors=True)
             else:
@@ -640,28 +656,25 @@ class _Publisher:
 
 
 def _temporary(target: Path) -> Path:
-    from polars_ppdm._durable import temporary_name
-
+    """A private temporary beside ``target`` (mode 0600), its stale ones removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target)
-    return temporary_name(target)
+    return private_temporary(target)
 
 
 def _write_frame(frame: pl.DataFrame, target: Path, label: str, publisher: _Publisher) -> tuple[int, str]:
-    temporary = _temporary(target)
-    try:
-        if target.suffix.lower() == ".csv":
-            lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
-            frame.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(", ") for c in lists).write_csv(
-                temporary
-            )
-        else:
-            frame.write_parquet(temporary)
-        digest = file_sha256(temporary, sync=True)
-        publisher.put(label, temporary, target, digest)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    """A release's file, as bytes kept in memory until the commit; (rows, SHA-256)."""
+    buffer = io.BytesIO()
+    if target.suffix.lower() == ".csv":
+        lists = [c for c, t in frame.schema.items() if isinstance(t, pl.List)]
+        frame.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(", ") for c in lists).write_csv(
+            buffer
+        )
+    else:
+        frame.write_parquet(buffer)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    publisher.put(label, data, target, digest)
     return frame.height, digest
 
 

@@ -28,7 +28,7 @@ import polars as pl
 
 from polars_ppdm._durable import fsync_folder
 from polars_ppdm.jobs import inputs
-from polars_ppdm.jobs.atomic import file_sha256, replace_whole
+from polars_ppdm.jobs.atomic import file_sha256, make_readable, private_temporary, replace_whole
 from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
 from polars_ppdm.jobs.errors import PipelineError
 from polars_ppdm.jobs.inputs import InputFormat
@@ -151,12 +151,12 @@ def sink_table(
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    token = f"ppdm-{os.getpid()}-{secrets.token_hex(4)}"
-    temporary = target.with_name(f".{target.name}.{token}.tmp")
+    # Only this user can enter it until the commit (make_readable): see private_temporary.
+    temporary = private_temporary(target, folder=True)
     csv = target.suffix.lower() == ".csv"
     taken = False
     try:
-        writer = frame.write.mode("errorifexists")
+        writer = frame.write.mode("append")  # into the fresh, empty private folder
         (writer.option("header", True).csv if csv else writer.parquet)(str(temporary))
         parts = sorted(p for p in temporary.iterdir() if p.is_file() and p.name.startswith("part-"))
         digest = hashlib.sha256()
@@ -165,6 +165,7 @@ def sink_table(
         rows = _rows(parts, csv)
         fsync_folder(temporary)
         if put is None:
+            make_readable(temporary, target)
             replace_whole(temporary, target)
         else:
             put(temporary, target, digest.hexdigest())
