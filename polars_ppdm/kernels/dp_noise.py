@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import _native
-from polars_ppdm.kernels.prf import first_words, stream_id
+from polars_ppdm.kernels.prf import _check_secret, first_words, stream_id
 
 __all__ = [
     "CONTRIBUTION_STREAM",
@@ -121,6 +121,7 @@ class _Words:
     one contiguous slice."""
 
     def __init__(self, secrets: bytes | Sequence[bytes], prefix: str) -> None:
+        """``secrets``: the key(s) as :func:`_secrets` checked them."""
         keys = [secrets] if isinstance(secrets, ONE_SECRET) else list(secrets)
         self._encryptors = [Cipher(algorithms.AES(key), modes.ECB()).encryptor() for key in keys]
         self._prefix = prefix
@@ -149,9 +150,20 @@ class _Words:
         return cipher[: m * 16].view("<u8")[0::2].copy()
 
 
+def _secrets(secret: bytes | Sequence[bytes]) -> list[bytes]:
+    """The AES key(s) as ``bytes``, checked once for both paths by the PRF's one rule
+    (:func:`~polars_ppdm.kernels.prf._check_secret`: 16 or 32 bytes, a buffer of single
+    bytes): a memoryview of four uint32 was drawn by the compiled sampler (16 bytes) and
+    refused by pyca (4 items), review 64; AES-192 keys, which the NumPy path alone used to
+    take, are refused as everywhere else."""
+    if isinstance(secret, ONE_SECRET):
+        return [_check_secret(secret)]
+    return [_check_secret(s) for s in secret]
+
+
 def _compiled_draws(
     law: str,
-    secrets: Sequence[bytes | bytearray | memoryview],
+    secrets: Sequence[bytes],
     prefix: str,
     keys: np.ndarray,
     per_secret: int,
@@ -160,16 +172,14 @@ def _compiled_draws(
     m: int = 0,
 ) -> np.ndarray | None:
     """The same draws by the compiled sampler (``native/src/dp_sampler.rs``: the same
-    state machine, word for word, the GIL released), or None where it is not installed
-    or a key is not AES-128/256 bytes (the NumPy path then draws them, or refuses them)."""
+    state machine, word for word, the GIL released), or None where it is not installed.
+    ``secrets``: as :func:`_secrets` checked them."""
     native = _native.NATIVE
-    if native is None or not all(
-        isinstance(s, ONE_SECRET) and memoryview(s).nbytes in (16, 32) for s in secrets
-    ):
+    if native is None:
         return None
     out = np.empty(len(keys), dtype=np.int64)
     keys = np.require(keys, np.uint64, ["C", "A"])  # contiguous and aligned (a view at an odd offset is not)
-    native.discrete_noise_into(law, [bytes(s) for s in secrets], prefix, keys, per_secret, t, shift, m, out)
+    native.discrete_noise_into(law, list(secrets), prefix, keys, per_secret, t, shift, m, out)
     return out
 
 
@@ -316,6 +326,7 @@ def _geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float, *, tw
     alone (:func:`one_sided_geometric`, whose samples finish at the sign step)."""
     name = "discrete_laplace" if two_sided else "one_sided_geometric"
     check_integer_scale(scale, name)
+    secrets = [_check_secret(secret)]  # one key (the PRF's rule, for both paths)
     keys = _key_words(keys)
     t, shift = sampler_scale(scale)
     n = len(keys)
@@ -327,10 +338,10 @@ def _geometric(secret: bytes, stream: int, keys: np.ndarray, scale: float, *, tw
         if two_sided
         else f"dp/discrete_geometric/{stream:016x}/{t:x}/{shift}"
     )
-    compiled = _compiled_draws("laplace" if two_sided else "geometric", [secret], prefix, keys, 0, t, shift)
+    compiled = _compiled_draws("laplace" if two_sided else "geometric", secrets, prefix, keys, 0, t, shift)
     if compiled is not None:
         return compiled
-    words_of = _Words(secret, prefix)
+    words_of = _Words(secrets, prefix)
     step = _LaplaceStep(t, shift, name)
     # The pending samples' state, compacted as samples finish (no gathers or scatters
     # per step: element-wise updates over the pending ones).
@@ -571,6 +582,7 @@ def discrete_gaussian(
         )
         raise InvalidParameterError(msg)
     per_secret = shape[1] if several else 0
+    secrets = _secrets(secret)
     keys = _key_words(np.asarray(keys).reshape(-1))
     m, shift = _gaussian_sigma(sigma)
     t = (m >> shift) + 1  # floor(sigma) + 1
@@ -579,11 +591,10 @@ def discrete_gaussian(
     if n == 0:
         return out.reshape(shape)
     prefix = _gaussian_prefix(stream, m, shift)
-    secrets = [secret] if isinstance(secret, ONE_SECRET) else list(secret)
     compiled = _compiled_draws("gaussian", secrets, prefix, keys, per_secret, t, shift, m)
     if compiled is not None:
         return compiled.reshape(shape)
-    words_of = _Words(secret, prefix)
+    words_of = _Words(secrets, prefix)
     step = _LaplaceStep(t, 0, "discrete_gaussian")
     acceptance = _Acceptance(m, shift, t)
     one, two = np.uint64(1), np.uint64(2)

@@ -182,6 +182,7 @@ def uniform_noise(
     >>> bool(r[0] == r[2]), bool(r[0] != r[1])
     (True, True)
     """
+    half_width = float(half_width)  # float64 on both paths (see gaussian_noise)
     stream = noise_stream(stream, gaussian=False, scale=half_width)
     fast = _compiled_noise(secret, stream, keys, values, half_width, gaussian=False)
     if fast is not None:
@@ -201,6 +202,10 @@ def gaussian_noise(
     """Normal(0, sigma^2) noise by Box-Muller: ``sigma sqrt(-2 ln(1 - u0)) cos(2 pi u1)``,
     keyed by (key, value) when ``values`` (float64, one per key) are given.
 
+    ``sigma`` (as :func:`uniform_noise`'s ``half_width``) is rounded to float64 first, on
+    both paths: the compiled kernel multiplies in doubles, where NumPy multiplied by an
+    ``np.longdouble`` in long double (review 64).
+
     Examples
     --------
     >>> r = gaussian_noise(bytes(16), 1, np.arange(100_000), 3.0)
@@ -210,6 +215,7 @@ def gaussian_noise(
     >>> bool(abs(np.corrcoef(r[0::2], r[1::2])[0, 1]) < 0.02)  # a unit's two values: independent noise
     True
     """
+    sigma = float(sigma)
     stream = noise_stream(stream, gaussian=True, scale=sigma)
     fast = _compiled_noise(secret, stream, keys, values, sigma, gaussian=True)
     if fast is not None:

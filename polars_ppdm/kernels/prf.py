@@ -95,18 +95,47 @@ def _stream_word(label: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-def _check_secret(secret: bytes) -> bytes:
-    """The secret as ``bytes`` (the compiled kernels take nothing else; pyca also takes a
-    bytearray), once its length is checked."""
-    if len(secret) not in (16, 32):
-        msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {len(secret)} bytes."
+#: Buffer formats of single bytes, the only ones a secret may have.
+_BYTE_FORMATS = ("B", "b", "c")
+
+
+def _check_secret(secret: bytes | bytearray | memoryview) -> bytes:
+    """The secret as ``bytes``: the one rule of every kernel, on the compiled and the
+    NumPy path alike (both then use the bytes returned, never the object given).
+
+    A secret is a bytes-like object of single bytes -- ``bytes``, ``bytearray``, a
+    ``memoryview`` or array of format ``B``, ``b`` or ``c``, any shape or stride -- of 16
+    or 32 bytes (AES-128 or AES-256).  A buffer of wider items (a memoryview of uint32)
+    is refused, not cast: its bytes depend on the machine's byte order, and pyca and
+    ``len`` count its items, not its bytes (review 64)."""
+    if type(secret) is bytes:  # the common case, once per PRF call
+        if len(secret) in (16, 32):
+            return secret
+        view = memoryview(secret)
+    else:
+        try:
+            view = memoryview(secret)
+        except TypeError:
+            msg = (
+                "The secret must be 16 or 32 bytes (AES-128 or AES-256): bytes, bytearray or a buffer of "
+                f"format {'/'.join(_BYTE_FORMATS)}. Got type {type(secret).__name__}."
+            )
+            raise TypeError(msg) from None
+    if view.format not in _BYTE_FORMATS:
+        msg = (
+            "The secret must be 16 or 32 bytes (AES-128 or AES-256): bytes, bytearray or a buffer of "
+            f"format {'/'.join(_BYTE_FORMATS)}. Got type {type(secret).__name__}, format {view.format!r} "
+            f"({view.nbytes} bytes)."
+        )
+        raise TypeError(msg)
+    if view.nbytes not in (16, 32):
+        msg = f"The secret must be 16 or 32 bytes (AES-128 or AES-256). Got {view.nbytes} bytes."
         raise ValueError(msg)
-    return bytes(secret)
+    return view.tobytes()
 
 
 def _encryptor(secret: bytes) -> CipherContext:
-    _check_secret(secret)
-    return Cipher(algorithms.AES(secret), modes.ECB()).encryptor()
+    return Cipher(algorithms.AES(_check_secret(secret)), modes.ECB()).encryptor()
 
 
 #: What ``_BlockBuffers.encrypt`` encrypts with: a pyca context, or the secret itself for
@@ -146,13 +175,12 @@ class _BlockBuffers:
         schedule costs ~45 us, as much as encrypting 20k blocks.  ECB carries no state
         between whole blocks, and the buffers are borrowed by one call at a time.  With
         the compiled kernel, the checked secret itself."""
+        secret = _check_secret(secret)  # a copy: a bytearray changed later is not the key (review 52)
         if _native.NATIVE is not None:
-            return _check_secret(secret)
+            return secret
         if self._encryptor is None or secret != self._secret:
             self._encryptor = _encryptor(secret)
-            # A copy: a caller's bytearray changed in place afterwards would otherwise
-            # still compare equal to the key the context was made from (review 52).
-            self._secret = bytes(secret)
+            self._secret = secret
         return self._encryptor
 
     def encrypt(self, encryptor: _Encryptor, keys: np.ndarray) -> np.ndarray:

@@ -151,10 +151,16 @@ def running_sums(
     slice (it is element-wise).  ``keys`` as for :func:`sorted_uniforms`.
 
     The compiled kernel, when installed, makes the same bits in one call without the GIL
-    (in NumPy the logarithm's table lookup holds it)."""
+    (in NumPy the logarithm's table lookup holds it).  It draws at keys ``0 .. n``
+    itself, so an ``out`` of fewer than n values, or ``keys`` other than
+    ``np.arange(m)`` (uint64, ``m >= n + 1``), is refused on both paths (review 64: the
+    compiled call wrote ``len(out)`` sums and ignored the keys)."""
+    _check_out(out, n)
+    _check_keys(keys, n)
+    secret = _check_secret(secret)
     native = _native.NATIVE
     if native is not None and out.dtype == np.float64 and out.flags.c_contiguous:
-        return float(native.spacing_sums_into(_check_secret(secret), stream, _minus_log_centres(), out[:n]))
+        return float(native.spacing_sums_into(secret, stream, _minus_log_centres(), out[:n]))
     keys = np.arange(n + 1, dtype=np.uint64) if keys is None else keys[: n + 1]
     x = np.empty(min(CHUNK_ROWS, -(-(n + 1) // BLOCK) * BLOCK))
     scratch = (np.empty(len(x)), np.empty(len(x), dtype=np.uint64))
@@ -174,6 +180,45 @@ def running_sums(
 
     prf_words(secret, stream, keys, consume)
     return state["total"]
+
+
+def _check_out(out: np.ndarray, n: int) -> None:
+    """Refuse an ``out`` that cannot hold the n sums (NumPy would fail mid-way, the
+    compiled call would write fewer)."""
+    if not isinstance(out, np.ndarray) or out.ndim != 1 or len(out) < n:
+        got = f"shape {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        msg = f"running_sums: 'out' must be a 1-D array of at least n = {n} values (float64). Got {got}."
+        raise ValueError(msg)
+
+
+#: Keys per comparison of :func:`_check_keys` (a chunk of ``arange`` made once).
+_KEY_CHECK_ROWS = 1 << 16
+_KEY_STEPS = np.arange(_KEY_CHECK_ROWS, dtype=np.uint64)
+
+
+def _check_keys(keys: np.ndarray | None, n: int) -> None:
+    """Refuse ``keys`` that are not ``np.arange(m, dtype=np.uint64)`` with ``m >= n + 1``:
+    the draws are at keys ``0 .. n`` by definition (the compiled kernel makes them
+    itself; the keys only spare the NumPy path an array).  One read of the keys, chunk by
+    chunk (~1 ms per million)."""
+    if keys is None:
+        return
+    ok = isinstance(keys, np.ndarray) and keys.dtype == np.uint64 and keys.ndim == 1 and len(keys) >= n + 1
+    got = f"dtype {keys.dtype}, shape {keys.shape}" if isinstance(keys, np.ndarray) else type(keys).__name__
+    scratch = np.empty(max(0, min(_KEY_CHECK_ROWS, n + 1)), dtype=np.uint64)
+    for start in range(0, n + 1 if ok else 0, _KEY_CHECK_ROWS):
+        part = keys[start : min(start + _KEY_CHECK_ROWS, n + 1)]
+        steps = np.subtract(part, np.uint64(start), out=scratch[: len(part)])  # wraps below start
+        if not np.array_equal(steps, _KEY_STEPS[: len(part)]):
+            at = start + int(np.flatnonzero(steps != _KEY_STEPS[: len(part)])[0])
+            ok, got = False, f"keys[{at}] = {int(keys[at])}"
+            break
+    if not ok:
+        msg = (
+            f"running_sums: 'keys' must be None or np.arange(m, dtype=np.uint64) with m >= n + 1 = {n + 1} "
+            f"(the draws are at keys 0 .. n). Got {got}."
+        )
+        raise ValueError(msg)
 
 
 def normalise(s: np.ndarray, total: float) -> np.ndarray:

@@ -72,23 +72,33 @@ def test_the_draws_are_pinned_on_both_paths(monkeypatch):
         assert hashlib.sha256(b"".join(p.tobytes() for p in parts)).hexdigest() == PINNED, path
 
 
-def test_a_key_of_another_length_takes_the_numpy_path(monkeypatch):
-    """pyca-cryptography also takes 24-byte AES keys; the compiled sampler does not, so
-    such a key is drawn by the NumPy path rather than refused."""
-    key = bytes(range(24))
-    compiled, pure = _both(monkeypatch, discrete_laplace, key, stream_id("t/24"), np.arange(300), 2.0)
-    assert np.array_equal(compiled, pure)
+def test_a_key_of_another_length_is_refused_on_both_paths(monkeypatch):
+    """pyca-cryptography also takes 24-byte AES keys, the compiled sampler does not: the
+    NumPy path alone used to draw under one.  Review 64: the samplers check their keys by
+    the PRF's one rule (16 or 32 bytes), before either path."""
+    for path in (INSTALLED, None):
+        monkeypatch.setattr(_native, "NATIVE", path)
+        with pytest.raises(ValueError, match=r"16 or 32 bytes .* Got 24 bytes"):
+            discrete_laplace(bytes(range(24)), stream_id("t/24"), np.arange(300), 2.0)
+        with pytest.raises(ValueError, match=r"16 or 32 bytes .* Got 24 bytes"):
+            discrete_gaussian([KEYS[0], bytes(24)], stream_id("t/24"), np.arange(300).reshape(2, 150), 2.0)
 
 
 def test_keys_at_an_odd_offset_and_other_secret_types_behave_as_on_the_numpy_path(monkeypatch):
     """Review 60: a contiguous uint64 view at an odd byte offset was refused by the
-    compiled path only, and a NumPy array given as the secret worked on it only."""
+    compiled path only, and a NumPy array given as the secret worked on it only.  Review
+    64: a uint8 array is a buffer of bytes, the secret of its bytes on both paths (the
+    PRF's one rule), and a buffer of wider items is refused on both."""
     raw = np.zeros(8 * 40 + 1, dtype=np.uint8)
     raw[1:] = np.random.default_rng(3).integers(0, 255, 8 * 40)
     keys = np.frombuffer(raw.data, dtype=np.uint64, count=40, offset=1)
     compiled, pure = _both(monkeypatch, discrete_gaussian, KEYS[0], stream_id("t/odd"), keys, 2.0)
     assert np.array_equal(compiled, pure)
+    as_array = np.frombuffer(KEYS[0], dtype=np.uint8)
+    compiled, pure = _both(monkeypatch, discrete_laplace, as_array, stream_id("t/odd"), keys, 2.0)
+    assert np.array_equal(compiled, pure)
+    assert np.array_equal(compiled, discrete_laplace(KEYS[0], stream_id("t/odd"), keys, 2.0))
     for path in (INSTALLED, None):
         monkeypatch.setattr(_native, "NATIVE", path)
-        with pytest.raises(TypeError):
-            discrete_laplace(np.frombuffer(KEYS[0], dtype=np.uint8), stream_id("t/odd"), keys, 2.0)
+        with pytest.raises(TypeError, match=r"Got type ndarray, format '\w+' \(16 bytes\)"):
+            discrete_laplace(as_array.view(np.uint64), stream_id("t/odd"), keys, 2.0)
