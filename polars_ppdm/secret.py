@@ -35,6 +35,7 @@ import itertools
 import os
 import string
 
+from polars_ppdm._held import HeldKey
 from polars_ppdm.exceptions import SecretError
 
 __all__ = [
@@ -68,7 +69,9 @@ class Secret:
             got = f"{len(key)} bytes" if isinstance(key, bytes | bytearray) else type(key).__name__
             msg = f"A secret must be 16 or 32 bytes (128 or 256 bits). Got {got} instead."
             raise SecretError(msg)
-        self._key = bytes(key)
+        # Bytes that a query plan's functions hold by handle: pickled with a serialized
+        # plan, the key is a handle, never itself (polars_ppdm._held).
+        self._key = HeldKey(key)
         self.guessable = guessable or _weak_key(self._key)
         self.for_tests_only = False
 
@@ -143,8 +146,12 @@ class Secret:
         return hash(self._key)
 
     def __reduce__(self) -> tuple[type[Secret], tuple[bytes], dict[str, bool]]:
-        # Picklable so that process pools and Spark workers can receive it.
-        return (Secret, (self._key,), {"guessable": self.guessable, "for_tests_only": self.for_tests_only})
+        # Picklable, the key itself, so that process pools and Spark workers can receive it.
+        return (
+            Secret,
+            (bytes(self._key),),
+            {"guessable": self.guessable, "for_tests_only": self.for_tests_only},
+        )
 
     def __setstate__(self, state: dict[str, bool]) -> None:
         self.guessable = state["guessable"]

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import io
 import logging
 import pickle
+import subprocess
+import sys
 import traceback
 import warnings
 from collections.abc import Callable, Iterable
@@ -326,6 +329,75 @@ def test_expression_reprs_and_plans_never_hold_the_secret(form):
     assert not leaked("\n".join(shown), needles_for(form.text, form.raw))
 
 
+def _lazy_plans(secret: Secret) -> dict[str, pl.LazyFrame]:
+    """Every route to a lazy result that holds a secret in a Python function of its plan
+    (the compiled plugins hold a handle already: tests/test_plugins.py)."""
+    lazy = frame().lazy().with_columns(pl.col("rid").cast(pl.String).alias("email"))
+    return {
+        "expression rr_disguise": lazy.with_columns(
+            pl.col("x").ppdm.rr_disguise(p=0.8, secret=secret, key="rid")
+        ),
+        "expression add_noise": lazy.with_columns(
+            pl.col("v").ppdm.add_noise(scale=1.0, secret=secret, key="rid")
+        ),
+        "rr_disguise, a string key": ppdm.rr_disguise(lazy, "x", p=0.8, secret=secret, key="email"),
+        "rr_disguise, k-ary": ppdm.rr_disguise(
+            lazy, "c", p=0.8, secret=secret, key="rid", categories=["a", "b"]
+        ),
+        "rr_disguise, whole record": ppdm.rr_disguise(
+            lazy,
+            ["x", "c"],
+            p=0.8,
+            secret=secret,
+            key="rid",
+            mode="whole_record",
+            categories={"x": None, "c": ["a", "b"]},
+        ),
+        "add_noise, a string key": ppdm.add_noise(lazy, "v", scale=1.0, secret=secret, key="email"),
+        "dp_group_by": ppdm.dp_group_by(
+            lazy,
+            "c",
+            [ppdm.dp.count(), ppdm.dp.sum("rid", bounds=(0, 10))],
+            privacy_unit="rid",
+            epsilon=1.0,
+            secret=secret,
+            public_groups=pl.DataFrame({"c": ["a", "b"]}),
+        ),
+    }
+
+
+@pytest.mark.parametrize("route", sorted(_lazy_plans(Secret.from_hex(HEX))))
+def test_a_serialized_plan_never_holds_the_secret(route):
+    """Attack review 63: LazyFrame.serialize() pickles a plan's Python functions, and those
+    of the map_batches paths held the 32-byte key (found by trying every 32-byte window of
+    the plan against published bits).  They hold a handle (polars_ppdm._held) instead; the
+    same process reads the plan back and gets the same bits."""
+    secret = Secret.from_hex(HEX)
+    lazy = _lazy_plans(secret)[route]
+    blob = lazy.serialize()
+    key = bytes(secret.key)
+    assert key not in blob and key[::-1] not in blob
+    assert not leaked(blob.hex() + blob.decode("latin-1"), needles_for(HEX, None))
+    again = pl.LazyFrame.deserialize(io.BytesIO(blob))
+    assert again.collect().equals(lazy.collect())
+
+
+def test_a_serialized_plan_does_not_run_in_another_process(tmp_path):
+    path = tmp_path / "plan.bin"
+    disguised = frame().lazy().with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, secret=HEX, key="rid"))
+    path.write_bytes(disguised.serialize())
+    code = (
+        "import io, sys, polars as pl, polars_ppdm\n"
+        "try:\n"
+        f"    pl.LazyFrame.deserialize(io.BytesIO(open({str(path)!r}, 'rb').read())).collect()\n"
+        "except Exception as error:\n"
+        "    print(error); sys.exit(3)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "not known in this process" in run.stdout and HEX not in run.stdout
+
+
 # -- DuckDB -----------------------------------------------------------------------------
 
 
@@ -458,3 +530,15 @@ def test_the_needles_catch_a_leak():
     assert not leaked("Secret(fingerprint='0a1b2c3d')", needles_for(HEX, None))
     assert np.isfinite(len(PYTHON_CASES))  # the tables are not empty
     assert PYTHON_CASES and UDF_CASES and MACRO_CASES
+
+
+def test_a_handle_is_salted_per_process():
+    """Review 67: an unsalted SHA-256 handle of the key let anyone holding a serialized
+    plan confirm a guess of a weak secret (secret=4711, in milliseconds)."""
+    from polars_ppdm._held import handle_of
+
+    code = "from polars_ppdm._held import handle_of; print(handle_of(b'key', bytes(16)))"
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert int(other.stdout) != handle_of(b"key", bytes(16))

@@ -402,3 +402,80 @@ def test_a_key_file_with_a_scale_not_above_zero_is_damaged():
         data = json.loads(text) | {"scale": scale}
         with pytest.raises(InvalidParameterError, match=r"damaged spiral key.*scale > 0"):
             ppdm.SpiralKey.from_json(json.dumps(data))
+
+
+def _key_entries_shown(text: str, key: ppdm.SpiralKey) -> int:
+    """How many of the key's matrix and offset entries appear as numbers in ``text``."""
+    numbers = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", text)]
+    entries = [*key.matrix.ravel(), *key.offset]
+    return sum(any(abs(v - u) <= 1e-6 * max(1.0, abs(v)) for u in numbers) for v in entries)
+
+
+def test_a_lazy_spiral_shows_its_key_nowhere(tmp_path):
+    """Attack review 63: the composed matrix and offset were literals of the plan, so
+    explain(), str() and a Polars error of a later step (its "Resolved plan until
+    failure") printed the key: 6 of its 6 entries, enough to undo every row.  The plan
+    holds a handle; a plan taken to another process does not run there."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(63)
+    df = pl.DataFrame({"lat": rng.normal(47.4, 0.1, 1000), "lon": rng.normal(8.5, 0.2, 1000)})
+    lazy, key = ppdm.spiral(
+        df.lazy(),
+        ["lat", "lon"],
+        bounds={"lat": (47, 48), "lon": (7, 10)},
+        secret=ppdm.Secret.generate(),
+        return_key=True,
+    )
+    with pytest.raises(pl.exceptions.ColumnNotFoundError) as typo:
+        lazy.select("lat", "lon", "latitude").collect()  # a later step's typo
+    shown = "\n".join([str(typo.value), lazy.explain(), lazy.explain(optimized=False), str(lazy)])
+    assert _key_entries_shown(shown, key) == 0
+    blob = lazy.serialize()
+    assert not any(np.float64(v).tobytes() in blob for v in [*key.matrix.ravel(), *key.offset])
+    assert_frame_equal(lazy.collect(), ppdm.apply_spiral_key(df, key))
+    path = tmp_path / "plan.bin"
+    path.write_bytes(blob)
+    code = (
+        "import io, sys, polars as pl, polars_ppdm\n"
+        "try:\n"
+        f"    pl.LazyFrame.deserialize(io.BytesIO(open({str(path)!r}, 'rb').read())).collect()\n"
+        "except Exception as error:\n"
+        "    print(error); sys.exit(3)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "not known in this process" in run.stdout and _key_entries_shown(run.stdout, key) == 0
+
+
+def test_a_spiral_keeps_a_column_named_like_its_helper():
+    """Review 67: the struct of moved columns went into a fixed "__ppdm_spiral" column,
+    which overwrote, then dropped, a user's column of that name."""
+    df = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 1.5, 2.5], "__ppdm_spiral": ["x", "y", "z"]})
+    key = ppdm.spiral_key(["a", "b"], bounds={"a": (0, 3), "b": (0, 3)}, secret=ppdm.Secret.generate())
+    out = ppdm.apply_spiral_key(df, key)
+    assert out.columns == df.columns and out["__ppdm_spiral"].equals(df["__ppdm_spiral"])
+
+
+def test_a_live_spiral_plan_survives_other_plans_pickled_meanwhile(monkeypatch):
+    """Review 67: the map was registered when the query was built, so 4,096 later
+    registrations broke a plan that was never serialized.  A live plan holds its map;
+    only a pickled one is registered (and may be dropped)."""
+    import pickle
+
+    from polars_ppdm import _held
+
+    monkeypatch.setattr(_held, "MAX_HELD", 2)
+    df = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 1.5, 2.5]})
+    keys = [
+        ppdm.spiral_key(["a", "b"], bounds={"a": (0, 3), "b": (0, 3)}, secret=ppdm.Secret.generate())
+        for _ in range(4)
+    ]
+    live = ppdm.apply_spiral_key(df.lazy(), keys[0])
+    pickled = pickle.dumps(live)
+    for key in keys[1:]:
+        pickle.loads(pickle.dumps(ppdm.apply_spiral_key(df.lazy(), key)))
+    assert_frame_equal(live.collect(), ppdm.apply_spiral_key(df, keys[0]))
+    with pytest.raises(Exception, match="not known in this process"):  # dropped: the oldest pickled
+        pickle.loads(pickled).collect()

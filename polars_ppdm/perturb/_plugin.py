@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib
 import struct
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ import polars as pl
 from polars.plugins import register_plugin_function
 
 from polars_ppdm._encoding import _WIDE_INTEGERS
+from polars_ppdm._held import handle_of
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import _native
 from polars_ppdm.kernels.noise import noise_grid, noise_stream
@@ -87,9 +87,10 @@ def plugin_key_dtype(dtype: pl.DataType | type[pl.DataType]) -> bool:
 
 def secret_handle(secret: bytes) -> int:
     """The handle of ``secret`` in the plan (registered with the extension): 64 bits of
-    SHA-256 over a label and the secret, which reveal nothing usable about it."""
+    SHA-256 over this process's salt, a label and the secret, which reveal nothing
+    usable about it (:func:`polars_ppdm._held.handle_of`)."""
     secret = _check_secret(secret)
-    handle = int.from_bytes(hashlib.sha256(b"polars_ppdm/plugin-secret\x00" + secret).digest()[:8], "little")
+    handle = handle_of(b"plugin-secret", secret)  # salted per process: confirms no guess
     native = _native.NATIVE
     if native is not None:
         native.register_secret(handle, secret)

@@ -19,9 +19,9 @@ from typing import Any, Literal, overload
 import numpy as np
 import polars as pl
 
-from polars_ppdm._affine import affine_exprs
+from polars_ppdm._affine import held_affine_exprs
 from polars_ppdm._bounds import DATA_BOUNDS, check_bounds
-from polars_ppdm._frame import Frame, as_lazy, like, schema_of
+from polars_ppdm._frame import Frame, as_lazy, fresh_names, like, schema_of
 from polars_ppdm._validation import check_bool, check_columns, check_int, check_numeric, is_real
 from polars_ppdm.exceptions import InvalidParameterError, PrivacyLeakWarning
 from polars_ppdm.kernels.release_key import query_label, release_key
@@ -319,13 +319,17 @@ def _transform(frame: Frame, key: SpiralKey, matrix: np.ndarray, offset: np.ndar
 
     bad = pl.any_horizontal(x[c].is_nan() | x[c].is_infinite() for c in cols)
     checked = bad.map_batches(refuse_non_finite, return_dtype=pl.Boolean, is_elementwise=True)
-    moved = affine_exprs(cols, matrix, offset)  # a null in a row nulls its every spiral column
+    # A null in a row nulls its every spiral column; the plan holds a handle to the key.
+    # One struct column computes them all (each input read once), then its fields replace them.
+    (moving,) = fresh_names(schema.names(), "__ppdm_spiral")  # apart from every column
+    moved = [pl.col(moving).struct.field(c).alias(c) for c in cols]
     moved[0] = pl.when(checked).then(None).otherwise(moved[0]).alias(cols[0])
     # The input is finite (refused above): a non-finite output is an overflow.
     overflow = pl.any_horizontal(~pl.col(c).is_finite() for c in cols)
     refused = overflow.map_batches(refuse_overflow, return_dtype=pl.Boolean, is_elementwise=True)
     first = pl.when(refused).then(None).otherwise(pl.col(cols[0])).alias(cols[0])
-    return like(frame, as_lazy(frame).with_columns(moved).with_columns(first), engine="streaming")
+    query = as_lazy(frame).with_columns(held_affine_exprs(cols, matrix, offset).alias(moving))
+    return like(frame, query.with_columns(moved).drop(moving).with_columns(first), engine="streaming")
 
 
 def _check_key(key: Any, func: str) -> SpiralKey:

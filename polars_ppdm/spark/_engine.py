@@ -40,6 +40,7 @@ __all__ = [
     "polars_schema",
     "raise_executor_errors",
     "require_pyspark",
+    "shipped_key",
     "spark_column",
     "spark_frame",
     "spark_schema",
@@ -130,6 +131,14 @@ def check_key(key: Any, schema: pl.Schema, func: str) -> str:
         msg = f"The 'key' parameter of polars_ppdm.spark.{func} names no column: {key!r}. Columns: {list(schema.names())}."
         raise InvalidParameterError(msg)
     return key
+
+
+def shipped_key(key: bytes) -> bytes:
+    """The key itself, as plain bytes, for the functions Spark pickles and ships to its
+    executors: a :class:`~polars_ppdm.secret.Secret`'s key pickles as a handle that only
+    this process knows (:mod:`polars_ppdm._held`, which keeps it out of serialized Polars
+    plans)."""
+    return bytes(key)
 
 
 def map_polars(

@@ -52,6 +52,7 @@ from polars_ppdm.spark._engine import (
     map_polars,
     polars_schema,
     raise_executor_errors,
+    shipped_key,
     spark_column,
     spark_frame,
 )
@@ -195,7 +196,7 @@ def dp_histogram(
     non_negative = check_bool("non_negative", non_negative, func)
     check_accountant(accountant, func)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
-    key_bytes = release_secret(secret, func)
+    key_bytes = shipped_key(release_secret(secret, func))
     flat = request.flat_bin().alias(BIN)
     rows = _bounded(
         sdf,
@@ -402,7 +403,7 @@ def dp_quadtree(
     )
     check_accountant(accountant, func)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
-    key_bytes = release_secret(secret, func)
+    key_bytes = shipped_key(release_secret(secret, func))
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
         request.charge(accountant)
@@ -493,7 +494,7 @@ def dp_kmeans(
     )
     check_accountant(accountant, func)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
-    key_bytes = release_secret(secret, func)
+    key_bytes = shipped_key(release_secret(secret, func))
     with _points(sdf, request.columns, key, request.contributions, key_bytes, func, request.box()) as points:
         rows = points.rows()  # the points checked: a refusal costs nothing
         request.charge(accountant)

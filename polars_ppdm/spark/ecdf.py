@@ -80,6 +80,7 @@ from polars_ppdm.spark._engine import (
     map_polars,
     polars_schema,
     raise_executor_errors,
+    shipped_key,
     spark_column,
     spark_frame,
     spark_schema,
@@ -261,6 +262,7 @@ def ecdf_resample(
     key_name = check_key(key, schema, _FUNC)
     check_key_dtype(schema[key_name], key_name, _FUNC)
     resolved = resolve_secret(secret)
+    key_bytes = shipped_key(resolved.key)  # the executors need the key itself
     check_bool("round_integers", round_integers, _FUNC)
     out_dtype = {c: (schema[c] if round_integers and schema[c].is_integer() else pl.Float64()) for c in cols}
     out_types = spark_schema(pl.Schema(out_dtype), _FUNC)
@@ -272,7 +274,7 @@ def ecdf_resample(
     # others as before). A lost block of it fails the job; it is never recomputed.
     sdf = sdf.localCheckpoint(eager=True)
     try:
-        census = _census(sdf, cols, key_name, resolved.key)
+        census = _census(sdf, cols, key_name, key_bytes)
         if census.rows and census.key_nulls:
             raise InvalidParameterError(null_key_message(key_name, _FUNC))
         for c in cols if census.rows else ():  # an empty frame: empty in, empty out (below)
@@ -288,11 +290,11 @@ def ecdf_resample(
             )
         )
     # Every draw of a column under its own key, of its values (perturb.ecdf.column_key).
-    own = {c: census.key(resolved.key, c, bins_of[c]) for c in cols}
+    own = {c: census.key(key_bytes, c, bins_of[c]) for c in cols}
     cuts = {c: cut_points(census.low[c], census.high[c], bins_of[c]) for c in cols}
     target = {c: min(BUCKET_ROWS, max(1, -(-census.n[c] // BUCKETS))) for c in cols}
     plans = {c: census.plan(c, target[c]) for c in cols}
-    counts = _histogram(sdf, cols, key_name, own, cuts, plans, census.n, resolved.key)
+    counts = _histogram(sdf, cols, key_name, own, cuts, plans, census.n, key_bytes)
 
     # The key may be resampled too: ties use the original key, so keep a copy.
     tie_key = key_name
@@ -314,7 +316,7 @@ def ecdf_resample(
             block_offsets(counts.block_totals(i, census.n[c] // BLOCK + 1)),
             census.n[c],
             out_dtype[c],
-            resolved.key,
+            key_bytes,
         )
     return out.select(*(spark_column(n) for n in names))
 

@@ -54,7 +54,14 @@ from polars_ppdm.dp.group_by import bounded_groups as _bounded_groups
 from polars_ppdm.dp.group_by import check_flag as _check_flag
 from polars_ppdm.dp.group_by import release_groups as _release
 from polars_ppdm.secret import SecretLike
-from polars_ppdm.spark._engine import map_polars, polars_schema, spark_column, spark_frame, spark_schema
+from polars_ppdm.spark._engine import (
+    map_polars,
+    polars_schema,
+    shipped_key,
+    spark_column,
+    spark_frame,
+    spark_schema,
+)
 from polars_ppdm.spark.dp import _collect
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -266,7 +273,7 @@ public_groups, delta, intervals, non_negative, mechanism, rho
     non_negative = _check_flag("non_negative", non_negative)
     check_accountant(accountant, _FUNC)
     request.charge(accountant, check_only=True)  # refused before a row is read if over budget
-    key = release_secret(secret, _FUNC)
+    key = shipped_key(release_secret(secret, _FUNC))
     names = _Names(request)
     collected = _collect(_per_group(_per_row(frame, request, key, names), request, names))
     # The Polars per-group table's columns and dtypes (its plan's schema: nothing runs).
