@@ -97,9 +97,25 @@ def private_temporary(target: Path, *, folder: bool = False) -> Path:
     return temporary
 
 
+def _keep_mode(temporary: Path, target: Path) -> bool:
+    """Give ``temporary`` the mode of ``target`` where it replaces one of its kind (not a
+    symlink, which the rename replaces itself); False where there is none."""
+    try:
+        replaced = os.lstat(target)
+    except OSError:
+        return False
+    if stat.S_ISLNK(replaced.st_mode) or stat.S_ISDIR(replaced.st_mode) != temporary.is_dir():
+        return False
+    os.chmod(temporary, stat.S_IMODE(replaced.st_mode))
+    return True
+
+
 def make_readable(temporary: Path, target: Path) -> None:
-    """Give a :func:`private_temporary` the mode a file (or folder) newly made beside
-    ``target`` gets (the umask, a default ACL), as an output written in place would."""
+    """Give a :func:`private_temporary` the mode of the output it replaces (of the same
+    kind: an operator's ``chmod`` of a published table survives the next run), else the
+    mode a file (or folder) newly made beside ``target`` gets (the umask, a default ACL)."""
+    if _keep_mode(temporary, target):
+        return
     probe = temporary_name(target)
     try:
         if temporary.is_dir():
@@ -172,7 +188,8 @@ def _alive(pid: int) -> bool:
 @contextlib.contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write to; when the block ends without an
-    error the file is fsync-ed and renamed to ``target``, otherwise removed.
+    error the file is fsync-ed, given the mode of the file it replaces (if any), and
+    renamed to ``target``, otherwise removed.
 
     Examples
     --------
@@ -193,6 +210,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
         yield temporary
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
+        _keep_mode(temporary, target)  # an operator's chmod of the file it replaces survives
         replace_whole(temporary, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -1488,7 +1488,8 @@ class LedgerAccountant(BudgetAccountant):
     @property
     def privacy_unit(self) -> str | None:
         """The unit the dataset's budget is counted per, as the ledger records it now
-        (the first spend records it, from whichever process; a withdrawn run records none)."""
+        (the first spend records it, from whichever process; a withdrawn run records none).
+        Read-only: assigning it changes nothing (the ledger's record is the unit)."""
         return self._ledger.status(self.dataset).privacy_unit
 
     @privacy_unit.setter
