@@ -60,6 +60,26 @@ def stdout_with_numpy_simd_off(script: str) -> str:
     return run.stdout.strip()
 
 
+def refusal_in_another_process(serialized: bytes, folder) -> str:
+    """What another process prints when it collects the serialized plan ``serialized``:
+    it must refuse (exit 3 here), as a plan holds handles to its secrets, never them."""
+    import subprocess
+    import sys
+
+    path = folder / "plan.bin"
+    path.write_bytes(serialized)
+    code = (
+        "import io, sys, polars as pl, polars_ppdm\n"
+        "try:\n"
+        f"    pl.LazyFrame.deserialize(io.BytesIO(open({str(path)!r}, 'rb').read())).collect()\n"
+        "except Exception as error:\n"
+        "    print(error); sys.exit(3)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 3, run.stdout + run.stderr
+    return run.stdout
+
+
 # The DP group-by aggregates as Polars and the SQL macros name them (tests/test_dp_group_by_sql.py,
 # tests/test_gaussian_sql.py): the aggregate, its macro and the macro's extra arguments.
 SQL_SECRET = "5a1f3c9e0b7d2a4866c3e1f09b8d7a25"  # fixed for the tests; not a repeated pattern

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 import polars as pl
 import pytest
+from _helpers import refusal_in_another_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,18 +189,8 @@ def test_plan_and_serialized_plan_hold_no_secret():
 
 def test_a_plan_taken_to_another_process_does_not_run_there(tmp_path):
     df = frame(50)
-    path = tmp_path / "plan.bin"
-    path.write_bytes(ppdm.rr_disguise(df.lazy(), ["a"], p=0.8, secret=SECRET, key="id").serialize())
-    code = (
-        "import polars as pl, polars_ppdm, sys\n"
-        f"lazy = pl.LazyFrame.deserialize({str(path)!r})\n"
-        "try:\n    lazy.collect()\nexcept Exception as e:\n    print(e); sys.exit(3)\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ
-    )
-    assert run.returncode == 3, run.stdout + run.stderr
-    assert "not known in this process" in run.stdout
+    plan = ppdm.rr_disguise(df.lazy(), ["a"], p=0.8, secret=SECRET, key="id").serialize()
+    assert "not known in this process" in refusal_in_another_process(plan, tmp_path)
 
 
 def test_same_bits_from_a_second_thread(monkeypatch):

@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from _helpers import refusal_in_another_process
 
 import polars_ppdm as ppdm
 from polars_ppdm.exceptions import PPDMError, SecretError
@@ -383,19 +384,9 @@ def test_a_serialized_plan_never_holds_the_secret(route):
 
 
 def test_a_serialized_plan_does_not_run_in_another_process(tmp_path):
-    path = tmp_path / "plan.bin"
     disguised = frame().lazy().with_columns(pl.col("x").ppdm.rr_disguise(p=0.8, secret=HEX, key="rid"))
-    path.write_bytes(disguised.serialize())
-    code = (
-        "import io, sys, polars as pl, polars_ppdm\n"
-        "try:\n"
-        f"    pl.LazyFrame.deserialize(io.BytesIO(open({str(path)!r}, 'rb').read())).collect()\n"
-        "except Exception as error:\n"
-        "    print(error); sys.exit(3)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 3, run.stdout + run.stderr
-    assert "not known in this process" in run.stdout and HEX not in run.stdout
+    printed = refusal_in_another_process(disguised.serialize(), tmp_path)
+    assert "not known in this process" in printed and HEX not in printed
 
 
 # -- DuckDB -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from _helpers import refusal_in_another_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -416,9 +417,6 @@ def test_a_lazy_spiral_shows_its_key_nowhere(tmp_path):
     explain(), str() and a Polars error of a later step (its "Resolved plan until
     failure") printed the key: 6 of its 6 entries, enough to undo every row.  The plan
     holds a handle; a plan taken to another process does not run there."""
-    import subprocess
-    import sys
-
     rng = np.random.default_rng(63)
     df = pl.DataFrame({"lat": rng.normal(47.4, 0.1, 1000), "lon": rng.normal(8.5, 0.2, 1000)})
     lazy, key = ppdm.spiral(
@@ -435,18 +433,8 @@ def test_a_lazy_spiral_shows_its_key_nowhere(tmp_path):
     blob = lazy.serialize()
     assert not any(np.float64(v).tobytes() in blob for v in [*key.matrix.ravel(), *key.offset])
     assert_frame_equal(lazy.collect(), ppdm.apply_spiral_key(df, key))
-    path = tmp_path / "plan.bin"
-    path.write_bytes(blob)
-    code = (
-        "import io, sys, polars as pl, polars_ppdm\n"
-        "try:\n"
-        f"    pl.LazyFrame.deserialize(io.BytesIO(open({str(path)!r}, 'rb').read())).collect()\n"
-        "except Exception as error:\n"
-        "    print(error); sys.exit(3)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 3, run.stdout + run.stderr
-    assert "not known in this process" in run.stdout and _key_entries_shown(run.stdout, key) == 0
+    printed = refusal_in_another_process(blob, tmp_path)
+    assert "not known in this process" in printed and _key_entries_shown(printed, key) == 0
 
 
 def test_a_spiral_keeps_a_column_named_like_its_helper():
