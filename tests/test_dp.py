@@ -569,14 +569,6 @@ def test_accountant_parallel_composition_costs_the_maximum():
             "larger than the number of buckets",
         ),
         (
-            lambda df: ppdm.dp_kmeans(df.head(0), ["x", "y"], k=2, bounds=[(0, 1)] * 2, epsilon=1.0),
-            "empty table",
-        ),
-        (
-            lambda df: ppdm.dp_quadtree(df.head(0), ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0),
-            "empty table",
-        ),
-        (
             lambda df: ppdm.dp_quadtree(df, ["x", "n"], bounds=[(0, 1)] * 2, epsilon=1.0),
             "null, NaN or infinite",
         ),
@@ -784,3 +776,35 @@ def test_kmeans_quadtree_refined_beats_the_paper_on_tight_clusters():
         ]
         scores[method] = float(np.mean([nicv(points, f.to_numpy()) for f in fits]))
     assert scores["quadtree_refined"] < scores["quadtree"] / 2, scores
+
+
+@pytest.mark.parametrize("release", ["quadtree", "kmeans/quadtree", "kmeans/grid", "kmeans/lloyd"])
+def test_an_empty_table_is_released_and_charged_as_any_other(release):
+    """Attack review 68: dp_quadtree and dp_kmeans refused an empty table, for free, so a
+    nightly job's status told with certainty whether anyone had an event that day.  An
+    empty table is released (the noise alone), charged, with the columns of any release."""
+    empty = pl.DataFrame(schema={"x": pl.Float64, "y": pl.Float64})
+    one = pl.DataFrame({"x": [0.25], "y": [0.75]})
+    secret = ppdm.Secret.for_tests(68)
+    got = {}
+    for name, frame in (("empty", empty), ("one", one)):
+        acc = ppdm.BudgetAccountant(2.0)
+        if release == "quadtree":
+            out = ppdm.dp_quadtree(
+                frame, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, secret=secret, accountant=acc
+            )
+        else:
+            method = release.split("/")[1]
+            out = ppdm.dp_kmeans(
+                frame,
+                ["x", "y"],
+                k=2,
+                bounds=[(0, 1)] * 2,
+                epsilon=1.0,
+                secret=secret,
+                method=method,
+                accountant=acc,
+            ).centres
+            assert out.height == 2
+        got[name] = (out.schema, acc.spent)
+    assert got["empty"] == got["one"] and got["empty"][1] > 0.9  # lloyd leaves part of epsilon unspent

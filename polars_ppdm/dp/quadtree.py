@@ -239,10 +239,10 @@ def dp_quadtree(
         The points (collected: a tree needs every level's counts).
     columns : str or sequence of str
         Numeric coordinates; nulls and NaN are refused.
-    bounds : mapping column -> (low, high), one pair per column, or "data"
+    bounds : mapping column -> (low, high), or one pair per column
         Public bounds of the root box; points outside are clipped into the edge cells
-        (counted there).  ``"data"`` reads them off the data, with a
-        :class:`~polars_ppdm.exceptions.PrivacyLeakWarning`: the paper does, and leaks.
+        (counted there).  ``"data"`` (the paper reads them off the data) is refused: it
+        published the exact extremes.
     epsilon : float
         The release's budget (> 0).
     gamma : float in (0, 1)

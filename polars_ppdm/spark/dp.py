@@ -275,8 +275,8 @@ class _Points:
         self.digest: int | None = None
 
     def rows(self) -> int:
-        """The number of points after bounding; an empty table or a non-finite point is
-        refused with the Polars messages (the counts of both cross to the driver)."""
+        """The number of points after bounding; a non-finite point is refused with the
+        Polars message (the counts cross to the driver)."""
         from pyspark.sql import functions as F
 
         totals = _collect(
@@ -287,7 +287,7 @@ class _Points:
             )
         ).row(0)
         rows, bad = int(totals[0]), int(totals[1] or 0)
-        check_points(rows, bad, self.columns, self.func)
+        check_points(bad, self.columns, self.func)
         word_sum = sum(int(total or 0) << (16 * i) for i, total in enumerate(totals[2:])) % 2**64
         self.digest = finish_digest(self.secret, word_sum, rows)
         return rows
