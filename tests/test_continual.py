@@ -287,3 +287,36 @@ def test_a_release_is_continued_only_under_its_secret():
         )
     with pytest.raises(InvalidParameterError, match="the rows of some periods already published"):
         _release(_log(3), through=2, state=state, secret=ppdm.Secret.for_tests(6))
+
+
+def test_a_state_continued_twice_under_one_accountant_is_refused():
+    """Attack review 69: one state continued 200 times over logs that differed by one
+    uncounted row drew a later node 200 times, charged nothing (their mean: the count).
+    An accountant refuses a state older than the latest it returned."""
+    log = _log(10)
+    acc = ppdm.BudgetAccountant(rho=0.75)
+    early = _release(log.filter(pl.col("night") <= 2), through=2, accountant=acc).state
+    later = _release(log, through=3, accountant=acc, state=early).state
+    assert acc.spent_rho == pytest.approx(0.5)
+    late = log.vstack(pl.DataFrame({"person": [1], "region": ["w"], "night": [3]}))  # uncounted: no group w
+    with pytest.raises(InvalidParameterError, match="not the latest this accountant returned"):
+        _release(late, through=3, accountant=acc, state=early)
+    _release(log, through=4, accountant=acc, state=later)  # the latest goes on, free
+    assert acc.spent_rho == pytest.approx(0.5)
+
+
+def test_a_tree_goes_on_free_only_under_the_ledger_that_charged_it(tmp_path):
+    """Attack review 69: dataset B continued dataset A's state (charged to A) over its own
+    people, and was charged nothing.  An accountant whose ledger does not name the tree
+    charges it as a start; the dataset that charged it goes on free in a new session."""
+    from polars_ppdm.ledger import Ledger
+
+    path = tmp_path / "ledger.duckdb"
+    for name in ("a", "b"):
+        Ledger(path).open_dataset(name, rho_budget=1.0)
+    log = _log(10)
+    state = _release(log, through=1, accountant=Ledger(path).accountant("a")).state
+    _release(log, through=3, accountant=Ledger(path).accountant("b"), state=state)
+    assert Ledger(path).spent("b") == pytest.approx(0.5)
+    _release(log, through=3, accountant=Ledger(path).accountant("a"), state=state)  # a new session of a
+    assert Ledger(path).spent("a") == pytest.approx(0.5)

@@ -25,6 +25,8 @@ import datetime as dt
 import hashlib
 import json
 import math
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -188,6 +190,61 @@ def release_config(
     return _config(label, groups, horizon, rho, max_contributions, start, every, privacy_unit)
 
 
+class _Trees:
+    """What an accountant knows of the continual releases charged to it: whether a tree
+    is (its ledger names it), and the latest state of each it saw in this process.
+
+    A node is released once.  A state continued twice (a job that lost last night's state
+    and went on from an older one after late events) drew the later nodes again over
+    other rows, with fresh noise and no charge (attack review 69: 200 draws of one node
+    averaged to its count): an accountant refuses a state older than the latest it
+    returned.  Across processes, keep the state the release returns (``ppdm run`` keeps
+    its nodes in the ledger)."""
+
+    def __init__(self, accountant: BudgetAccountant) -> None:
+        self.accountant = accountant
+        self.heads: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, accountant: BudgetAccountant | ParallelBlock) -> _Trees:
+        owner = accountant.accountant if isinstance(accountant, ParallelBlock) else accountant
+        with _TREES_LOCK:
+            trees = _TREES.get(owner)
+            if trees is None:
+                trees = _TREES[owner] = cls(owner)
+        return trees
+
+    def charged(self, config: str, release: str) -> bool:
+        return config in self.heads or release in self.accountant.ledger["release"].to_list()
+
+    def refuse_stale(self, config: str, state: TreeState) -> None:
+        head = self.heads.get(config)
+        if head is not None and head != _state_digest(state):
+            msg = (
+                f"The 'state' given to {_FUNC} is not the latest this accountant returned for the release: it "
+                "was continued already, and a node is released once (continuing an older state again draws its "
+                f"later nodes anew, over other rows). Pass the state the last call returned ({NOT_CHARGED})."
+            )
+            raise InvalidParameterError(msg)
+
+    def advance(self, config: str, state: TreeState) -> None:
+        self.heads[config] = _state_digest(state)
+
+
+# Per accountant, without keeping one alive (nor adding to its pickled state).
+_TREES: weakref.WeakKeyDictionary[BudgetAccountant, _Trees] = weakref.WeakKeyDictionary()
+_TREES_LOCK = threading.Lock()
+
+
+def _state_digest(state: TreeState) -> str:
+    """A digest of the state's content (not of its chunks or object)."""
+    digest = hashlib.sha256(state.config.encode())
+    for frame in (state.nodes, state.periods):
+        for column in frame.columns:
+            digest.update(np.ascontiguousarray(frame[column].cast(pl.Int64).to_numpy()).tobytes())
+    return digest.hexdigest()
+
+
 def _check_state(state: Any, config: str) -> TreeState | None:
     if state is None:
         return None
@@ -274,9 +331,14 @@ def dp_continual_counts(
         secrets are refused.
     accountant : BudgetAccountant, optional
         Charged ``rho`` when the release starts (a zCDP accountant; a pure-epsilon one
-        refuses a rho).
+        refuses a rho), and when it goes on under an accountant that did not charge it
+        (whose ledger does not name its tree: another dataset's, or an in-memory one of
+        another session).  It refuses a ``state`` older than the latest it returned for the
+        release in this process: a state continued twice would draw its later nodes again.
     state : TreeState, optional
-        What an earlier call of this release returned (None: start the release).
+        What the last call of this release returned (None: start the release).  Keep only
+        the latest, and continue it once: an older one draws the later nodes anew, over
+        whatever rows are there then (``ppdm run`` keeps the nodes in its ledger).
 
     Returns
     -------
@@ -339,11 +401,18 @@ def dp_continual_counts(
         )
         raise InvalidParameterError(msg)
     check_accountant(accountant, _FUNC)
-    # A state with no node drawn (one made by hand) has published nothing: this call
-    # starts the release, and is charged as one.
-    starts = state is None or state.nodes.is_empty()
+    book = None if accountant is None else _Trees.of(accountant)
+    if book is not None and state is not None and not state.nodes.is_empty():
+        book.refuse_stale(config, state)
+    # A state with no node drawn (one made by hand) has published nothing, and a tree this
+    # accountant never charged was charged to another (attack review 69: dataset B went on
+    # with A's state for free): this call starts the release here, and is charged as one.
+    charged = label + f" [tree {config[:16]}]"  # names the tree in the accountant's ledger
+    starts = (
+        state is None or state.nodes.is_empty() or (book is not None and not book.charged(config, charged))
+    )
     if starts:
-        charge(accountant, None, label, _FUNC, rho=rho, check_only=True, privacy_unit=privacy_unit)
+        charge(accountant, None, charged, _FUNC, rho=rho, check_only=True, privacy_unit=privacy_unit)
     key = release_secret(secret, _FUNC)
 
     counts, digests = _period_counts(
@@ -352,7 +421,7 @@ def dp_continual_counts(
     if state is not None:
         _check_published_periods(state, digests)
     if starts:
-        charge(accountant, None, label, _FUNC, rho=rho, privacy_unit=privacy_unit)
+        charge(accountant, None, charged, _FUNC, rho=rho, privacy_unit=privacy_unit)
     if state is None:
         state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
     known = state.periods["period"].max()
@@ -360,6 +429,8 @@ def dp_continual_counts(
     state = TreeState(state.config, state.nodes, pl.concat([state.periods, fresh]))
     nodes = tree.complete_nodes(horizon, through)
     noisy, state = _noisy_nodes(state, nodes, counts, digests, horizon, sigma, key, label)
+    if book is not None:
+        book.advance(config, state)
     periods, totals = tree.tree_estimate(noisy, horizon, through)
     period_var, total_var = tree.tree_variance(horizon, through, sigma)
     g, p = periods.shape
