@@ -607,7 +607,8 @@ class _Publisher:
                 "its fingerprint and its read, or a step is not deterministic: publishing these bits under the "
                 "earlier run's charge would release new data for free. Refused: nothing was published and nothing "
                 "spent; the outputs and the ledger are as they were. If an input changed, run again: its new "
-                "content is a new run, charged."
+                "content is a new run, charged. (A continual release is named by its output's full path: in a "
+                "moved folder it is another release.)"
             )
             raise ReleaseMismatchError(msg)
         self.staged.append((label, temporary, target, digest))
