@@ -320,3 +320,49 @@ def test_a_tree_goes_on_free_only_under_the_ledger_that_charged_it(tmp_path):
     assert Ledger(path).spent("b") == pytest.approx(0.5)
     _release(log, through=3, accountant=Ledger(path).accountant("a"), state=state)  # a new session of a
     assert Ledger(path).spent("a") == pytest.approx(0.5)
+
+
+def test_copies_threads_and_a_second_ledger_accountant_share_the_latest_state(tmp_path):
+    """Review 70: the latest state was kept per accountant object, checked and updated in
+    two steps: a copy, a second accountant of one ledger dataset, or threads racing one
+    accountant drew a later node again, free.  A reordered latest state goes on."""
+    import copy
+    import threading
+
+    from polars_ppdm.ledger import Ledger
+
+    log = _log(10)
+    late = log.vstack(pl.DataFrame({"person": [1], "region": ["w"], "night": [3]}))  # uncounted
+    acc = ppdm.BudgetAccountant(rho=0.75)
+    early = _release(log, through=2, accountant=acc).state
+    later = _release(log, through=3, accountant=acc, state=early).state
+    with pytest.raises(InvalidParameterError, match="not the latest"):
+        _release(late, through=3, accountant=copy.copy(acc), state=early)
+    shuffled = TreeState(later.config, later.nodes.reverse(), later.periods.reverse())
+    _release(log, through=4, accountant=acc, state=shuffled)
+    assert acc.spent_rho == pytest.approx(0.5)
+
+    path = tmp_path / "ledger.duckdb"
+    Ledger(path).open_dataset("d", rho_budget=1.0)
+    early = _release(log, through=2, accountant=Ledger(path).accountant("d")).state
+    _release(log, through=3, accountant=Ledger(path).accountant("d"), state=early)
+    with pytest.raises(InvalidParameterError, match="not the latest"):
+        _release(late, through=3, accountant=Ledger(path).accountant("d"), state=early)
+
+    racing = ppdm.BudgetAccountant(rho=0.75)
+    start = _release(log, through=2, accountant=racing).state
+    drawn, refused = [], []
+
+    def go(extra: int) -> None:
+        rows = log.vstack(pl.DataFrame({"person": list(range(extra)), "region": ["w"] * extra, "night": [3] * extra}))
+        try:
+            drawn.append(_release(rows, through=3, accountant=racing, state=start))
+        except InvalidParameterError:
+            refused.append(extra)
+
+    threads = [threading.Thread(target=go, args=(extra,)) for extra in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(drawn) + len(refused) == 4 and len(drawn) <= 1

@@ -21,14 +21,15 @@ Kamath, Steinke, "The discrete Gaussian for differential privacy", NeurIPS 2020.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import math
 import threading
-import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -192,56 +193,88 @@ def release_config(
 
 class _Trees:
     """What an accountant knows of the continual releases charged to it: whether a tree
-    is (its ledger names it), and the latest state of each it saw in this process.
+    is (its ledger names it), and the latest state of each it returned in this process.
 
     A node is released once.  A state continued twice (a job that lost last night's state
     and went on from an older one after late events) drew the later nodes again over
     other rows, with fresh noise and no charge (attack review 69: 200 draws of one node
-    averaged to its count): an accountant refuses a state older than the latest it
-    returned.  Across processes, keep the state the release returns (``ppdm run`` keeps
-    its nodes in the ledger)."""
+    averaged to its count): an accountant refuses a state other than the latest it
+    returned, and a second call continuing a release while one runs (review 70: four
+    threads drew one node four times).  One book serves an accountant and its copies, and
+    every accountant of one ledger dataset.  Across processes, keep the state the release
+    returns (``ppdm run`` keeps its nodes in the ledger)."""
 
-    def __init__(self, accountant: BudgetAccountant) -> None:
-        self.accountant = accountant
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
         self.heads: dict[str, str] = {}
+        self.busy: set[str] = set()
 
     @classmethod
     def of(cls, accountant: BudgetAccountant | ParallelBlock) -> _Trees:
         owner = accountant.accountant if isinstance(accountant, ParallelBlock) else accountant
+        ledger, dataset = getattr(owner, "_ledger", None), getattr(owner, "dataset", None)
         with _TREES_LOCK:
-            trees = _TREES.get(owner)
-            if trees is None:
-                trees = _TREES[owner] = cls(owner)
-        return trees
+            if ledger is not None:  # a LedgerAccountant: its dataset, whichever object
+                book: _Trees = _LEDGER_TREES.setdefault(
+                    (str(Path(ledger.path).resolve()), str(dataset)), cls()
+                )
+            else:  # kept on the accountant, so that a copy shares it
+                book = owner.__dict__.setdefault("_continual_trees", cls())
+        return book
 
-    def charged(self, config: str, release: str) -> bool:
-        return config in self.heads or release in self.accountant.ledger["release"].to_list()
+    @staticmethod
+    def charged(accountant: BudgetAccountant | ParallelBlock, names: tuple[str, ...]) -> bool:
+        """Whether the accountant's ledger names the tree (a release before the tree's
+        name was in its label, one of ``names`` too, is taken to name it)."""
+        owner = accountant.accountant if isinstance(accountant, ParallelBlock) else accountant
+        return not set(names).isdisjoint(owner.ledger["release"].to_list())
 
-    def refuse_stale(self, config: str, state: TreeState) -> None:
-        head = self.heads.get(config)
-        if head is not None and head != _state_digest(state):
-            msg = (
-                f"The 'state' given to {_FUNC} is not the latest this accountant returned for the release: it "
-                "was continued already, and a node is released once (continuing an older state again draws its "
-                f"later nodes anew, over other rows). Pass the state the last call returned ({NOT_CHARGED})."
-            )
-            raise InvalidParameterError(msg)
+    @contextlib.contextmanager
+    def continuing(self, config: str, state: TreeState | None) -> Iterator[Callable[[TreeState], None]]:
+        """Claim the release for one call from ``state``; the caller gives the state it
+        returns (the new latest), and the claim ends with the call."""
+        given = None if state is None or state.nodes.is_empty() else _state_digest(state)
+        with self.lock:
+            head = self.heads.get(config)
+            if given is not None and head is not None and head != given:
+                msg = (
+                    f"The 'state' given to {_FUNC} is not the latest this accountant returned for the release: "
+                    "it was continued already, and a node is released once (continuing an older state again "
+                    f"draws its later nodes anew, over other rows). Pass the state the last call returned ({NOT_CHARGED})."
+                )
+                raise InvalidParameterError(msg)
+            if config in self.busy:
+                msg = (
+                    f"{_FUNC}: another call is continuing this release under the same accountant; continue it "
+                    f"from the state that call returns ({NOT_CHARGED})."
+                )
+                raise InvalidParameterError(msg)
+            self.busy.add(config)
 
-    def advance(self, config: str, state: TreeState) -> None:
-        self.heads[config] = _state_digest(state)
+        def latest(new: TreeState) -> None:
+            with self.lock:
+                self.heads[config] = _state_digest(new)
+
+        try:
+            yield latest
+        finally:
+            with self.lock:
+                self.busy.discard(config)
 
 
-# Per accountant, without keeping one alive (nor adding to its pickled state).
-_TREES: weakref.WeakKeyDictionary[BudgetAccountant, _Trees] = weakref.WeakKeyDictionary()
+_LEDGER_TREES: dict[tuple[str, str], _Trees] = {}
 _TREES_LOCK = threading.Lock()
 
 
 def _state_digest(state: TreeState) -> str:
-    """A digest of the state's content (not of its chunks or object)."""
+    """A digest of the state's content, whatever its row order, chunks or dtypes: the
+    nodes by (group, level, index), the periods by period, each column named and framed."""
     digest = hashlib.sha256(state.config.encode())
-    for frame in (state.nodes, state.periods):
+    ordered = (state.nodes.sort("group", "level", "index"), state.periods.sort("period"))
+    for frame in ordered:
         for column in frame.columns:
-            digest.update(np.ascontiguousarray(frame[column].cast(pl.Int64).to_numpy()).tobytes())
+            values = np.ascontiguousarray(frame[column].cast(pl.Int64).to_numpy())
+            digest.update(f"\x00{column}\x00{len(values)}\x00".encode() + values.tobytes())
     return digest.hexdigest()
 
 
@@ -402,35 +435,36 @@ def dp_continual_counts(
         raise InvalidParameterError(msg)
     check_accountant(accountant, _FUNC)
     book = None if accountant is None else _Trees.of(accountant)
-    if book is not None and state is not None and not state.nodes.is_empty():
-        book.refuse_stale(config, state)
-    # A state with no node drawn (one made by hand) has published nothing, and a tree this
-    # accountant never charged was charged to another (attack review 69: dataset B went on
-    # with A's state for free): this call starts the release here, and is charged as one.
-    charged = label + f" [tree {config[:16]}]"  # names the tree in the accountant's ledger
-    starts = (
-        state is None or state.nodes.is_empty() or (book is not None and not book.charged(config, charged))
-    )
-    if starts:
-        charge(accountant, None, charged, _FUNC, rho=rho, check_only=True, privacy_unit=privacy_unit)
-    key = release_secret(secret, _FUNC)
+    with contextlib.nullcontext(None) if book is None else book.continuing(config, state) as latest:
+        # A state with no node drawn (one made by hand) has published nothing, and a tree
+        # this accountant never charged was charged to another (attack review 69: dataset B
+        # went on with A's state for free): this call starts the release here, charged.
+        charged = label + f" [tree {config[:16]}]"  # names the tree in the accountant's ledger
+        starts = (
+            state is None
+            or state.nodes.is_empty()
+            or (accountant is not None and not _Trees.charged(accountant, (charged, label)))
+        )
+        if starts:
+            charge(accountant, None, charged, _FUNC, rho=rho, check_only=True, privacy_unit=privacy_unit)
+        key = release_secret(secret, _FUNC)
 
-    counts, digests = _period_counts(
-        frame, schema, by, groups, period, start, every, through, privacy_unit, k, key
-    )
-    if state is not None:
-        _check_published_periods(state, digests)
-    if starts:
-        charge(accountant, None, charged, _FUNC, rho=rho, privacy_unit=privacy_unit)
-    if state is None:
-        state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
-    known = state.periods["period"].max()
-    fresh = digests.filter(pl.col("period") > (-1 if known is None else known))
-    state = TreeState(state.config, state.nodes, pl.concat([state.periods, fresh]))
-    nodes = tree.complete_nodes(horizon, through)
-    noisy, state = _noisy_nodes(state, nodes, counts, digests, horizon, sigma, key, label)
-    if book is not None:
-        book.advance(config, state)
+        counts, digests = _period_counts(
+            frame, schema, by, groups, period, start, every, through, privacy_unit, k, key
+        )
+        if state is not None:
+            _check_published_periods(state, digests)
+        if starts:
+            charge(accountant, None, charged, _FUNC, rho=rho, privacy_unit=privacy_unit)
+        if state is None:
+            state = TreeState(config, pl.DataFrame(schema=_NODE_SCHEMA))
+        known = state.periods["period"].max()
+        fresh = digests.filter(pl.col("period") > (-1 if known is None else known))
+        state = TreeState(state.config, state.nodes, pl.concat([state.periods, fresh]))
+        nodes = tree.complete_nodes(horizon, through)
+        noisy, state = _noisy_nodes(state, nodes, counts, digests, horizon, sigma, key, label)
+        if latest is not None:
+            latest(state)
     periods, totals = tree.tree_estimate(noisy, horizon, through)
     period_var, total_var = tree.tree_variance(horizon, through, sigma)
     g, p = periods.shape
