@@ -404,7 +404,7 @@ def release_kmeans(
     points: np.ndarray | None = None,
 ) -> DPKMeansResult:
     """The centres of :func:`dp_kmeans` by ``"quadtree"`` or ``"grid"`` (counts only)
-    from the number of points after bounding (``rows``, > 0) and ``counts_up_to(height)``,
+    from the number of points after bounding (``rows``, 0 for an empty table) and ``counts_up_to(height)``,
     the true counts of the cells at levels up to ``height``."""
     lows, highs = request.box()
     d, k, label, contributions = len(request.columns), request.k, request.label, request.contributions

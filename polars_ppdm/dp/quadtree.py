@@ -391,7 +391,7 @@ def release_quadtree(
     request: QuadtreeRequest, rows: int, counts_up_to: Callable[[int], CellCounts], secret: bytes
 ) -> pl.DataFrame:
     """The leaves of :func:`dp_quadtree` from the number of points after bounding
-    (``rows``, > 0) and ``counts_up_to(height)``, the true counts of the nodes at levels
+    (``rows``, 0 for an empty table) and ``counts_up_to(height)``, the true counts of the nodes at levels
     up to ``height`` (the engine's only access to the points)."""
     label = "dp_quadtree/" + "\x1f".join(request.columns)
     plan = plan_tree(
