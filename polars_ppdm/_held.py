@@ -17,7 +17,8 @@ are kept here, the oldest dropped first, so that a process that pickles plans in
 does not keep every secret alive.
 
 Spark ships its tasks' functions to other processes, which need the secret itself:
-its front-end hands them :class:`~polars_ppdm.secret.Secret` objects, which pickle whole.
+its front-end hands them :class:`~polars_ppdm.secret.Secret` objects, which pickle whole,
+or plain key bytes (:func:`polars_ppdm.spark._engine.shipped_key`).
 
 Examples
 --------

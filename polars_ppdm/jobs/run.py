@@ -580,9 +580,10 @@ class _Publisher:
     (:func:`~polars_ppdm._durable.private_temporary`).  So nothing a reader of the
     outputs' folder can take exists before the commit, and a run that fails, is
     interrupted or is killed before it leaves no readable release behind while its
-    reservation is withdrawn (attack review 64: a copied temporary was a free release).  A re-run of a run id already recorded (``recorded`` is
-    what that run recorded) compares each hash with the recorded one at once: other bits
-    raise :class:`ReleaseMismatchError`.  When every output is computed, :meth:`publish`
+    reservation is withdrawn (attack review 64: a copied temporary was a free release).
+    A re-run of a run id already recorded (``recorded`` is what that run recorded)
+    compares each hash with the recorded one at once: other bits raise
+    :class:`ReleaseMismatchError`.  When every output is computed, :meth:`publish`
     writes the manifest aside too, saves the spiral key files, records every hash and
     the run's success in the ledger in one transaction (the commit point: before it,
     nothing is published and the run's reservation can be withdrawn), and only then
