@@ -13,7 +13,7 @@ import pytest
 
 from polars_ppdm.jobs.commands import main
 from polars_ppdm.jobs.config import load_pipeline
-from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK
+from polars_ppdm.jobs.errors import EXIT_INPUT, EXIT_INVALID, EXIT_OK, PipelineError
 
 SECRET = "8d3f0a7b52c94e61b0d2f7a3c6e15984"  # from os.urandom: not guessable
 
@@ -344,3 +344,30 @@ def test_a_nan_or_infinity_a_dp_release_would_refuse_is_refused_before_anything_
     assert "dp_histogram" not in err
     ledger = tmp_path / "ledger.duckdb"
     assert not ledger.exists() or Ledger(ledger).table().height == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "counts"),
+    [
+        (b"a,b\n1,2\n3,4\n", (0, 3, 0)),
+        (b"a,b\r\n1,2\r\n3,4\r\n", (3, 0, 0)),
+        (b"a,b\r\n1,2\n3,4\n", (1, 2, 0)),  # the header's CRLF over rows' LF (attack review 71)
+        (b'a,b\r\n1,"x\ny"\r\n3,"p""\nq"\r\n', (3, 0, 0)),  # line breaks inside quoted fields
+        (b"a,b\r1,2\r", (0, 0, 2)),
+        (b"a,b\n" + b"1,2\r\n" * 300_000, (300_000, 1, 0)),  # CRLFs across 1 MiB chunks
+    ],
+)
+def test_line_endings_are_counted_outside_quoted_fields(tmp_path, data, counts):
+    """What --engine spark refuses before anything is reserved: Spark's reader takes one
+    line separator per file from its first line, Polars each line's own."""
+    from polars_ppdm.jobs.spark_engine import _line_endings, check_line_endings
+
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
+    assert _line_endings(path, '"') == counts
+    crlf, lf, cr = counts
+    if cr or (crlf and lf):
+        with pytest.raises(PipelineError, match="mixes line endings"):
+            check_line_endings([path])
+    else:
+        check_line_endings([path])

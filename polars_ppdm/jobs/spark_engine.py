@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from polars_ppdm._durable import fsync_folder
@@ -90,12 +91,16 @@ def session() -> Any:
 
 
 def check_csv_values(files: list[Path], fmt: InputFormat, schema: pl.Schema) -> None:
-    """Refuse CSV text that Spark's reader would read as other values than Polars: a
-    carriage return in a quoted field (a line break of a Windows export), which Spark
-    reads as a line feed. One pass over the string columns, before anything is reserved;
-    the message names the column, never a value."""
+    """Refuse CSV text that Spark's reader would read as other values than Polars: line
+    endings mixed within or across the files (:func:`check_line_endings`), and a carriage
+    return in a quoted field (a line break of a Windows export), which Spark reads as a
+    line feed. Before anything is reserved; the message names a file or a column, never a
+    value."""
+    if fmt.kind != "csv":
+        return
+    check_line_endings(files, fmt.csv.quote_char)
     strings = [name for name, dtype in schema.items() if dtype == pl.String]
-    if fmt.kind != "csv" or not strings:
+    if not strings:
         return
     found = inputs.scan(files, fmt).select(pl.col(strings).str.contains("\r", literal=True).any()).collect()
     returns = [name for name in strings if found[name][0]]
@@ -104,6 +109,66 @@ def check_csv_values(files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
             f"[dataset] inputs: column(s) {returns} hold a carriage return inside a quoted field (a line break "
             "of a Windows export), which Spark's CSV reader reads as a line feed: the engines would publish "
             "other values. Run with --engine polars, or give the inputs as Parquet."
+        )
+        raise PipelineError(msg)
+
+
+def _line_endings(path: Path, quote: str) -> tuple[int, int, int]:
+    """Counts of CRLF, bare LF and bare CR line endings in the bytes of ``path``, outside
+    quoted fields (``quote``, "" for none): a quoted field may hold its own line breaks.
+    A byte is inside a field where an odd number of quotes came before it (a doubled
+    quote inside one adds two)."""
+    mark = quote.encode()[0] if quote else None
+    crlf = lf = cr = 0
+    inside = 0
+    carried = b""
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            chunk = carried + chunk
+            # A CR at a chunk's end may be the first half of a CRLF: read it with the next.
+            carried, chunk = (b"\r", chunk[:-1]) if chunk.endswith(b"\r") else (b"", chunk)
+            data = np.frombuffer(chunk, dtype=np.uint8)
+            if not len(data):
+                continue
+            if mark is None:
+                outside = np.ones(len(data), dtype=bool)
+            else:
+                parity = (np.cumsum(data == mark) + inside) & 1
+                outside, inside = parity == 0, int(parity[-1])
+            newline, ret = data == 10, data == 13
+            after_cr = np.zeros_like(newline)
+            after_cr[1:] = ret[:-1]
+            before_lf = np.zeros_like(ret)
+            before_lf[:-1] = newline[1:]
+            crlf += int((newline & after_cr & outside).sum())
+            lf += int((newline & ~after_cr & outside).sum())
+            cr += int((ret & ~before_lf & outside).sum())
+    return crlf, lf, cr + (len(carried) if not inside else 0)
+
+
+def check_line_endings(files: list[Path], quote: str = '"') -> None:
+    """Refuse CSV inputs whose lines do not all end alike (LF, or CRLF), or that hold a
+    bare CR: Spark's reader takes one line separator per file from its first line, where
+    Polars takes each line's own, so a header ending in CRLF over rows ending in LF (or
+    the reverse) read as other rows and values on Spark (attack review 71: a dropped name
+    published inside a kept column, rows lost, a disguised column read as nulls, another
+    randomized-response draw taken for an identical re-run)."""
+    kinds: set[str] = set()
+    for path in files:
+        crlf, lf, cr = _line_endings(path, quote)
+        if cr or (crlf and lf):
+            msg = (
+                f"[dataset] inputs: {str(path)!r} mixes line endings (LF and CRLF, or a bare CR), which Spark's CSV "
+                "reader splits otherwise than Polars: the engines would publish other rows. Convert it to one "
+                "ending (e.g. dos2unix), run with --engine polars, or give the inputs as Parquet."
+            )
+            raise PipelineError(msg)
+        kinds |= {"CRLF"} if crlf else {"LF"} if lf else set()
+    if len(kinds) > 1:
+        msg = (
+            "[dataset] inputs: some files end their lines with LF and others with CRLF, which Spark's CSV reader "
+            "splits otherwise than Polars: convert them to one ending (e.g. dos2unix), run with --engine polars, "
+            "or give the inputs as Parquet."
         )
         raise PipelineError(msg)
 

@@ -196,3 +196,54 @@ def test_a_carriage_return_in_a_quoted_field_is_refused_on_spark(spark, tmp_path
     assert "column(s) ['name'] hold a carriage return inside a quoted field" in err and "a\r" not in err, err
     assert not (tmp_path / "out").exists()
     assert _run(path, "polars") == EXIT_OK
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"in.csv": "id,smoker,income,name\r\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n"},  # a CRLF header over LF rows
+        {"in.csv": "id,smoker,income,name\n1,1,5.0,a\r\n2,0,6.0,b\r\n3,1,7.0,c\r\n"},  # the reverse
+    ],
+)
+def test_mixed_line_endings_are_refused_on_spark(spark, tmp_path, monkeypatch, capsys, files):
+    """Attack review 71: Spark's CSV reader takes one line separator from a file's first
+    line, Polars each line's own. A CRLF header over LF rows published the next person's
+    dropped name inside a kept column and lost the other rows; LF over CRLF read every
+    key with a trailing CR, so a Spark re-run of a Polars run drew new coins, free."""
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = write(tmp_path, "", "", keep='["id", "income", "name"]')
+    for name, text in files.items():
+        (tmp_path / name).write_bytes(text.encode())
+    assert _run(path, "spark") == EXIT_INVALID
+    assert "mixes line endings" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert _run(path, "polars") == EXIT_OK
+
+
+def test_spark_reading_other_rows_than_polars_counted_is_refused_before_the_commit(
+    spark, tmp_path, monkeypatch, capsys
+):
+    """The last guard of attack review 71: whatever makes the two readers split a CSV
+    otherwise, Spark's table must have the rows Polars counted, or nothing is published."""
+    from test_pipeline_csv import write
+
+    from polars_ppdm.jobs import spark_engine
+    from polars_ppdm.jobs.errors import EXIT_CHANGED
+    from polars_ppdm.ledger import Ledger
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = write(tmp_path, "id,smoker,income,name\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n", "", keep='["id", "income", "name"]')
+    sink = spark_engine.sink_table
+
+    def one_row_lost(*args, **kwargs):
+        rows, digest = sink(*args, **kwargs)
+        return rows - 1, digest
+
+    monkeypatch.setattr(spark_engine, "sink_table", one_row_lost)
+    assert _run(path, "spark") == EXIT_CHANGED
+    assert "other rows than Polars counted" in capsys.readouterr().err
+    ledgers = list(tmp_path.rglob("*.duckdb"))
+    assert all(Ledger(ledger).table().filter(pl.col("status") == "succeeded").is_empty() for ledger in ledgers)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
