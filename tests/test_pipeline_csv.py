@@ -347,26 +347,28 @@ def test_a_nan_or_infinity_a_dp_release_would_refuse_is_refused_before_anything_
 
 
 @pytest.mark.parametrize(
-    ("data", "counts"),
+    ("data", "counts", "refused"),
     [
-        (b"a,b\n1,2\n3,4\n", (0, 3, 0)),
-        (b"a,b\r\n1,2\r\n3,4\r\n", (3, 0, 0)),
-        (b"a,b\r\n1,2\n3,4\n", (1, 2, 0)),  # the header's CRLF over rows' LF (attack review 71)
-        (b'a,b\r\n1,"x\ny"\r\n3,"p""\nq"\r\n', (3, 0, 0)),  # line breaks inside quoted fields
-        (b"a,b\r1,2\r", (0, 0, 2)),
-        (b"a,b\n" + b"1,2\r\n" * 300_000, (300_000, 1, 0)),  # CRLFs across 1 MiB chunks
+        (b"a,b\n1,2\n3,4\n", (0, 3, 0, b"\n"), False),
+        (b"a,b\r\n1,2\r\n3,4\r\n", (3, 0, 0, b"\r\n"), False),
+        (b"a,b\r\n1,2\n3,4\n", (1, 2, 0, b"\r\n"), True),  # the header's CRLF over rows' LF (review 71)
+        (b'a,b\r\n1,"x\ny"\r\n3,"p""\nq"\r\n', (3, 0, 0, b"\r\n"), False),  # quoted line breaks
+        (b'1,"x\ny",a\r\n2,z,b\r\n', (2, 0, 0, b"\n"), True),  # Spark takes the quoted LF (review 72)
+        (b"a,b\r1,2\r", (0, 0, 2, b"\r"), True),
+        (b"a,b\n" + b"1,2\r\n" * 300_000, (300_000, 1, 0, b"\n"), True),  # CRLFs across 1 MiB chunks
+        (b"a,b", (0, 0, 0, b""), False),
     ],
 )
-def test_line_endings_are_counted_outside_quoted_fields(tmp_path, data, counts):
+def test_line_endings_are_counted_outside_quoted_fields(tmp_path, data, counts, refused):
     """What --engine spark refuses before anything is reserved: Spark's reader takes one
-    line separator per file from its first line, Polars each line's own."""
+    line separator per file, from its first line break (a quoted one too), Polars each
+    line's own."""
     from polars_ppdm.jobs.spark_engine import _line_endings, check_line_endings
 
     path = tmp_path / "in.csv"
     path.write_bytes(data)
     assert _line_endings(path, '"') == counts
-    crlf, lf, cr = counts
-    if cr or (crlf and lf):
+    if refused:
         with pytest.raises(PipelineError, match="mixes line endings"):
             check_line_endings([path])
     else:

@@ -31,7 +31,7 @@ from polars_ppdm._durable import fsync_folder
 from polars_ppdm.jobs import inputs
 from polars_ppdm.jobs.atomic import file_sha256, make_readable, private_temporary, replace_whole
 from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
-from polars_ppdm.jobs.errors import PipelineError
+from polars_ppdm.jobs.errors import PipelineError, ReleaseMismatchError
 from polars_ppdm.jobs.inputs import InputFormat
 
 __all__ = ["check_csv_values", "check_for_spark", "scan", "session", "sink_table"]
@@ -113,14 +113,16 @@ def check_csv_values(files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
         raise PipelineError(msg)
 
 
-def _line_endings(path: Path, quote: str) -> tuple[int, int, int]:
+def _line_endings(path: Path, quote: str) -> tuple[int, int, int, bytes]:
     """Counts of CRLF, bare LF and bare CR line endings in the bytes of ``path``, outside
     quoted fields (``quote``, "" for none): a quoted field may hold its own line breaks.
     A byte is inside a field where an odd number of quotes came before it (a doubled
-    quote inside one adds two)."""
+    quote inside one adds two).  Last, the file's first line ending by its raw bytes,
+    quotes or not (b"" for none): Spark's reader takes its separator from that one."""
     mark = quote.encode()[0] if quote else None
     crlf = lf = cr = 0
     inside = 0
+    first = b""
     carried = b""
     with open(path, "rb") as file:
         while chunk := file.read(1 << 20):
@@ -130,6 +132,11 @@ def _line_endings(path: Path, quote: str) -> tuple[int, int, int]:
             data = np.frombuffer(chunk, dtype=np.uint8)
             if not len(data):
                 continue
+            if not first:
+                breaks = np.flatnonzero((data == 10) | (data == 13))
+                if len(breaks):
+                    at = int(breaks[0])
+                    first = b"\r\n" if chunk[at : at + 2] == b"\r\n" else chunk[at : at + 1]
             if mark is None:
                 outside = np.ones(len(data), dtype=bool)
             else:
@@ -143,34 +150,46 @@ def _line_endings(path: Path, quote: str) -> tuple[int, int, int]:
             crlf += int((newline & after_cr & outside).sum())
             lf += int((newline & ~after_cr & outside).sum())
             cr += int((ret & ~before_lf & outside).sum())
-    return crlf, lf, cr + (len(carried) if not inside else 0)
+    if not first and carried:
+        first = b"\r"
+    return crlf, lf, cr + (len(carried) if not inside else 0), first
 
 
 def check_line_endings(files: list[Path], quote: str = '"') -> None:
-    """Refuse CSV inputs whose lines do not all end alike (LF, or CRLF), or that hold a
-    bare CR: Spark's reader takes one line separator per file from its first line, where
-    Polars takes each line's own, so a header ending in CRLF over rows ending in LF (or
-    the reverse) read as other rows and values on Spark (attack review 71: a dropped name
-    published inside a kept column, rows lost, a disguised column read as nulls, another
-    randomized-response draw taken for an identical re-run)."""
-    kinds: set[str] = set()
+    """Refuse CSV inputs whose rows do not all end alike (LF, or CRLF), that hold a bare
+    CR, or whose first line break (a quoted one too) is not of the rows' kind: Spark's
+    reader takes one separator per file, from its first line break, where Polars takes
+    each line's own, so a CRLF header over LF rows (or the reverse, or an Excel file whose
+    first line break is an LF inside a quoted cell) read as other rows and values on Spark
+    (attack review 71: a dropped name published inside a kept column, rows lost, a
+    disguised column read as nulls, another randomized-response draw taken for an
+    identical re-run; review 72: the quoted first line break)."""
     for path in files:
-        crlf, lf, cr = _line_endings(path, quote)
-        if cr or (crlf and lf):
+        crlf, lf, cr, first = _line_endings(path, quote)
+        rows = b"\r\n" if crlf else b"\n" if lf else first
+        if cr or (crlf and lf) or (first and first != rows):
             msg = (
-                f"[dataset] inputs: {str(path)!r} mixes line endings (LF and CRLF, or a bare CR), which Spark's CSV "
-                "reader splits otherwise than Polars: the engines would publish other rows. Convert it to one "
-                "ending (e.g. dos2unix), run with --engine polars, or give the inputs as Parquet."
+                f"[dataset] inputs: {str(path)!r} mixes line endings (LF and CRLF, or a bare CR, counting a "
+                "quoted field's line break), which Spark's CSV reader splits otherwise than Polars: the engines "
+                "would publish other rows or values. Convert it to one ending (e.g. dos2unix), run with --engine "
+                "polars, or give the inputs as Parquet."
             )
             raise PipelineError(msg)
-        kinds |= {"CRLF"} if crlf else {"LF"} if lf else set()
-    if len(kinds) > 1:
+
+
+def check_rows(frame: Any, counted: int | None, files: list[Path], fmt: InputFormat) -> None:
+    """Refuse a run whose inputs Spark reads as other rows than Polars counts (``counted``,
+    from the columnar formats' metadata; a CSV's is counted here), before any output: the
+    last guard of attack review 71, whatever makes the two readers split a file otherwise."""
+    if counted is None:
+        counted = int(inputs.scan(files, fmt).select(pl.len()).collect().item())
+    if frame.count() != counted:
+        advice = ", or give the inputs as Parquet" if fmt.kind == "csv" else ""
         msg = (
-            "[dataset] inputs: some files end their lines with LF and others with CRLF, which Spark's CSV reader "
-            "splits otherwise than Polars: convert them to one ending (e.g. dos2unix), run with --engine polars, "
-            "or give the inputs as Parquet."
+            "ppdm run --engine spark: Spark's reader read the inputs as other rows than Polars counts, so the "
+            f"engines would publish other outputs. Run with --engine polars{advice}."
         )
-        raise PipelineError(msg)
+        raise ReleaseMismatchError(msg)
 
 
 def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> Any:

@@ -235,15 +235,14 @@ def test_spark_reading_other_rows_than_polars_counted_is_refused_before_the_comm
 
     monkeypatch.setenv("PPDM_SECRET", SECRET)
     path = write(tmp_path, "id,smoker,income,name\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n", "", keep='["id", "income", "name"]')
-    sink = spark_engine.sink_table
+    read = spark_engine.scan
 
     def one_row_lost(*args, **kwargs):
-        rows, digest = sink(*args, **kwargs)
-        return rows - 1, digest
+        return read(*args, **kwargs).limit(2)
 
-    monkeypatch.setattr(spark_engine, "sink_table", one_row_lost)
+    monkeypatch.setattr(spark_engine, "scan", one_row_lost)
     assert _run(path, "spark") == EXIT_CHANGED
-    assert "other rows than Polars counted" in capsys.readouterr().err
+    assert "other rows than Polars counts" in capsys.readouterr().err
     ledgers = list(tmp_path.rglob("*.duckdb"))
     assert all(Ledger(ledger).table().filter(pl.col("status") == "succeeded").is_empty() for ledger in ledgers)
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
