@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from polars_ppdm._held import held, hold
+from polars_ppdm.kernels.spiral import affine_columns
 
 __all__ = ["affine_exprs", "held_affine_exprs"]
 
@@ -51,8 +52,6 @@ class _HeldMap:
     (:mod:`polars_ppdm._held`): a plan taken to another process fails there, saying so,
     rather than run with another map."""
 
-    _BLOCK = 1 << 14  # rows a step: a block's terms stay in the cache
-
     def __init__(self, matrix: np.ndarray, offset: np.ndarray, columns: Sequence[str]) -> None:
         self._map = (matrix, offset)
         self.columns = list(columns)
@@ -74,17 +73,8 @@ class _HeldMap:
         for source in inputs:
             if source.null_count():
                 complete &= source.is_not_null().to_numpy()
-        x = [source.fill_null(0.0).to_numpy() for source in inputs]
-        out = np.empty((len(x), n))
-        # kernels.spiral.affine's order and bits: offset, then each term, a block at a time.
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused after, by the caller
-            for start in range(0, n, self._BLOCK):
-                rows = slice(start, start + self._BLOCK)
-                for i in range(len(x)):
-                    acc = out[i, rows]
-                    acc.fill(offset[i])
-                    for j, xj in enumerate(x):
-                        acc += matrix[i, j] * xj[rows]
+        # An overflow is refused after, by the caller.
+        out = affine_columns([source.fill_null(0.0).to_numpy() for source in inputs], matrix, offset)
         missing = ~complete
         out[:, missing] = 0.0  # zeros under the nulls (affine_exprs' docstring says why)
         moved = pl.DataFrame({c: out[i] for i, c in enumerate(self.columns)})

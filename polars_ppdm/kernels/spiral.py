@@ -18,6 +18,7 @@ clustering", Chinese Journal of Computers, 2012 (paper 002).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,12 +127,26 @@ def compose(rounds: list[Round], n: int) -> tuple[np.ndarray, np.ndarray, float]
 
 def affine(x: np.ndarray, matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """Rows of ``x`` through ``x -> matrix x + offset``."""
-    # Column by column in a fixed order, not BLAS: the same bits for any batch size, so
-    # eager, lazy and streaming agree (a GEMM's blocking depends on the shape).
-    out = np.empty_like(x)
-    for i in range(matrix.shape[0]):
-        acc = np.full(len(x), offset[i])
-        for j in range(matrix.shape[1]):
-            acc += matrix[i, j] * x[:, j]
-        out[:, i] = acc
+    return affine_columns([x[:, j] for j in range(x.shape[1])], matrix, offset).T.copy()
+
+
+_BLOCK = 1 << 14  # rows a step: a block's terms stay in the cache
+
+
+def affine_columns(columns: Sequence[np.ndarray], matrix: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """The map of the rows whose coordinates are ``columns`` (d arrays of n float64), as
+    a (d, n) array: output i is ``offset[i]``, then each term ``matrix[i, j] * x_j``
+    added in order of j.  Column by column in that fixed order, not BLAS: the same bits
+    for any batch size, so eager, lazy and streaming agree (a GEMM's blocking depends on
+    the shape).  An overflow gives inf without a warning (the callers refuse it)."""
+    n = len(columns[0]) if len(columns) else 0
+    out = np.empty((matrix.shape[0], n))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, _BLOCK):
+            rows = slice(start, start + _BLOCK)
+            for i in range(matrix.shape[0]):
+                acc = out[i, rows]
+                acc.fill(offset[i])
+                for j, column in enumerate(columns):
+                    acc += matrix[i, j] * column[rows]
     return out
