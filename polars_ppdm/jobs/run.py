@@ -52,6 +52,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -116,6 +117,7 @@ from polars_ppdm.jobs.manifest import Manifest
 from polars_ppdm.jobs.paths import check_paths
 from polars_ppdm.jobs.plan import check_columns, ledger_path, open_dataset, published_columns
 from polars_ppdm.jobs.progress import Progress
+from polars_ppdm.jobs.table_content import content_key, published_content
 from polars_ppdm.kernels.repeats import RepeatScreen, passes, screen
 from polars_ppdm.perturb._plugin import plugin_errors
 from polars_ppdm.secret import Secret, secret_from_env
@@ -571,6 +573,14 @@ def _dp_group_by(step: DPGroupBy, original: Any, secret: Secret, key: str | None
     return got.collect(engine="in-memory") if isinstance(got, pl.LazyFrame) else got
 
 
+#: The perturbed table's names in the ledger: its file's SHA-256 (Polars), its part files'
+#: (Spark, in the manifest; the ledger held them until the content digest came) and the
+#: digest of its rows (:mod:`polars_ppdm.jobs.table_content`).
+TABLE = "perturbed table"
+SPARK_PARTS = f"{TABLE} (spark part files)"
+TABLE_CONTENT = f"{TABLE} (content)"
+
+
 class _Publisher:
     """Puts a run's outputs in place, all or none, after the ledger has recorded them.
 
@@ -596,23 +606,82 @@ class _Publisher:
         # (label, the bytes or the private temporary, target, SHA-256)
         self.staged: list[tuple[str, bytes | Path, Path, str]] = []
         self.saved_keys: list[Path] = []
+        self.contents: dict[str, str] = {}  # content digests recorded beside the outputs'
+        self.unrecorded: set[str] = set()  # outputs whose bytes differ run to run (Spark's)
         self.trees: list[Any] = []  # TreeUpdate of each continual release, recorded at the commit
         self.committed = False
 
     def put(self, label: str, temporary: bytes | Path, target: Path, digest: str) -> None:
         held = None if self.recorded is None else self.recorded.get(label)
         if held is not None and held != digest:
+            self._refuse(label, digest, held)
+        self.staged.append((label, temporary, target, digest))
+
+    def _refuse(self, label: str, digest: str, held: str) -> None:
+        msg = (
+            f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, but its {label} now "
+            f"has other bits (SHA-256 {digest[:12]}..., recorded {held[:12]}...). An input was replaced between "
+            "its fingerprint and its read, or a step is not deterministic: publishing these bits under the "
+            "earlier run's charge would release new data for free. Refused: nothing was published and nothing "
+            "spent; the outputs and the ledger are as they were. If an input changed, run again: its new "
+            "content is a new run, charged. (A continual release is named by its output's full path: in a "
+            "moved folder it is another release.)"
+        )
+        raise ReleaseMismatchError(msg)
+
+    def put_table(
+        self, temporary: Path, target: Path, digest: str, *, spark: bool, content: Callable[[Path], str]
+    ) -> None:
+        """Keep the perturbed table aside (as :meth:`put`); on a re-run, check it by its
+        rows where its bytes cannot tell (:mod:`polars_ppdm.jobs.table_content`).
+
+        Polars writes the same file each time: its SHA-256 is recorded and compared, as
+        every output's.  Spark's part files are named after the write job, so a Spark
+        table is recorded by its content digest (``content``: the digest of the table at
+        a path) and a re-run compares that.  A re-run whose bytes are not the recorded
+        ones (on the other engine, or another Polars) compares its content with the one
+        recorded or, where none was (the run was on Polars, or on an older polars_ppdm),
+        with the content of the recorded table in place at ``target``: if that is not
+        there, nothing tells whether this run's table is the recorded one, and it is
+        refused.
+        """
+        recorded = self.recorded
+        own = SPARK_PARTS if spark else TABLE
+        if not spark and (recorded is None or recorded.get(TABLE) == digest):
+            self.put(TABLE, temporary, target, digest)
+            return
+        mine = content(temporary)
+        if recorded is not None:
+            held = recorded.get(TABLE_CONTENT) or self._content_in_place(target, recorded, content)
+            if held != mine:
+                self._refuse(TABLE, mine, held)  # by its rows
+        self.contents[TABLE_CONTENT] = mine
+        self.staged.append((own, temporary, target, digest))
+        if spark or (recorded is not None and own in recorded):
+            self.unrecorded.add(own)  # the manifest has these bytes; the ledger keeps its own
+
+    def _content_in_place(
+        self, target: Path, recorded: dict[str, str], content: Callable[[Path], str]
+    ) -> str:
+        """The content digest of the recorded table in place at ``target``, whose bytes
+        the ledger recorded (Polars' file, or Spark's part files by an older version)."""
+        if target.is_dir() and not target.is_symlink():
+            held = recorded.get(SPARK_PARTS)
+            in_place = None if held is None else spark_engine.parts_digest(target)
+        else:
+            held = recorded.get(TABLE)
+            in_place = None if held is None or not target.is_file() else file_sha256(target)
+        if held is None or in_place != held:
             msg = (
-                f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, but its {label} now "
-                f"has other bits (SHA-256 {digest[:12]}..., recorded {held[:12]}...). An input was replaced between "
-                "its fingerprint and its read, or a step is not deterministic: publishing these bits under the "
-                "earlier run's charge would release new data for free. Refused: nothing was published and nothing "
-                "spent; the outputs and the ledger are as they were. If an input changed, run again: its new "
-                "content is a new run, charged. (A continual release is named by its output's full path: in a "
-                "moved folder it is another release.)"
+                f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, whose perturbed table "
+                "was recorded by its bytes; this run wrote the table with other bytes (on the other engine, or "
+                "with another version of it), so its rows are compared with the recorded table's, and "
+                f"{str(target)!r} does not hold that table (missing, replaced or changed): nothing tells whether "
+                "this run would publish the same rows. Refused rather than published for free: nothing was "
+                "published and nothing spent. Put the recorded table back, or run on the engine that wrote it."
             )
             raise ReleaseMismatchError(msg)
-        self.staged.append((label, temporary, target, digest))
+        return content(target)
 
     def publish(self, manifest: Manifest, manifest_path: Path, keys: list[tuple[Path, Any]]) -> str:
         """Save the key files, commit in the ledger, put every output in place; returns
@@ -625,7 +694,10 @@ class _Publisher:
         data = manifest.dumps()
         digest = hashlib.sha256(data).hexdigest()
         self.staged.append(("manifest", data, manifest_path, digest))
-        outputs = {label: sha for label, _, _, sha in self.staged if label != "manifest"}
+        outputs = {
+            label: sha for label, _, _, sha in self.staged if label not in self.unrecorded | {"manifest"}
+        }
+        outputs.update(self.contents)
         self.book.publish(self.run, outputs, manifest_sha256=digest, trees=self.trees)
         self.committed = True
         while self.staged:
@@ -684,11 +756,10 @@ def _sink_table(
     query: pl.LazyFrame,
     target: Path,
     count: Callable[[int], None] | None,
-    label: str,
-    publisher: _Publisher,
+    put: Callable[[Path, Path, str], None],
 ) -> tuple[int, str]:
     """Stream ``query`` into a temporary file beside ``target``, hash it, and hand it to
-    the publisher; returns (rows, sha256)."""
+    the publisher (``put(temporary, target, sha256)``); returns (rows, sha256)."""
     if count is not None and query.collect_schema().names():
         first = query.collect_schema().names()[0]
         dtype = query.collect_schema()[first]
@@ -720,7 +791,7 @@ def _sink_table(
             rows = pl.scan_csv(temporary).select(pl.len()).collect().item()
         else:
             rows = pl.scan_parquet(temporary).select(pl.len()).collect().item()
-        publisher.put(label, temporary, target, digest)
+        put(temporary, target, digest)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -1292,17 +1363,29 @@ def run_pipeline(
         disguised = _perturbed(pipeline, original, secret, api)
         if pipeline.output.table is not None:
             target = pipeline.resolve(pipeline.output.table)
-            label = "perturbed table"
-            query = disguised.select(published_columns(pipeline, schema))
-            if engine == "spark":  # written by the executors: no row count on the way
+            label = TABLE
+            columns = published_columns(pipeline, schema)
+            query = disguised.select(columns)
+            # The table's rows by their values, for a re-run that cannot compare bytes;
+            # Polars' types of them (a Spark run's too) to read a CSV by.
+            content = partial(
+                published_content,
+                content_key(secret),
+                csv=target.suffix.lower() == ".csv",
+                schema=(
+                    _perturbed(pipeline, scan(files, fmt), secret, _api("polars")).select(columns)
+                    if engine == "spark"
+                    else query
+                ).collect_schema(),
+            )
+            spark = engine == "spark"
+            put = partial(publisher.put_table, spark=spark, content=content)
+            if spark:  # written by the executors: no row count on the way
                 progress.start(label, None)
-                # Part files are not the bytes of Polars' one file: recorded under their own name.
-                table_rows, digest = spark_engine.sink_table(
-                    query, target, put=lambda t, g, d: publisher.put(f"{label} (spark part files)", t, g, d)
-                )
+                table_rows, digest = spark_engine.sink_table(query, target, put=put)
             else:
                 advance = progress.start(label, total_rows) if progress.active else None
-                table_rows, digest = _sink_table(query, target, advance, label, publisher)
+                table_rows, digest = _sink_table(query, target, advance, put)
             progress.done(label)
             written.append(target)
             manifest.outputs.append(

@@ -34,7 +34,7 @@ from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, 
 from polars_ppdm.jobs.errors import PipelineError, ReleaseMismatchError
 from polars_ppdm.jobs.inputs import InputFormat
 
-__all__ = ["check_csv_values", "check_for_spark", "scan", "session", "sink_table"]
+__all__ = ["check_csv_values", "check_for_spark", "parts_digest", "scan", "session", "sink_table"]
 
 
 def check_for_spark(pipeline: Pipeline, fmt: InputFormat) -> None:
@@ -242,22 +242,32 @@ def sink_table(
     try:
         writer = frame.write.mode("append")  # into the fresh, empty private folder
         (writer.option("header", True).csv if csv else writer.parquet)(str(temporary))
-        parts = sorted(p for p in temporary.iterdir() if p.is_file() and p.name.startswith("part-"))
-        digest = hashlib.sha256()
-        for part in parts:
-            digest.update(f"{part.name}\x00{file_sha256(part, sync=True)}\x00".encode())
-        rows = _rows(parts, csv)
+        digest = parts_digest(temporary, sync=True)
+        rows = _rows(_parts(temporary), csv)
         fsync_folder(temporary)
         if put is None:
             make_readable(temporary, target)
             replace_whole(temporary, target)
         else:
-            put(temporary, target, digest.hexdigest())
+            put(temporary, target, digest)
             taken = True
     finally:
         if temporary.is_dir() and not taken:
             shutil.rmtree(temporary, ignore_errors=True)
-    return rows, digest.hexdigest()
+    return rows, digest
+
+
+def parts_digest(folder: Path, *, sync: bool = False) -> str:
+    """The SHA-256 over the sorted part files' names and SHA-256s of a Spark table
+    (``sync``: fsync each too).  Another write of the same rows has other part names."""
+    digest = hashlib.sha256()
+    for part in _parts(folder):
+        digest.update(f"{part.name}\x00{file_sha256(part, sync=sync)}\x00".encode())
+    return digest.hexdigest()
+
+
+def _parts(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name.startswith("part-"))
 
 
 def _rows(parts: list[Path], csv: bool) -> int:

@@ -4,6 +4,7 @@ and charges the same ledger: a run on one engine is an identical re-run on the o
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_pipeline_run import SECRET, copy_example  # noqa: E402
 
 from polars_ppdm.jobs.commands import main  # noqa: E402
-from polars_ppdm.jobs.errors import EXIT_INVALID, EXIT_OK  # noqa: E402
+from polars_ppdm.jobs.errors import EXIT_CHANGED, EXIT_INVALID, EXIT_OK  # noqa: E402
 
 
 def _run(path: Path, engine: str) -> int:
@@ -201,7 +202,9 @@ def test_a_carriage_return_in_a_quoted_field_is_refused_on_spark(spark, tmp_path
 @pytest.mark.parametrize(
     "files",
     [
-        {"in.csv": "id,smoker,income,name\r\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n"},  # a CRLF header over LF rows
+        {
+            "in.csv": "id,smoker,income,name\r\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n"
+        },  # a CRLF header over LF rows
         {"in.csv": "id,smoker,income,name\n1,1,5.0,a\r\n2,0,6.0,b\r\n3,1,7.0,c\r\n"},  # the reverse
     ],
 )
@@ -234,7 +237,12 @@ def test_spark_reading_other_rows_than_polars_counted_is_refused_before_the_comm
     from polars_ppdm.ledger import Ledger
 
     monkeypatch.setenv("PPDM_SECRET", SECRET)
-    path = write(tmp_path, "id,smoker,income,name\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n", "", keep='["id", "income", "name"]')
+    path = write(
+        tmp_path,
+        "id,smoker,income,name\n1,1,5.0,a\n2,0,6.0,b\n3,1,7.0,c\n",
+        "",
+        keep='["id", "income", "name"]',
+    )
     read = spark_engine.scan
 
     def one_row_lost(*args, **kwargs):
@@ -244,5 +252,57 @@ def test_spark_reading_other_rows_than_polars_counted_is_refused_before_the_comm
     assert _run(path, "spark") == EXIT_CHANGED
     assert "other rows than Polars counts" in capsys.readouterr().err
     ledgers = list(tmp_path.rglob("*.duckdb"))
-    assert all(Ledger(ledger).table().filter(pl.col("status") == "succeeded").is_empty() for ledger in ledgers)
+    assert all(
+        Ledger(ledger).table().filter(pl.col("status") == "succeeded").is_empty() for ledger in ledgers
+    )
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_spark_run_again_spends_nothing(spark, tmp_path, monkeypatch):
+    """Spark names its part files after the write job: a re-run's bytes are never the
+    recorded ones, so its table is recorded by its rows (it was refused, exit 6)."""
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = copy_example("survey", tmp_path)
+    assert _run(path, "spark") == EXIT_OK
+    first = _outputs(path.parent / "out" / "manifest.json")
+    assert _run(path, "spark") == EXIT_OK
+    second = json.loads((path.parent / "out" / "manifest.json").read_text())
+    assert second["epsilon"]["identical_rerun"] is True and second["epsilon"]["spent_by_this_run"] == 0
+    again = _outputs(path.parent / "out" / "manifest.json")
+    for output, frame in first.items():
+        assert again[output].sort(frame.columns).equals(frame.sort(frame.columns)), output
+    # ... and on Polars, without the Spark table in place: compared with the recorded rows.
+    shutil.rmtree(path.parent / "out" / "survey_perturbed.parquet")
+    assert _run(path, "polars") == EXIT_OK
+
+
+def test_an_engine_that_reads_one_value_otherwise_is_refused_on_a_rerun(spark, tmp_path, monkeypatch, capsys):
+    """Were the engines to differ in one value, a run on the other engine would publish
+    new coins for it under the first run's charge: the rows are compared first."""
+    import polars_ppdm.spark as ppdm_spark
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = copy_example("survey", tmp_path)
+    assert _run(path, "polars") == EXIT_OK
+    table = path.parent / "out" / "survey_perturbed.parquet"
+    published = table.read_bytes()
+    real = ppdm_spark.rr_disguise
+
+    def one_value_read_otherwise(frame, columns, **kwargs):
+        from pyspark.sql import functions as F
+
+        if columns == ["smoker"]:  # respondent 1's smoker value read as the other one
+            frame = frame.withColumn(
+                "smoker", F.when(F.col("respondent_id") == 1, ~F.col("smoker")).otherwise(F.col("smoker"))
+            )
+        return real(frame, columns, **kwargs)
+
+    monkeypatch.setattr(ppdm_spark, "rr_disguise", one_value_read_otherwise)
+    capsys.readouterr()
+    assert _run(path, "spark") == EXIT_CHANGED
+    assert "perturbed table now has other bits" in capsys.readouterr().err
+    assert table.read_bytes() == published  # nothing published
+    monkeypatch.setattr(ppdm_spark, "rr_disguise", real)
+    table.write_bytes(published + b"\n")  # the recorded table no longer in place: nothing to compare with
+    assert _run(path, "spark") == EXIT_CHANGED
+    assert "does not hold that table" in capsys.readouterr().err
