@@ -166,9 +166,13 @@ def test_a_state_taken_back_to_an_earlier_night_draws_each_node_once():
     first = leaf(2)
     assert all(leaf(through) == first for through in (3, 4, 5, 9))
     # And a restart without the state, over the same log, reproduces it too.
-    assert leaf(2) == _release(log, through=7).state.nodes.filter(
-        (pl.col("level") == 0) & (pl.col("index") == 2)
-    ).sort("group")["value"].to_list()
+    assert (
+        leaf(2)
+        == _release(log, through=7)
+        .state.nodes.filter((pl.col("level") == 0) & (pl.col("index") == 2))
+        .sort("group")["value"]
+        .to_list()
+    )
 
 
 def test_the_charge_is_a_rho_and_a_pure_accountant_refuses_it():
@@ -226,6 +230,34 @@ def test_bad_parameters_are_refused_by_name(kwargs, match):
     args = {"through": 1} | kwargs
     with pytest.raises(InvalidParameterError, match=match):
         _release(_log(2), **args)
+
+
+@pytest.mark.parametrize(
+    ("groups", "match"),
+    [
+        (["1", "01", "001"], "give the groups in the column's own type"),
+        ([1.0, 1.5], "give the groups in the column's own type"),
+        ([1, 2**40 + 1], "do not cast to the frame's dtypes"),
+        (pl.Series([1, 1], dtype=pl.Int16), "with duplicates"),
+    ],
+    ids=["spellings", "floats", "too wide", "duplicates after the cast"],
+)
+def test_one_group_listed_twice_is_refused_whatever_its_spelling(groups, match):
+    """Attack review 74: "1", "01" and "001" were three groups until a cast made each the
+    integer 1: three figures of one count, each with its own noise under one charge,
+    whose mean (3,000 spellings) was the count exactly."""
+    log = pl.DataFrame({"night": [0] * 40, "g": pl.Series([1] * 40, dtype=pl.Int32)})
+    with pytest.raises(InvalidParameterError, match=match):
+        ppdm.dp_continual_counts(
+            log,
+            "g",
+            through=0,
+            period="night",
+            horizon=4,
+            rho=0.5,
+            public_groups=pl.DataFrame({"g": groups}),
+            secret=SECRET,
+        )
 
 
 def test_a_state_of_another_release_is_refused():
@@ -354,7 +386,9 @@ def test_copies_threads_and_a_second_ledger_accountant_share_the_latest_state(tm
     drawn, refused = [], []
 
     def go(extra: int) -> None:
-        rows = log.vstack(pl.DataFrame({"person": list(range(extra)), "region": ["w"] * extra, "night": [3] * extra}))
+        rows = log.vstack(
+            pl.DataFrame({"person": list(range(extra)), "region": ["w"] * extra, "night": [3] * extra})
+        )
         try:
             drawn.append(_release(rows, through=3, accountant=racing, state=start))
         except InvalidParameterError:
@@ -366,3 +400,31 @@ def test_copies_threads_and_a_second_ledger_accountant_share_the_latest_state(tm
     for thread in threads:
         thread.join()
     assert len(drawn) + len(refused) == 4 and len(drawn) <= 1
+
+
+def test_the_source_is_read_once_so_the_guard_sees_the_rows_counted():
+    """Attack review 74: the null checks, the published periods' digests and the counts
+    were three reads. A source that dropped an already published event after the second
+    (a log rewritten while the job ran) passed the guard with the full log and was counted
+    without it: the person's later event took the deleted one's place."""
+    groups = pl.DataFrame({"g": ["a"]})
+    base = pl.DataFrame({"u": list(range(100)), "g": ["a"] * 100, "p": [0] * 50 + [1] * 50})
+    early, late = (pl.DataFrame({"u": [999], "g": ["a"], "p": [p]}) for p in (0, 1))
+    kw = {"period": "p", "horizon": 8, "rho": 0.5, "public_groups": groups, "privacy_unit": "u"}
+    kw |= {"max_contributions": 1, "secret": SECRET}
+    night0 = ppdm.dp_continual_counts(pl.concat([base.filter(pl.col("p") == 0), early]), "g", through=0, **kw)
+    full, deleted = pl.concat([base, early, late]), pl.concat([base, late])
+    with pytest.raises(InvalidParameterError, match="already published are not the rows"):
+        ppdm.dp_continual_counts(deleted, "g", through=1, state=night0.state, **kw)
+    reads = []
+
+    def source():
+        reads.append(1)
+        return full if len(reads) == 1 else deleted
+
+    night1 = ppdm.dp_continual_counts(
+        pl.defer(source, schema=full.schema), "g", through=1, state=night0.state, **kw
+    )
+    assert len(reads) == 1
+    want = ppdm.dp_continual_counts(full, "g", through=1, state=night0.state, **kw)
+    assert night1.table.equals(want.table)

@@ -46,7 +46,7 @@ from polars_ppdm.dp._common import (
     release_secret,
 )
 from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock
-from polars_ppdm.dp.group_by import check_group_key_dtype, group_words
+from polars_ppdm.dp.group_by import check_group_key_dtype, group_words, public_groups_as_columns
 from polars_ppdm.dp.zcdp import check_rho
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels import binary_tree as tree
@@ -489,13 +489,14 @@ def _check_groups(public_groups: Any, by: list[str], schema: pl.Schema) -> pl.Da
         raise InvalidParameterError(msg)
     for c in by:
         check_group_key_dtype(schema[c], c, _FUNC)
-    groups = public_groups.select(by)
-    if groups.height == 0 or groups.height >= tree.MAX_GROUPS or groups.is_duplicated().any():
-        msg = f"The 'public_groups' of {_FUNC} must list between 1 and 2^32 - 1 distinct groups. Got {groups.height} rows{' with duplicates' if groups.height and groups.is_duplicated().any() else ''}."
+    # Duplicates counted in the column's own type (attack review 74: "1", "01" and "001"
+    # were three groups before a cast made each the integer 1, each released with noise
+    # of its own under one charge, and their mean was the count).
+    groups = public_groups_as_columns(public_groups, by, schema, _FUNC)
+    duplicated = groups.height and groups.is_duplicated().any()
+    if groups.height == 0 or groups.height >= tree.MAX_GROUPS or duplicated:
+        msg = f"The 'public_groups' of {_FUNC} must list between 1 and 2^32 - 1 distinct groups (in the columns' own types). Got {groups.height} rows{' with duplicates' if duplicated else ''}."
         raise InvalidParameterError(msg)
-    for c in by:
-        if groups[c].dtype != schema[c]:
-            groups = groups.with_columns(pl.col(c).cast(schema[c], strict=True))
     return groups
 
 
@@ -517,7 +518,19 @@ def _period_counts(
     every period's rows, all of them (:func:`_period_digests`)."""
     (number, word, rank) = fresh_names([*schema.names(), *by], "__ppdm_group", "__ppdm_word", "__ppdm_rank")
     (at,) = fresh_names([*schema.names(), number, word, rank], "__ppdm_period")
-    lazy = as_lazy(frame).with_columns(period_index(period, schema[period], start, every).alias(at))
+    # Read once (attack review 74): the checks, the periods' digests and the counts all
+    # come from these rows. Read three times, a source that changed between the reads
+    # (files rewritten while the job ran) passed the published periods' check with the
+    # rows of one read and was counted from another: a deleted event let a later one take
+    # its place, beyond max_contributions.
+    needed = list(dict.fromkeys([period, *by, *([unit] if unit else [])]))
+    lazy = (
+        as_lazy(frame)
+        .select(needed)
+        .with_columns(period_index(period, schema[period], start, every).alias(at))
+        .collect()
+        .lazy()
+    )
     bad = lazy.select(
         pl.col(at).is_null().any().alias("null"),
         (pl.col(at) < 0).any().alias("early"),

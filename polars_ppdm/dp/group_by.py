@@ -618,18 +618,27 @@ def _check_public_groups(public_groups: Any, by: list[str], schema: pl.Schema) -
             + "."
         )
         raise InvalidParameterError(msg)
+    return public_groups_as_columns(public_groups, by, schema, _FUNC).unique(maintain_order=True)
+
+
+def public_groups_as_columns(
+    public_groups: pl.DataFrame, by: list[str], schema: pl.Schema, func: str
+) -> pl.DataFrame:
+    """The ``by`` columns of ``public_groups`` in the frame's own dtypes, duplicates kept:
+    a group given in another kind of type is refused, not converted (``"01"`` would be
+    the integer 1, and ``1.5`` too: one group listed twice), and a cast that fails is too."""
     try:
         for c in by:
             if _dtype_kind(public_groups.schema[c]) != _dtype_kind(schema[c]):
                 msg = (
-                    f"The 'public_groups' parameter of {_FUNC}: column {c!r} is {public_groups.schema[c]} but the "
+                    f"The 'public_groups' parameter of {func}: column {c!r} is {public_groups.schema[c]} but the "
                     f"frame's is {schema[c]}; give the groups in the column's own type (no conversion is guessed: "
                     "1 is not '1', 1.5 is not 1)."
                 )
                 raise InvalidParameterError(msg)
-        return public_groups.select(pl.col(c).cast(schema[c]) for c in by).unique(maintain_order=True)
+        return public_groups.select(pl.col(c).cast(schema[c], strict=True) for c in by)
     except pl.exceptions.PolarsError as error:
-        msg = f"The 'public_groups' parameter of {_FUNC}: its columns do not cast to the frame's dtypes ({error})."
+        msg = f"The 'public_groups' parameter of {func}: its columns do not cast to the frame's dtypes ({error})."
         raise InvalidParameterError(msg) from None
 
 
