@@ -329,3 +329,31 @@ def test_sql_refuses_the_extremes_polars_refuses(hostile_con, sql, python, messa
         python(far)
     with pytest.raises(duckdb.InvalidInputException, match=message):
         hostile_con.sql(sql).fetchall()
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "CREATE MACRO least(a, b) AS system.main.greatest(a, b)",  # the clamp kept the largest value
+        "CREATE MACRO abs(x) AS CASE WHEN typeof(x) = 'BIGINT' THEN 0 ELSE system.main.abs(x) END",
+        "CREATE MACRO range(n) AS TABLE SELECT 1 AS range",
+    ],
+    ids=["least", "abs", "table macro"],
+)
+def test_a_database_whose_functions_shadow_builtins_is_refused(tmp_path, planted):
+    """Attack review 73: whoever could write the database file planted a macro named as a
+    built-in that polars_ppdm's macros call; after the operator registered, a sum bounded
+    to [0, 100] published one person's salary, or the exact sum (the noise cut to one grid
+    unit)."""
+    path = str(tmp_path / "planted.duckdb")
+    with duckdb.connect(path) as con:
+        con.execute(planted)
+    con = duckdb.connect(path)
+    with pytest.raises(
+        InvalidParameterError, match=r"planted\.main\.(least|abs|range).*nothing was registered"
+    ):
+        ppdm.duckdb.register(con)
+    assert not con.execute("SELECT * FROM duckdb_functions() WHERE function_name LIKE 'ppdm%'").fetchall()
+    con.execute("DROP MACRO " + ("TABLE range" if "TABLE" in planted else planted.split()[2].split("(")[0]))
+    ppdm.duckdb.register(con)  # once dropped, registered
+    assert con.execute("SELECT least(1, 2)").fetchall() == [(1,)]

@@ -13,6 +13,7 @@ import duckdb
 
 from polars_ppdm.duckdb.group_by import register_group_by_udfs
 from polars_ppdm.duckdb.scalar import register_scalar_udfs
+from polars_ppdm.exceptions import InvalidParameterError
 
 __all__ = ["register", "sql_files"]
 
@@ -44,11 +45,42 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     ... ).fetchall()
     [(True,), (False,)]
     """
+    _refuse_shadowed_builtins(con)
     register_scalar_udfs(con)
     register_group_by_udfs(con)
     for statement in _macro_statements():
         con.execute(statement)
     return con
+
+
+# A function of the database (a macro, a table macro) named as one of DuckDB's own comes
+# first in name resolution, also inside polars_ppdm's macros, which call the built-ins.
+_SHADOWING = """
+SELECT DISTINCT database_name, schema_name, function_name FROM duckdb_functions()
+WHERE NOT internal AND function_name IN (SELECT function_name FROM duckdb_functions() WHERE internal)
+ORDER BY ALL
+"""
+
+
+def _refuse_shadowed_builtins(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse a database whose own functions shadow built-ins that the macros call.
+
+    Attack review 73: whoever could write to a database file (no secret, no polars_ppdm)
+    left ``CREATE MACRO least(a, b) AS system.main.greatest(a, b)`` in it; after the
+    operator registered and released, ``ppdm_dp_sum``'s clamp kept the largest value, and
+    one person's salary came out of a sum bounded to [0, 100]; a planted ``abs`` cut the
+    noise's scale to one grid unit, and the exact sum came out with nothing amiss.
+    """
+    shadowing = con.execute(_SHADOWING).fetchall()
+    if shadowing:
+        names = [".".join(row) for row in shadowing]
+        msg = (
+            f"The 'con' parameter of polars_ppdm.duckdb.register: the database defines {names}, named as DuckDB's "
+            "built-in functions: they would replace the built-ins inside polars_ppdm's macros, and so change what "
+            "a release computes and how much noise it adds. Drop them (DROP MACRO, DROP MACRO TABLE) or connect "
+            "to a database without them; nothing was registered."
+        )
+        raise InvalidParameterError(msg)
 
 
 @functools.cache
