@@ -68,6 +68,29 @@ CREATE OR REPLACE MACRO _ppdm_dp_in_python(kind) AS kind IN ('variance', 'std', 
 -- value NULL, one group (one noise draw) and one unit.
 CREATE OR REPLACE MACRO _ppdm_dp_bits(x) AS
     coalesce((TRY_CAST(x AS HUGEINT) & 18446744073709551615::HUGEINT)::UBIGINT, 9221243865064631925::UBIGINT);
+-- Whether text of x's type compares under a collation (COLLATE NOCASE, NOACCENT, NFC, an
+-- ICU locale; or SET default_collation), told from its type alone (x may be NULL): case,
+-- accent and Unicode-normalisation pairs compare equal under one.  Groups are keyed, and
+-- units counted, by their exact text, as in Polars; under a collation DuckDB would group
+-- and join 'North' with 'NORTH' while their keyed words differ (attack review 73: a
+-- released label's spelling told that one person was there, and a public group spelled
+-- twice released the merged count twice, each with its own noise).
+CREATE OR REPLACE MACRO _ppdm_dp_collated(x) AS
+    coalesce(x::VARCHAR, 'a') = 'A' OR coalesce(x::VARCHAR, 'a') = chr(225)
+    OR coalesce(x::VARCHAR, chr(233)) = 'e' || chr(769);
+-- Whether a public group does not fit the integer group column's type (g_type): a HUGEINT
+-- 2^64 + 1 has group 1's 64-bit pattern, so one noise for two figures whose difference was
+-- the exact count (attack review 73). Polars' strict cast refuses it.
+CREATE OR REPLACE MACRO _ppdm_dp_outside(v, g_type) AS
+    v IS NOT NULL AND CASE g_type WHEN 'TINYINT' THEN TRY_CAST(v AS TINYINT) IS NULL
+                                  WHEN 'SMALLINT' THEN TRY_CAST(v AS SMALLINT) IS NULL
+                                  WHEN 'INTEGER' THEN TRY_CAST(v AS INTEGER) IS NULL
+                                  WHEN 'BIGINT' THEN TRY_CAST(v AS BIGINT) IS NULL
+                                  WHEN 'UTINYINT' THEN TRY_CAST(v AS UTINYINT) IS NULL
+                                  WHEN 'USMALLINT' THEN TRY_CAST(v AS USMALLINT) IS NULL
+                                  WHEN 'UINTEGER' THEN TRY_CAST(v AS UINTEGER) IS NULL
+                                  WHEN 'UBIGINT' THEN TRY_CAST(v AS UBIGINT) IS NULL
+                                  ELSE false END;
 -- What is wrong with a quantile's candidates (NULL: nothing), given as JSON (a number of
 -- points, or a list), as dp.quantile's checks say it.
 CREATE OR REPLACE MACRO _ppdm_dp_candidates_problem(j, lo, hi) AS
@@ -102,6 +125,8 @@ WITH src AS (SELECT NULL AS __ppdm_none, COLUMNS(*) AS 'user:\0' FROM query_tabl
 shape AS (
     SELECT len(list_value(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS g_found,
            typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none'))) AS g_type,
+           _ppdm_dp_collated(coalesce(*COLUMNS(lambda c: c = 'user:' || group_col::VARCHAR OR c = '__ppdm_none'))) AS g_collated,
+           _ppdm_dp_collated(coalesce(*COLUMNS(lambda c: c = 'user:' || privacy_unit_column::VARCHAR OR c = '__ppdm_none'))) AS u_collated,
            len(list_value(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none'))) = 2 AS v_found,
            typeof(coalesce(*COLUMNS(lambda c: c = 'user:' || value_col::VARCHAR OR c = '__ppdm_none'))) AS v_type,
            len(list_value(*COLUMNS(lambda c: c = 'user:' || privacy_unit_column::VARCHAR OR c = '__ppdm_none'))) = 2 AS u_found,
@@ -124,6 +149,17 @@ params AS (
                    THEN error('The ''public_groups'' argument of ' || _ppdm_dp_fn(kind) || ' holds '
                               || typeof(public_groups[1]) || ' values but the group column ' || group_col::VARCHAR || ' is '
                               || g_type || '; give the groups in the column''s own type.')
+               WHEN public_groups IS NOT NULL AND list_bool_or(list_transform(public_groups, lambda v: _ppdm_dp_outside(v, g_type)))
+                   THEN error('The ''public_groups'' argument of ' || _ppdm_dp_fn(kind) || ' holds values outside the range of '
+                              || 'the group column ' || group_col::VARCHAR || ' (' || g_type || '); give the groups in the '
+                              || 'column''s own type.')
+               WHEN g_collated OR u_collated OR (public_groups IS NOT NULL AND _ppdm_dp_collated(CASE WHEN false THEN public_groups[1] END))
+                   THEN error(_ppdm_dp_fn(kind) || ': the ' || if(g_collated, 'group column ' || group_col::VARCHAR,
+                                                                   if(u_collated, 'privacy_unit_column ' || privacy_unit_column::VARCHAR, 'public_groups'))
+                              || ' compares text under a collation (COLLATE NOCASE, NOACCENT, NFC, a locale, or SET '
+                              || 'default_collation): groups and privacy units are their exact text, as in polars_ppdm.dp_group_by, '
+                              || 'and a collation would merge some of them. RESET default_collation, or give the column '
+                              || 'without its collation (e.g. ' || coalesce(group_col::VARCHAR, 'col') || '::BLOB::VARCHAR in a view).')
                WHEN kind NOT IN ('count', 'count_units') AND (value_col IS NULL OR NOT v_found)
                    THEN error(_ppdm_dp_fn(kind) || ': the value column ' || coalesce(value_col::VARCHAR, 'NULL')
                               || ' is not a column of ' || tbl::VARCHAR || '; its columns are ' || list_transform(keys, lambda k: k[6:])::VARCHAR || '.')
@@ -363,8 +399,11 @@ candidates AS (
     SELECT p.__g, p.__order, coalesce(g.__rows, 0) AS __rows, coalesce(g.__units, 0) AS __units,
            coalesce(g.__total, 0) AS __total, coalesce(g.__sq, 0) AS __sq, coalesce(g.__xs, []) AS __xs,
            coalesce(g.__bad, false) AS __bad
-    FROM (SELECT unnest(public_groups) AS __g, generate_subscripts(public_groups, 1) AS __order
-          WHERE public_groups IS NOT NULL) p
+    -- A group listed twice is released once, at its first place (as Polars' unique()).
+    FROM (SELECT __g, min(__order) AS __order
+          FROM (SELECT unnest(public_groups) AS __g, generate_subscripts(public_groups, 1) AS __order
+                WHERE public_groups IS NOT NULL)
+          GROUP BY __g) p
     LEFT JOIN grouped g ON p.__g IS NOT DISTINCT FROM g.__g
     UNION ALL
     SELECT __g, NULL AS __order, __rows, __units, __total, __sq, coalesce(__xs, []), __bad FROM grouped WHERE public_groups IS NULL
@@ -382,7 +421,10 @@ keyed AS (
 -- Bad data is refused before any noise is drawn, with no count in the message.
 checked_groups AS (
     SELECT k.*,
-           CASE WHEN k.__bad THEN error(_ppdm_dp_fn(kind) || ': the column ' || value_col::VARCHAR
+           CASE WHEN (SELECT count(*) <> count(DISTINCT __word) FROM keyed)
+                    THEN error(_ppdm_dp_fn(kind) || ': two groups have one keyed word (one noise for two figures, whose '
+                               || 'difference would be exact); nothing was released.')
+                WHEN k.__bad THEN error(_ppdm_dp_fn(kind) || ': the column ' || value_col::VARCHAR
                                         || ' holds NULL, NaN or infinite values in the rows kept; drop or fill them first '
                                         || '(nothing was released).')
                 ELSE 0 END AS __checked
