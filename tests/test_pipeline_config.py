@@ -340,3 +340,24 @@ def test_a_run_needing_more_delta_than_the_budget_is_refused():
         document["dataset"]["delta_budget"] = 5e-7
 
     assert "[dataset], field 'delta_budget': one run spends delta 1e-06" in refused(over)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"step": "ecdf_resample", "columns": ["id"], "bins": 10, "round_integers": True},
+        {"step": "add_noise", "columns": ["id"], "scale": 1.0},
+        {"step": "rr_disguise", "columns": ["id"], "epsilon": 1.0},
+    ],
+    ids=["ecdf_resample", "add_noise", "rr_disguise"],
+)
+def test_a_perturbation_of_the_key_column_is_refused(step):
+    """Attack review 75: the steps run in file order, each keyed by the key column as the
+    steps before left it: an ecdf_resample of the ids, first, re-keyed every later step each
+    night (one newcomer redraws all the ids), and 20 nights of add_noise averaged away."""
+
+    def change(document):
+        document["perturb"] = [step, {"step": "add_noise", "columns": ["x"], "scale": 1.0}]
+
+    text = refused(change)
+    assert "[[perturb]] 1" in text and "'id' is the dataset's key" in text and "Keep or drop it" in text

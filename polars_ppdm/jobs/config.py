@@ -666,6 +666,17 @@ def _cross_checks(pipeline: Pipeline) -> Iterator[str]:
                 )
             else:
                 named[column] = label
+    key = pipeline.dataset.key
+    for index, step in enumerate(pipeline.perturb, 1):
+        if key is not None and key in step.columns and not isinstance(step, Keep | Drop):
+            # Attack review 75: the steps run in file order, each keyed by the key column as
+            # the steps before it left it; an ecdf_resample of the ids re-keyed every later
+            # step each night (one newcomer redraws them all), and 20 nights' noise averaged.
+            yield (
+                f"{step_label('perturb', index, step)}, field 'columns': {key!r} is the dataset's key ([dataset] "
+                "key), which keys every row-wise step's draws and counts the units; perturbed, it would re-key the "
+                "steps after it with new draws each time it changes. Keep or drop it."
+            )
     for index, step in enumerate(pipeline.perturb, 1):
         if not isinstance(step, RRDisguise):
             continue
