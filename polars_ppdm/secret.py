@@ -276,8 +276,14 @@ def env_secret(name: str, value: str | None) -> Secret:
         raise SecretError(msg)
     try:
         return Secret.from_hex(value)
-    except SecretError as err:
-        msg = f"The environment variable {name!r} does not hold a hex secret: {err}"
+    except SecretError:
+        # Not what it holds (its length, whether it is hex): 'env:NAME' names any variable
+        # of the process, and an SQL user's refusal told another variable's length (attack
+        # review 73).
+        msg = (
+            f"The environment variable {name!r} does not hold a hex secret (32 or 64 hex digits, "
+            "as `ppdm secret` prints)."
+        )
         raise SecretError(msg) from None
 
 

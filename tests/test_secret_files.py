@@ -232,3 +232,16 @@ def test_without_posix_modes_loading_warns_that_permissions_are_unchecked(tmp_pa
         assert read_secret_file(target).reveal_hex() == "ab" * 16
     written = write_secret_text(tmp_path / "t", "x")
     assert written.read_text() == "x"
+
+
+def test_a_variable_that_is_not_a_hex_secret_is_refused_without_its_length(monkeypatch):
+    """Attack review 73: 'env:NAME' reads any variable of the process; the refusal said
+    "Got a string of 40 characters", another secret's length, to an SQL user."""
+    from polars_ppdm.secret import resolve_secret
+
+    for value in ("x" * 40, "g" * 64, ""):
+        monkeypatch.setenv("SOME_OTHER_KEY", value)
+        with pytest.raises(SecretError, match="does not hold a hex secret") as info:
+            resolve_secret("env:SOME_OTHER_KEY")
+        assert not any(str(n) in str(info.value) for n in (40, len(value)) if n not in (32, 64))
+        assert "not hex digits" not in str(info.value)
