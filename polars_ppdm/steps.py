@@ -147,7 +147,23 @@ NO_FINITE_EPSILON = (
 )
 
 
-class RRDisguise(_Step):
+class _Perturbation(_Step):
+    """A step that changes the values of its columns.
+
+    Missing values
+        A perturbation disguises values, not whether one is missing: a null is published
+        as null (randomized response, additive noise, the ECDF's and the spiral's new
+        values are drawn for the values there are), and no epsilon bounds that (one
+        person's answer turned into a null changes the output with certainty).  ``ppdm
+        run`` therefore refuses a null in the step's columns before it reserves anything
+        (``nulls = "refuse"``, the default), unless the step says ``nulls = "keep"``: the
+        nulls are then published as they are, and the plan and the manifest say so.
+    """
+
+    nulls: Literal["refuse", "keep"] = "refuse"
+
+
+class RRDisguise(_Perturbation):
     """Randomized response (:func:`polars_ppdm.rr_disguise`).
 
     What it is charged
@@ -170,12 +186,7 @@ class RRDisguise(_Step):
         or ``epsilon`` is the coin's parameter, never the step's epsilon.
 
     Missing values
-        Randomized response disguises values, not whether one is missing: a null is
-        published as null, and no epsilon bounds that (one person's answer turned into a
-        null changes the output with certainty). ``ppdm run`` therefore refuses a null in
-        the step's columns before it reserves anything (``nulls = "refuse"``, the
-        default), unless the step says ``nulls = "keep"``: the nulls are then published as
-        they are, and the plan, manifest and report say so.
+        As every perturbation's (``nulls``, :class:`_Perturbation`).
     """
 
     step: Literal["rr_disguise"]
@@ -185,7 +196,6 @@ class RRDisguise(_Step):
     categories: list[Scalar] | dict[str, list[Scalar]] | None = None
     accept_no_finite_epsilon: bool = False
     max_values_per_unit: Annotated[int, Field(ge=1)] | None = None
-    nulls: Literal["refuse", "keep"] = "refuse"
 
     @property
     def no_finite_epsilon(self) -> bool:
@@ -229,7 +239,7 @@ class RRDisguise(_Step):
         return rr_epsilon(p, self.k(column))
 
 
-class EcdfResample(_Step):
+class EcdfResample(_Perturbation):
     """ECDF resampling (:func:`polars_ppdm.ecdf_resample`); needs a full pass (ranks)."""
 
     step: Literal["ecdf_resample"]
@@ -239,7 +249,7 @@ class EcdfResample(_Step):
     round_integers: bool = False
 
 
-class Spiral(_Step):
+class Spiral(_Perturbation):
     """Log-spiral perturbation (:func:`polars_ppdm.spiral`); its key goes to ``path`` (0600)."""
 
     step: Literal["spiral"]
@@ -259,7 +269,7 @@ class Spiral(_Step):
         return self
 
 
-class AddNoise(_Step):
+class AddNoise(_Perturbation):
     """Additive noise (:func:`polars_ppdm.add_noise`)."""
 
     step: Literal["add_noise"]
@@ -652,15 +662,16 @@ def step_cost(step: Any, *, zcdp: bool) -> float | None:
 
 
 def step_charge_note(step: Any, privacy_unit: str | None) -> str | None:
-    """How a randomized-response step's charge was worked out (or why it has none), for
-    plans, manifests and reports; None for other steps."""
-    if not isinstance(step, RRDisguise):
-        return None
+    """How a randomized-response step's charge was worked out (or why it has none), and
+    what another perturbation publishes undisguised (its nulls, if kept), for plans,
+    manifests and reports; None for other steps."""
     nulls = (
         '; nulls = "keep": nulls are published as they are (whether a value is missing is not disguised)'
-        if step.nulls == "keep"
+        if getattr(step, "nulls", None) == "keep"
         else ""
     )
+    if not isinstance(step, RRDisguise):
+        return nulls[2:] or None
     if step.no_finite_epsilon:
         return f"{NO_FINITE_EPSILON}; accepted by accept_no_finite_epsilon = true; never charged as an epsilon{nulls}"
     per = " + ".join(f"{step.column_epsilon(c):g}" for c in step.columns)

@@ -69,7 +69,7 @@ def test_unknown_step():
 def test_unknown_parameter_names_the_step_and_lists_the_allowed_ones():
     text = refused(lambda d: d["perturb"][0].update(seed=3))
     assert "[[perturb]] 1 (rr_disguise): unknown parameter 'seed'" in text
-    assert "columns, p, epsilon, mode, categories" in text
+    assert "columns, nulls, p, epsilon, mode, categories" in text
     text = refused(lambda d: d["release"][0].update(sigma=1.0))
     assert "[[release]] 1 (dp_histogram): unknown parameter 'sigma'" in text and "max_contributions" in text
 

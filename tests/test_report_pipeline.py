@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 from test_pipeline_run import SECRET, copy_example
@@ -336,3 +338,30 @@ def test_ctrl_c_between_the_ledger_commit_and_its_return_exits_8(survey, capsys,
     assert "recorded the run as published" in capsys.readouterr().err
     monkeypatch.setattr(Ledger, "publish", committed)
     assert main(["run", "--quiet", "--no-report", str(survey)]) == EXIT_OK  # places the outputs, free
+
+
+@pytest.mark.parametrize(("column", "step"), [("income", "add_noise"), ("age", "ecdf_resample")])
+def test_a_null_under_noise_or_an_ecdf_is_refused_unless_the_step_keeps_it(survey, capsys, column, step):
+    """Attack review 75: add_noise and ecdf_resample published a null as null, with no field
+    and no word in the plan or manifest; whether someone's income is missing went out
+    undisguised."""
+    data = survey.parent / "survey.csv"
+    frame = pl.read_csv(data)
+    frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col(column)).alias(column)
+    ).write_csv(data)
+    assert main(["run", "--quiet", str(survey)]) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert f"{step}({column}), field 'nulls': column {column!r} has null values." in err, err
+    assert "Nothing was reserved or released." in err
+    text = survey.read_text()
+    survey.write_text(
+        text.replace(f'columns = ["{column}"]\n', f'columns = ["{column}"]\nnulls = "keep"\n', 1)
+    )
+    assert main(["plan", str(survey)]) == 0
+    assert 'nulls = "keep": nulls are published as they are' in capsys.readouterr().out
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    published = pl.read_parquet(survey.parent / "out" / "survey_perturbed.parquet")
+    assert published[column].null_count() == 1
+    manifest = json.loads((survey.parent / "out" / "manifest.json").read_text())
+    assert any("nulls are published as they are" in s.get("charge", "") for s in manifest["steps"])

@@ -315,11 +315,11 @@ class Pipeline(StrictModel):
                 if step.get("rho") is None:
                     step.pop("rho", None)
         for step in dumped.get("perturb", ()):
+            if step.get("nulls") == "refuse":  # added later (to each perturbation); the default
+                del step["nulls"]
             if step.get("step") == "rr_disguise":
                 if step.get("accept_no_finite_epsilon") is False:
                     del step["accept_no_finite_epsilon"]
-                if step.get("nulls") == "refuse":  # added later; the default
-                    del step["nulls"]
                 if step.get("max_values_per_unit") is None:
                     step.pop("max_values_per_unit", None)
         return dumped

@@ -379,7 +379,7 @@ class Plan:
             elif s.step == "drop":
                 eps = "not published"
             else:
-                eps = "not differentially private (no epsilon)"
+                eps = "not differentially private (no epsilon)" + (f"; {s.charge}" if s.charge else "")
             out = f" -> {s.output}" if s.output else ""
             rows = f", {s.rows:,} rows" if s.rows is not None else ""
             lines.append(f"  {s.label}{out}: {eps}; {s.pass_}{rows}")

@@ -861,12 +861,12 @@ def check_values_per_unit(
     outside: dict[str, tuple[str, list[Any]]] = {}
     missing: dict[str, str] = {}  # a column whose nulls would be published -> its step
     for index, step in enumerate(pipeline.perturb, 1):
+        label = step_label("perturb", index, step)
+        if getattr(step, "nulls", "keep") == "refuse":  # a perturbation's (attack review 75: noise's too)
+            missing.update(dict.fromkeys(step.columns, label))
         if not isinstance(step, RRDisguise):
             continue
-        label = step_label("perturb", index, step)
         for column in step.columns:
-            if step.nulls == "refuse":
-                missing[column] = label
             if key is not None and not step.no_finite_epsilon:
                 bounds[column] = (label, step.values_per_unit)
             cats = _categories_of(step, column)
@@ -923,7 +923,7 @@ def check_values_per_unit(
         if found[f"outside {c}"]
     ]
     problems += [
-        f"{missing[c]}, field 'nulls': column {c!r} has null values. Randomized response disguises values, not "
+        f"{missing[c]}, field 'nulls': column {c!r} has null values. A perturbation disguises values, not "
         "whether one is missing: a null is published as null, which no epsilon bounds. Fill them before the run "
         "(with a value or category of the column: who did not answer is then disguised like the others), or say "
         'nulls = "keep" on the step to publish them as they are.'
