@@ -513,7 +513,7 @@ def check_group_by(
     aggregates = list(aggregates)
     intervals = check_flag("intervals", intervals)
     check_output_names(_FUNC, by=by, aggregates=[a.name for a in aggregates], intervals=intervals)
-    _check_streams_apart(aggregates)
+    _check_streams_apart(aggregates, by)
     for a in aggregates:
         if a.column is None:
             continue
@@ -910,12 +910,16 @@ def _stream_label(a: DPAggregate, aggregates: Sequence[DPAggregate]) -> str:
     return a.label
 
 
-def _check_streams_apart(aggregates: Sequence[DPAggregate]) -> None:
+def _check_streams_apart(aggregates: Sequence[DPAggregate], by: Sequence[str]) -> None:
     """Refuse a release two of whose noise streams would have one name: each figure's,
     and a mean's or variance's own count and squares.  Labels are text, so a column named
     ``x)`` + chr(31) + ``s`` gave its sum the stream of a second sum of ``x`` named ``s)``:
-    one draw over two truths, whose difference was then exact.  From the names alone."""
-    names: list[str] = []
+    one draw over two truths, whose difference was then exact.  From the names alone.
+
+    Nor one stream id: an id is 64 bits of a hash of the name (:func:`release_stream`),
+    and someone who names columns could search about 2^32 names for two that share it
+    (attack review 74's lead): refused as well, though no one has seen it happen."""
+    names: list[str] = ["select"]
     for a in aggregates:
         label = _stream_label(a, aggregates)
         names.append(label)
@@ -924,10 +928,13 @@ def _check_streams_apart(aggregates: Sequence[DPAggregate]) -> None:
         if a.is_variance:
             names.append(f"squares-of-{label}")
     twice = sorted({n for n in names if names.count(n) > 1})
+    ids = [release_stream(by, n) for n in names]
+    twice += sorted({n for n, i in zip(names, ids, strict=True) if ids.count(i) > 1} - set(twice))
     if twice:
         msg = (
             f"The aggregates of {_FUNC} would draw their noise in one stream ({twice!r}): a column or output "
-            "name holding ')' or the character \\x1f makes two figures' streams alike, and one draw over two "
+            "name holding ')' or the character \\x1f makes two figures' streams alike (or their names' 64-bit "
+            "stream ids coincide), and one draw over two "
             "truths gives their difference away. Rename the column (frame.rename) or give the aggregate "
             "another name=."
         )
