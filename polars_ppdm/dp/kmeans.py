@@ -50,6 +50,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock, check_eps
 from polars_ppdm.dp.quadtree import (
     N_SHARE,
     _check_gamma,
+    check_tree_bounds,
     check_tree_noise,
     check_tree_settings,
     noisy_total,
@@ -379,6 +380,8 @@ def check_kmeans(
             )
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
+    if method in ("quadtree", "quadtree_refined"):  # cells the floats tell apart: distinct centres and keys
+        check_tree_bounds(bounds_of, cols, max_height, _FUNC, min_height=split_levels_for(int(k), len(cols)))
     return KMeansRequest(
         cols,
         bounds_of,
@@ -413,6 +416,7 @@ def release_kmeans(
             rows,
             d,
             request.epsilon,
+            box=(lows, highs),
             gamma=request.gamma,
             n=request.n,
             max_height=request.max_height,

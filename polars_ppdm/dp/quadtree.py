@@ -33,7 +33,15 @@ from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock, check_eps
 from polars_ppdm.exceptions import InvalidParameterError
 from polars_ppdm.kernels.dp_noise import check_integer_scale, discrete_laplace
 from polars_ppdm.kernels.prf import stream_id
-from polars_ppdm.kernels.quadtree import CODE_BITS, CellCounts, Leaves, grow_quadtree, point_counts
+from polars_ppdm.kernels.quadtree import (
+    CELL_STEPS,
+    CODE_BITS,
+    CellCounts,
+    Leaves,
+    grow_quadtree,
+    point_counts,
+    resolvable_height,
+)
 from polars_ppdm.kernels.release_key import query_label, release_key, table_digest
 from polars_ppdm.secret import SecretLike
 
@@ -41,6 +49,7 @@ __all__ = [
     "QuadtreeRequest",
     "TreePlan",
     "check_quadtree",
+    "check_tree_bounds",
     "check_tree_noise",
     "check_tree_settings",
     "dp_quadtree",
@@ -128,11 +137,61 @@ def check_tree_noise(
     check_integer_scale(max(scales), func)
 
 
+def check_tree_bounds(
+    bounds: Mapping[str, tuple[float, float]],
+    columns: Sequence[str],
+    max_height: int | None,
+    func: str,
+    min_height: int = 0,
+) -> None:
+    """The cells of the tree's deepest level are told apart by float64 on every axis
+    (:func:`~polars_ppdm.kernels.quadtree.resolvable_height`), and every cell's centre
+    ``(low + high) / 2`` is finite: checked before any data is read or budget spent.
+
+    A given ``max_height`` (capped at ``CODE_BITS // d``, as :func:`plan_tree` does) must
+    be resolvable; without one, the default height is capped at the resolvable height
+    (:func:`plan_tree`), which must reach the least height the call builds
+    (``max(1, min_height)``).  Otherwise distinct cells would share one float centre:
+    k-means' leaf centroids were keyed by it (one noise draw over different sums).
+    """
+    d = len(columns)
+    limit = math.ldexp(float(np.finfo(np.float64).max), -1)
+    for c in columns:
+        low, high = bounds[c]
+        if max(abs(low), abs(high)) > limit:
+            msg = (
+                f"The 'bounds' parameter of {func} (column {c!r}) must lie within [-{limit:.6g}, {limit:.6g}] "
+                f"for a tree: a cell's centre (low + high) / 2 overflows past half the largest double. "
+                f"Got ({low!r}, {high!r}) instead; rescale the column."
+            )
+            raise InvalidParameterError(msg)
+    lows = np.array([bounds[c][0] for c in columns], dtype=np.float64)
+    highs = np.array([bounds[c][1] for c in columns], dtype=np.float64)
+    resolvable = resolvable_height(lows, highs)
+    height = max(1, min_height) if max_height is None else min(int(max_height), CODE_BITS // d)
+    if height <= resolvable:
+        return
+    narrowest = min(
+        columns, key=lambda c: resolvable_height(np.array([bounds[c][0]]), np.array([bounds[c][1]]))
+    )
+    low, high = bounds[narrowest]
+    got = f"max_height={max_height!r}" if max_height is not None else f"the least default height {height}"
+    msg = (
+        f"The 'bounds' and 'max_height' parameters of {func}: the 2^{height} cells per axis of bounds "
+        f"({low!r}, {high!r}) for column {narrowest!r} are narrower than a float can tell apart (a cell must "
+        f"be a normal double at least {CELL_STEPS} float steps of its bounds wide, or distinct cells share "
+        f"one float centre).  These bounds allow max_height in [0, {resolvable}]. Got {got} instead; "
+        "lower max_height, widen the bounds or rescale the column."
+    )
+    raise InvalidParameterError(msg)
+
+
 def plan_tree(
     rows: int,
     d: int,
     epsilon: float,
     *,
+    box: tuple[np.ndarray, np.ndarray],
     gamma: float,
     n: float | None,
     max_height: int | None,
@@ -145,14 +204,17 @@ def plan_tree(
 ) -> TreePlan:
     """The paper's defaults: ``maxH = ln(N) / d`` (at least 1) and ``T = N / 1000``;
     N from ``n`` or from a noisy count of the ``rows`` (the points after contribution
-    bounding) bought with ``N_SHARE`` of epsilon; ``d`` coordinates."""
+    bounding) bought with ``N_SHARE`` of epsilon; ``d`` coordinates.  The default height
+    is capped at what the floats resolve over ``box`` (lows, highs:
+    :func:`~polars_ppdm.kernels.quadtree.resolvable_height`); a given one was checked
+    against it (:func:`check_tree_bounds`)."""
     epsilon_n = 0.0
     if n is None and (max_height is None or threshold is None):
         epsilon_n = N_SHARE * epsilon
         n = noisy_total(rows, epsilon_n, contributions, secret, label)
     if max_height is None:  # the default grows to min_height; a given height is kept
         assert n is not None  # given, or estimated just above
-        max_height = max(1, round(math.log(n) / d), min_height)
+        max_height = min(max(1, round(math.log(n) / d), min_height), resolvable_height(*box))
     max_height = min(int(max_height), CODE_BITS // d)  # Z-order codes of d * height bits in an int64
     if threshold is None:
         assert n is not None  # given, or estimated just above
@@ -383,6 +445,7 @@ def check_quadtree(
     check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     refuse_data_bounds(bounds)
     bounds_of = check_bounds(bounds, cols, _FUNC, None)
+    check_tree_bounds(bounds_of, cols, max_height, _FUNC)
     unit = None if key is None else str(key)
     return QuadtreeRequest(cols, bounds_of, epsilon, gamma, max_height, threshold, n, contributions, unit)
 
@@ -394,10 +457,12 @@ def release_quadtree(
     (``rows``, 0 for an empty table) and ``counts_up_to(height)``, the true counts of the nodes at levels
     up to ``height`` (the engine's only access to the points)."""
     label = "dp_quadtree/" + "\x1f".join(request.columns)
+    lows, highs = request.box()
     plan = plan_tree(
         rows,
         len(request.columns),
         request.epsilon,
+        box=(lows, highs),
         gamma=request.gamma,
         n=request.n,
         max_height=request.max_height,
@@ -407,7 +472,6 @@ def release_quadtree(
         label=label,
         func=_FUNC,
     )
-    lows, highs = request.box()
     count = counts_up_to(plan.max_height)
     return leaves_frame(
         quadtree_leaves(count, lows, highs, plan, request.contributions, secret, label), request.columns

@@ -17,6 +17,7 @@ Zhang, Cheng, DPQT k-means (paper 004), buildDPQuadTree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ __all__ = [
     "grow_quadtree",
     "morton_codes",
     "point_counts",
+    "resolvable_height",
 ]
 
 #: The tree's only access to the data: ``count(level, nodes)`` gives the true number of
@@ -51,13 +53,19 @@ CODE_BITS = 62
 # double every level: max_height = 31 in 2-D reached 2^31 nodes (a MemoryError).  The
 # paper's default height ln(N) / d stays below 2^21 nodes for N up to 10^9.
 MAX_NODES = 2**22
+# A cell must span this many float64 steps of its bounds (and be a normal double) for
+# every cell's float centre to fall back into its own cell (see resolvable_height).
+CELL_STEPS = 16
 
 
 @dataclass(frozen=True)
 class Leaves:
-    """The leaves: level, box (low, high per dimension) and noisy count."""
+    """The leaves: level, Z-order code at that level, box (low, high per dimension)
+    and noisy count.  A leaf's noise is keyed by its (level, code), never by a code
+    recomputed from its float box (which cells too narrow for the floats would share)."""
 
     level: np.ndarray  # (m,) int64
+    code: np.ndarray  # (m,) int64, the cell's Z-order code at its level
     low: np.ndarray  # (m, d)
     high: np.ndarray  # (m, d)
     count: np.ndarray  # (m,) int64, noisy
@@ -87,6 +95,36 @@ def morton_codes(points: np.ndarray, lows: np.ndarray, highs: np.ndarray, level:
         for axis in range(d):
             code = (code << 1) | ((index[:, axis] >> bit) & 1)
     return code
+
+
+def resolvable_height(lows: np.ndarray, highs: np.ndarray) -> int:
+    """The greatest height (at most :data:`CODE_BITS`) whose cells float64 tells apart on
+    every axis: a cell at least :data:`CELL_STEPS` float steps of its bounds wide and a
+    normal double.  Then each cell's float box and centre lie in that cell alone, and the
+    centre's recomputed Z-order code is the cell's own (the rounding of the box, the
+    centre and the code's division stays below half a cell).  Bounds narrower than that
+    (a subnormal width, or 2^height cells finer than the floats near the bounds) give
+    distinct cells one float centre.  Height 0 (one cell) is always told apart.
+
+    Examples
+    --------
+    >>> resolvable_height(np.zeros(2), np.ones(2))  # 2^-48 >= 16 x 2^-52
+    48
+    >>> resolvable_height(np.array([0.0, 0.0]), np.array([1e-323, 1.0]))
+    0
+    """
+    height = CODE_BITS
+    for low, high in zip(
+        np.asarray(lows, dtype=np.float64).tolist(), np.asarray(highs, dtype=np.float64).tolist(), strict=True
+    ):
+        width = high - low
+        step = float(np.spacing(max(abs(low), abs(high))))
+        finest = max(CELL_STEPS * step, 2.0**-1022)
+        levels = 0
+        while levels < height and math.ldexp(width, -(levels + 1)) >= finest:
+            levels += 1
+        height = levels
+    return height
 
 
 def cell_index(codes: np.ndarray, level: int, d: int) -> np.ndarray:
@@ -239,7 +277,7 @@ def grow_quadtree(
         width = (highs - lows) / side
         low[at] = lows + index * width
         high[at] = np.where(index == side - 1, highs, lows + (index + 1) * width)
-    return Leaves(levels.astype(np.int64), low, high, counts)
+    return Leaves(levels.astype(np.int64), codes.astype(np.int64), low, high, counts)
 
 
 def leaf_centroids(
@@ -261,7 +299,8 @@ def leaf_centroids(
     epsilon-DP over disjoint leaves.  The offsets are rounded to a power-of-two grid per
     level and summed as integers; the noise is exact two-sided geometric in grid units
     (the bound widened by the rounding), so the noisy sums are whole grid steps
-    (Mironov 2012).  The noise is keyed by the leaf (its level and Z-order code) and the
+    (Mironov 2012).  The noise is keyed by the leaf (its level and its own Z-order code,
+    ``leaves.code``: distinct for distinct leaves, whatever the floats tell apart) and the
     axis.  Points outside the bounds count in the edge leaves.
     """
     d = points.shape[1]
@@ -272,7 +311,7 @@ def leaf_centroids(
     half = (leaves.high - leaves.low) / 2
     for level in np.unique(leaves.level):
         at = np.flatnonzero(leaves.level == level)
-        codes = morton_codes(centres[at], lows, highs, int(level))
+        codes = leaves.code[at]  # the leaf's own cell: a level's codes are distinct
         keys = codes.astype(np.uint64)
         order = np.argsort(codes)
         sorted_codes = codes[order]
