@@ -316,3 +316,16 @@ def test_normal_quadtree_keeps_its_bits():
         df, ["x", "y"], bounds=[(-5, 5), (-5, 5)], epsilon=1.0, max_height=4, secret=ppdm.Secret.for_tests(5)
     )
     assert _digest(leaves) == "d29a914b24d81e3e"
+
+
+def test_a_refined_tree_deeper_than_its_codes_is_refused_not_cut_down():
+    """quadtree_refined took a max_height beyond d x max_height <= 62 bits and cut it to
+    62 // d silently; the quadtree method refused it."""
+    frame = pl.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.9]})
+    with pytest.raises(
+        InvalidParameterError, match=r"'max_height' parameter of dp_kmeans must be an int in \[0, 31\]"
+    ):
+        ppdm.dp_kmeans(
+            frame, ["x", "y"], k=2, bounds={"x": (0, 1), "y": (0, 1)}, epsilon=1.0, method="quadtree_refined",
+            max_height=40, secret=ppdm.Secret.for_tests(1),
+        )  # fmt: skip

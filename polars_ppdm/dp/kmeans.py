@@ -50,6 +50,7 @@ from polars_ppdm.dp.accountant import BudgetAccountant, ParallelBlock, check_eps
 from polars_ppdm.dp.quadtree import (
     N_SHARE,
     _check_gamma,
+    check_code_bits,
     check_tree_bounds,
     check_tree_noise,
     check_tree_settings,
@@ -368,6 +369,8 @@ def check_kmeans(
     if method == "quadtree":
         check_tree_noise(epsilon, gamma, contributions, max_height, len(cols), _FUNC)
     else:  # lloyd: counts at epsilon / 2^(t + 1) in iteration t; grid: one count per cell
+        if method == "quadtree_refined":  # was cut down to 62 // d silently
+            check_code_bits(max_height, len(cols), _FUNC)
         check_integer_scale(
             lloyd_count_scale(contributions, epsilon, int(iterations))  # the last is the largest
             if method == "lloyd"

@@ -48,6 +48,7 @@ from polars_ppdm.secret import SecretLike
 __all__ = [
     "QuadtreeRequest",
     "TreePlan",
+    "check_code_bits",
     "check_quadtree",
     "check_tree_bounds",
     "check_tree_noise",
@@ -116,15 +117,10 @@ def check_tree_settings(n: Any, max_height: Any, threshold: Any, func: str) -> N
 def check_tree_noise(
     epsilon: float, gamma: float, contributions: int, max_height: int | None, d: int, func: str
 ) -> None:
-    """``max_height`` fits the cells' codes (d x max_height <= 62 bits), and the largest
+    """``max_height`` fits the cells' codes (:func:`check_code_bits`), and the largest
     noise scales a tree of these settings can draw fit integer noise: checked before the
     budget is charged."""
-    if max_height is not None and max_height * d > CODE_BITS:
-        msg = (
-            f"The 'max_height' parameter of {func} must be an int in [0, {CODE_BITS // d}] for {d} columns: a cell's "
-            f"Z-order code holds d x max_height <= {CODE_BITS} bits. Got {max_height!r} instead."
-        )
-        raise InvalidParameterError(msg)
+    check_code_bits(max_height, d, func)
     heights = CODE_BITS // d if max_height is None else int(max_height)
     rest = epsilon * (1 - N_SHARE)  # when n is estimated first
     shares = [N_SHARE * epsilon, (1 - gamma) * rest] + ([gamma * rest] if heights else [])
@@ -135,6 +131,16 @@ def check_tree_noise(
     if heights:
         scales.append(contributions * heights / shares[2])
     check_integer_scale(max(scales), func)
+
+
+def check_code_bits(max_height: int | None, d: int, func: str) -> None:
+    """``max_height`` fits the cells' Z-order codes: d x max_height <= 62 bits."""
+    if max_height is not None and max_height * d > CODE_BITS:
+        msg = (
+            f"The 'max_height' parameter of {func} must be an int in [0, {CODE_BITS // d}] for {d} columns: a cell's "
+            f"Z-order code holds d x max_height <= {CODE_BITS} bits. Got {max_height!r} instead."
+        )
+        raise InvalidParameterError(msg)
 
 
 def check_tree_bounds(
