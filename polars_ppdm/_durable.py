@@ -186,10 +186,10 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
+def atomic_path(target: Path, *, private: bool = False) -> Iterator[Path]:
     """A temporary path beside ``target`` to write to; when the block ends without an
-    error the file is fsync-ed, given the mode of the file it replaces (if any), and
-    renamed to ``target``, otherwise removed.
+    error the file is fsync-ed, given the mode of the file it replaces (if any; else, if
+    ``private``, mode 0600), and renamed to ``target``, otherwise removed.
 
     Examples
     --------
@@ -210,7 +210,10 @@ def atomic_path(target: Path) -> Iterator[Path]:
         yield temporary
         with open(temporary, "rb") as file:
             os.fsync(file.fileno())
-        _keep_mode(temporary, target)  # an operator's chmod of the file it replaces survives
+        # An operator's chmod of the file it replaces survives; a new operator's record
+        # (an internal report, a manifest) is theirs alone until they say otherwise.
+        if not _keep_mode(temporary, target) and private:
+            os.chmod(temporary, 0o600)
         replace_whole(temporary, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -256,9 +259,10 @@ def replace_whole(temporary: Path, target: Path) -> None:
     fsync_folder(target.parent)
 
 
-def write_bytes_atomic(target: Path, data: bytes) -> str:
-    """Write ``data`` to ``target`` atomically; returns its SHA-256."""
-    with atomic_path(target) as temporary:
+def write_bytes_atomic(target: Path, data: bytes, *, private: bool = False) -> str:
+    """Write ``data`` to ``target`` atomically (``private``: a new file of mode 0600, see
+    :func:`atomic_path`); returns its SHA-256."""
+    with atomic_path(target, private=private) as temporary:
         with open(temporary, "wb") as file:
             file.write(data)
     return hashlib.sha256(data).hexdigest()

@@ -365,3 +365,37 @@ def test_a_null_under_noise_or_an_ecdf_is_refused_unless_the_step_keeps_it(surve
     assert published[column].null_count() == 1
     manifest = json.loads((survey.parent / "out" / "manifest.json").read_text())
     assert any("nulls are published as they are" in s.get("charge", "") for s in manifest["steps"])
+
+
+def test_the_operators_records_are_theirs_alone_and_a_chmod_survives(survey):
+    """Attack review 78: under umask 022 the internal page (the original's shares and
+    histograms) and the manifest (exact input counts) were 0644 beside the outputs."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+        out = survey.parent / "out"
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if p.is_file()}
+        assert modes["report.internal.html"] == 0o600 and modes["manifest.json"] == 0o600
+        assert modes["report.public.html"] == 0o644 and modes["survey_perturbed.parquet"] == 0o644
+        (out / "manifest.json").chmod(0o640)  # the operator shares it with a group
+        (out / "report.internal.html").unlink()
+        assert main(["report", str(survey)]) == EXIT_OK
+        assert stat.S_IMODE((out / "report.internal.html").stat().st_mode) == 0o600
+        assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+        assert stat.S_IMODE((out / "manifest.json").stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_a_small_noise_scale_still_gives_both_pages(survey, capsys):
+    """Attack review 78: at scale 10 the released incomes beyond the middle 99% were out of
+    the noise's reach from the reconstruction's bounds; the report failed (exit 7, no
+    public page) with the two quantiles in its message."""
+    survey.write_text(survey.read_text().replace("scale = 5000.0", "scale = 10.0", 1))
+    assert main(["run", "--quiet", str(survey)]) == EXIT_OK
+    assert capsys.readouterr().err == ""
+    for path in reports(survey).values():
+        assert "reconstructed from the released values" in path.read_text()

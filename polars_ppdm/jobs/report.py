@@ -299,6 +299,7 @@ def write_pipeline_report(
             title=f"{title} (run {run_id[:12]})",
         )
         _still(read if version == "internal" else {}, published)
-        write_bytes_atomic(path, page.encode())
+        # The internal page holds the original's figures (review 78: it was 0644).
+        write_bytes_atomic(path, page.encode(), private=version == "internal")
         written.append(path)
     return written

@@ -701,9 +701,9 @@ class _Publisher:
         self.book.publish(self.run, outputs, manifest_sha256=digest, trees=self.trees)
         self.committed = True
         while self.staged:
-            _, kept, target, _ = self.staged[0]
-            if isinstance(kept, bytes):
-                write_bytes_atomic(target, kept)
+            label, kept, target, _ = self.staged[0]
+            if isinstance(kept, bytes):  # the manifest: the operator's record (exact input counts)
+                write_bytes_atomic(target, kept, private=label == "manifest")
             else:
                 make_readable(kept, target)
                 replace_whole(kept, target)

@@ -285,5 +285,5 @@ def report(
     if target is not None:
         from polars_ppdm._durable import write_bytes_atomic
 
-        write_bytes_atomic(target, page.encode())
+        write_bytes_atomic(target, page.encode(), private=version == "internal")
     return page

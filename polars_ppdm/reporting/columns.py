@@ -504,14 +504,22 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         low, high = (float(q) for q in np.quantile(released, [0.005, 0.995]))
         if high <= low:
             return None
-        got = reconstruct_distribution(
-            pl.DataFrame({column: released}),
-            column,
-            dist=step.dist,
-            scale=scale,
-            bins=_BINS,
-            bounds=(low, high),
-        )
+        frame = pl.DataFrame({column: released})
+        try:
+            got = reconstruct_distribution(
+                frame, column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
+            )
+        except InvalidParameterError:
+            # Noise too small to reach the released values beyond the middle 99% from
+            # any interval (review 78: a run exited 7 without its public page, the
+            # message quoting the quantiles): the whole released range then.
+            low, high = float(released.min()), float(released.max())
+            try:
+                got = reconstruct_distribution(
+                    frame, column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
+                )
+            except InvalidParameterError:
+                return None
         edges = np.append(got["low"].to_numpy(), got["high"][-1])
         return edges, [
             _stairs("released", released, edges, "released"),
