@@ -179,15 +179,40 @@ def check_line_endings(files: list[Path], quote: str = '"') -> None:
 
 def check_rows(frame: Any, counted: int | None, files: list[Path], fmt: InputFormat) -> None:
     """Refuse a run whose inputs Spark reads as other rows than Polars counts (``counted``,
-    from the columnar formats' metadata; a CSV's is counted here), before any output: the
-    last guard of attack review 71, whatever makes the two readers split a file otherwise."""
-    if counted is None:
-        counted = int(inputs.scan(files, fmt).select(pl.len()).collect().item())
-    if frame.count() != counted:
-        advice = ", or give the inputs as Parquet" if fmt.kind == "csv" else ""
+    from the columnar formats' metadata; a CSV's is counted here), or with other nulls in
+    some column, before any output: the last guard of attack review 71, whatever makes the
+    two readers split a file otherwise; and of review 77, whatever text Spark's reader
+    takes for a null where Polars reads a value (``inf``, ``nan``, a date as
+    ``2020/01/01``, a time with its zone), which the re-run check refused only after a
+    Spark run had published the nulls.  Names columns, never a value or a count."""
+    from pyspark.sql import functions as F
+
+    names = list(frame.columns)
+    spark_counts = frame.select(
+        F.count(F.lit(1)).alias("rows"),
+        *(F.count_if(F.col(c).isNull()).alias(f"n{i}") for i, c in enumerate(names)),
+    ).first()
+    polars_counts = (
+        inputs.scan(files, fmt)
+        .select(pl.len().alias("rows"), *(pl.col(c).null_count().alias(f"n{i}") for i, c in enumerate(names)))
+        .collect()
+        .row(0, named=True)
+    )
+    rows = polars_counts["rows"] if counted is None else counted
+    advice = ", or give the inputs as Parquet" if fmt.kind == "csv" else ""
+    if spark_counts["rows"] != rows:
         msg = (
             "ppdm run --engine spark: Spark's reader read the inputs as other rows than Polars counts, so the "
             f"engines would publish other outputs. Run with --engine polars{advice}."
+        )
+        raise ReleaseMismatchError(msg)
+    nulls = [c for i, c in enumerate(names) if spark_counts[f"n{i}"] != polars_counts[f"n{i}"]]
+    if nulls:
+        msg = (
+            f"ppdm run --engine spark: Spark's reader reads some values of {nulls} as nulls where Polars reads "
+            "values (e.g. inf or nan in a float column, a date or time in a form Spark does not parse), so the "
+            f"engines would publish other outputs. Write those values as Spark reads them, or run with --engine "
+            f"polars{advice}."
         )
         raise ReleaseMismatchError(msg)
 
@@ -221,6 +246,22 @@ def scan(spark: Any, files: list[Path], fmt: InputFormat, schema: pl.Schema) -> 
     )
 
 
+# Spark's CSV writer, told to write what Polars writes and reads (RFC 4180): its defaults
+# escape a quote with a backslash (Polars read `say "hi"` back as `say \hi\`, and the
+# row digest took two different tables for one), trim leading and trailing whitespace (a
+# tab became an empty string) and cut times to milliseconds (attack review 77).
+_CSV_AS_POLARS = {
+    "header": True,
+    "quote": '"',
+    "escape": '"',
+    "escapeQuotes": True,
+    "ignoreLeadingWhiteSpace": False,
+    "ignoreTrailingWhiteSpace": False,
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+
+
 def sink_table(
     frame: Any, target: Path, put: Callable[[Path, Path, str], None] | None = None
 ) -> tuple[int, str]:
@@ -241,7 +282,10 @@ def sink_table(
     taken = False
     try:
         writer = frame.write.mode("append")  # into the fresh, empty private folder
-        (writer.option("header", True).csv if csv else writer.parquet)(str(temporary))
+        if csv:
+            writer.options(**_CSV_AS_POLARS).csv(str(temporary))
+        else:
+            writer.parquet(str(temporary))
         digest = parts_digest(temporary, sync=True)
         rows = _rows(_parts(temporary), csv)
         fsync_folder(temporary)

@@ -306,3 +306,63 @@ def test_an_engine_that_reads_one_value_otherwise_is_refused_on_a_rerun(spark, t
     table.write_bytes(published + b"\n")  # the recorded table no longer in place: nothing to compare with
     assert _run(path, "spark") == EXIT_CHANGED
     assert "does not hold that table" in capsys.readouterr().err
+
+
+def test_a_csv_table_written_by_spark_holds_the_polars_rows(spark, tmp_path, monkeypatch):
+    """Attack review 77: Spark's CSV writer escaped a quote with a backslash (Polars read
+    `say "hi"` back as `say \\hi\\`: two tables had one row digest), trimmed whitespace (a
+    tab became an empty string) and cut times to milliseconds. Written as RFC 4180 now:
+    a run on either engine after the other spends nothing, and the tables are equal."""
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    data = (
+        "id,smoker,name,at\n"
+        '1,1," lead",2020-01-01T00:00:00.123456\n2,0,"trail ",2020-01-01T00:00:00.000001\n'
+        '3,1,"\t",2021-06-30T23:59:59.999999\n4,0,"say ""hi""",2020-01-01T00:00:00\n'
+        '5,1,"a\\\\b",2020-01-01T00:00:00\n6,0,"",2020-01-01T00:00:00\n7,1,,2020-01-01T00:00:00\n'
+    )
+    tables = {}
+    for first, second in (("polars", "spark"), ("spark", "polars")):
+        folder = tmp_path / first
+        folder.mkdir()
+        path = write(folder, data, "", keep='["id", "name", "at"]')
+        path.write_text(path.read_text().replace("out/table.parquet", "out/table.csv"))
+        assert _run(path, first) == EXIT_OK
+        tables[first] = _outputs(path.parent / "out" / "manifest.json")["table.csv"]
+        assert _run(path, second) == EXIT_OK  # the same rows: an identical re-run
+        again = json.loads((path.parent / "out" / "manifest.json").read_text())
+        assert again["epsilon"]["spent_by_this_run"] == 0
+    names = tables["polars"].sort("id")["name"].to_list()
+    assert names == [" lead", "trail ", "\t", 'say "hi"', "a\\\\b", "", None]
+    for table in tables.values():
+        assert table.sort("id").equals(tables["polars"].sort("id"))
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "types"),
+    [
+        ("x", ["1.5", "inf", "nan"], 'x = "Float64"'),
+        ("day", ["2020-01-01", "2020/01/02", "2020-01-03"], 'day = "Date"'),
+    ],
+)
+def test_values_spark_reads_as_null_are_refused_before_any_output(
+    spark, tmp_path, monkeypatch, capsys, column, values, types
+):
+    """Attack review 77: Spark's CSV reader took inf, nan or a date as 2020/01/02 for a
+    null where Polars reads a value; a Spark run published the nulls, exit 0."""
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    rows = "".join(f"{i},{i % 2},{v}\n" for i, v in enumerate(values, 1))
+    path = write(
+        tmp_path,
+        f"id,smoker,{column}\n{rows}",
+        f"[dataset.csv]\ntypes = {{ {types} }}",
+        keep=f'["id", "{column}"]',
+    )
+    assert _run(path, "spark") == EXIT_CHANGED
+    err = capsys.readouterr().err
+    assert f"reads some values of ['{column}'] as nulls" in err and "inf" not in err.split("(e.g.")[0]
+    assert not (tmp_path / "out" / "table.parquet").exists()
+    assert _run(path, "polars") == EXIT_OK
