@@ -63,7 +63,9 @@ def _read(path: Path, what: str, types: dict[str, Any] | None = None) -> pl.Data
     run read its input so (a zip code ``00037`` as text), and inferring again would not."""
     try:
         if path.suffix.lower() == ".csv":  # a file, or Spark's folder of CSV part files
-            files = sorted(p for p in path.iterdir() if p.name.startswith("part-")) if path.is_dir() else [path]
+            files = (
+                sorted(p for p in path.iterdir() if p.name.startswith("part-")) if path.is_dir() else [path]
+            )
             header = pl.read_csv(files[0], n_rows=0).columns if files else []
             declared = {name: getattr(pl, kind) for name, kind in (types or {}).items() if name in header}
             return pl.scan_csv(files, schema_overrides=declared or None, raise_if_empty=False).collect()
