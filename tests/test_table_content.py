@@ -189,3 +189,22 @@ def test_a_rerun_with_other_bytes_and_no_recorded_table_in_place_is_refused(surv
     assert _run(survey) == EXIT_CHANGED
     err = capsys.readouterr().err
     assert "does not hold that table" in err and "nothing was published and nothing spent" in err
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pl.col("id").cast(pl.Duration("us")),  # Spark published a Duration as Int64
+        pl.col("at").dt.replace_time_zone("UTC"),  # a zoned time is not a wall-clock time
+        pl.col("flag").cast(pl.Int8),
+        pl.col("name").cast(pl.Binary),
+    ],
+    ids=["duration", "time zone", "bool as int", "binary"],
+)
+def test_the_kind_of_a_column_counts_too(tmp_path, other):
+    """Attack review 77: the same integers as a Duration, or the same instants in a zone,
+    passed as the recorded rows."""
+    changed = TABLE.with_columns(other)
+    path = tmp_path / "changed.parquet"
+    changed.write_parquet(path)
+    assert published_content(KEY, path, csv=False, schema=changed.schema) != _digest(tmp_path, TABLE, name="whole")

@@ -1273,6 +1273,7 @@ def run_pipeline(
     check_continual_state(pipeline, schema, book)
     check_readable(files, fmt)
     if engine == "spark":
+        spark_engine.check_types_for_spark(schema)
         spark_engine.check_csv_values(files, fmt, schema)
     label_of = {i: step_label("perturb", i, s) for i, s in enumerate(pipeline.perturb, 1)}
     keys = _check_key_files(pipeline, secret, label_of)

@@ -34,7 +34,15 @@ from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, 
 from polars_ppdm.jobs.errors import PipelineError, ReleaseMismatchError
 from polars_ppdm.jobs.inputs import InputFormat
 
-__all__ = ["check_csv_values", "check_for_spark", "parts_digest", "scan", "session", "sink_table"]
+__all__ = [
+    "check_csv_values",
+    "check_for_spark",
+    "check_types_for_spark",
+    "parts_digest",
+    "scan",
+    "session",
+    "sink_table",
+]
 
 
 def check_for_spark(pipeline: Pipeline, fmt: InputFormat) -> None:
@@ -88,6 +96,34 @@ def session() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = sql.SparkSession.builder.appName("ppdm run").config("spark.ui.showConsoleProgress", "false")
     return builder.getOrCreate()
+
+
+def check_types_for_spark(schema: pl.Schema) -> None:
+    """Refuse input columns whose type Spark cannot hold as Polars does, before anything
+    is reserved (attack review 77): a Duration (Spark wrote its microseconds as Int64), a
+    time in a zone (Spark keeps the instant, not the zone: the published wall-clock time
+    moved, or pyspark failed with a bare AssertionError after the reservation), a UInt64
+    (Spark holds it as a Decimal).  Names the columns."""
+    kinds = {
+        "a Duration (Spark has no duration type; cast it to an integer of a stated unit)": [
+            c for c, t in schema.items() if isinstance(t, pl.Duration)
+        ],
+        "a Datetime in a time zone (Spark keeps no zone; convert it, e.g. to UTC, and drop the zone)": [
+            c for c, t in schema.items() if isinstance(t, pl.Datetime) and t.time_zone is not None
+        ],
+        "a UInt64 (Spark holds it as a Decimal; cast it to Int64)": [
+            c for c, t in schema.items() if t == pl.UInt64
+        ],
+    }
+    problems = [f"{columns} are {what}" for what, columns in kinds.items() if columns]
+    if problems:
+        msg = (
+            "ppdm run --engine spark: the input columns "
+            + "; ".join(problems)
+            + ". Spark would publish other "
+            "values than Polars. Run with --engine polars, or change the column's type first."
+        )
+        raise PipelineError(msg)
 
 
 def check_csv_values(files: list[Path], fmt: InputFormat, schema: pl.Schema) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,7 @@ from polars_ppdm.kernels.release_key import finish_digest, row_words
 from polars_ppdm.kernels.string_keys import keyed_string_keys
 from polars_ppdm.secret import Secret
 
-__all__ = ["content_key", "frame_word_sum", "published_content", "table_content_digest"]
+__all__ = ["content_key", "frame_word_sum", "kind_of", "published_content", "table_content_digest"]
 
 _BATCH_ROWS = 1 << 16
 
@@ -59,11 +59,13 @@ def frame_word_sum(key: bytes, frame: pl.DataFrame) -> int:
     return total % 2**64
 
 
-def table_content_digest(key: bytes, names: Sequence[str], word_sum: int, rows: int) -> str:
+def table_content_digest(key: bytes, schema: pl.Schema, word_sum: int, rows: int) -> str:
     """The digest (64 hex digits, as a SHA-256 is recorded) of a table of ``rows`` rows
-    whose row words add up to ``word_sum``, with the columns ``names`` in that order."""
+    whose row words add up to ``word_sum``, with the columns of ``schema`` in that order,
+    each with the kind of its values (:func:`kind_of`)."""
     digest = finish_digest(key, word_sum, rows)
-    named = "\x00".join(names).encode() + b"\x01" + digest.to_bytes(8, "little")
+    columns = [f"{name}\x02{kind_of(dtype)}" for name, dtype in schema.items()]
+    named = "\x00".join(columns).encode() + b"\x01" + digest.to_bytes(8, "little")
     return hmac.new(key, named, hashlib.sha256).hexdigest()
 
 
@@ -79,12 +81,34 @@ def published_content(key: bytes, path: Path, *, csv: bool, schema: pl.Schema) -
         files = [str(path)]
     names = list(schema.names())
     total, rows = 0, 0
+    read = schema
     if files:
         query = pl.scan_csv(files, schema=schema, raise_if_empty=False) if csv else pl.scan_parquet(files)
-        for batch in _batches(query.select(names)):
+        query = query.select(names)
+        read = query.collect_schema()  # the types as written (Spark's may be another width)
+        for batch in _batches(query):
             total += frame_word_sum(key, batch)
             rows += batch.height
-    return table_content_digest(key, names, total % 2**64, rows)
+    return table_content_digest(key, read, total % 2**64, rows)
+
+
+def kind_of(dtype: pl.DataType) -> str:
+    """What a column's values are, whatever their width or storage: two engines may store
+    one value as Int32 and Int64, Float32 and Float64, Categorical and String, a time in
+    nanoseconds or microseconds; but a duration is not an integer, and a time in a zone
+    is not a wall-clock time (attack review 77: Spark published a Duration as Int64, and
+    a zoned time as a naive one, and the rows alone passed the check)."""
+    if dtype.is_integer():
+        return "integer"
+    if dtype.is_float():
+        return "float"
+    if dtype in (pl.String, pl.Categorical, pl.Enum):
+        return "text"
+    if isinstance(dtype, pl.Datetime):
+        return f"datetime[{dtype.time_zone or ''}]"
+    if isinstance(dtype, pl.Decimal):
+        return f"decimal[{dtype.scale}]"
+    return str(dtype.base_type())  # Boolean, Date, Time, Duration, Binary, List, Struct, Null
 
 
 def _batches(query: pl.LazyFrame) -> Iterable[pl.DataFrame]:

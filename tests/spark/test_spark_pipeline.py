@@ -366,3 +366,34 @@ def test_values_spark_reads_as_null_are_refused_before_any_output(
     assert f"reads some values of ['{column}'] as nulls" in err and "inf" not in err.split("(e.g.")[0]
     assert not (tmp_path / "out" / "table.parquet").exists()
     assert _run(path, "polars") == EXIT_OK
+
+
+@pytest.mark.parametrize(
+    ("column", "said"),
+    [
+        (pl.Series("d", [1, -86_400_000_000, None]).cast(pl.Duration("us")), "['d'] are a Duration"),
+        (
+            pl.Series("t", [0, 1, 2]).cast(pl.Datetime("us")).dt.replace_time_zone("Europe/Paris"),
+            "['t'] are a Datetime in a time zone",
+        ),
+        (pl.Series("u", [0, 2**64 - 1, None], dtype=pl.UInt64), "['u'] are a UInt64"),
+    ],
+    ids=["duration", "zoned time", "uint64"],
+)
+def test_types_spark_holds_otherwise_are_refused_before_anything_is_reserved(
+    spark, tmp_path, monkeypatch, capsys, column, said
+):
+    """Attack review 77: Spark published a Duration as Int64 and a zoned time as a naive
+    one (moved), or failed with a bare AssertionError after the reservation."""
+    from test_pipeline_csv import write
+
+    monkeypatch.setenv("PPDM_SECRET", SECRET)
+    path = write(tmp_path, "", "", keep=f'["id", "{column.name}"]')
+    path.write_text(path.read_text().replace('"in.csv"', '"in.parquet"'))
+    pl.DataFrame({"id": [1, 2, 3], "smoker": [True, False, True], column.name: column}).write_parquet(
+        tmp_path / "in.parquet"
+    )
+    assert _run(path, "spark") == EXIT_INVALID
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert _run(path, "polars") == EXIT_OK
