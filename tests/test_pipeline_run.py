@@ -710,7 +710,10 @@ def test_a_run_stopped_before_its_commit_left_nothing_another_user_could_read(ex
     umask = os.umask(0o022)
     os.umask(umask)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if not p.name.startswith("ledger")}
-    assert modes and set(modes.values()) == {0o666 & ~umask}, modes
+    # The operator's records are theirs alone (review 78); the outputs get the umask's mode.
+    records = {"manifest.json", "report.internal.html"}
+    assert {m for p, m in modes.items() if p in records} == {0o600}, modes
+    assert {m for p, m in modes.items() if p not in records} == {0o666 & ~umask}, modes
     # An operator's chmod of a published output survives the next run (review 67).
     for published in modes:
         (out / published).chmod(0o600)
