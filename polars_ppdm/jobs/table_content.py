@@ -138,7 +138,7 @@ def _value_words(key: bytes, series: pl.Series) -> list[np.ndarray]:
         values = series.cast(pl.Float64).fill_null(0.0).fill_nan(float("nan")).to_numpy()
         values = np.where(np.isnan(values), np.nan, values)  # one NaN, whatever its payload
         return [present, values]
-    return [present, series.fill_null(0).to_numpy()]
+    return [present, series.fill_null(False if dtype == pl.Boolean else 0).to_numpy()]
 
 
 def _microseconds(series: pl.Series) -> pl.Series:
