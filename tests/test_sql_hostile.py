@@ -357,3 +357,29 @@ def test_a_database_whose_functions_shadow_builtins_is_refused(tmp_path, planted
     con.execute("DROP MACRO " + ("TABLE range" if "TABLE" in planted else planted.split()[2].split("(")[0]))
     ppdm.duckdb.register(con)  # once dropped, registered
     assert con.execute("SELECT least(1, 2)").fetchall() == [(1,)]
+
+
+def test_a_shadow_in_other_case_or_attached_later_is_refused(tmp_path):
+    """Review 79: names were compared with their case (a planted LEAST passed), and a
+    database attached after register() and put first in the search_path was not looked
+    at; each release checks now, with the built-ins named in full."""
+    path = str(tmp_path / "planted.duckdb")
+    with duckdb.connect(path) as con:
+        con.execute("CREATE MACRO LEAST(a, b) AS system.main.greatest(a, b)")
+    with pytest.raises(InvalidParameterError, match=r"planted\.main\.LEAST"):
+        ppdm.duckdb.register(duckdb.connect(path))
+    con = ppdm.duckdb.register(duckdb.connect())
+    con.execute(
+        "CREATE TABLE pay AS SELECT 'a' AS dept, i AS person, i * 1000.0 AS salary FROM range(30) r(i)"
+    )
+    call = (
+        "SELECT * FROM memory.main.ppdm_dp_sum('pay', 'dept', 'salary', contribution_bounds_per_row := [0.0, 100.0], "
+        f"epsilon := 1.0, privacy_unit_column := 'person', public_groups := ['a'], secret := '{SECRET}')"
+    )
+    con.execute(call).fetchall()  # a clean connection releases
+    con.execute(f"ATTACH '{path}' AS s")
+    con.execute("SET search_path = 's.main,memory.main'")
+    with pytest.raises(
+        duckdb.InvalidInputException, match="named as a DuckDB built-in or as a polars_ppdm function"
+    ):
+        con.execute(call).fetchall()

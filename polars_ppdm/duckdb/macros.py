@@ -55,9 +55,12 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 # A function of the database (a macro, a table macro) named as one of DuckDB's own comes
 # first in name resolution, also inside polars_ppdm's macros, which call the built-ins.
+# Names compared without case (DuckDB resolves them so: a planted LEAST was found too, review
+# 79), and the catalogue read by its full name (a planted duckdb_functions() hid them).
 _SHADOWING = """
-SELECT DISTINCT database_name, schema_name, function_name FROM duckdb_functions()
-WHERE NOT internal AND function_name IN (SELECT function_name FROM duckdb_functions() WHERE internal)
+SELECT DISTINCT database_name, schema_name, function_name FROM system.main.duckdb_functions()
+WHERE NOT internal AND system.main.lower(function_name) IN
+      (SELECT system.main.lower(function_name) FROM system.main.duckdb_functions() WHERE internal)
 ORDER BY ALL
 """
 
