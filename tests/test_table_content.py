@@ -207,4 +207,38 @@ def test_the_kind_of_a_column_counts_too(tmp_path, other):
     changed = TABLE.with_columns(other)
     path = tmp_path / "changed.parquet"
     changed.write_parquet(path)
-    assert published_content(KEY, path, csv=False, schema=changed.schema) != _digest(tmp_path, TABLE, name="whole")
+    assert published_content(KEY, path, csv=False, schema=changed.schema) != _digest(
+        tmp_path, TABLE, name="whole"
+    )
+
+
+def test_a_recorded_table_swapped_between_its_hash_and_its_read_is_refused(survey, monkeypatch, capsys):
+    """Review 79: the recorded table in place was hashed, then read again by its path; a
+    file put there in between (the run's own new table) was compared as the recorded one,
+    and a run over replaced data was published as a free identical re-run."""
+    import shutil
+
+    assert _run(survey) == EXIT_OK
+    table = survey.parent / "out" / "survey_perturbed.parquet"
+    first = table.read_bytes()
+    book = Ledger(survey.parent / "out" / "ledger.duckdb")
+    rows = book.table("survey")
+    other = survey.parent / "replaced.csv"
+    pl.read_csv(survey.parent / "survey.csv").with_columns(pl.col("age") + 1).write_csv(other)
+    real_scan, real_sha = run_module.scan, run_module.file_sha256
+    monkeypatch.setattr(run_module, "scan", lambda files, fmt: real_scan([other], fmt))
+
+    def swapped_after_its_hash(path, *args, **kwargs):
+        digest = real_sha(path, *args, **kwargs)
+        if Path(path) == table:
+            (new,) = [p for p in table.parent.iterdir() if p.name != table.name and table.stem in p.name]
+            shutil.copyfile(new, table)
+        return digest
+
+    monkeypatch.setattr(run_module, "file_sha256", swapped_after_its_hash)
+    capsys.readouterr()
+    assert _run(survey) == EXIT_CHANGED
+    assert "does not hold that table" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert table.read_bytes() != first  # the swap happened (the race's own doing), and yet
+    assert book.table("survey").equals(rows)  # nothing recorded or spent

@@ -665,23 +665,28 @@ class _Publisher:
     ) -> str:
         """The content digest of the recorded table in place at ``target``, whose bytes
         the ledger recorded (Polars' file, or Spark's part files by an older version)."""
+        before = _identities(target)
         if target.is_dir() and not target.is_symlink():
             held = recorded.get(SPARK_PARTS)
             in_place = None if held is None else spark_engine.parts_digest(target)
         else:
             held = recorded.get(TABLE)
             in_place = None if held is None or not target.is_file() else file_sha256(target)
-        if held is None or in_place != held:
-            msg = (
-                f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, whose perturbed table "
-                "was recorded by its bytes; this run wrote the table with other bytes (on the other engine, or "
-                "with another version of it), so its rows are compared with the recorded table's, and "
-                f"{str(target)!r} does not hold that table (missing, replaced or changed): nothing tells whether "
-                "this run would publish the same rows. Refused rather than published for free: nothing was "
-                "published and nothing spent. Put the recorded table back, or run on the engine that wrote it."
-            )
-            raise ReleaseMismatchError(msg)
-        return content(target)
+        if held is not None and in_place == held:
+            digest = content(target)
+            # The files hashed are the files read: one swapped in between (review 79: the
+            # run's own new table, published free) changes an inode, a size or a ctime.
+            if _identities(target) == before:
+                return digest
+        msg = (
+            f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, whose perturbed table "
+            "was recorded by its bytes; this run wrote the table with other bytes (on the other engine, or "
+            "with another version of it), so its rows are compared with the recorded table's, and "
+            f"{str(target)!r} does not hold that table (missing, replaced or changed): nothing tells whether "
+            "this run would publish the same rows. Refused rather than published for free: nothing was "
+            "published and nothing spent. Put the recorded table back, or run on the engine that wrote it."
+        )
+        raise ReleaseMismatchError(msg)
 
     def publish(self, manifest: Manifest, manifest_path: Path, keys: list[tuple[Path, Any]]) -> str:
         """Save the key files, commit in the ledger, put every output in place; returns
@@ -727,6 +732,17 @@ class _Publisher:
             for key_path in self.saved_keys:
                 key_path.unlink(missing_ok=True)
             self.saved_keys.clear()
+
+
+def _identities(target: Path) -> list[tuple[str, int, int, int, int, int]]:
+    """(name, device, inode, size, mtime, ctime) of the file at ``target``, or of each
+    file of the folder, sorted; nothing for a path that is neither."""
+    files = sorted(target.iterdir()) if target.is_dir() else [target] if target.is_file() else []
+    found = []
+    for path in files:
+        st = os.stat(path)
+        found.append((path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return found
 
 
 def _temporary(target: Path) -> Path:

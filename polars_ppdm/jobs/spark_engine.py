@@ -114,6 +114,20 @@ def check_types_for_spark(schema: pl.Schema) -> None:
         "a UInt64 (Spark holds it as a Decimal; cast it to Int64)": [
             c for c, t in schema.items() if t == pl.UInt64
         ],
+        # Review 79: an Int128 came out as 16-byte Binary, a Null column as Int32; a Time
+        # and a time in nanoseconds failed after the reservation.
+        "an Int128 (Spark has none; cast it to Int64 or String)": [
+            c for c, t in schema.items() if t == pl.Int128
+        ],
+        "of type Null (Spark writes Int32; give the column a type)": [
+            c for c, t in schema.items() if t == pl.Null
+        ],
+        "a Time (Spark has no time-of-day type; cast it to String)": [
+            c for c, t in schema.items() if t == pl.Time
+        ],
+        "a Datetime in nanoseconds (Spark holds microseconds; cast it to Datetime('us'))": [
+            c for c, t in schema.items() if isinstance(t, pl.Datetime) and t.time_unit == "ns"
+        ],
     }
     problems = [f"{columns} are {what}" for what, columns in kinds.items() if columns]
     if problems:

@@ -98,6 +98,8 @@ def kind_of(dtype: pl.DataType) -> str:
     nanoseconds or microseconds; but a duration is not an integer, and a time in a zone
     is not a wall-clock time (attack review 77: Spark published a Duration as Int64, and
     a zoned time as a naive one, and the rows alone passed the check)."""
+    if dtype == pl.UInt64:  # 2^64 - 1 has -1's bits (review 79)
+        return "unsigned 64-bit integer"
     if dtype.is_integer():
         return "integer"
     if dtype.is_float():
@@ -131,8 +133,9 @@ def _value_words(key: bytes, series: pl.Series) -> list[np.ndarray]:
     elif dtype in (pl.String, pl.Categorical, pl.Enum, pl.Binary) or isinstance(dtype, pl.Decimal):
         return [present, _text_words(key, series)]
     elif dtype.is_nested() or dtype == pl.Object:
-        # By Polars' JSON text of the value: both sides are read back by Polars.
-        text = series.to_frame("v").select(pl.struct("v").struct.json_encode()).to_series()
+        # By Python's text of the value (both sides are read back by Polars): floats by
+        # their repr, NaN, inf and None apart, which JSON text made one null (review 79).
+        text = pl.Series([repr(v) for v in series.to_list()], dtype=pl.String)
         return [present, _text_words(key, text)]
     if dtype.is_float():
         values = series.cast(pl.Float64).fill_null(0.0).fill_nan(float("nan")).to_numpy()

@@ -377,8 +377,12 @@ def test_values_spark_reads_as_null_are_refused_before_any_output(
             "['t'] are a Datetime in a time zone",
         ),
         (pl.Series("u", [0, 2**64 - 1, None], dtype=pl.UInt64), "['u'] are a UInt64"),
+        (pl.Series("i", [0, 2**100, None], dtype=pl.Int128), "['i'] are an Int128"),  # review 79
+        (pl.Series("n", [None, None, None], dtype=pl.Null), "['n'] are of type Null"),
+        (pl.Series("h", [0, 1, 2]).cast(pl.Time), "['h'] are a Time"),
+        (pl.Series("s", [0, 1, 2]).cast(pl.Datetime("ns")), "['s'] are a Datetime in nanoseconds"),
     ],
-    ids=["duration", "zoned time", "uint64"],
+    ids=["duration", "zoned time", "uint64", "int128", "null", "time", "nanoseconds"],
 )
 def test_types_spark_holds_otherwise_are_refused_before_anything_is_reserved(
     spark, tmp_path, monkeypatch, capsys, column, said
