@@ -39,21 +39,13 @@ __ppdm_shape AS (
 ),
 __ppdm_params AS (
     SELECT CASE
-               -- First, in built-ins named in full: nothing named as a built-in or as one of
-               -- polars_ppdm's functions may come first in name resolution (a macro of the
-               -- database, or of a database attached after register() and put first in the
-               -- search_path; attack reviews 73 and 79). Each call checks, not only register().
-               WHEN EXISTS (SELECT 1 FROM system.main.duckdb_functions() f WHERE NOT f.internal
-                                AND system.main.lower(f.function_name) IN
-                                    (SELECT system.main.lower(b.function_name) FROM system.main.duckdb_functions() b WHERE b.internal))
-                    OR EXISTS (SELECT 1 FROM system.main.duckdb_functions() f
-                               WHERE system.main.regexp_matches(system.main.lower(f.function_name), '^_?ppdm_')
-                               GROUP BY system.main.lower(f.function_name)
-                               HAVING system.main.min(f.database_name || '.' || f.schema_name)
-                                      <> system.main.max(f.database_name || '.' || f.schema_name))
-                   THEN system.main.error('ppdm_dp_histogram: a function of a database on this connection is named as a DuckDB '
-                              || 'built-in or as a polars_ppdm function, and would take its place inside the macro '
-                              || '(polars_ppdm.duckdb.register names them). Drop it; nothing was released.')
+               -- First, with the built-ins named in full: register() refused a database whose
+               -- functions shadow built-ins; a search_path set since could put an attached
+               -- database's first (review 79). Checked here, each call, for free.
+               WHEN system.main.current_setting('search_path') <> ''
+                   THEN system.main.error('ppdm_dp_histogram: a search_path is set (' || system.main.current_setting('search_path')
+                              || '): a database in it could name a function as a DuckDB built-in or as a polars_ppdm '
+                              || 'function and take its place inside the macro. RESET search_path; nothing was released.')
                WHEN col IS NULL OR typeof(col) <> 'VARCHAR'
                    THEN error('The ''col'' argument of ppdm_dp_histogram must be a column name (a string). Got '
                               || if(col IS NULL, 'NULL', typeof(col)) || ' instead.')

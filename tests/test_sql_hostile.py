@@ -380,6 +380,6 @@ def test_a_shadow_in_other_case_or_attached_later_is_refused(tmp_path):
     con.execute(f"ATTACH '{path}' AS s")
     con.execute("SET search_path = 's.main,memory.main'")
     with pytest.raises(
-        duckdb.InvalidInputException, match="named as a DuckDB built-in or as a polars_ppdm function"
+        duckdb.InvalidInputException, match="a search_path is set"
     ):
         con.execute(call).fetchall()
