@@ -224,6 +224,21 @@ def atomic_path(target: Path, *, private: bool = False) -> Iterator[Path]:
 _TABLE_FOLDER_ENTRY = re.compile(r"(part-.*|_SUCCESS|_committed_.*|_started_.*|\..*\.crc)")
 
 
+def table_files(path: Path) -> list[Path]:
+    """The files of a published table: the file itself, or a Spark folder's part files
+    (sorted; Hadoop's markers and checksums left out)."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and p.name.startswith("part-"))
+    return [path]
+
+
+def file_identity(path: Path) -> tuple[int, ...]:
+    """What changes when a file is replaced or written to: device, inode, size, mtime and
+    ctime (ctime no one can set back)."""
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
 def check_replaceable_folder(target: Path) -> None:
     """Refuse to replace a folder that is not a table a run wrote (Spark's part files):
     an output path that names a user's folder must never delete what is in it."""

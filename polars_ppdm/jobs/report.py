@@ -14,13 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from polars_ppdm._durable import file_identity, table_files
 from polars_ppdm.jobs.config import Pipeline
 from polars_ppdm.jobs.errors import InputError, PipelineError
 from polars_ppdm.jobs.paths import report_paths
@@ -63,9 +63,7 @@ def _read(path: Path, what: str, types: dict[str, Any] | None = None) -> pl.Data
     run read its input so (a zip code ``00037`` as text), and inferring again would not."""
     try:
         if path.suffix.lower() == ".csv":  # a file, or Spark's folder of CSV part files
-            files = (
-                sorted(p for p in path.iterdir() if p.name.startswith("part-")) if path.is_dir() else [path]
-            )
+            files = table_files(path)
             header = pl.read_csv(files[0], n_rows=0).columns if files else []
             declared = {name: getattr(pl, kind) for name, kind in (types or {}).items() if name in header}
             return pl.scan_csv(files, schema_overrides=declared or None, raise_if_empty=False).collect()
@@ -87,7 +85,7 @@ def _published(path: Path, types: dict[str, Any] | None = None) -> tuple[Table, 
     if not columnar or not parts:
         return Table(_read(path, "The published table", types)), {}
     try:
-        identities = {part: _identity(part) for part in parts}
+        identities = {part: file_identity(part) for part in parts}
         if path.suffix.lower() == ".parquet" or path.is_dir():
             frame = pl.scan_parquet(path / "*.parquet" if path.is_dir() else path)
         else:
@@ -107,11 +105,6 @@ def _published(path: Path, types: dict[str, Any] | None = None) -> tuple[Table, 
     return Table(frame, refuse), identities
 
 
-def _identity(path: Path) -> tuple[int, ...]:
-    found = os.stat(path)
-    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
-
-
 def _still(read: dict[Path, tuple[int, ...]], published: dict[Path, tuple[int, ...]] | None = None) -> None:
     """Refuse to write a report whose inputs (or published table) changed while it read
     them a column at a time: its figures would mix two versions of the data."""
@@ -121,7 +114,7 @@ def _still(read: dict[Path, tuple[int, ...]], published: dict[Path, tuple[int, .
     ):
         for path, identity in files.items():
             try:
-                same = _identity(path) == identity
+                same = file_identity(path) == identity
             except OSError:
                 same = False
             if not same:
@@ -144,7 +137,7 @@ def _original(pipeline: Pipeline, manifest: dict[str, Any], read: dict[Path, tup
         )
         raise InputError(msg)
     fmt = input_format(pipeline, files)
-    identities = {path: _identity(path) for path in files}  # before the fingerprints they vouch for
+    identities = {path: file_identity(path) for path in files}  # before the fingerprints they vouch for
     secret = read_secret(pipeline)  # the manifest's fingerprints are keyed by it
     for path in files:
         if keyed_fingerprint(secret, fingerprint(path)) != recorded[str(path)]:

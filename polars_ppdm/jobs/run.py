@@ -59,6 +59,7 @@ from typing import Any, cast
 import numpy as np
 import polars as pl
 
+from polars_ppdm._durable import file_identity, table_files
 from polars_ppdm.exceptions import BudgetExceededError, InvalidParameterError, SecretError
 from polars_ppdm.jobs import spark_engine
 from polars_ppdm.jobs.atomic import (
@@ -665,7 +666,7 @@ class _Publisher:
     ) -> str:
         """The content digest of the recorded table in place at ``target``, whose bytes
         the ledger recorded (Polars' file, or Spark's part files by an older version)."""
-        before = _identities(target)
+        before = [file_identity(f) for f in table_files(target) if f.exists()]
         if target.is_dir() and not target.is_symlink():
             held = recorded.get(SPARK_PARTS)
             in_place = None if held is None else spark_engine.parts_digest(target)
@@ -676,7 +677,7 @@ class _Publisher:
             digest = content(target)
             # The files hashed are the files read: one swapped in between (review 79: the
             # run's own new table, published free) changes an inode, a size or a ctime.
-            if _identities(target) == before:
+            if [file_identity(f) for f in table_files(target) if f.exists()] == before:
                 return digest
         msg = (
             f"run {self.run[:12]} is recorded in the ledger as an identical earlier run, whose perturbed table "
@@ -732,17 +733,6 @@ class _Publisher:
             for key_path in self.saved_keys:
                 key_path.unlink(missing_ok=True)
             self.saved_keys.clear()
-
-
-def _identities(target: Path) -> list[tuple[str, int, int, int, int, int]]:
-    """(name, device, inode, size, mtime, ctime) of the file at ``target``, or of each
-    file of the folder, sorted; nothing for a path that is neither."""
-    files = sorted(target.iterdir()) if target.is_dir() else [target] if target.is_file() else []
-    found = []
-    for path in files:
-        st = os.stat(path)
-        found.append((path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return found
 
 
 def _temporary(target: Path) -> Path:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_ppdm._durable import fsync_folder
+from polars_ppdm._durable import fsync_folder, table_files
 from polars_ppdm.jobs import inputs
 from polars_ppdm.jobs.atomic import file_sha256, make_readable, private_temporary, replace_whole
 from polars_ppdm.jobs.config import DPContinualCounts, DPGroupBy, EcdfResample, Pipeline
@@ -337,7 +337,7 @@ def sink_table(
         else:
             writer.parquet(str(temporary))
         digest = parts_digest(temporary, sync=True)
-        rows = _rows(_parts(temporary), csv)
+        rows = _rows(table_files(temporary), csv)
         fsync_folder(temporary)
         if put is None:
             make_readable(temporary, target)
@@ -355,13 +355,9 @@ def parts_digest(folder: Path, *, sync: bool = False) -> str:
     """The SHA-256 over the sorted part files' names and SHA-256s of a Spark table
     (``sync``: fsync each too).  Another write of the same rows has other part names."""
     digest = hashlib.sha256()
-    for part in _parts(folder):
+    for part in table_files(folder):
         digest.update(f"{part.name}\x00{file_sha256(part, sync=sync)}\x00".encode())
     return digest.hexdigest()
-
-
-def _parts(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.name.startswith("part-"))
 
 
 def _rows(parts: list[Path], csv: bool) -> int:

@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_ppdm._durable import table_files
 from polars_ppdm.kernels.release_key import finish_digest, row_words
 from polars_ppdm.kernels.string_keys import keyed_string_keys
 from polars_ppdm.secret import Secret
@@ -74,11 +75,7 @@ def published_content(key: bytes, path: Path, *, csv: bool, schema: pl.Schema) -
     files), read by Polars a batch at a time.  A CSV is read with the published
     ``schema`` (Polars' types of the query that wrote it), so that both engines' text is
     taken as values of the same types."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(str(p) for p in path.iterdir() if p.is_file() and p.name.startswith("part-"))
-    else:
-        files = [str(path)]
+    files = [str(f) for f in table_files(Path(path))]
     names = list(schema.names())
     total, rows = 0, 0
     read = schema

@@ -505,21 +505,19 @@ def _noise(step: Any, column: str, tables: _Tables) -> _Parts:
         if high <= low:
             return None
         frame = pl.DataFrame({column: released})
-        try:
-            got = reconstruct_distribution(
-                frame, column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
-            )
-        except InvalidParameterError:
-            # Noise too small to reach the released values beyond the middle 99% from
-            # any interval (review 78: a run exited 7 without its public page, the
-            # message quoting the quantiles): the whole released range then.
-            low, high = float(released.min()), float(released.max())
+        # The middle 99%, else (noise too small to reach the released values beyond it
+        # from any interval: review 78, a run exited 7 without its public page, the
+        # message quoting the quantiles) the whole released range, else no plot.
+        for bounds in ((low, high), (float(released.min()), float(released.max()))):
             try:
                 got = reconstruct_distribution(
-                    frame, column, dist=step.dist, scale=scale, bins=_BINS, bounds=(low, high)
+                    frame, column, dist=step.dist, scale=scale, bins=_BINS, bounds=bounds
                 )
+                break
             except InvalidParameterError:
-                return None
+                continue
+        else:
+            return None
         edges = np.append(got["low"].to_numpy(), got["high"][-1])
         return edges, [
             _stairs("released", released, edges, "released"),
